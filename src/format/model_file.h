@@ -148,7 +148,7 @@ int model_file_get_arr(const struct model_file *mf, const char *key, enum mf_vty
 const char *mf_vtype_name(enum mf_vtype t);
 const char *mf_format_name(enum mf_format f);
 
-/* --- for the readers (format/*.c), not for users of the view --- */
+/* --- for the readers (gguf.c, safetensors.c, hfdir.c), not for users of the view --- */
 int gguf_open(struct model_file *mf, const char *path, char *err, size_t errlen);
 int safetensors_open(struct model_file *mf, const char *path, char *err, size_t errlen);
 int hfdir_open(struct model_file *mf, const char *dir, char *err, size_t errlen);

@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}; FUZZ_BUILD=${2:-build-fuzz}; FUZZ_SECONDS=${3:-60}
 status=0
 
+# Tests that use the default model find it in models/; fetched once, verified.
+scripts/fetch-model.sh >/dev/null || { echo "run-tests: could not fetch the default model" >&2; exit 1; }
+
 echo "== unit tests (ctest)"
 (cd "$BUILD" && ctest --output-on-failure -j "$(nproc)") || status=1
 

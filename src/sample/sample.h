@@ -1,0 +1,164 @@
+/* sample/sample.h — the token sampler every backend shares, stop tokens, and the
+ * stop-string matcher for streamed text.
+ *
+ * One `struct sampler` per sequence. It owns its PRNG state (xoshiro256**,
+ * seeded through splitmix64 from params.seed) and its penalty history, and all
+ * its work buffers are allocated once by sampler_init from the vocabulary size:
+ * sampler_sample never allocates. Same params, same prompt, same logits → same
+ * tokens, on any machine (the arithmetic is plain IEEE float/double in a fixed
+ * order; ties are broken by the lowest token id everywhere).
+ *
+ * The pipeline, per step, over the backend's logits l (n_vocab floats):
+ *   1. NaN logits count as −inf.
+ *   2. repetition penalty (HF / llama.cpp): for every distinct token of
+ *      prompt + generated, l > 0 → l / r, else l · r.
+ *   3. frequency / presence penalties (OpenAI): for every token generated so far
+ *      (prompt tokens do not count), l −= count · frequency + presence.
+ *   4. logit_bias: l += bias[token] (−100 or −inf effectively bans a token).
+ *   → the "processed logits". Log-probabilities reported to the user are the
+ *     log-softmax of these (after penalties and bias, before temperature, top-k,
+ *     top-p, min-p), as OpenAI and vLLM report them.
+ *   5. temperature 0 → greedy: the argmax of the processed logits (lowest id on
+ *      ties); steps 6–8 are skipped.
+ *   6. z = l / temperature.
+ *   7. top-k (k > 0: keep the k largest z), then top-p (p < 1: keep the smallest
+ *      prefix of the tokens sorted by descending probability whose probability,
+ *      renormalised over the top-k survivors, sums to ≥ p), then min-p (keep
+ *      tokens with prob ≥ min_p · max prob) — the order of HF's warpers.
+ *   8. draw one token from softmax(z) over the survivors with the sequence's PRNG.
+ *
+ * Penalty history: sampler_add_prompt() records the prompt; sampler_accept()
+ * records each generated token. sampler_sample() itself does not change the
+ * history (only the PRNG), so speculative decoding can sample and reject; the
+ * engine calls sampler_accept for every token it keeps.
+ */
+#ifndef MEMRA_SAMPLE_SAMPLE_H
+#define MEMRA_SAMPLE_SAMPLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* OpenAI allows top_logprobs ≤ 20. */
+#define SAMPLE_MAX_LOGPROBS 20
+/* Bounds on the stop lists a request may give (OpenAI allows 4 stop strings). */
+#define SAMPLE_MAX_STOP_TOKENS 64
+#define STOP_MATCHER_MAX_STOPS 16
+#define STOP_MATCHER_MAX_LEN 1024 /* bytes per stop string */
+
+struct sample_bias {
+    int32_t token; /* in [0, n_vocab) */
+    float bias;    /* added to the logit; may be -INFINITY */
+};
+
+struct sample_params {
+    float temperature;        /* 0 → greedy; must be ≥ 0 and finite */
+    int32_t top_k;            /* ≤ 0 → off */
+    float top_p;              /* in (0, 1]; 1 → off */
+    float min_p;              /* in [0, 1]; 0 → off */
+    float repetition_penalty; /* > 0; 1 → off */
+    float presence_penalty;   /* OpenAI range [-2, 2]; 0 → off */
+    float frequency_penalty;  /* OpenAI range [-2, 2]; 0 → off */
+    uint64_t seed;            /* the engine picks one when the request gives none */
+    bool logprobs;            /* fill sample_result.logprob */
+    int32_t top_logprobs;     /* alternatives to report, 0..SAMPLE_MAX_LOGPROBS (needs logprobs) */
+    const struct sample_bias *logit_bias; /* (n_logit_bias), copied by sampler_init */
+    uint32_t n_logit_bias;
+    const int32_t *stop_tokens; /* (n_stop_tokens): EOS and any others; copied */
+    uint32_t n_stop_tokens;
+};
+
+/* Defaults: temperature 1, everything else off (top_p 1, repetition 1), seed 0. */
+void sample_params_default(struct sample_params *p);
+
+struct sample_result {
+    int32_t token;   /* the chosen token, or -1 when every logit is −inf/NaN */
+    float logprob;   /* log-prob of token in the processed distribution (if params.logprobs) */
+    int32_t n_top;   /* entries in top_tokens / top_logprobs (= params.top_logprobs, or fewer
+                        when fewer tokens have a finite logit) */
+    int32_t top_tokens[SAMPLE_MAX_LOGPROBS];  /* descending log-prob, ties: lowest id first */
+    float top_logprobs[SAMPLE_MAX_LOGPROBS];
+};
+
+struct sampler {
+    uint32_t n_vocab;
+    struct sample_params params; /* logit_bias / stop_tokens point into owned copies */
+    uint64_t rng[4];             /* xoshiro256** state */
+    /* penalty history */
+    uint32_t *gen_count;   /* (n_vocab) times each token was generated */
+    uint8_t *seen;         /* (n_vocab) bit 0: in prompt+generated; bit 1: generated */
+    int32_t *seen_list;    /* (n_vocab) distinct tokens with seen != 0, in first-seen order */
+    uint32_t n_seen;
+    uint8_t *is_stop;      /* (n_vocab) 1 for stop tokens */
+    struct sample_bias *bias; /* (n_logit_bias) owned copy */
+    int32_t *stops;        /* (n_stop_tokens) owned copy */
+    /* work buffers */
+    float *work;           /* (n_vocab) processed logits */
+    int32_t *idx;          /* (n_vocab) candidate token ids */
+    float *val;            /* (n_vocab) candidate values, parallel to idx */
+};
+
+/* Validate params against n_vocab (ranges above; bias / stop token ids in range;
+ * at most SAMPLE_MAX_STOP_TOKENS stops) and allocate. Returns 0, or -1 with the
+ * reason (naming the parameter) in err. On failure nothing needs freeing. */
+int sampler_init(struct sampler *s, uint32_t n_vocab, const struct sample_params *p, char *err,
+                 size_t errlen);
+void sampler_free(struct sampler *s);
+
+/* Record prompt tokens for the repetition penalty (ids out of range are ignored).
+ * May be called several times (chunked prompts); the prompt never counts for
+ * presence / frequency penalties. */
+void sampler_add_prompt(struct sampler *s, const int32_t *tokens /* (n) */, uint32_t n);
+/* Record a generated (kept) token: repetition + presence + frequency history. */
+void sampler_accept(struct sampler *s, int32_t token);
+
+/* Choose the next token from logits (n_vocab floats, read only). Fills *out
+ * (may be NULL when no logprobs are wanted) and returns the token, or -1 when
+ * no token has a finite processed logit. Never allocates. */
+int32_t sampler_sample(struct sampler *s, const float *logits /* (n_vocab) */, struct sample_result *out);
+
+/* True when token is one of params.stop_tokens. */
+bool sampler_is_stop_token(const struct sampler *s, int32_t token);
+
+/* ---- stop strings over a stream of text pieces ---------------------------
+ *
+ * Feed each decoded text piece; the matcher returns the text that may be shown
+ * now and holds back any tail that could be the start of a stop string. A stop
+ * is "found" at the first byte position where some stop string ends; if several
+ * end there, the longest wins. The visible output is all text before that
+ * match, and it does not depend on how the stream was split into pieces
+ * (checked by tests/unit/test_sample_stop.c at every split point). Bytes, no
+ * Unicode processing: stop strings and pieces are compared byte for byte.
+ */
+struct stop_matcher {
+    char **stops;       /* (n_stops) owned NUL-terminated copies */
+    size_t *stop_len;   /* (n_stops) */
+    uint32_t n_stops;
+    size_t max_len;     /* longest stop string */
+    char *buf;          /* (cap) held-back tail + the current piece */
+    size_t len, cap;
+    size_t out_off;     /* start of the text returned by the last call, in buf */
+    bool matched;       /* a stop was found; later feeds return nothing */
+    int32_t match_index;/* which stop string matched, -1 before */
+};
+
+/* Copy the stop strings (each 1..STOP_MATCHER_MAX_LEN bytes, at most
+ * STOP_MATCHER_MAX_STOPS; zero stops is allowed and passes text through).
+ * Returns 0, or -1 with the reason in err. */
+int stop_matcher_init(struct stop_matcher *m, const char *const *stops, uint32_t n_stops, char *err,
+                      size_t errlen);
+void stop_matcher_free(struct stop_matcher *m);
+/* Forget the stream (keep the stop strings). */
+void stop_matcher_reset(struct stop_matcher *m);
+
+/* Add a piece. *out / *out_len receive the text to emit now (pointer into the
+ * matcher, valid until the next call). Returns 1 when a stop string was found
+ * (emit *out, then end the sequence with finish_reason "stop"), 0 otherwise,
+ * -1 only when memory runs out. The internal buffer grows to the largest
+ * held-tail + piece seen and is then reused (no steady-state allocation). */
+int stop_matcher_feed(struct stop_matcher *m, const char *piece, size_t len, const char **out,
+                      size_t *out_len);
+/* End of stream without a stop: release the held-back tail. */
+void stop_matcher_flush(struct stop_matcher *m, const char **out, size_t *out_len);
+
+#endif

@@ -1,0 +1,68 @@
+/* quant/dequant.c — quant_can_compute and quant_dequantize_row: one row of any
+ * computed type expanded to f32, block by block (quant_internal.h holds the
+ * block formulas and layouts). The plain types convert element by element with
+ * branch-light inline conversions that the compiler vectorises.
+ */
+#include "quant/quant_internal.h"
+
+bool quant_can_compute(enum dtype t)
+{
+    switch (t) {
+    case DTYPE_F32: case DTYPE_F16: case DTYPE_BF16: case DTYPE_F8_E4M3: case DTYPE_F8_E5M2:
+    case DTYPE_Q4_0: case DTYPE_Q4_1: case DTYPE_Q5_0: case DTYPE_Q5_1: case DTYPE_Q8_0:
+    case DTYPE_Q2_K: case DTYPE_Q3_K: case DTYPE_Q4_K: case DTYPE_Q5_K: case DTYPE_Q6_K:
+    case DTYPE_IQ4_NL: case DTYPE_IQ4_XS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Run a block expander over nb blocks of ts bytes / bs elements. */
+#define DEQ_BLOCKS(fn, ts, bs) \
+    do { for (uint64_t b_ = 0; b_ < n / (bs); b_++) fn(s + b_ * (ts), dst + b_ * (bs)); } while (0)
+
+int quant_dequantize_row(enum dtype t, const void *src, float *dst, uint64_t n)
+{
+    if ((unsigned)t >= DTYPE_COUNT || !quant_can_compute(t) || n % dtype_info(t)->block_size != 0)
+        return -1;
+    const uint8_t *s = src;
+    switch (t) {
+    case DTYPE_F32:
+        memcpy(dst, s, n * 4);
+        break;
+    case DTYPE_F16:
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = quant_f16_to_f32_inline((uint16_t)(s[2 * i] | s[2 * i + 1] << 8));
+        break;
+    case DTYPE_BF16:
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)s[2 * i] << 16 | (uint32_t)s[2 * i + 1] << 24;
+            memcpy(&dst[i], &u, 4);
+        }
+        break;
+    case DTYPE_F8_E4M3:
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = quant_f8e4m3_to_f32(s[i]);
+        break;
+    case DTYPE_F8_E5M2:
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = quant_f8e5m2_to_f32(s[i]);
+        break;
+    case DTYPE_Q4_0: DEQ_BLOCKS(quant_block_q4_0, 18, 32); break;
+    case DTYPE_Q4_1: DEQ_BLOCKS(quant_block_q4_1, 20, 32); break;
+    case DTYPE_Q5_0: DEQ_BLOCKS(quant_block_q5_0, 22, 32); break;
+    case DTYPE_Q5_1: DEQ_BLOCKS(quant_block_q5_1, 24, 32); break;
+    case DTYPE_Q8_0: DEQ_BLOCKS(quant_block_q8_0, 34, 32); break;
+    case DTYPE_IQ4_NL: DEQ_BLOCKS(quant_block_iq4_nl, 18, 32); break;
+    case DTYPE_Q2_K: DEQ_BLOCKS(quant_block_q2_k, 84, 256); break;
+    case DTYPE_Q3_K: DEQ_BLOCKS(quant_block_q3_k, 110, 256); break;
+    case DTYPE_Q4_K: DEQ_BLOCKS(quant_block_q4_k, 144, 256); break;
+    case DTYPE_Q5_K: DEQ_BLOCKS(quant_block_q5_k, 176, 256); break;
+    case DTYPE_Q6_K: DEQ_BLOCKS(quant_block_q6_k, 210, 256); break;
+    case DTYPE_IQ4_XS: DEQ_BLOCKS(quant_block_iq4_xs, 136, 256); break;
+    default:
+        return -1;
+    }
+    return 0;
+}

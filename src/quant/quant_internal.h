@@ -1,0 +1,279 @@
+/* quant/quant_internal.h — block dequantizers shared by dequant.c and dot.c.
+ *
+ * Each quant_block_<type>(block, out) expands one block into its block_size
+ * floats with exactly the float operations, in the same order, that gguf-py's
+ * dequantize_blocks uses (one rounding per numpy operation, no fused
+ * multiply-add: this library is built with -ffp-contract=off), which is what
+ * makes the result bit-exact. dot.c calls the same functions into a small stack
+ * buffer, so the fused dot product sees the very same weights as
+ * quant_dequantize_row.
+ *
+ * Layout of every block (bytes, little-endian), as in gguf-py quants.py:
+ *   Q4_0  (32 el, 18 B): f16 d | u8 qs[16]       x = d·(q−8); el i<16: qs[i]&15, i≥16: qs[i−16]>>4
+ *   Q4_1  (32, 20): f16 d | f16 m | qs[16]        x = d·q + m
+ *   Q5_0  (32, 22): f16 d | u32 qh | qs[16]       q = nibble | bit i of qh << 4; x = d·(q−16)
+ *   Q5_1  (32, 24): f16 d | f16 m | u32 qh | qs[16]   x = d·q + m
+ *   Q8_0  (32, 34): f16 d | i8 qs[32]             x = q·d
+ *   IQ4_NL(32, 18): f16 d | qs[16]                x = d·kvalues[nibble]
+ *   Q2_K (256, 84): u8 scales[16] | qs[64] | f16 d | f16 dmin
+ *   Q3_K (256,110): hmask[32] | qs[64] | scales[12] | f16 d
+ *   Q4_K (256,144): f16 d | f16 dmin | scales[12] | qs[128]
+ *   Q5_K (256,176): f16 d | f16 dmin | scales[12] | qh[32] | qs[128]
+ *   Q6_K (256,210): ql[128] | qh[64] | i8 scales[16] | f16 d
+ *   IQ4_XS(256,136): f16 d | u16 scales_h | scales_l[4] | qs[128]
+ * The comments on the functions below spell out the bit positions.
+ */
+#ifndef MEMRA_QUANT_INTERNAL_H
+#define MEMRA_QUANT_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "quant/quant.h"
+
+#define QUANT_QK 32   /* elements of a Q*_0 / Q*_1 / IQ4_NL block */
+#define QUANT_QK_K 256 /* elements of a K / IQ4_XS super-block */
+
+/* Branch-free f16 → f32 (vectorisable): the 15 magnitude bits moved into an f32
+ * exponent/mantissa with bias 127, then scaled by 2^(127−15) — exact for normal
+ * and subnormal halves; exponent 31 (inf/NaN) is patched separately. */
+static inline float quant_f16_to_f32_inline(uint16_t h)
+{
+    uint32_t mag = (uint32_t)(h & 0x7fffu) << 13;
+    float f;
+    memcpy(&f, &mag, 4);
+    f *= 0x1p112f;
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    if ((h & 0x7c00u) == 0x7c00u)
+        bits = 0x7f800000u | mag; /* inf (mag mantissa 0) or NaN with its payload */
+    bits |= (uint32_t)(h & 0x8000u) << 16;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float quant_load_f16(const uint8_t *p)
+{
+    return quant_f16_to_f32_inline((uint16_t)(p[0] | (p[1] << 8)));
+}
+
+static inline uint32_t quant_load_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* IQ4_NL / IQ4_XS non-linear 4-bit codebook (a fact of the format). */
+static const int8_t quant_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+static inline void quant_block_q4_0(const uint8_t *b, float *restrict y /* (32) */)
+{
+    const float d = quant_load_f16(b);
+    const uint8_t *qs = b + 2;
+    for (int i = 0; i < 16; i++) {
+        y[i] = d * (float)((int)(qs[i] & 15) - 8);
+        y[i + 16] = d * (float)((int)(qs[i] >> 4) - 8);
+    }
+}
+
+static inline void quant_block_q4_1(const uint8_t *b, float *restrict y /* (32) */)
+{
+    const float d = quant_load_f16(b), m = quant_load_f16(b + 2);
+    const uint8_t *qs = b + 4;
+    for (int i = 0; i < 16; i++) {
+        y[i] = d * (float)(qs[i] & 15) + m;
+        y[i + 16] = d * (float)(qs[i] >> 4) + m;
+    }
+}
+
+static inline void quant_block_q5_0(const uint8_t *b, float *restrict y /* (32) */)
+{
+    const float d = quant_load_f16(b);
+    const uint32_t qh = quant_load_u32(b + 2);
+    const uint8_t *qs = b + 6;
+    for (int i = 0; i < 16; i++) {
+        int lo = (int)((qs[i] & 15) | ((qh >> i) & 1) << 4);
+        int hi = (int)((qs[i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
+        y[i] = d * (float)(lo - 16);
+        y[i + 16] = d * (float)(hi - 16);
+    }
+}
+
+static inline void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) */)
+{
+    const float d = quant_load_f16(b), m = quant_load_f16(b + 2);
+    const uint32_t qh = quant_load_u32(b + 4);
+    const uint8_t *qs = b + 8;
+    for (int i = 0; i < 16; i++) {
+        uint32_t lo = (qs[i] & 15u) | ((qh >> i) & 1u) << 4;
+        uint32_t hi = (qs[i] >> 4) | ((qh >> (i + 16)) & 1u) << 4;
+        y[i] = d * (float)lo + m;
+        y[i + 16] = d * (float)hi + m;
+    }
+}
+
+static inline void quant_block_q8_0(const uint8_t *b, float *restrict y /* (32) */)
+{
+    const float d = quant_load_f16(b);
+    const int8_t *qs = (const int8_t *)(b + 2);
+    for (int i = 0; i < 32; i++)
+        y[i] = (float)qs[i] * d;
+}
+
+static inline void quant_block_iq4_nl(const uint8_t *b, float *restrict y /* (32) */)
+{
+    const float d = quant_load_f16(b);
+    const uint8_t *qs = b + 2;
+    for (int i = 0; i < 16; i++) {
+        y[i] = d * (float)quant_iq4_values[qs[i] & 15];
+        y[i + 16] = d * (float)quant_iq4_values[qs[i] >> 4];
+    }
+}
+
+/* Q2_K: element e = 128h + 32k + i takes bits 2k..2k+1 of qs[32h + i]; its
+ * 16-element group e/16 has scale byte s: dl = d·(s & 15), ml = dmin·(s >> 4). */
+static inline void quant_block_q2_k(const uint8_t *b, float *restrict y /* (256) */)
+{
+    const uint8_t *sc = b, *qs = b + 16;
+    const float d = quant_load_f16(b + 80), dmin = quant_load_f16(b + 82);
+    for (int h = 0; h < 2; h++) {
+        for (int k = 0; k < 4; k++) {
+            for (int g = 0; g < 2; g++) {
+                const uint8_t s = sc[h * 8 + k * 2 + g];
+                const float dl = d * (float)(s & 15), ml = dmin * (float)(s >> 4);
+                const uint8_t *q = qs + h * 32 + g * 16;
+                float *o = y + h * 128 + k * 32 + g * 16;
+                for (int i = 0; i < 16; i++)
+                    o[i] = dl * (float)((q[i] >> (2 * k)) & 3) - ml;
+            }
+        }
+    }
+}
+
+/* Q3_K: 2 low bits as in Q2_K; the high bit of element e is bit e/32 of
+ * hmask[e % 32], and q = low − 4 when that bit is 0. The 16 6-bit scales
+ * (minus 32): low nibble from scales[s % 8] (>> 4 for s ≥ 8), high 2 bits from
+ * scales[8 + s % 4] >> 2·(s / 4). */
+static inline void quant_block_q3_k(const uint8_t *b, float *restrict y /* (256) */)
+{
+    const uint8_t *hm = b, *qs = b + 32, *sc = b + 96;
+    const float d = quant_load_f16(b + 108);
+    for (int h = 0; h < 2; h++) {
+        for (int k = 0; k < 4; k++) {
+            const int j = h * 4 + k; /* 32-element group: bit of hmask */
+            for (int g = 0; g < 2; g++) {
+                const int s = h * 8 + k * 2 + g;
+                const int lo = (sc[s % 8] >> (4 * (s / 8))) & 15;
+                const int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+                const float dl = d * (float)((lo | hi << 4) - 32);
+                const uint8_t *q = qs + h * 32 + g * 16, *m = hm + g * 16;
+                float *o = y + h * 128 + k * 32 + g * 16;
+                for (int i = 0; i < 16; i++) {
+                    int v = (int)((q[i] >> (2 * k)) & 3) - (int)((((m[i] >> j) & 1) ^ 1) << 2);
+                    o[i] = dl * (float)v;
+                }
+            }
+        }
+    }
+}
+
+/* Q4_K / Q5_K 6-bit scales and mins of the 8 sub-blocks, packed in 12 bytes:
+ * j < 4: sc = s[j] & 63, mn = s[j+4] & 63;
+ * j ≥ 4: sc = (s[j+4] & 15) | (s[j−4] >> 6) << 4, mn = (s[j+4] >> 4) | (s[j] >> 6) << 4. */
+static inline void quant_k_scale_min(const uint8_t *s, int j, int *sc, int *mn)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+/* Q4_K: sub-block 2c takes the low nibbles of qs[32c..32c+31], 2c+1 the high. */
+static inline void quant_block_q4_k(const uint8_t *b, float *restrict y /* (256) */)
+{
+    const float d = quant_load_f16(b), dmin = quant_load_f16(b + 2);
+    const uint8_t *sc = b + 4, *qs = b + 16;
+    for (int c = 0; c < 4; c++) {
+        int s0, m0, s1, m1;
+        quant_k_scale_min(sc, 2 * c, &s0, &m0);
+        quant_k_scale_min(sc, 2 * c + 1, &s1, &m1);
+        const float d0 = d * (float)s0, dm0 = dmin * (float)m0;
+        const float d1 = d * (float)s1, dm1 = dmin * (float)m1;
+        const uint8_t *q = qs + 32 * c;
+        float *o = y + 64 * c;
+        for (int i = 0; i < 32; i++) {
+            o[i] = d0 * (float)(q[i] & 15) - dm0;
+            o[i + 32] = d1 * (float)(q[i] >> 4) - dm1;
+        }
+    }
+}
+
+/* Q5_K: Q4_K's nibbles plus bit j of qh[i] as bit 4 of element i of sub-block j. */
+static inline void quant_block_q5_k(const uint8_t *b, float *restrict y /* (256) */)
+{
+    const float d = quant_load_f16(b), dmin = quant_load_f16(b + 2);
+    const uint8_t *sc = b + 4, *qh = b + 16, *qs = b + 48;
+    for (int c = 0; c < 4; c++) {
+        int s0, m0, s1, m1;
+        quant_k_scale_min(sc, 2 * c, &s0, &m0);
+        quant_k_scale_min(sc, 2 * c + 1, &s1, &m1);
+        const float d0 = d * (float)s0, dm0 = dmin * (float)m0;
+        const float d1 = d * (float)s1, dm1 = dmin * (float)m1;
+        const uint8_t *q = qs + 32 * c;
+        float *o = y + 64 * c;
+        for (int i = 0; i < 32; i++) {
+            uint32_t lo = (q[i] & 15u) | ((qh[i] >> (2 * c)) & 1u) << 4;
+            uint32_t hi = (q[i] >> 4) | ((qh[i] >> (2 * c + 1)) & 1u) << 4;
+            o[i] = d0 * (float)lo - dm0;
+            o[i + 32] = d1 * (float)hi - dm1;
+        }
+    }
+}
+
+/* Q6_K: element e = 128h + 32k + i: low 4 bits from ql[64h + 32(k & 1) + i]
+ * (>> 4 when k ≥ 2), high 2 bits from qh[32h + i] >> 2k; q − 32 times
+ * d·scales[e / 16]. */
+static inline void quant_block_q6_k(const uint8_t *b, float *restrict y /* (256) */)
+{
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    const float d = quant_load_f16(b + 208);
+    for (int h = 0; h < 2; h++) {
+        for (int k = 0; k < 4; k++) {
+            for (int g = 0; g < 2; g++) {
+                const float dl = d * (float)sc[h * 8 + k * 2 + g];
+                const uint8_t *l = ql + h * 64 + (k & 1) * 32 + g * 16, *hh = qh + h * 32 + g * 16;
+                float *o = y + h * 128 + k * 32 + g * 16;
+                for (int i = 0; i < 16; i++) {
+                    int v = (int)(((l[i] >> (4 * (k >> 1))) & 15) | ((hh[i] >> (2 * k)) & 3) << 4) - 32;
+                    o[i] = dl * (float)v;
+                }
+            }
+        }
+    }
+}
+
+/* IQ4_XS: sub-block j has scale ((scales_l[j/2] >> 4(j%2)) & 15 | ((scales_h >> 2j) & 3) << 4) − 32
+ * and 16 bytes qs[16j..]: low nibbles are its elements 0..15, high ones 16..31. */
+static inline void quant_block_iq4_xs(const uint8_t *b, float *restrict y /* (256) */)
+{
+    const float d = quant_load_f16(b);
+    const uint32_t sh = (uint32_t)b[2] | (uint32_t)b[3] << 8;
+    const uint8_t *sl = b + 4, *qs = b + 8;
+    for (int j = 0; j < 8; j++) {
+        const int ls = (sl[j / 2] >> (4 * (j % 2))) & 15;
+        const int hs = (int)((sh >> (2 * j)) & 3);
+        const float dl = d * (float)((ls | hs << 4) - 32);
+        const uint8_t *q = qs + 16 * j;
+        float *o = y + 32 * j;
+        for (int i = 0; i < 16; i++) {
+            o[i] = dl * (float)quant_iq4_values[q[i] & 15];
+            o[i + 16] = dl * (float)quant_iq4_values[q[i] >> 4];
+        }
+    }
+}
+
+#endif

@@ -464,15 +464,15 @@ static int find_alignment(struct gguf_reader *r, const struct model_file *mf, ui
         switch (v->type) {
         case MF_VT_U8: case MF_VT_U16: case MF_VT_U32: case MF_VT_U64: a = v->v.u64; break;
         case MF_VT_I8: case MF_VT_I16: case MF_VT_I32: case MF_VT_I64:
-            a = v->v.i64 > 0 ? (uint64_t)v->v.i64 : 0;
+            if (v->v.i64 <= 0)
+                return fail(r, "general.alignment %lld is not a power of two", (long long)v->v.i64);
+            a = (uint64_t)v->v.i64;
             break;
         default:
             return fail(r, "general.alignment has type %s, expected an integer", mf_vtype_name(v->type));
         }
         if (a == 0 || (a & (a - 1)) != 0)
-            return fail(r, "general.alignment %llu is not a power of two",
-                        v->type == MF_VT_I8 || v->type == MF_VT_I16 || v->type == MF_VT_I32 || v->type == MF_VT_I64
-                            ? (unsigned long long)v->v.i64 : (unsigned long long)a);
+            return fail(r, "general.alignment %llu is not a power of two", (unsigned long long)a);
         *out = a;
         return 0;
     }
@@ -510,10 +510,10 @@ static int read_tensor_infos(struct gguf_reader *r, struct model_file *mf, uint6
         if (!dtype_from_ggml(type, &t->dtype))
             return fail(r, "unknown ggml tensor type id %u", type);
         uint64_t row_bytes, n_bytes;
-        if (dtype_row_bytes(t->dtype, ne[0], &row_bytes))
+        if (ne[0] % dtype_info(t->dtype)->block_size != 0)
             return fail(r, "row length %llu is not a multiple of %s's block size %u", (unsigned long long)ne[0],
                         dtype_name(t->dtype), dtype_info(t->dtype)->block_size);
-        if (checked_mul_u64(row_bytes, n_el / ne[0], &n_bytes))
+        if (dtype_row_bytes(t->dtype, ne[0], &row_bytes) || checked_mul_u64(row_bytes, n_el / ne[0], &n_bytes))
             return fail(r, "byte size overflows");
         if (read_u64(r, "data offset", &offsets[i]))
             return -1;
@@ -559,12 +559,11 @@ int gguf_open(struct model_file *mf, const char *path, char *err, size_t errlen)
     mf->format = MF_FORMAT_GGUF;
     mf->files = arena_alloc(&mf->arena, sizeof(struct mapped_file));
     mf->file_paths = arena_alloc(&mf->arena, sizeof(const char *));
-    if (!mf->files || !mf->file_paths)
+    if (!mf->files || !mf->file_paths || !(mf->file_paths[0] = arena_strdup(&mf->arena, path)))
         return err_set(err, errlen, "%s: out of memory", path);
     if (mapped_file_open(&mf->files[0], path, err, errlen))
         return -1;
     mf->n_files = 1;
-    mf->file_paths[0] = mf->path;
 
     struct gguf_reader r = {
         .base = mf->files[0].data, .size = mf->files[0].size, .pos = 0, .path = path,

@@ -1,11 +1,29 @@
-/* cli/inspect.c — memra-inspect PATH: print a model file's metadata and tensor
- * table (name, dtype, shape, bytes) for a GGUF file, a safetensors file or
- * index, or a Hugging Face folder. Long arrays are shown by their first items. */
+/* cli/inspect.c — memra-inspect [--json] PATH: print a model file's metadata
+ * and tensor table (name, dtype, shape, bytes) for a GGUF file, a safetensors
+ * file or index, or a Hugging Face folder. Long arrays are shown by their first
+ * items. With --json the whole view is printed as one JSON document (arrays in
+ * full), which the Python reference tests compare against the gguf and
+ * safetensors packages:
+ *   {"path", "format", "gguf_version", "gguf_alignment" (GGUF only),
+ *    "files": [path...], "config", "generation_config", "tokenizer_json",
+ *    "tokenizer_config", "chat_template" (folders only, when present),
+ *    "metadata": {key: {"type": "U32", "value": V} or
+ *                      {"type": "ARR", "elem_type": "STR", "value": [V...]}},
+ *    "tensors": [{"name", "dtype", "shape": [outermost first], "n_elements",
+ *                 "n_bytes", "file": index into files, "offset": byte offset
+ *                 of the data in that file}]}
+ * V is a JSON number, bool or string; a U64 above INT64_MAX and a NaN or
+ * infinite float are written as strings ("18446744073709551615", "nan",
+ * "inf", "-inf"); a string that is not valid UTF-8 as {"hex": "..."}; nested
+ * arrays as nested lists. Exit status: 0 ok, 1 the file could not be read
+ * (the reason on stderr), 2 bad usage. */
 #include "format/model_file.h"
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SHOW_ITEMS 8
@@ -90,20 +108,181 @@ static void print_value(const struct mf_value *v)
     }
 }
 
+/* --- --json --- */
+
+static json_t *json_str_value(const struct mf_str *s)
+{
+    json_t *j = json_stringn(s->ptr, (size_t)s->len); /* NULL when not valid UTF-8 */
+    if (j)
+        return j;
+    char *hex = malloc((size_t)s->len * 2 + 1);
+    if (!hex)
+        return json_null();
+    for (uint64_t i = 0; i < s->len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)s->ptr[i]);
+    hex[2 * s->len] = '\0';
+    j = json_pack("{s:s}", "hex", hex);
+    free(hex);
+    return j;
+}
+
+static json_t *json_u64(uint64_t x)
+{
+    if (x <= (uint64_t)INT64_MAX)
+        return json_integer((json_int_t)x);
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%" PRIu64, x);
+    return json_string(buf);
+}
+
+static json_t *json_f64(double x)
+{
+    if (isnan(x))
+        return json_string("nan");
+    if (isinf(x))
+        return json_string(x > 0 ? "inf" : "-inf");
+    return json_real(x);
+}
+
+static json_t *json_scalar(enum mf_vtype t, const void *p)
+{
+    switch (t) {
+    case MF_VT_U8: return json_integer(*(const uint8_t *)p);
+    case MF_VT_I8: return json_integer(*(const int8_t *)p);
+    case MF_VT_U16: return json_integer(*(const uint16_t *)p);
+    case MF_VT_I16: return json_integer(*(const int16_t *)p);
+    case MF_VT_U32: return json_integer(*(const uint32_t *)p);
+    case MF_VT_I32: return json_integer(*(const int32_t *)p);
+    case MF_VT_U64: return json_u64(*(const uint64_t *)p);
+    case MF_VT_I64: return json_integer(*(const int64_t *)p);
+    case MF_VT_F32: return json_f64(*(const float *)p);
+    case MF_VT_F64: return json_f64(*(const double *)p);
+    case MF_VT_BOOL: return json_boolean(*(const bool *)p);
+    case MF_VT_STR: return json_str_value(p);
+    default: return json_null();
+    }
+}
+
+static json_t *json_value(const struct mf_value *v)
+{
+    switch (v->type) {
+    case MF_VT_U8: case MF_VT_U16: case MF_VT_U32: case MF_VT_U64: return json_u64(v->v.u64);
+    case MF_VT_I8: case MF_VT_I16: case MF_VT_I32: case MF_VT_I64: return json_integer(v->v.i64);
+    case MF_VT_F32: case MF_VT_F64: return json_f64(v->v.f64);
+    case MF_VT_BOOL: return json_boolean(v->v.b);
+    case MF_VT_STR: return json_str_value(&v->v.str);
+    case MF_VT_ARR: {
+        json_t *a = json_array();
+        const char *p = v->v.arr.data;
+        size_t esz = elem_size(v->v.arr.type);
+        for (uint64_t i = 0; i < v->v.arr.n; i++) {
+            const void *e = p + i * esz;
+            json_array_append_new(a, v->v.arr.type == MF_VT_ARR ? json_value(e) : json_scalar(v->v.arr.type, e));
+        }
+        return a;
+    }
+    default: return json_null();
+    }
+}
+
+static int print_json(const struct model_file *mf)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "path", json_string(mf->path));
+    json_object_set_new(root, "format", json_string(mf_format_name(mf->format)));
+    if (mf->format == MF_FORMAT_GGUF) {
+        json_object_set_new(root, "gguf_version", json_integer(mf->gguf_version));
+        json_object_set_new(root, "gguf_alignment", json_u64(mf->gguf_alignment));
+    }
+    json_t *files = json_array();
+    for (uint32_t i = 0; i < mf->n_files; i++)
+        json_array_append_new(files, json_string(mf->file_paths[i]));
+    json_object_set_new(root, "files", files);
+    if (mf->config)
+        json_object_set(root, "config", mf->config);
+    if (mf->generation_config)
+        json_object_set(root, "generation_config", mf->generation_config);
+    if (mf->tokenizer_json_path)
+        json_object_set_new(root, "tokenizer_json", json_string(mf->tokenizer_json_path));
+    if (mf->tokenizer_config_path)
+        json_object_set_new(root, "tokenizer_config", json_string(mf->tokenizer_config_path));
+    if (mf->chat_template_path)
+        json_object_set_new(root, "chat_template", json_string(mf->chat_template_path));
+    json_t *meta = json_object();
+    for (uint64_t i = 0; i < mf->n_kvs; i++) {
+        const struct mf_value *v = &mf->kvs[i].value;
+        json_t *e = json_pack("{s:s}", "type", mf_vtype_name(v->type));
+        if (v->type == MF_VT_ARR)
+            json_object_set_new(e, "elem_type", json_string(mf_vtype_name(v->v.arr.type)));
+        json_object_set_new(e, "value", json_value(v));
+        json_object_set_new(meta, mf->kvs[i].key, e);
+    }
+    json_object_set_new(root, "metadata", meta);
+    json_t *tensors = json_array();
+    for (uint64_t i = 0; i < mf->n_tensors; i++) {
+        const struct mf_tensor *t = &mf->tensors[i];
+        json_t *shape = json_array();
+        for (uint32_t d = 0; d < t->n_dims; d++)
+            json_array_append_new(shape, json_u64(t->shape[d]));
+        json_t *e = json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:o}", "name", t->name, "dtype", dtype_name(t->dtype),
+                              "shape", shape, "n_elements", json_u64(t->n_elements), "n_bytes", json_u64(t->n_bytes),
+                              "file", (json_int_t)t->file_index,
+                              "offset", json_u64((uint64_t)(t->data - mf->files[t->file_index].data)));
+        json_array_append_new(tensors, e);
+    }
+    json_object_set_new(root, "tensors", tensors);
+    int rc = json_dumpf(root, stdout, JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
+    putchar('\n');
+    json_decref(root);
+    return rc == 0 ? 0 : 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: memra-inspect [--json] PATH\n"
+               "  PATH: a .gguf file, a .safetensors file, a model.safetensors.index.json,\n"
+               "        or a Hugging Face model folder\n"
+               "prints the metadata and the tensor table (name, dtype, shape, bytes);\n"
+               "--json prints everything (arrays in full) as one JSON document\n"
+               "exit status: 0 ok, 1 the model could not be read, 2 bad usage\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fprintf(stderr, "usage: memra-inspect PATH\n"
-                        "  PATH: a .gguf file, a .safetensors file, a model.safetensors.index.json,\n"
-                        "        or a Hugging Face model folder\n"
-                        "prints the metadata and the tensor table (name, dtype, shape, bytes)\n");
-        return argc == 2 ? 0 : 2;
+    bool as_json = false;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "memra-inspect: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "memra-inspect: one PATH only\n");
+            usage(stderr);
+            return 2;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
     }
     struct model_file mf;
     char err[512];
-    if (model_file_open(&mf, argv[1], err, sizeof(err)) != 0) {
+    if (model_file_open(&mf, path, err, sizeof(err)) != 0) {
         fprintf(stderr, "memra-inspect: %s\n", err);
         return 1;
+    }
+    if (as_json) {
+        int rc = print_json(&mf);
+        model_file_close(&mf);
+        return rc;
     }
     printf("path: %s\nformat: %s\n", mf.path, mf_format_name(mf.format));
     if (mf.format == MF_FORMAT_GGUF)

@@ -1,0 +1,70 @@
+/* backend/cpu/cpu_internal.h — the CPU backend's state, shared by its files
+ * (cpu_backend.c: lifecycle and the forward driver; cpu_ops.c: the threaded
+ * kernels; cpu_moe.c: the expert FFN). Not for use outside src/backend/cpu/. */
+#ifndef MEMRA_BACKEND_CPU_CPU_INTERNAL_H
+#define MEMRA_BACKEND_CPU_CPU_INTERNAL_H
+
+#include "backend/cpu/backend_cpu.h"
+#include "backend/cpu/threadpool.h"
+#include "model/model.h"
+
+struct cpu_backend {
+    struct backend base;
+    struct threadpool pool;
+    uint32_t q_dim, kv_dim, ffn_max;
+
+    /* KV state: slot s, layer l, keys (0) or values (1), position p →
+     * kv + ((((s * n_layers + l) * 2 + kind) * max_ctx + p) * kv_dim; reached
+     * only through cpu_kv_row() so the layout can change (paged, issue 7). */
+    float *kv;              /* (n_slots, n_layers, 2, max_ctx, kv_dim) */
+    uint32_t *slot_len;     /* (n_slots) positions held */
+
+    /* per-batch scratch; T = cfg.max_batch_tokens */
+    uint32_t *tok_pos;      /* (T) position of each batch token */
+    uint32_t *tok_slot;     /* (T) its KV slot */
+    float *x;               /* (T, dim) residual stream */
+    float *xb;              /* (T, dim) normalised block input */
+    float *xb2;             /* (T, dim) block output */
+    float *q;               /* (T, q_dim) */
+    float *k;               /* (T, kv_dim) */
+    float *v;               /* (T, kv_dim) */
+    float *att;             /* (T, q_dim) attention output (heads concatenated) */
+    float *hb;              /* (T, ffn_max) gate / activation */
+    float *hb2;             /* (T, ffn_max) up */
+    float *scores;          /* (n_threads, max_ctx) attention weights, one row per thread */
+
+    /* MoE scratch (n_experts > 0), E = n_experts, K = n_experts_used */
+    float *router;          /* (T, E) router logits, then probabilities */
+    uint32_t *topk_idx;     /* (T, K) chosen experts, best first */
+    float *topk_w;          /* (T, K) their weights */
+    uint32_t *exp_start;    /* (E + 1) offsets into exp_pairs */
+    uint32_t *exp_pairs;    /* (T * K) token * K + k, grouped by expert */
+    float *ex_in;           /* (T, dim) inputs gathered for one expert */
+    float *ex_tmp;          /* (T, dim) that expert's outputs */
+    float *ex_out;          /* (T * K, dim) output of each (token, k) */
+};
+
+static inline float *cpu_kv_row(const struct cpu_backend *b, uint32_t slot, uint32_t layer, int kind, uint32_t pos)
+{
+    const uint64_t i = (((uint64_t)slot * b->base.model->cfg.n_layers + layer) * 2 + (uint64_t)kind) *
+                           b->base.cfg.max_ctx + pos;
+    return b->kv + i * b->kv_dim;
+}
+
+/* y (T, w->rows) = x (T, w->cols) · wᵀ, rows split across the pool. */
+void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, const float *x, float *y, uint32_t T);
+/* The same for two or three weights sharing the input (q/k/v, gate/up) in one
+ * pool job; ys[i] is (T, ws[i]->rows). */
+void cpu_matmul_multi(struct cpu_backend *b, const struct model_weight *const *ws, float *const *ys, int n,
+                      const float *x, uint32_t T);
+/* out (T, n) = x / rms(x) · w, per row of n; out may equal x. */
+void cpu_rmsnorm(struct cpu_backend *b, float *out, const float *x, const float *w, uint32_t n, uint32_t T);
+/* One layer's attention block input→att (biases, q/k norms, RoPE, KV append,
+ * scaled-dot-product with causal / sliding-window masking). */
+void cpu_attention(struct cpu_backend *b, uint32_t layer, uint32_t T);
+/* hb = act(hb) · hb2 over (T, n). */
+void cpu_glu(struct cpu_backend *b, float *hb, const float *hb2, uint32_t n, uint32_t T);
+/* The MoE FFN of layer: xb (T, dim) → xb2 (T, dim). */
+void cpu_moe(struct cpu_backend *b, uint32_t layer, uint32_t T);
+
+#endif

@@ -1,0 +1,276 @@
+/* backend/cpu/cpu_ops.c — the CPU backend's threaded kernels: matmul over
+ * quantized rows, RMSNorm, the attention block (bias, q/k norm, RoPE, KV
+ * append, causal / sliding-window softmax attention) and the gated activation.
+ *
+ * Batch invariance: every output element is computed by the same sequence of
+ * float operations whatever the batch size or thread count. The matmul uses
+ * quant_dot_row_f32 per (row, token) — or quant_matvec_f32 for one token,
+ * which the quant library guarantees to be bit-identical — and threads split
+ * rows, never a reduction. So a sequence's logits are the same alone or in a
+ * batch of 8.
+ */
+#include "backend/cpu/cpu_internal.h"
+#include "core/log.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- matmul ---------------------------------------------------------------- */
+
+static float dot_block_scaled(const struct model_weight *w, uint64_t r, const float *x)
+{
+    const uint8_t *row = w->data + r * w->row_bytes;
+    const uint64_t nbc = (w->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
+    const float *s = w->block_scale + (r / MODEL_FP8_BLOCK) * nbc;
+    const uint32_t esize = dtype_info(w->dtype)->type_size; /* FP8: 1 byte, block size 1 */
+    float acc = 0.0f;
+    for (uint64_t kb = 0; kb < nbc; kb++) {
+        const uint64_t c0 = kb * MODEL_FP8_BLOCK;
+        const uint64_t n = w->cols - c0 < MODEL_FP8_BLOCK ? w->cols - c0 : MODEL_FP8_BLOCK;
+        acc += s[kb] * quant_dot_row_f32(w->dtype, row + c0 * esize, x + c0, n);
+    }
+    return acc;
+}
+
+/* rows [r0, r1) of w for T tokens */
+static void matmul_rows(const struct model_weight *w, const float *x, float *y, uint32_t T, uint64_t r0,
+                        uint64_t r1)
+{
+    if (r0 >= r1)
+        return;
+    if (w->block_scale) {
+        for (uint64_t r = r0; r < r1; r++)
+            for (uint32_t t = 0; t < T; t++)
+                y[(uint64_t)t * w->rows + r] = dot_block_scaled(w, r, x + (uint64_t)t * w->cols);
+        return;
+    }
+    if (T == 1) {
+        quant_matvec_f32(w->dtype, w->data + r0 * w->row_bytes, r1 - r0, w->cols, x, y + r0);
+    } else {
+        for (uint64_t r = r0; r < r1; r++) {
+            const uint8_t *row = w->data + r * w->row_bytes;
+            for (uint32_t t = 0; t < T; t++)
+                y[(uint64_t)t * w->rows + r] = quant_dot_row_f32(w->dtype, row, x + (uint64_t)t * w->cols, w->cols);
+        }
+    }
+    if (w->scale != 1.0f)
+        for (uint32_t t = 0; t < T; t++)
+            for (uint64_t r = r0; r < r1; r++)
+                y[(uint64_t)t * w->rows + r] *= w->scale;
+}
+
+struct mm_job {
+    const struct model_weight *const *ws;
+    float *const *ys;
+    int n;
+    const float *x;
+    uint32_t T;
+};
+
+/* [begin, end) indexes the concatenated rows of all weights of the job */
+static void mm_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
+{
+    (void)thread;
+    const struct mm_job *j = ctx;
+    uint64_t base = 0;
+    for (int i = 0; i < j->n; i++) {
+        const struct model_weight *w = j->ws[i];
+        const uint64_t lo = begin > base ? begin - base : 0;
+        const uint64_t hi = end - base < w->rows ? end - base : w->rows;
+        if (end > base && lo < hi)
+            matmul_rows(w, j->x, j->ys[i], j->T, lo, hi);
+        base += w->rows;
+    }
+}
+
+void cpu_matmul_multi(struct cpu_backend *b, const struct model_weight *const *ws, float *const *ys, int n,
+                      const float *x, uint32_t T)
+{
+    uint64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        MEMRA_ASSERT(ws[i]->cols == ws[0]->cols);
+        rows += ws[i]->rows;
+    }
+    MEMRA_ASSERT(rows <= UINT32_MAX);
+    struct mm_job j = {.ws = ws, .ys = ys, .n = n, .x = x, .T = T};
+    threadpool_run(&b->pool, (uint32_t)rows, mm_task, &j);
+}
+
+void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, const float *x, float *y, uint32_t T)
+{
+    cpu_matmul_multi(b, &w, &y, 1, x, T);
+}
+
+/* ---- RMSNorm --------------------------------------------------------------- */
+
+static void rmsnorm_row(float *out, const float *x, const float *w, uint32_t n, float eps)
+{
+    double ss = 0.0;
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    const float inv = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = w[i] * (x[i] * inv);
+}
+
+struct norm_job {
+    float *out;
+    const float *x, *w;
+    uint32_t n;
+    float eps;
+};
+
+static void norm_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
+{
+    (void)thread;
+    const struct norm_job *j = ctx;
+    for (uint32_t t = begin; t < end; t++)
+        rmsnorm_row(j->out + (uint64_t)t * j->n, j->x + (uint64_t)t * j->n, j->w, j->n, j->eps);
+}
+
+void cpu_rmsnorm(struct cpu_backend *b, float *out, const float *x, const float *w, uint32_t n, uint32_t T)
+{
+    struct norm_job j = {out, x, w, n, b->base.model->cfg.norm_eps};
+    threadpool_run(&b->pool, T, norm_task, &j);
+}
+
+/* ---- attention ------------------------------------------------------------- */
+
+static void rope_head(float *v, uint32_t head_dim, uint32_t pos, const float *inv_freq, enum model_rope_style st)
+{
+    const uint32_t half = head_dim / 2;
+    for (uint32_t i = 0; i < half; i++) {
+        const float a = (float)pos * inv_freq[i];
+        const float c = cosf(a), s = sinf(a);
+        const uint32_t i0 = st == MODEL_ROPE_NEOX ? i : 2 * i;
+        const uint32_t i1 = st == MODEL_ROPE_NEOX ? i + half : 2 * i + 1;
+        const float x0 = v[i0], x1 = v[i1];
+        v[i0] = x0 * c - x1 * s;
+        v[i1] = x1 * c + x0 * s;
+    }
+}
+
+struct att_job {
+    struct cpu_backend *b;
+    const struct model_layer *L;
+    uint32_t layer;
+};
+
+/* per token: biases, q/k norms, RoPE, append k/v to the slot */
+static void qk_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
+{
+    (void)thread;
+    const struct att_job *j = ctx;
+    struct cpu_backend *b = j->b;
+    const struct model_config *c = &b->base.model->cfg;
+    const struct model_layer *L = j->L;
+    for (uint32_t t = begin; t < end; t++) {
+        float *q = b->q + (uint64_t)t * b->q_dim, *k = b->k + (uint64_t)t * b->kv_dim;
+        float *v = b->v + (uint64_t)t * b->kv_dim;
+        if (L->bq) {
+            for (uint32_t i = 0; i < b->q_dim; i++)
+                q[i] += L->bq[i];
+            for (uint32_t i = 0; i < b->kv_dim; i++) {
+                k[i] += L->bk[i];
+                v[i] += L->bv[i];
+            }
+        }
+        for (uint32_t h = 0; h < c->n_heads; h++) {
+            float *qh = q + (uint64_t)h * c->head_dim;
+            if (L->q_norm)
+                rmsnorm_row(qh, qh, L->q_norm, c->head_dim, c->norm_eps);
+            rope_head(qh, c->head_dim, b->tok_pos[t], L->inv_freq, c->rope_style);
+        }
+        for (uint32_t h = 0; h < c->n_kv_heads; h++) {
+            float *kh = k + (uint64_t)h * c->head_dim;
+            if (L->k_norm)
+                rmsnorm_row(kh, kh, L->k_norm, c->head_dim, c->norm_eps);
+            rope_head(kh, c->head_dim, b->tok_pos[t], L->inv_freq, c->rope_style);
+        }
+        memcpy(cpu_kv_row(b, b->tok_slot[t], j->layer, 0, b->tok_pos[t]), k, b->kv_dim * sizeof(float));
+        memcpy(cpu_kv_row(b, b->tok_slot[t], j->layer, 1, b->tok_pos[t]), v, b->kv_dim * sizeof(float));
+    }
+}
+
+/* per (token, head): softmax(q·K / sqrt(d)) · V over the visible positions */
+static void sdpa_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
+{
+    const struct att_job *j = ctx;
+    struct cpu_backend *b = j->b;
+    const struct model_config *c = &b->base.model->cfg;
+    const uint32_t hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
+    float *sc = b->scores + (uint64_t)thread * b->base.cfg.max_ctx;
+    for (uint32_t it = begin; it < end; it++) {
+        const uint32_t t = it / c->n_heads, h = it % c->n_heads, kvh = h / group;
+        const uint32_t p = b->tok_pos[t], slot = b->tok_slot[t];
+        uint32_t p0 = 0;
+        if (j->L->sliding && c->sliding_window > 0 && p + 1 > c->sliding_window)
+            p0 = p + 1 - c->sliding_window;
+        const float *q = b->q + (uint64_t)t * b->q_dim + (uint64_t)h * hd;
+        float mx = -INFINITY;
+        for (uint32_t s = p0; s <= p; s++) {
+            const float *k = cpu_kv_row(b, slot, j->layer, 0, s) + (uint64_t)kvh * hd;
+            const float d = quant_dot_row_f32(DTYPE_F32, k, q, hd) * c->attn_scale;
+            sc[s - p0] = d;
+            mx = d > mx ? d : mx;
+        }
+        float sum = 0.0f;
+        for (uint32_t s = 0; s <= p - p0; s++) {
+            sc[s] = expf(sc[s] - mx);
+            sum += sc[s];
+        }
+        const float inv = 1.0f / sum;
+        float *out = b->att + (uint64_t)t * b->q_dim + (uint64_t)h * hd;
+        memset(out, 0, hd * sizeof(float));
+        for (uint32_t s = p0; s <= p; s++) {
+            const float *v = cpu_kv_row(b, slot, j->layer, 1, s) + (uint64_t)kvh * hd;
+            const float a = sc[s - p0] * inv;
+            for (uint32_t i = 0; i < hd; i++)
+                out[i] += a * v[i];
+        }
+    }
+}
+
+void cpu_attention(struct cpu_backend *b, uint32_t layer, uint32_t T)
+{
+    const struct model *m = b->base.model;
+    struct att_job j = {.b = b, .L = &m->layers[layer], .layer = layer};
+    threadpool_run(&b->pool, T, qk_task, &j);
+    threadpool_run(&b->pool, T * m->cfg.n_heads, sdpa_task, &j);
+}
+
+/* ---- gated activation ------------------------------------------------------ */
+
+struct glu_job {
+    float *hb;
+    const float *hb2;
+    uint32_t n;
+    enum model_act act;
+};
+
+static void glu_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
+{
+    (void)thread;
+    const struct glu_job *j = ctx;
+    for (uint32_t t = begin; t < end; t++) {
+        float *g = j->hb + (uint64_t)t * j->n;
+        const float *u = j->hb2 + (uint64_t)t * j->n;
+        if (j->act == MODEL_ACT_SILU) {
+            for (uint32_t i = 0; i < j->n; i++)
+                g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        } else {
+            const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
+            for (uint32_t i = 0; i < j->n; i++) {
+                const float x = g[i];
+                g[i] = 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x))) * u[i];
+            }
+        }
+    }
+}
+
+void cpu_glu(struct cpu_backend *b, float *hb, const float *hb2, uint32_t n, uint32_t T)
+{
+    struct glu_job j = {hb, hb2, n, b->base.model->cfg.act};
+    threadpool_run(&b->pool, T, glu_task, &j);
+}

@@ -1,0 +1,61 @@
+/* engine/backend.c — the list of backends built into this binary and the
+ * open/close helpers over their vtables. The CUDA backend joins the list when
+ * the build has it (MEMRA_HAVE_CUDA); nothing else in the engine names a
+ * backend. */
+#include "engine/backend.h"
+#include "backend/cpu/backend_cpu.h"
+#include "core/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MEMRA_HAVE_CUDA
+extern const struct backend_ops backend_cuda_ops;
+#endif
+
+static const struct backend_ops *const g_backends[] = {
+#ifdef MEMRA_HAVE_CUDA
+    &backend_cuda_ops,
+#endif
+    &backend_cpu_ops,
+};
+
+const struct backend_ops *backend_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(g_backends) / sizeof(g_backends[0]); i++)
+        if (strcmp(g_backends[i]->name, name) == 0)
+            return g_backends[i];
+    return NULL;
+}
+
+const char *backend_default_name(void)
+{
+    const char *env = getenv("MEMRA_BACKEND");
+    if (env && *env)
+        return env;
+    return g_backends[0]->name;
+}
+
+int backend_open(struct backend **out, const char *name, const struct model *m, const struct backend_config *cfg,
+                 char *err, size_t errlen)
+{
+    *out = NULL;
+    const struct backend_ops *ops = backend_find(name);
+    if (!ops)
+        return err_set(err, errlen, "backend '%s' is not built into this binary", name);
+    struct backend *b;
+    if (ops->init(&b, m, cfg, err, errlen) != 0)
+        return -1;
+    if (ops->load_weights(b, err, errlen) != 0) {
+        ops->free(b);
+        return -1;
+    }
+    *out = b;
+    return 0;
+}
+
+void backend_close(struct backend *b)
+{
+    if (b)
+        b->ops->free(b);
+}

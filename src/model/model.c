@@ -1,0 +1,130 @@
+/* model/model.c — model_open/model_close and the RoPE frequency tables.
+ *
+ * model_open = open the file view → hyper-parameters (config.c) → RoPE tables
+ * → tensor binding and validation (weights.c). Any failure unwinds through one
+ * label and leaves the struct zeroed.
+ *
+ * RoPE inverse frequencies are computed as transformers does (float32:
+ * 1 / theta^(2i/d)), then adjusted once here for the scaling the model declares,
+ * so backends only compute angle = pos · inv_freq[i].
+ */
+#include "model/model.h"
+#include "core/log.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+static void rope_base(float *inv, uint32_t half, uint32_t head_dim, float theta)
+{
+    for (uint32_t i = 0; i < half; i++)
+        inv[i] = 1.0f / powf(theta, (float)(2 * i) / (float)head_dim);
+}
+
+int model_rope_init(struct model *m, char *err, size_t errlen)
+{
+    const struct model_config *c = &m->cfg;
+    const uint32_t half = c->head_dim / 2;
+    m->inv_freq_global = arena_alloc(&m->arena, half * sizeof(float));
+    m->inv_freq_local = arena_alloc(&m->arena, half * sizeof(float));
+    if (!m->inv_freq_global || !m->inv_freq_local)
+        return err_set(err, errlen, "%s: out of memory", m->file.path);
+    rope_base(m->inv_freq_global, half, c->head_dim, c->rope_theta);
+    rope_base(m->inv_freq_local, half, c->head_dim, c->rope_theta_local);
+    float *g = m->inv_freq_global;
+
+    switch (c->rope_scaling) {
+    case MODEL_ROPE_SCALING_NONE:
+        break;
+    case MODEL_ROPE_SCALING_LINEAR:
+        for (uint32_t i = 0; i < half; i++)
+            g[i] /= c->rope_factor;
+        break;
+    case MODEL_ROPE_SCALING_LLAMA3: {
+        const double lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor, f = c->rope_factor;
+        const double orig = c->rope_orig_ctx;
+        const double low_wavelen = orig / lo, high_wavelen = orig / hi;
+        for (uint32_t i = 0; i < half; i++) {
+            const double inv = g[i], wavelen = 2.0 * M_PI / inv;
+            double out = inv;
+            if (wavelen > low_wavelen) {
+                out = inv / f;
+            } else if (wavelen >= high_wavelen) {
+                const double smooth = (orig / wavelen - lo) / (hi - lo);
+                out = (1.0 - smooth) * inv / f + smooth * inv;
+            }
+            g[i] = (float)out;
+        }
+        break;
+    }
+    case MODEL_ROPE_SCALING_FREQS: {
+        const struct mf_tensor *t = model_file_find_tensor(&m->file, "rope_freqs.weight");
+        MEMRA_ASSERT(t != NULL);
+        if (t->n_elements != half || t->dtype != DTYPE_F32 || t->n_bytes != half * sizeof(float))
+            return err_set(err, errlen, "%s: tensor 'rope_freqs.weight' must hold %u F32 values", m->file.path,
+                           half);
+        for (uint32_t i = 0; i < half; i++) {
+            float f;
+            memcpy(&f, t->data + i * sizeof(float), sizeof(f));
+            if (!(f > 0.0f && isfinite(f)))
+                return err_set(err, errlen, "%s: tensor 'rope_freqs.weight'[%u] = %g is not a positive factor",
+                               m->file.path, i, (double)f);
+            g[i] /= f;
+        }
+        break;
+    }
+    }
+    for (uint32_t l = 0; l < c->n_layers; l++)
+        m->layers[l].inv_freq = m->layers[l].sliding ? m->inv_freq_local : m->inv_freq_global;
+    return 0;
+}
+
+int model_open(struct model *m, const char *path, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof(*m));
+    if (model_file_open(&m->file, path, err, errlen) != 0)
+        return -1;
+    arena_init(&m->arena, 1 << 16);
+    int rc;
+    if (m->file.format == MF_FORMAT_GGUF)
+        rc = model_config_from_gguf(m, err, errlen);
+    else
+        rc = model_config_from_hf(m, err, errlen);
+    if (rc != 0 || model_rope_init(m, err, errlen) != 0 || model_bind_weights(m, err, errlen) != 0)
+        goto fail;
+    m->arch_name = model_arch_name(m->cfg.arch);
+    return 0;
+fail:
+    model_close(m);
+    return -1;
+}
+
+void model_close(struct model *m)
+{
+    arena_free(&m->arena);
+    model_file_close(&m->file);
+    memset(m, 0, sizeof(*m));
+}
+
+static uint64_t weight_bytes(const struct model_weight *w)
+{
+    return w->rows * w->row_bytes;
+}
+
+uint64_t model_decode_bytes(const struct model *m)
+{
+    const struct model_config *c = &m->cfg;
+    uint64_t n = weight_bytes(&m->output) + m->tok_embd.row_bytes;
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        const struct model_layer *L = &m->layers[l];
+        n += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo);
+        if (c->n_experts == 0) {
+            n += weight_bytes(&L->w_gate) + weight_bytes(&L->w_up) + weight_bytes(&L->w_down);
+        } else {
+            const struct model_expert *E = &L->experts[0];
+            n += weight_bytes(&L->router) +
+                 c->n_experts_used * (weight_bytes(&E->gate) + weight_bytes(&E->up) + weight_bytes(&E->down));
+        }
+    }
+    return n;
+}

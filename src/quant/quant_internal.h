@@ -70,20 +70,20 @@ static inline void quant_block_q4_0(const uint8_t *b, float *restrict y /* (32) 
 {
     const float d = quant_load_f16(b);
     const uint8_t *qs = b + 2;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 16; i++)
         y[i] = d * (float)((int)(qs[i] & 15) - 8);
+    for (int i = 0; i < 16; i++)
         y[i + 16] = d * (float)((int)(qs[i] >> 4) - 8);
-    }
 }
 
 static inline void quant_block_q4_1(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b), m = quant_load_f16(b + 2);
     const uint8_t *qs = b + 4;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 16; i++)
         y[i] = d * (float)(qs[i] & 15) + m;
+    for (int i = 0; i < 16; i++)
         y[i + 16] = d * (float)(qs[i] >> 4) + m;
-    }
 }
 
 static inline void quant_block_q5_0(const uint8_t *b, float *restrict y /* (32) */)
@@ -91,12 +91,10 @@ static inline void quant_block_q5_0(const uint8_t *b, float *restrict y /* (32) 
     const float d = quant_load_f16(b);
     const uint32_t qh = quant_load_u32(b + 2);
     const uint8_t *qs = b + 6;
-    for (int i = 0; i < 16; i++) {
-        int lo = (int)((qs[i] & 15) | ((qh >> i) & 1) << 4);
-        int hi = (int)((qs[i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
-        y[i] = d * (float)(lo - 16);
-        y[i + 16] = d * (float)(hi - 16);
-    }
+    for (int i = 0; i < 16; i++)
+        y[i] = d * (float)((int)((qs[i] & 15u) | ((qh >> i) & 1u) << 4) - 16);
+    for (int i = 0; i < 16; i++)
+        y[i + 16] = d * (float)((int)((qs[i] >> 4) | ((qh >> (i + 16)) & 1u) << 4) - 16);
 }
 
 static inline void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) */)
@@ -104,12 +102,10 @@ static inline void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) 
     const float d = quant_load_f16(b), m = quant_load_f16(b + 2);
     const uint32_t qh = quant_load_u32(b + 4);
     const uint8_t *qs = b + 8;
-    for (int i = 0; i < 16; i++) {
-        uint32_t lo = (qs[i] & 15u) | ((qh >> i) & 1u) << 4;
-        uint32_t hi = (qs[i] >> 4) | ((qh >> (i + 16)) & 1u) << 4;
-        y[i] = d * (float)lo + m;
-        y[i + 16] = d * (float)hi + m;
-    }
+    for (int i = 0; i < 16; i++)
+        y[i] = d * (float)(int)((qs[i] & 15u) | ((qh >> i) & 1u) << 4) + m;
+    for (int i = 0; i < 16; i++)
+        y[i + 16] = d * (float)(int)((qs[i] >> 4) | ((qh >> (i + 16)) & 1u) << 4) + m;
 }
 
 static inline void quant_block_q8_0(const uint8_t *b, float *restrict y /* (32) */)
@@ -124,10 +120,10 @@ static inline void quant_block_iq4_nl(const uint8_t *b, float *restrict y /* (32
 {
     const float d = quant_load_f16(b);
     const uint8_t *qs = b + 2;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 16; i++)
         y[i] = d * (float)quant_iq4_values[qs[i] & 15];
+    for (int i = 0; i < 16; i++)
         y[i + 16] = d * (float)quant_iq4_values[qs[i] >> 4];
-    }
 }
 
 /* Q2_K: element e = 128h + 32k + i takes bits 2k..2k+1 of qs[32h + i]; its
@@ -204,10 +200,10 @@ static inline void quant_block_q4_k(const uint8_t *b, float *restrict y /* (256)
         const float d1 = d * (float)s1, dm1 = dmin * (float)m1;
         const uint8_t *q = qs + 32 * c;
         float *o = y + 64 * c;
-        for (int i = 0; i < 32; i++) {
-            o[i] = d0 * (float)(q[i] & 15) - dm0;
-            o[i + 32] = d1 * (float)(q[i] >> 4) - dm1;
-        }
+        for (int i = 0; i < 32; i++)
+            o[i] = d0 * (float)(int)(q[i] & 15) - dm0;
+        for (int i = 0; i < 32; i++)
+            o[i + 32] = d1 * (float)(int)(q[i] >> 4) - dm1;
     }
 }
 
@@ -224,12 +220,10 @@ static inline void quant_block_q5_k(const uint8_t *b, float *restrict y /* (256)
         const float d1 = d * (float)s1, dm1 = dmin * (float)m1;
         const uint8_t *q = qs + 32 * c;
         float *o = y + 64 * c;
-        for (int i = 0; i < 32; i++) {
-            uint32_t lo = (q[i] & 15u) | ((qh[i] >> (2 * c)) & 1u) << 4;
-            uint32_t hi = (q[i] >> 4) | ((qh[i] >> (2 * c + 1)) & 1u) << 4;
-            o[i] = d0 * (float)lo - dm0;
-            o[i + 32] = d1 * (float)hi - dm1;
-        }
+        for (int i = 0; i < 32; i++)
+            o[i] = d0 * (float)(int)((q[i] & 15u) | ((qh[i] >> (2 * c)) & 1u) << 4) - dm0;
+        for (int i = 0; i < 32; i++)
+            o[i + 32] = d1 * (float)(int)((q[i] >> 4) | ((qh[i] >> (2 * c + 1)) & 1u) << 4) - dm1;
     }
 }
 
@@ -269,10 +263,10 @@ static inline void quant_block_iq4_xs(const uint8_t *b, float *restrict y /* (25
         const float dl = d * (float)((ls | hs << 4) - 32);
         const uint8_t *q = qs + 16 * j;
         float *o = y + 32 * j;
-        for (int i = 0; i < 16; i++) {
+        for (int i = 0; i < 16; i++)
             o[i] = dl * (float)quant_iq4_values[q[i] & 15];
+        for (int i = 0; i < 16; i++)
             o[i + 16] = dl * (float)quant_iq4_values[q[i] >> 4];
-        }
     }
 }
 

@@ -1,15 +1,16 @@
 /* sample/sample.h — the token sampler every backend shares, stop tokens, and the
  * stop-string matcher for streamed text.
  *
- * One `struct sampler` per sequence. It owns its PRNG state (xoshiro256**,
- * seeded through splitmix64 from params.seed) and its penalty history, and all
- * its work buffers are allocated once by sampler_init from the vocabulary size:
- * sampler_sample never allocates. Same params, same prompt, same logits → same
+ * One `struct sampler` per sequence: it owns its PRNG state (xoshiro256**,
+ * seeded through splitmix64 from params.seed) and its penalty history. The
+ * vocabulary-sized scratch lives in a `struct sample_work`, one per sampling
+ * thread, allocated once from the vocabulary size: sampler_sample never
+ * allocates. Same params, same prompt, same logits → same
  * tokens, on any machine (the arithmetic is plain IEEE float/double in a fixed
  * order; ties are broken by the lowest token id everywhere).
  *
  * The pipeline, per step, over the backend's logits l (n_vocab floats):
- *   1. NaN logits count as −inf.
+ *   1. NaN logits count as −inf, +inf as FLT_MAX.
  *   2. repetition penalty (HF / llama.cpp): for every distinct token of
  *      prompt + generated, l > 0 → l / r, else l · r.
  *   3. frequency / presence penalties (OpenAI): for every token generated so far
@@ -80,27 +81,38 @@ struct sample_result {
     float top_logprobs[SAMPLE_MAX_LOGPROBS];
 };
 
+/* Scratch buffers for sampler_sample, sized from the vocabulary once: one per
+ * thread that samples (the engine thread), shared by all its sequences. */
+struct sample_work {
+    uint32_t n_vocab;
+    float *logits; /* (n_vocab) processed logits of the current step */
+    int32_t *idx;  /* (n_vocab) candidate token ids */
+    float *val;    /* (n_vocab) candidate values (z, then weights), parallel to idx */
+};
+
+int sample_work_init(struct sample_work *w, uint32_t n_vocab, char *err, size_t errlen);
+void sample_work_free(struct sample_work *w);
+
+/* Per-sequence state. Small unless a penalty is on: the penalty history is
+ * allocated (n_vocab-sized, 9 bytes per token) only when repetition_penalty != 1
+ * or presence / frequency penalty != 0. */
 struct sampler {
     uint32_t n_vocab;
-    struct sample_params params; /* logit_bias / stop_tokens point into owned copies */
+    struct sample_params params; /* logit_bias / stop_tokens point at the owned copies below */
     uint64_t rng[4];             /* xoshiro256** state */
-    /* penalty history */
-    uint32_t *gen_count;   /* (n_vocab) times each token was generated */
-    uint8_t *seen;         /* (n_vocab) bit 0: in prompt+generated; bit 1: generated */
-    int32_t *seen_list;    /* (n_vocab) distinct tokens with seen != 0, in first-seen order */
+    bool penalties;              /* the history below exists */
+    uint32_t *gen_count;         /* (n_vocab) times each token was generated */
+    uint8_t *seen;               /* (n_vocab) 1 when the token is in seen_list */
+    int32_t *seen_list;          /* (n_vocab) distinct prompt+generated tokens, first-seen order */
     uint32_t n_seen;
-    uint8_t *is_stop;      /* (n_vocab) 1 for stop tokens */
-    struct sample_bias *bias; /* (n_logit_bias) owned copy */
-    int32_t *stops;        /* (n_stop_tokens) owned copy */
-    /* work buffers */
-    float *work;           /* (n_vocab) processed logits */
-    int32_t *idx;          /* (n_vocab) candidate token ids */
-    float *val;            /* (n_vocab) candidate values, parallel to idx */
+    struct sample_bias *bias;    /* (n_logit_bias) owned copy */
+    int32_t *stops;              /* (n_stop_tokens) owned copy */
 };
 
 /* Validate params against n_vocab (ranges above; bias / stop token ids in range;
  * at most SAMPLE_MAX_STOP_TOKENS stops) and allocate. Returns 0, or -1 with the
- * reason (naming the parameter) in err. On failure nothing needs freeing. */
+ * reason (naming the parameter) in err. On failure nothing needs freeing.
+ * A temperature below 1e-5 counts as 0 (greedy), as in vLLM. */
 int sampler_init(struct sampler *s, uint32_t n_vocab, const struct sample_params *p, char *err,
                  size_t errlen);
 void sampler_free(struct sampler *s);
@@ -112,10 +124,12 @@ void sampler_add_prompt(struct sampler *s, const int32_t *tokens /* (n) */, uint
 /* Record a generated (kept) token: repetition + presence + frequency history. */
 void sampler_accept(struct sampler *s, int32_t token);
 
-/* Choose the next token from logits (n_vocab floats, read only). Fills *out
- * (may be NULL when no logprobs are wanted) and returns the token, or -1 when
- * no token has a finite processed logit. Never allocates. */
-int32_t sampler_sample(struct sampler *s, const float *logits /* (n_vocab) */, struct sample_result *out);
+/* Choose the next token from logits (n_vocab floats, read only; +inf counts as
+ * FLT_MAX). w must have been made for the same n_vocab. Fills *out (may be NULL)
+ * and returns the token, or -1 when no token has a finite processed logit.
+ * Never allocates. */
+int32_t sampler_sample(struct sampler *s, struct sample_work *w, const float *logits /* (n_vocab) */,
+                       struct sample_result *out);
 
 /* True when token is one of params.stop_tokens. */
 bool sampler_is_stop_token(const struct sampler *s, int32_t token);

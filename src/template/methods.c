@@ -1,0 +1,709 @@
+/* template/methods.c — Python methods that templates call on values
+ * ("x".startswith(...), d.items(), d.get(k), s.split(), '{}'.format(x), ...),
+ * and the globals: range, namespace, dict, raise_exception, strftime_now.
+ *
+ * The sandbox rules follow jinja2's ImmutableSandboxedEnvironment: methods that
+ * change a list or dict (append, pop, update, ...) are looked up as "unsafe" and
+ * fail when called, as they do under transformers.
+ *
+ * Strings are UTF-8; positions returned to templates (find, index) count code
+ * points like Python. Case mapping (lower/upper/title/capitalize) covers ASCII
+ * only; other characters are left unchanged.
+ */
+#include "template/tpl_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum method_id {
+    M_STARTSWITH, M_ENDSWITH, M_SPLIT, M_RSPLIT, M_STRIP, M_LSTRIP, M_RSTRIP, M_LOWER, M_UPPER, M_TITLE,
+    M_CAPITALIZE, M_REPLACE, M_FIND, M_RFIND, M_COUNT, M_JOIN, M_FORMAT, M_SPLITLINES, M_ISDIGIT, M_ISALPHA,
+    M_ISALNUM, M_ISSPACE, M_ISLOWER, M_ISUPPER,
+    M_ITEMS, M_KEYS, M_VALUES, M_GET, M_COPY,
+    M_INDEX, M_LCOUNT,
+};
+
+struct mdef {
+    const char *name;
+    int id;
+    bool unsafe;
+};
+
+static const struct mdef STR_METHODS[] = {
+    {"startswith", M_STARTSWITH, 0}, {"endswith", M_ENDSWITH, 0}, {"split", M_SPLIT, 0}, {"rsplit", M_RSPLIT, 0},
+    {"strip", M_STRIP, 0}, {"lstrip", M_LSTRIP, 0}, {"rstrip", M_RSTRIP, 0}, {"lower", M_LOWER, 0},
+    {"upper", M_UPPER, 0}, {"title", M_TITLE, 0}, {"capitalize", M_CAPITALIZE, 0}, {"replace", M_REPLACE, 0},
+    {"find", M_FIND, 0}, {"rfind", M_RFIND, 0}, {"count", M_COUNT, 0}, {"join", M_JOIN, 0},
+    {"format", M_FORMAT, 0}, {"splitlines", M_SPLITLINES, 0}, {"isdigit", M_ISDIGIT, 0},
+    {"isalpha", M_ISALPHA, 0}, {"isalnum", M_ISALNUM, 0}, {"isspace", M_ISSPACE, 0}, {"islower", M_ISLOWER, 0},
+    {"isupper", M_ISUPPER, 0}, {NULL, 0, 0},
+};
+static const struct mdef DICT_METHODS[] = {
+    {"items", M_ITEMS, 0}, {"keys", M_KEYS, 0}, {"values", M_VALUES, 0}, {"get", M_GET, 0}, {"copy", M_COPY, 0},
+    {"pop", -1, 1}, {"popitem", -1, 1}, {"setdefault", -1, 1}, {"update", -1, 1}, {"clear", -1, 1},
+    {"fromkeys", -1, 1}, {NULL, 0, 0},
+};
+static const struct mdef LIST_METHODS[] = {
+    {"index", M_INDEX, 0}, {"count", M_LCOUNT, 0}, {"copy", M_COPY, 0},
+    {"append", -1, 1}, {"extend", -1, 1}, {"insert", -1, 1}, {"pop", -1, 1}, {"remove", -1, 1},
+    {"reverse", -1, 1}, {"sort", -1, 1}, {"clear", -1, 1}, {NULL, 0, 0},
+};
+
+int method_lookup(struct value self, const char *name, size_t n, int *id, bool *unsafe)
+{
+    const struct mdef *t = self.type == V_STR ? STR_METHODS : self.type == V_DICT ? DICT_METHODS
+                         : self.type == V_LIST ? LIST_METHODS : NULL;
+    if (!t)
+        return -1;
+    if (self.type == V_LIST && (self.flags & VF_TUPLE))
+        t = LIST_METHODS; /* tuples: index/count only; mutators are not there at all, but fail the same way */
+    for (; t->name; t++)
+        if (strlen(t->name) == n && memcmp(t->name, name, n) == 0) {
+            *id = t->id;
+            *unsafe = t->unsafe;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- string helpers (also used by filters) */
+
+static bool in_chars(uint32_t cp, struct value chars)
+{
+    for (size_t i = 0; i < chars.n;) {
+        size_t a;
+        if (utf8_decode(chars.s + i, chars.n - i, &a) == cp)
+            return true;
+        i += a;
+    }
+    return false;
+}
+
+/* mode: 0 both, 1 left, 2 right; chars V_NONE: whitespace */
+int str_strip(struct render *r, struct value s, struct value chars, int mode, struct value *out)
+{
+    if (chars.type != V_NONE && chars.type != V_STR)
+        return rerr(r, "strip arg must be None or str");
+    size_t lo = 0, hi = s.n;
+    if (mode != 2)
+        while (lo < hi) {
+            size_t a;
+            uint32_t cp = utf8_decode(s.s + lo, hi - lo, &a);
+            if (!(chars.type == V_NONE ? py_isspace(cp) : in_chars(cp, chars)))
+                break;
+            lo += a;
+        }
+    if (mode != 1)
+        while (hi > lo) {
+            size_t st = hi - 1;
+            while (st > lo && ((unsigned char)s.s[st] & 0xc0) == 0x80)
+                st--;
+            size_t a;
+            uint32_t cp = utf8_decode(s.s + st, hi - st, &a);
+            if (!(chars.type == V_NONE ? py_isspace(cp) : in_chars(cp, chars)))
+                break;
+            hi = st;
+        }
+    *out = v_str(s.s + lo, hi - lo);
+    return 0;
+}
+
+int str_replace(struct render *r, struct value s, struct value old, struct value new_, int64_t count,
+                struct value *out)
+{
+    struct sbuf b = {0};
+    int64_t done = 0;
+    if (old.n == 0) {
+        /* Python inserts `new` before every code point and at the end */
+        for (size_t i = 0; i <= s.n;) {
+            if (count < 0 || done < count) {
+                if (sb_put(r, &b, new_.s, new_.n) < 0)
+                    return -1;
+                done++;
+            }
+            if (i == s.n)
+                break;
+            size_t a;
+            utf8_decode(s.s + i, s.n - i, &a);
+            if (sb_put(r, &b, s.s + i, a) < 0)
+                return -1;
+            i += a;
+        }
+        *out = v_str(b.p ? b.p : "", b.n);
+        return 0;
+    }
+    size_t i = 0;
+    while (i < s.n) {
+        const char *hit = (count < 0 || done < count) ? memmem(s.s + i, s.n - i, old.s, old.n) : NULL;
+        if (!hit) {
+            if (sb_put(r, &b, s.s + i, s.n - i) < 0)
+                return -1;
+            break;
+        }
+        size_t at = (size_t)(hit - s.s);
+        if (sb_put(r, &b, s.s + i, at - i) < 0 || sb_put(r, &b, new_.s, new_.n) < 0)
+            return -1;
+        i = at + old.n;
+        done++;
+    }
+    *out = v_str(b.p ? b.p : "", b.n);
+    return 0;
+}
+
+int str_html_escape(struct render *r, struct value s, struct value *out)
+{
+    struct sbuf b = {0};
+    for (uint32_t i = 0; i < s.n; i++) {
+        char c = s.s[i];
+        const char *e = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&#34;"
+                      : c == '\'' ? "&#39;" : NULL;
+        if (e ? sb_put(r, &b, e, strlen(e)) < 0 : sb_putc(r, &b, c) < 0)
+            return -1;
+    }
+    *out = v_str(b.p ? b.p : "", b.n);
+    out->flags = VF_SAFE;
+    return 0;
+}
+
+static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+
+int str_case(struct render *r, struct value s, int mode, struct value *out)
+{
+    char *p = ralloc(r, (size_t)s.n + 1);
+    if (!p)
+        return -1;
+    bool prev_cased = false;
+    for (uint32_t i = 0; i < s.n; i++) {
+        char c = s.s[i];
+        bool cased = is_lower(c) || is_upper(c);
+        bool up;
+        switch (mode) {
+        case 0: up = false; break;
+        case 1: up = true; break;
+        case 2: up = !prev_cased; break;
+        default: up = i == 0; break;
+        }
+        if (cased)
+            c = up ? (is_lower(c) ? (char)(c - 32) : c) : (is_upper(c) ? (char)(c + 32) : c);
+        p[i] = c;
+        /* title(): non-ASCII bytes count as uncased, as digits and punctuation do */
+        prev_cased = cased;
+    }
+    *out = v_str(p, s.n);
+    return 0;
+}
+
+int str_splitlines(struct render *r, struct value s, struct vlist **out)
+{
+    struct vlist *l = vlist_new(r, 0);
+    if (!l)
+        return -1;
+    size_t start = 0;
+    for (size_t i = 0; i < s.n;) {
+        size_t a;
+        uint32_t cp = utf8_decode(s.s + i, s.n - i, &a);
+        bool brk = cp == '\n' || cp == '\r' || cp == 0x0b || cp == 0x0c || (cp >= 0x1c && cp <= 0x1e) ||
+                   cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+        if (!brk) {
+            i += a;
+            continue;
+        }
+        if (vlist_push(r, l, v_str(s.s + start, i - start)) < 0)
+            return -1;
+        i += a;
+        if (cp == '\r' && i < s.n && s.s[i] == '\n')
+            i++;
+        start = i;
+    }
+    if (start < s.n && vlist_push(r, l, v_str(s.s + start, s.n - start)) < 0)
+        return -1;
+    *out = l;
+    return 0;
+}
+
+static int str_split(struct render *r, struct value s, struct value sep, int64_t maxsplit, bool right,
+                     struct value *out)
+{
+    struct vlist *l = vlist_new(r, 0);
+    if (!l)
+        return -1;
+    if (sep.type == V_STR && sep.n == 0)
+        return rerr(r, "empty separator");
+    if (sep.type == V_STR) {
+        if (!right) {
+            size_t i = 0;
+            int64_t k = 0;
+            for (;;) {
+                const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(s.s + i, s.n - i, sep.s, sep.n) : NULL;
+                if (!hit)
+                    break;
+                if (vlist_push(r, l, v_str(s.s + i, (size_t)(hit - s.s) - i)) < 0)
+                    return -1;
+                i = (size_t)(hit - s.s) + sep.n;
+                k++;
+            }
+            if (vlist_push(r, l, v_str(s.s + i, s.n - i)) < 0)
+                return -1;
+        } else {
+            /* collect from the right, then reverse */
+            size_t end = s.n;
+            int64_t k = 0;
+            struct vlist *rev = vlist_new(r, 0);
+            if (!rev)
+                return -1;
+            while (maxsplit < 0 || k < maxsplit) {
+                size_t found = SIZE_MAX;
+                for (size_t j = end >= sep.n ? end - sep.n + 1 : 0; j-- > 0;)
+                    if (memcmp(s.s + j, sep.s, sep.n) == 0) {
+                        found = j;
+                        break;
+                    }
+                if (found == SIZE_MAX)
+                    break;
+                if (vlist_push(r, rev, v_str(s.s + found + sep.n, end - found - sep.n)) < 0)
+                    return -1;
+                end = found;
+                k++;
+            }
+            if (vlist_push(r, rev, v_str(s.s, end)) < 0)
+                return -1;
+            for (uint32_t i = rev->n; i-- > 0;)
+                if (vlist_push(r, l, rev->v[i]) < 0)
+                    return -1;
+        }
+        *out = v_list(l);
+        return 0;
+    }
+    if (sep.type != V_NONE)
+        return rerr(r, "split: separator must be a string or None");
+    /* whitespace split: runs of whitespace, no empty strings */
+    if (right && maxsplit >= 0) {
+        struct vlist *rev = vlist_new(r, 0);
+        if (!rev)
+            return -1;
+        size_t end = s.n;
+        int64_t k = 0;
+        for (;;) {
+            while (end > 0 && py_isspace((unsigned char)s.s[end - 1]))
+                end--;
+            if (end == 0)
+                break;
+            size_t st = end;
+            while (st > 0 && !py_isspace((unsigned char)s.s[st - 1]))
+                st--;
+            if (k == maxsplit) {
+                if (vlist_push(r, rev, v_str(s.s, end)) < 0)
+                    return -1;
+                break;
+            }
+            if (vlist_push(r, rev, v_str(s.s + st, end - st)) < 0)
+                return -1;
+            k++;
+            end = st;
+        }
+        for (uint32_t i = rev->n; i-- > 0;)
+            if (vlist_push(r, l, rev->v[i]) < 0)
+                return -1;
+        *out = v_list(l);
+        return 0;
+    }
+    size_t i = 0;
+    int64_t k = 0;
+    for (;;) {
+        while (i < s.n) {
+            size_t a;
+            uint32_t cp = utf8_decode(s.s + i, s.n - i, &a);
+            if (!py_isspace(cp))
+                break;
+            i += a;
+        }
+        if (i >= s.n)
+            break;
+        if (maxsplit >= 0 && k == maxsplit) {
+            size_t e = s.n;
+            while (e > i && py_isspace((unsigned char)s.s[e - 1]))
+                e--;
+            if (vlist_push(r, l, v_str(s.s + i, e - i)) < 0)
+                return -1;
+            break;
+        }
+        size_t st = i;
+        while (i < s.n) {
+            size_t a;
+            uint32_t cp = utf8_decode(s.s + i, s.n - i, &a);
+            if (py_isspace(cp))
+                break;
+            i += a;
+        }
+        if (vlist_push(r, l, v_str(s.s + st, i - st)) < 0)
+            return -1;
+        k++;
+    }
+    *out = v_list(l);
+    return 0;
+}
+
+static int affix_match(struct render *r, struct value s, struct value affix, bool end, bool *out)
+{
+    if (affix.type == V_LIST && (affix.flags & VF_TUPLE)) {
+        *out = false;
+        for (uint32_t i = 0; i < affix.l->n && !*out; i++)
+            if (affix_match(r, s, affix.l->v[i], end, out) < 0)
+                return -1;
+        return 0;
+    }
+    if (affix.type != V_STR)
+        return rerr(r, "%s first arg must be str or a tuple of str, not %s", end ? "endswith" : "startswith",
+                    v_type_name(affix));
+    *out = affix.n <= s.n && memcmp(end ? s.s + s.n - affix.n : s.s, affix.s, affix.n) == 0;
+    return 0;
+}
+
+/* '{} {0} {name}'.format(...): fields with an optional !r/!s conversion, no format spec. */
+static int str_format(struct render *r, struct value fmt, struct value *args, int nargs, const char **kwn,
+                      const uint32_t *kwl, struct value *kwv, int nkw, struct value *out)
+{
+    struct sbuf b = {0};
+    int auto_idx = 0;
+    for (uint32_t i = 0; i < fmt.n; i++) {
+        char c = fmt.s[i];
+        if ((c == '{' || c == '}') && i + 1 < fmt.n && fmt.s[i + 1] == c) {
+            if (sb_putc(r, &b, c) < 0)
+                return -1;
+            i++;
+            continue;
+        }
+        if (c == '}')
+            return rerr(r, "Single '}' encountered in format string");
+        if (c != '{') {
+            if (sb_putc(r, &b, c) < 0)
+                return -1;
+            continue;
+        }
+        uint32_t j = i + 1;
+        while (j < fmt.n && fmt.s[j] != '}')
+            j++;
+        if (j >= fmt.n)
+            return rerr(r, "Single '{' encountered in format string");
+        const char *f = fmt.s + i + 1;
+        uint32_t fl = j - i - 1, name_len = fl;
+        char conv = 0;
+        for (uint32_t k = 0; k < fl; k++) {
+            if (f[k] == ':')
+                return rerr(r, "str.format: format specs are not supported");
+            if (f[k] == '!' && k + 1 < fl) {
+                conv = f[k + 1];
+                name_len = k;
+                break;
+            }
+        }
+        struct value v;
+        if (name_len == 0) {
+            if (auto_idx >= nargs)
+                return rerr(r, "Replacement index %d out of range for positional args tuple", auto_idx);
+            v = args[auto_idx++];
+        } else if (f[0] >= '0' && f[0] <= '9') {
+            int idx = atoi(f);
+            if (idx >= nargs)
+                return rerr(r, "Replacement index %d out of range for positional args tuple", idx);
+            v = args[idx];
+        } else {
+            int k;
+            for (k = 0; k < nkw; k++)
+                if (kwl[k] == name_len && memcmp(kwn[k], f, name_len) == 0)
+                    break;
+            if (k == nkw)
+                return rerr(r, "str.format: no argument '%.*s'", (int)name_len, f);
+            v = kwv[k];
+        }
+        if ((conv == 'r' ? v_repr_append(r, &b, v) : v_str_append(r, &b, v)) < 0)
+            return -1;
+        i = j;
+    }
+    *out = v_str(b.p ? b.p : "", b.n);
+    return 0;
+}
+
+static int nargs_check(struct render *r, const char *name, int nargs, int lo, int hi, int nkw)
+{
+    if (nkw)
+        return rerr(r, "%s() takes no keyword arguments", name);
+    if (nargs < lo || nargs > hi)
+        return rerr(r, "%s() takes %d to %d arguments (%d given)", name, lo, hi, nargs);
+    return 0;
+}
+
+static int64_t cp_index(struct value s, size_t byte_off) { return (int64_t)utf8_count(s.s, byte_off); }
+
+int method_call(struct render *r, struct method *m, struct value *args, int nargs, const char **kwn,
+                const uint32_t *kwl, struct value *kwv, int nkw, struct value *out)
+{
+    struct value s = m->self;
+    struct value a0 = nargs > 0 ? args[0] : v_none(), a1 = nargs > 1 ? args[1] : v_none();
+    bool b;
+    if (m->id == -1) { /* loop.cycle(a, b, ...) */
+        if (nargs == 0)
+            return rerr(r, "no items for cycling given");
+        *out = args[s.loop->index0 % nargs];
+        return 0;
+    }
+    switch (m->id) {
+    case M_STARTSWITH: case M_ENDSWITH:
+        if (nargs_check(r, m->id == M_STARTSWITH ? "startswith" : "endswith", nargs, 1, 1, nkw) < 0 ||
+            affix_match(r, s, a0, m->id == M_ENDSWITH, &b) < 0)
+            return -1;
+        *out = v_bool(b);
+        return 0;
+    case M_SPLIT: case M_RSPLIT: {
+        struct value sep = v_none(), maxs = v_int(-1);
+        if (nargs > 2)
+            return rerr(r, "split() takes at most 2 arguments");
+        if (nargs > 0) sep = a0;
+        if (nargs > 1) maxs = a1;
+        for (int k = 0; k < nkw; k++) {
+            if (kwl[k] == 3 && !memcmp(kwn[k], "sep", 3)) sep = kwv[k];
+            else if (kwl[k] == 8 && !memcmp(kwn[k], "maxsplit", 8)) maxs = kwv[k];
+            else return rerr(r, "split() got an unexpected keyword argument '%.*s'", (int)kwl[k], kwn[k]);
+        }
+        if (maxs.type != V_INT)
+            return rerr(r, "split(): maxsplit must be an integer");
+        return str_split(r, s, sep, maxs.i, m->id == M_RSPLIT, out);
+    }
+    case M_STRIP: case M_LSTRIP: case M_RSTRIP:
+        if (nargs_check(r, "strip", nargs, 0, 1, nkw) < 0)
+            return -1;
+        return str_strip(r, s, a0, m->id == M_STRIP ? 0 : m->id == M_LSTRIP ? 1 : 2, out);
+    case M_LOWER: case M_UPPER: case M_TITLE: case M_CAPITALIZE:
+        if (nargs_check(r, "lower", nargs, 0, 0, nkw) < 0)
+            return -1;
+        return str_case(r, s, m->id - M_LOWER, out);
+    case M_REPLACE:
+        if (nargs_check(r, "replace", nargs, 2, 3, nkw) < 0)
+            return -1;
+        if (a0.type != V_STR || a1.type != V_STR || (nargs > 2 && args[2].type != V_INT))
+            return rerr(r, "replace() arguments must be (str, str[, int])");
+        return str_replace(r, s, a0, a1, nargs > 2 ? args[2].i : -1, out);
+    case M_FIND: case M_RFIND: case M_COUNT: {
+        if (nargs_check(r, "find", nargs, 1, 1, nkw) < 0)
+            return -1;
+        if (a0.type != V_STR)
+            return rerr(r, "must be str, not %s", v_type_name(a0));
+        if (m->id == M_COUNT) {
+            int64_t c = 0;
+            if (a0.n == 0) {
+                c = (int64_t)utf8_count(s.s, s.n) + 1;
+            } else {
+                for (size_t i = 0; i + a0.n <= s.n;) {
+                    const char *hit = memmem(s.s + i, s.n - i, a0.s, a0.n);
+                    if (!hit)
+                        break;
+                    c++;
+                    i = (size_t)(hit - s.s) + a0.n;
+                }
+            }
+            *out = v_int(c);
+            return 0;
+        }
+        int64_t pos = -1;
+        if (m->id == M_FIND) {
+            const char *hit = memmem(s.s, s.n, a0.s, a0.n);
+            if (hit || a0.n == 0)
+                pos = cp_index(s, hit ? (size_t)(hit - s.s) : 0);
+        } else {
+            for (size_t j = s.n >= a0.n ? s.n - a0.n + 1 : 0; j-- > 0;)
+                if (memcmp(s.s + j, a0.s, a0.n) == 0) {
+                    pos = cp_index(s, j);
+                    break;
+                }
+        }
+        *out = v_int(pos);
+        return 0;
+    }
+    case M_JOIN: {
+        if (nargs_check(r, "join", nargs, 1, 1, nkw) < 0)
+            return -1;
+        struct vlist *l;
+        if (interp_iterate(r, a0, &l) < 0)
+            return -1;
+        struct sbuf sb = {0};
+        for (uint32_t i = 0; i < l->n; i++) {
+            if (l->v[i].type != V_STR)
+                return rerr(r, "sequence item %u: expected str instance, %s found", i, v_type_name(l->v[i]));
+            if ((i && sb_put(r, &sb, s.s, s.n) < 0) || sb_put(r, &sb, l->v[i].s, l->v[i].n) < 0)
+                return -1;
+        }
+        *out = v_str(sb.p ? sb.p : "", sb.n);
+        return 0;
+    }
+    case M_FORMAT: return str_format(r, s, args, nargs, kwn, kwl, kwv, nkw, out);
+    case M_SPLITLINES: {
+        struct vlist *l;
+        if (nargs_check(r, "splitlines", nargs, 0, 0, nkw) < 0 || str_splitlines(r, s, &l) < 0)
+            return -1;
+        *out = v_list(l);
+        return 0;
+    }
+    case M_ISDIGIT: case M_ISALPHA: case M_ISALNUM: case M_ISSPACE: case M_ISLOWER: case M_ISUPPER: {
+        bool ok = s.n > 0, any_cased = false;
+        for (uint32_t i = 0; i < s.n && ok; i++) {
+            char c = s.s[i];
+            bool d = c >= '0' && c <= '9', al = is_lower(c) || is_upper(c);
+            switch (m->id) {
+            case M_ISDIGIT: ok = d; break;
+            case M_ISALPHA: ok = al; break;
+            case M_ISALNUM: ok = al || d; break;
+            case M_ISSPACE: ok = py_isspace((unsigned char)c); break;
+            case M_ISLOWER: ok = !is_upper(c); any_cased |= is_lower(c); break;
+            default: ok = !is_lower(c); any_cased |= is_upper(c); break;
+            }
+        }
+        if (m->id == M_ISLOWER || m->id == M_ISUPPER)
+            ok = ok && any_cased;
+        *out = v_bool(ok);
+        return 0;
+    }
+    case M_ITEMS: case M_KEYS: case M_VALUES: {
+        if (nargs_check(r, "items", nargs, 0, 0, nkw) < 0)
+            return -1;
+        struct vlist *l = vlist_new(r, s.d->n);
+        if (!l)
+            return -1;
+        for (uint32_t i = 0; i < s.d->n; i++) {
+            if (m->id == M_ITEMS) {
+                struct vlist *pair = vlist_new(r, 2);
+                if (!pair)
+                    return -1;
+                pair->v[0] = s.d->keys[i];
+                pair->v[1] = s.d->vals[i];
+                pair->n = 2;
+                l->v[l->n] = v_list(pair);
+                l->v[l->n++].flags = VF_TUPLE;
+            } else {
+                l->v[l->n++] = m->id == M_KEYS ? s.d->keys[i] : s.d->vals[i];
+            }
+        }
+        *out = v_list(l);
+        return 0;
+    }
+    case M_GET: {
+        if (nargs_check(r, "get", nargs, 1, 2, nkw) < 0)
+            return -1;
+        struct value *v = vdict_get(s.d, a0);
+        *out = v ? *v : a1;
+        return 0;
+    }
+    case M_COPY: *out = s; return 0; /* values are immutable: sharing is a copy */
+    case M_INDEX: case M_LCOUNT: {
+        if (nargs_check(r, m->id == M_INDEX ? "index" : "count", nargs, 1, 1, nkw) < 0)
+            return -1;
+        int64_t c = 0;
+        for (uint32_t i = 0; i < s.l->n; i++)
+            if (v_equal(s.l->v[i], a0)) {
+                if (m->id == M_INDEX) {
+                    *out = v_int(i);
+                    return 0;
+                }
+                c++;
+            }
+        if (m->id == M_INDEX)
+            return rerr(r, "value is not in list");
+        *out = v_int(c);
+        return 0;
+    }
+    default: return rerr(r, "internal error: unknown method");
+    }
+}
+
+/* ---- globals */
+
+static const char *const BUILTINS[] = {"range", "namespace", "raise_exception", "strftime_now", "dict"};
+
+int builtin_lookup(const char *name, size_t n)
+{
+    for (int i = 0; i < (int)(sizeof(BUILTINS) / sizeof(BUILTINS[0])); i++)
+        if (strlen(BUILTINS[i]) == n && memcmp(BUILTINS[i], name, n) == 0)
+            return i;
+    return -1;
+}
+
+int builtin_call(struct render *r, int id, struct value self, struct value *args, int nargs, const char **kwn,
+                 const uint32_t *kwl, struct value *kwv, int nkw, struct value *out)
+{
+    (void)self;
+    switch (id) {
+    case FN_RANGE: {
+        if (nargs_check(r, "range", nargs, 1, 3, nkw) < 0)
+            return -1;
+        int64_t v[3] = {0, 0, 1};
+        for (int i = 0; i < nargs; i++) {
+            if (args[i].type != V_INT && args[i].type != V_BOOL)
+                return rerr(r, "'%s' object cannot be interpreted as an integer", v_type_name(args[i]));
+            v[i] = args[i].type == V_BOOL ? args[i].b : args[i].i;
+        }
+        int64_t lo = nargs == 1 ? 0 : v[0], hi = nargs == 1 ? v[0] : v[1], st = nargs == 3 ? v[2] : 1;
+        if (st == 0)
+            return rerr(r, "range() arg 3 must not be zero");
+        struct vlist *l = vlist_new(r, 0);
+        if (!l)
+            return -1;
+        /* jinja's sandbox caps range() at 100000 items */
+        int64_t count = st > 0 ? (hi > lo ? (hi - lo + st - 1) / st : 0) : (lo > hi ? (lo - hi - st - 1) / -st : 0);
+        if (count > 100000)
+            return rerr(r, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+        for (int64_t i = 0; i < count; i++)
+            if (vlist_push(r, l, v_int(lo + i * st)) < 0)
+                return -1;
+        *out = v_list(l);
+        return 0;
+    }
+    case FN_NAMESPACE: case FN_DICT: {
+        struct vdict *d = vdict_new(r, 0);
+        if (!d)
+            return -1;
+        if (nargs > 1)
+            return rerr(r, "%s() takes at most 1 positional argument", BUILTINS[id]);
+        if (nargs == 1) {
+            if (args[0].type != V_DICT)
+                return rerr(r, "%s(): the positional argument must be a mapping", BUILTINS[id]);
+            for (uint32_t i = 0; i < args[0].d->n; i++)
+                if (vdict_set(r, d, args[0].d->keys[i], args[0].d->vals[i]) < 0)
+                    return -1;
+        }
+        for (int k = 0; k < nkw; k++)
+            if (vdict_set(r, d, v_str(kwn[k], kwl[k]), kwv[k]) < 0)
+                return -1;
+        *out = v_dict(d);
+        if (id == FN_NAMESPACE)
+            out->type = V_NS;
+        return 0;
+    }
+    case FN_RAISE: {
+        struct value msg = nargs ? args[0] : v_str("", 0);
+        if (nargs_check(r, "raise_exception", nargs, 1, 1, nkw) < 0 || v_to_str(r, msg, &msg) < 0)
+            return -1;
+        return rerr(r, "raise_exception: %.*s", (int)(msg.n > 800 ? 800 : msg.n), msg.s);
+    }
+    case FN_STRFTIME: {
+        if (nargs_check(r, "strftime_now", nargs, 1, 1, nkw) < 0)
+            return -1;
+        if (args[0].type != V_STR)
+            return rerr(r, "strftime_now: the format must be a string");
+        char fmt[256], buf[512];
+        if (args[0].n >= sizeof(fmt))
+            return rerr(r, "strftime_now: format too long");
+        memcpy(fmt, args[0].s, args[0].n);
+        fmt[args[0].n] = 0;
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        size_t k = strftime(buf, sizeof(buf), fmt, &tm);
+        if (k == 0 && fmt[0])
+            return rerr(r, "strftime_now: result too long");
+        *out = v_str_copy(r, buf, k);
+        return r->failed ? -1 : 0;
+    }
+    default: return rerr(r, "internal error: unknown builtin");
+    }
+}

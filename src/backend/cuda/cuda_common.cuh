@@ -1,0 +1,114 @@
+/* backend/cuda/cuda_common.cuh — what every .cu file of the CUDA backend shares:
+ * the abort-on-error check macros, the context struct behind the opaque
+ * struct cuda_ctx of cuda_ops.h, and small device helpers (16-byte loads that
+ * bypass L1, cp.async, warp/block sums).
+ *
+ * CUDA_CHECK(call) / CUBLAS_CHECK(call): on failure print
+ * "file:line: call: reason" and abort (DESIGN.md §3.2: device errors are fatal).
+ * CUDA_CHECK_LAUNCH() after every launch catches bad configurations at once.
+ */
+#ifndef MEMRA_BACKEND_CUDA_COMMON_CUH
+#define MEMRA_BACKEND_CUDA_COMMON_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/cuda/cuda_ops.h"
+
+#define CUDA_CHECK(call)                                                                         \
+    do {                                                                                         \
+        cudaError_t e_ = (call);                                                                 \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_), \
+                    cudaGetErrorName(e_));                                                       \
+            abort();                                                                             \
+        }                                                                                        \
+    } while (0)
+
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+
+#define CUBLAS_CHECK(call)                                                                       \
+    do {                                                                                         \
+        cublasStatus_t s_ = (call);                                                              \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                       \
+            fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #call, (int)s_); \
+            abort();                                                                             \
+        }                                                                                        \
+    } while (0)
+
+/* Abort with a message: for launcher preconditions (programming errors). */
+#define CUDA_FAIL(...)                                                                           \
+    do {                                                                                         \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                          \
+        fprintf(stderr, __VA_ARGS__);                                                            \
+        fputc('\n', stderr);                                                                     \
+        abort();                                                                                 \
+    } while (0)
+
+struct cuda_ctx {
+    int device;
+    cudaDeviceProp prop;
+    cudaStream_t stream;
+    cublasHandle_t blas; /* created on first use */
+    void *blas_ws;       /* its workspace */
+};
+
+/* ---- device helpers ------------------------------------------------------ */
+
+/* 16-byte streaming load: weights are read once per GEMV, so keep them out of
+ * L1 (which holds the activations) — ld.global.nc.L1::no_allocate. */
+static __device__ __forceinline__ uint4 ldg_stream16(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+/* cp.async 16 bytes global → shared, bypassing L1 and registers. */
+static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Sum acc[K] over the whole thread block (blockDim.x = NT, a multiple of 32);
+ * the totals land in thread 0's out[K]. `red` is NT/32·K floats of shared memory. */
+template <int NT, int K>
+static __device__ __forceinline__ void block_sum(float (&acc)[K], float *red)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        float v = warp_sum(acc[k]);
+        if (lane == 0)
+            red[warp * K + k] = v;
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            float v = lane < NT / 32 ? red[lane * K + k] : 0.0f;
+            acc[k] = warp_sum(v);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,171 @@
+/* backend/cuda/cuda_ctx.cu — the device context: device selection, properties,
+ * the stream every launcher uses, device memory, copies and event timers.
+ *
+ * One context per device per process; the engine thread owns it (no locking).
+ * cudaMalloc'd memory is 256-byte aligned, which the GEMV kernels' 16-byte
+ * loads rely on.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_common.cuh"
+
+extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || device < 0 || device >= count) {
+        if (err && errlen)
+            snprintf(err, errlen, "CUDA device %d not available (%d devices%s%s)", device, count,
+                     e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");
+        return NULL;
+    }
+    struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
+    if (!ctx)
+        CUDA_FAIL("out of host memory");
+    ctx->device = device;
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+    return ctx;
+}
+
+extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    if (ctx->blas)
+        CUBLAS_CHECK(cublasDestroy(ctx->blas));
+    if (ctx->blas_ws)
+        CUDA_CHECK(cudaFree(ctx->blas_ws));
+    CUDA_CHECK(cudaStreamDestroy(ctx->stream));
+    free(ctx);
+}
+
+extern "C" const char *cuda_ctx_device_name(const struct cuda_ctx *ctx) { return ctx->prop.name; }
+extern "C" int cuda_ctx_sm_count(const struct cuda_ctx *ctx) { return ctx->prop.multiProcessorCount; }
+extern "C" size_t cuda_ctx_l2_bytes(const struct cuda_ctx *ctx) { return (size_t)ctx->prop.l2CacheSize; }
+extern "C" size_t cuda_ctx_mem_bytes(const struct cuda_ctx *ctx) { return ctx->prop.totalGlobalMem; }
+
+extern "C" void cuda_ctx_sync(struct cuda_ctx *ctx) { CUDA_CHECK(cudaStreamSynchronize(ctx->stream)); }
+
+extern "C" void *cuda_alloc(size_t bytes)
+{
+    void *p = NULL;
+    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    return p;
+}
+
+extern "C" void cuda_free(void *p)
+{
+    if (p)
+        CUDA_CHECK(cudaFree(p));
+}
+
+extern "C" void cuda_upload(struct cuda_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx->stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+}
+
+extern "C" void cuda_download(struct cuda_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx->stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+}
+
+extern "C" void cuda_copy_d2d(struct cuda_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx->stream));
+}
+
+static __global__ void kernel_fill_nan(float *p, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = __int_as_float(0x7fc00000);
+}
+
+extern "C" void cuda_fill_nan_f32(struct cuda_ctx *ctx, float *p, size_t n)
+{
+    if (!n)
+        return;
+    unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+    kernel_fill_nan<<<blocks, 256, 0, ctx->stream>>>(p, n);
+    CUDA_CHECK_LAUNCH();
+}
+
+struct cuda_timer {
+    cudaEvent_t start, stop;
+};
+
+extern "C" struct cuda_timer *cuda_timer_new(void)
+{
+    struct cuda_timer *t = (struct cuda_timer *)calloc(1, sizeof *t);
+    if (!t)
+        CUDA_FAIL("out of host memory");
+    CUDA_CHECK(cudaEventCreate(&t->start));
+    CUDA_CHECK(cudaEventCreate(&t->stop));
+    return t;
+}
+
+extern "C" void cuda_timer_free(struct cuda_timer *t)
+{
+    if (!t)
+        return;
+    CUDA_CHECK(cudaEventDestroy(t->start));
+    CUDA_CHECK(cudaEventDestroy(t->stop));
+    free(t);
+}
+
+extern "C" void cuda_timer_start(struct cuda_ctx *ctx, struct cuda_timer *t)
+{
+    CUDA_CHECK(cudaEventRecord(t->start, ctx->stream));
+}
+
+extern "C" void cuda_timer_stop(struct cuda_ctx *ctx, struct cuda_timer *t)
+{
+    CUDA_CHECK(cudaEventRecord(t->stop, ctx->stream));
+}
+
+extern "C" float cuda_timer_ms(struct cuda_timer *t)
+{
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventSynchronize(t->stop));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, t->start, t->stop));
+    return ms;
+}
+
+struct cuda_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+extern "C" void cuda_graph_begin(struct cuda_ctx *ctx)
+{
+    CUDA_CHECK(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
+}
+
+extern "C" struct cuda_graph *cuda_graph_end(struct cuda_ctx *ctx)
+{
+    struct cuda_graph *g = (struct cuda_graph *)calloc(1, sizeof *g);
+    if (!g)
+        CUDA_FAIL("out of host memory");
+    CUDA_CHECK(cudaStreamEndCapture(ctx->stream, &g->graph));
+    CUDA_CHECK(cudaGraphInstantiate(&g->exec, g->graph, 0));
+    return g;
+}
+
+extern "C" void cuda_graph_launch(struct cuda_ctx *ctx, struct cuda_graph *g)
+{
+    CUDA_CHECK(cudaGraphLaunch(g->exec, ctx->stream));
+}
+
+extern "C" void cuda_graph_free(struct cuda_graph *g)
+{
+    if (!g)
+        return;
+    CUDA_CHECK(cudaGraphExecDestroy(g->exec));
+    CUDA_CHECK(cudaGraphDestroy(g->graph));
+    free(g);
+}

@@ -1,0 +1,133 @@
+/* backend/cuda/cuda_ops.h — the one door from host C into the CUDA backend.
+ *
+ * Everything host C may call on the GPU is declared here as a plain C function;
+ * the definitions live in the .cu files of this folder, which are the only
+ * place CUDA headers appear (DESIGN.md §2). No CUDA type leaks through: streams
+ * and events are carried inside the opaque struct cuda_ctx.
+ *
+ * Errors: a failing CUDA / cuBLAS call prints "file:line: statement: reason" and
+ * aborts (CUDA_CHECK in cuda_common.cuh) — device errors are programming or
+ * hardware errors, not bad input. Shape preconditions of the launchers are
+ * checked with cuda_gemv_supported() by the caller at load time; a launcher
+ * given an unsupported shape aborts with the reason.
+ *
+ * Activations and outputs of the GEMVs are float32. Rationale: the decode GEMV
+ * is bound by reading the weights (n·rows weight bytes against 4·n activation
+ * bytes, which stay in L1/L2), so f32 activations cost nothing measurable and
+ * keep the result within f32 rounding of the CPU reference (quant_matvec_f32,
+ * which also takes f32 activations): tolerance max|Δ| / max|ref| ≤ 1e-4.
+ */
+#ifndef MEMRA_BACKEND_CUDA_OPS_H
+#define MEMRA_BACKEND_CUDA_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" { /* core/dtype.h has C linkage but no guards of its own */
+#endif
+
+#include "core/dtype.h"
+
+/* ---- device context (cuda_ctx.cu) ---------------------------------------- */
+
+struct cuda_ctx; /* opaque: device ordinal, properties, one stream, cuBLAS handle */
+
+/* Select `device`, read its properties and create the stream the launchers
+ * use. Returns NULL with the reason in err when there is no such device. */
+struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen);
+void cuda_ctx_free(struct cuda_ctx *ctx);
+
+const char *cuda_ctx_device_name(const struct cuda_ctx *ctx); /* "NVIDIA H200" */
+int cuda_ctx_sm_count(const struct cuda_ctx *ctx);
+size_t cuda_ctx_l2_bytes(const struct cuda_ctx *ctx);
+size_t cuda_ctx_mem_bytes(const struct cuda_ctx *ctx);
+/* Block until all work queued on the context's stream is done (aborts on a
+ * pending kernel error, naming it). */
+void cuda_ctx_sync(struct cuda_ctx *ctx);
+
+/* Device memory: cudaMalloc'd (256-byte aligned) or abort. */
+void *cuda_alloc(size_t bytes);
+void cuda_free(void *p);
+void cuda_upload(struct cuda_ctx *ctx, void *dst_dev, const void *src_host, size_t bytes);
+void cuda_download(struct cuda_ctx *ctx, void *dst_host, const void *src_dev, size_t bytes);
+/* Fill n floats with a quiet NaN (poison outputs before a kernel test). */
+void cuda_fill_nan_f32(struct cuda_ctx *ctx, float *p_dev, size_t n);
+/* Device-to-device copy on the context's stream (bandwidth floor measurement). */
+void cuda_copy_d2d(struct cuda_ctx *ctx, void *dst_dev, const void *src_dev, size_t bytes);
+
+/* Timing with CUDA events on the context's stream: mark a start, mark a stop,
+ * read the elapsed milliseconds (synchronises on the stop event). */
+struct cuda_timer;
+struct cuda_timer *cuda_timer_new(void);
+void cuda_timer_free(struct cuda_timer *t);
+void cuda_timer_start(struct cuda_ctx *ctx, struct cuda_timer *t);
+void cuda_timer_stop(struct cuda_ctx *ctx, struct cuda_timer *t);
+float cuda_timer_ms(struct cuda_timer *t);
+
+/* Graph capture of the context's stream: everything queued between
+ * cuda_graph_begin and cuda_graph_end is recorded (not run) and replayed by
+ * cuda_graph_launch with one launch's overhead — how the decode step is meant
+ * to run, and how the benchmark times kernels shorter than a launch. */
+struct cuda_graph;
+void cuda_graph_begin(struct cuda_ctx *ctx);
+struct cuda_graph *cuda_graph_end(struct cuda_ctx *ctx);
+void cuda_graph_launch(struct cuda_ctx *ctx, struct cuda_graph *g);
+void cuda_graph_free(struct cuda_graph *g);
+
+/* ---- GEMV: y[b][r] = scale · Σ_i W[r, i] · x[b][i] (gemv_plain.cu, gemv_quant.cu)
+ *
+ * w: the weight matrix exactly as stored in the model file — (rows, n)
+ *    row-major, row r at byte r · dtype_row_bytes(t, n), GGUF block layouts for
+ *    quantized types — in device memory, 16-byte aligned (cudaMalloc'd).
+ * x: (batch, n) f32, y: (batch, rows) f32, both device memory.
+ * batch: 1..CUDA_GEMV_MAX_BATCH activation vectors sharing one read of W.
+ * scale: multiplies the result; 1.0f except for FP8 checkpoints with a
+ *    per-tensor weight scale.
+ */
+#define CUDA_GEMV_MAX_BATCH 8
+
+/* Types with a GEMV kernel: BF16, F16, F8_E4M3, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
+ * Q6_K, IQ4_XS. n must be a multiple of the block size (8 for BF16/F16, 16 for
+ * F8_E4M3, 32 / 256 for the block types); rows ≥ 1, rows·n < 2^40. */
+bool cuda_gemv_supported(enum dtype t, uint64_t rows, uint64_t n);
+
+void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+               const float *x /* (batch, n) */, uint32_t batch, float *y /* (batch, rows) */, float scale);
+
+/* Same, forcing the launch shape, for the benchmark's sweep:
+ * rows_per_block 1, 2 or 4 (0 = the launcher's choice; batch > 1 ignores it),
+ * staged (quantized types): 1 = copy row tiles to shared memory first, 0 = read
+ * blocks straight from global memory, -1 = the launcher's choice (staged when
+ * a row is a multiple of 16 bytes). Aborts on other values or an impossible
+ * combination (staged with rows that are not multiples of 16 bytes). */
+void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                       const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int staged);
+
+/* ---- baseline (cublas_ref.cu): cuBLAS bf16 GEMV through cublasGemmEx,
+ * y (rows) f32 = W (rows, n) bf16 · x (n) bf16, f32 accumulation. For the
+ * benchmark's comparison column, and for prefill GEMMs later. */
+void cuda_blas_gemv_bf16(struct cuda_ctx *ctx, const uint16_t *w, uint64_t rows, uint64_t n,
+                         const uint16_t *x, float *y);
+
+/* ---- elementwise (norm.cu) ------------------------------------------------
+ * RMSNorm over rows of length n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w.
+ * With residual != NULL the residual is added first and written back:
+ *     residual[r] += x[r];  out[r] = rmsnorm(residual[r]) · w
+ * (the pre-norm transformer's "h = h + attn(...); xn = norm(h)" in one pass).
+ * x, residual, out: (nrows, n) f32; w: (n) f32. out may alias x. */
+void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
+                  uint32_t nrows, uint32_t n, float eps);
+
+/* SwiGLU: out[i] = silu(gate[i]) · up[i], silu(g) = g / (1 + e^-g), over
+ * `count` floats. `gu` holds (rows, 2·n): per row, the n gate values then the n
+ * up values (the fused gate+up GEMV's output, rows = batch); out is (rows, n). */
+void cuda_swiglu(struct cuda_ctx *ctx, const float *gu /* (rows, 2n) */, float *out /* (rows, n) */,
+                 uint32_t rows, uint32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,42 @@
+/* backend/cuda/gemv.cu — the C entry points of the GEMV family (cuda_ops.h):
+ * shape checks and dispatch to the plain-float kernels (gemv_plain.cu) or the
+ * block-quantized ones (gemv_quant.cu). */
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/gemv_internal.cuh"
+
+static bool is_plain(enum dtype t) { return t == DTYPE_BF16 || t == DTYPE_F16 || t == DTYPE_F8_E4M3; }
+
+extern "C" bool cuda_gemv_supported(enum dtype t, uint64_t rows, uint64_t n)
+{
+    if (rows == 0 || n == 0 || rows > 0xFFFFFFFFull / 4 || n > 0xFFFFFFFFull / 4 || rows * n >= (1ull << 40))
+        return false;
+    if (t == DTYPE_BF16 || t == DTYPE_F16)
+        return n % 8 == 0;
+    if (t == DTYPE_F8_E4M3)
+        return n % 16 == 0;
+    if (gemv_quant_has(t))
+        return n % dtype_info(t)->block_size == 0;
+    return false;
+}
+
+extern "C" void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                                  const float *x, uint32_t batch, float *y, float scale, int rpb, int staged)
+{
+    if (!cuda_gemv_supported(t, rows, n))
+        CUDA_FAIL("cuda_gemv: %s %llu×%llu not supported", dtype_name(t), (unsigned long long)rows,
+                  (unsigned long long)n);
+    if (batch < 1 || batch > CUDA_GEMV_MAX_BATCH)
+        CUDA_FAIL("cuda_gemv: batch %u not in 1..%d", batch, CUDA_GEMV_MAX_BATCH);
+    if (((uintptr_t)w | (uintptr_t)x) % 16 != 0)
+        CUDA_FAIL("cuda_gemv: w and x must be 16-byte aligned");
+    if (is_plain(t))
+        gemv_plain_launch(ctx, t, w, rows, n, x, batch, y, scale, rpb);
+    else
+        gemv_quant_launch(ctx, t, w, rows, n, x, batch, y, scale, rpb, staged);
+}
+
+extern "C" void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                          const float *x, uint32_t batch, float *y, float scale)
+{
+    cuda_gemv_variant(ctx, t, w, rows, n, x, batch, y, scale, 0, -1);
+}

@@ -1,0 +1,568 @@
+/* tests/kernels/kernel_gemv.c — the decode GEMV kernels (and RMSNorm, SwiGLU)
+ * checked against the CPU reference, then timed on the Llama-3-8B decode shapes.
+ *
+ * Checks (exit status 1 if any fails): for every type, fresh random inputs each
+ * time — weights of random valid blocks (all bits random except the f16 scale
+ * fields, which get finite values; plain floats with finite exponents; FP8 with
+ * the NaN codes avoided), x uniform in [-1, 1) — the GPU result, written into a
+ * NaN-poisoned output, against quant_dequantize_row + a double-precision dot
+ * (quant/quant.h, bit-exact with gguf-py). Tolerance: max|Δ| / max|ref| ≤ 1e-4
+ * (f32 accumulation of ≤ 14336 products in a different order than the
+ * reference; seen errors are ~1e-7..1e-6), and every output written and finite.
+ * Covered: every launch shape (1, 2, 4 rows a block; staged and unstaged),
+ * multi-tile rows with a partial last tile, rows that are not a multiple of 16
+ * bytes, batches 1..8.
+ *
+ * Timing: CUDA events around graph replays of many back-to-back launches that
+ * rotate over enough weight copies to make the working set ≥ 4× the L2, after a
+ * warm-up; the median over repetitions of the per-launch time. Bytes counted:
+ * the weight matrix (x and y are ≤ 0.1 % of it). The cuBLAS bf16 GEMV
+ * (cublasGemmEx, batch 1) is timed the same way on the same shapes in the same
+ * run. The table is printed last.
+ *
+ * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_ops.h"
+#include "core/log.h"
+#include "quant/quant.h"
+#include "test.h"
+
+#define BW_REF_GBS 4300.0 /* measured H200 device-to-device copy rate, GB/s */
+#define TOL 1e-4
+
+static struct cuda_ctx *g_ctx;
+
+/* ---- random inputs --------------------------------------------------------- */
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+
+static uint64_t rng_u64(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+
+static float rng_unit(void) /* [-1, 1) */
+{
+    return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+/* A random finite f16 scale of magnitude 2^-7 .. 2^-6, random sign. */
+static uint16_t rng_scale_f16(void)
+{
+    float v = (0.5f + 0.5f * fabsf(rng_unit())) * 0x1p-6f;
+    return quant_f32_to_f16(rng_u64() & 1 ? -v : v);
+}
+
+/* Offsets of the f16 fields inside one block of t (-1 ends the list). */
+static const int *f16_fields(enum dtype t)
+{
+    static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, d208[] = {208, -1};
+    switch (t) {
+    case DTYPE_Q8_0: case DTYPE_Q4_0: case DTYPE_IQ4_XS: return d0;
+    case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: return d02;
+    case DTYPE_Q6_K: return d208;
+    default: return NULL;
+    }
+}
+
+/* Fill `bytes` (a whole number of blocks / elements of t) with random valid data. */
+static void fill_random(enum dtype t, uint8_t *w, size_t bytes)
+{
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t r = rng_u64();
+        memcpy(w + i, &r, 8);
+    }
+    for (; i < bytes; i++)
+        w[i] = (uint8_t)rng_u64();
+    if (t == DTYPE_BF16 || t == DTYPE_F16) {
+        /* keep the exponent small and finite: |v| in [2^-8, 2) */
+        for (size_t k = 0; k + 1 < bytes; k += 2) {
+            uint16_t v = (uint16_t)(w[k] | w[k + 1] << 8);
+            if (t == DTYPE_BF16)
+                v = (uint16_t)((v & 0x807Fu) | (uint16_t)(119 + (v >> 7 & 7)) << 7);
+            else
+                v = (uint16_t)((v & 0x83FFu) | (uint16_t)(7 + (v >> 10 & 7)) << 10);
+            put_u16(w + k, v);
+        }
+    } else if (t == DTYPE_F8_E4M3) {
+        for (size_t k = 0; k < bytes; k++)
+            if ((w[k] & 0x7F) == 0x7F) /* NaN code */
+                w[k] ^= 1;
+    } else {
+        const int *f = f16_fields(t);
+        const size_t bs = dtype_info(t)->type_size;
+        for (size_t b = 0; b + bs <= bytes; b += bs)
+            for (int k = 0; f[k] >= 0; k++)
+                put_u16(w + b + f[k], rng_scale_f16());
+    }
+}
+
+static uint64_t row_bytes_of(enum dtype t, uint64_t n)
+{
+    uint64_t rb = 0;
+    if (dtype_row_bytes(t, n, &rb) != 0)
+        die("row bytes of %s n=%" PRIu64, dtype_name(t), n);
+    return rb;
+}
+
+/* ---- correctness ----------------------------------------------------------- */
+
+static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, int staged)
+{
+    const uint64_t rb = row_bytes_of(t, n);
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(sizeof(float) * n * batch), *y = malloc(sizeof(float) * rows * batch);
+    float *row = malloc(sizeof(float) * n);
+    double *ref = malloc(sizeof(double) * rows * batch);
+    MEMRA_ASSERT(w && x && y && row && ref);
+    fill_random(t, w, rows * rb);
+    for (uint64_t i = 0; i < n * batch; i++)
+        x[i] = rng_unit();
+    const float scale = t == DTYPE_F8_E4M3 ? 0.5f + fabsf(rng_unit()) : 1.0f;
+
+    void *dw = cuda_alloc(rows * rb);
+    float *dx = cuda_alloc(sizeof(float) * n * batch), *dy = cuda_alloc(sizeof(float) * rows * batch);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * batch);
+    cuda_fill_nan_f32(g_ctx, dy, rows * batch);
+    cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, batch, dy, scale, rpb, staged);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, sizeof(float) * rows * batch);
+
+    double maxref = 0, maxdiff = 0;
+    int bad = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
+        for (uint32_t b = 0; b < batch; b++) {
+            double s = 0;
+            for (uint64_t i = 0; i < n; i++)
+                s += (double)row[i] * (double)x[b * n + i];
+            s *= scale;
+            ref[b * rows + r] = s;
+            maxref = fmax(maxref, fabs(s));
+            const double got = y[b * rows + r];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - s));
+        }
+    }
+    const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
+    char label[128];
+    snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d staged %d", dtype_name(t), rows, n,
+             batch, rpb, staged);
+    CHECK_MSG(bad == 0 && rel <= TOL, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
+              TOL);
+    printf("check %-36s rel err %.2e%s\n", label, rel, bad || rel > TOL ? "  FAIL" : "");
+    cuda_free(dw);
+    cuda_free(dx);
+    cuda_free(dy);
+    free(w), free(x), free(y), free(row), free(ref);
+}
+
+static bool is_quant_block(enum dtype t) { return dtype_info(t)->block_size > 1; }
+
+static void check_type(enum dtype t)
+{
+    const uint64_t qk = dtype_info(t)->block_size;
+    /* one full 4096-column tile; multi-tile with a partial last tile; an odd row length */
+    const uint64_t n_odd = qk == 1 ? (t == DTYPE_F8_E4M3 ? 4112 : 4104) : qk == 32 ? 4128 : 4352;
+    const int rpbs[] = {1, 2, 4};
+    for (int k = 0; k < 3; k++) {
+        check_gemv(t, 257, 4096, 1, rpbs[k], -1);
+        check_gemv(t, 67, 14336, 1, rpbs[k], -1);
+        if (is_quant_block(t)) {
+            check_gemv(t, 257, 4096, 1, rpbs[k], 0);
+            check_gemv(t, 67, 14336, 1, rpbs[k], 0);
+        }
+    }
+    check_gemv(t, 131, n_odd, 1, 0, -1);
+    for (uint32_t b = 2; b <= CUDA_GEMV_MAX_BATCH; b += 3) /* 2, 5, 8 */
+        check_gemv(t, 97, 4096, b, 0, -1);
+    check_gemv(t, 61, 14336, 3, 0, -1);
+    check_gemv(t, 29, n_odd, 8, 0, -1);
+}
+
+static void check_rmsnorm(uint32_t nrows, uint32_t n, bool residual)
+{
+    const size_t cnt = (size_t)nrows * n;
+    float *x = malloc(4 * cnt), *res = malloc(4 * cnt), *w = malloc(4 * (size_t)n), *out = malloc(4 * cnt),
+          *res_out = malloc(4 * cnt);
+    MEMRA_ASSERT(x && res && w && out && res_out);
+    for (size_t i = 0; i < cnt; i++)
+        x[i] = 3.0f * rng_unit(), res[i] = rng_unit();
+    for (uint32_t i = 0; i < n; i++)
+        w[i] = rng_unit();
+    float *dx = cuda_alloc(4 * cnt), *dres = cuda_alloc(4 * cnt), *dw = cuda_alloc(4 * (size_t)n),
+          *dout = cuda_alloc(4 * cnt);
+    cuda_upload(g_ctx, dx, x, 4 * cnt);
+    cuda_upload(g_ctx, dres, res, 4 * cnt);
+    cuda_upload(g_ctx, dw, w, 4 * (size_t)n);
+    cuda_fill_nan_f32(g_ctx, dout, cnt);
+    const float eps = 1e-5f;
+    cuda_rmsnorm(g_ctx, dx, residual ? dres : NULL, dw, dout, nrows, n, eps);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, out, dout, 4 * cnt);
+    cuda_download(g_ctx, res_out, dres, 4 * cnt);
+    double maxdiff = 0, maxref = 0, maxres = 0;
+    int bad = 0;
+    for (uint32_t r = 0; r < nrows; r++) {
+        double ss = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            double v = (double)x[(size_t)r * n + i] + (residual ? (double)res[(size_t)r * n + i] : 0.0);
+            ss += v * v;
+            if (residual)
+                maxres = fmax(maxres, fabs(res_out[(size_t)r * n + i] - (float)v));
+        }
+        const double inv = 1.0 / sqrt(ss / n + eps);
+        for (uint32_t i = 0; i < n; i++) {
+            double v = (double)x[(size_t)r * n + i] + (residual ? (double)res[(size_t)r * n + i] : 0.0);
+            double ref = v * inv * w[i];
+            double got = out[(size_t)r * n + i];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - ref));
+            maxref = fmax(maxref, fabs(ref));
+        }
+    }
+    const double rel = maxdiff / maxref;
+    CHECK_MSG(bad == 0 && rel <= TOL && maxres == 0, "rmsnorm %ux%u residual %d: %d bad, rel %.3g, residual err %.3g",
+              nrows, n, residual, bad, rel, maxres);
+    printf("check rmsnorm %ux%u residual %d              rel err %.2e\n", nrows, n, residual, rel);
+    cuda_free(dx), cuda_free(dres), cuda_free(dw), cuda_free(dout);
+    free(x), free(res), free(w), free(out), free(res_out);
+}
+
+static void check_swiglu(uint32_t rows, uint32_t n)
+{
+    const size_t cnt = (size_t)rows * n;
+    float *gu = malloc(8 * cnt), *out = malloc(4 * cnt);
+    MEMRA_ASSERT(gu && out);
+    for (size_t i = 0; i < 2 * cnt; i++)
+        gu[i] = 8.0f * rng_unit();
+    float *dgu = cuda_alloc(8 * cnt), *dout = cuda_alloc(4 * cnt);
+    cuda_upload(g_ctx, dgu, gu, 8 * cnt);
+    cuda_fill_nan_f32(g_ctx, dout, cnt);
+    cuda_swiglu(g_ctx, dgu, dout, rows, n);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, out, dout, 4 * cnt);
+    double maxdiff = 0, maxref = 0;
+    int bad = 0;
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t i = 0; i < n; i++) {
+            double g = gu[(size_t)r * 2 * n + i], u = gu[(size_t)r * 2 * n + n + i];
+            double ref = g / (1.0 + exp(-g)) * u, got = out[(size_t)r * n + i];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - ref));
+            maxref = fmax(maxref, fabs(ref));
+        }
+    const double rel = maxdiff / maxref;
+    CHECK_MSG(bad == 0 && rel <= TOL, "swiglu %ux%u: %d bad, rel %.3g", rows, n, bad, rel);
+    printf("check swiglu %ux%u                          rel err %.2e\n", rows, n, rel);
+    cuda_free(dgu), cuda_free(dout);
+    free(gu), free(out);
+}
+
+/* ---- timing ---------------------------------------------------------------- */
+
+struct bench {
+    enum dtype t;
+    uint64_t rows, n, bytes; /* bytes: one weight copy */
+    int ncopies;
+    void **w;   /* ncopies device weight copies */
+    float *x;   /* (8, n) */
+    uint16_t *xb; /* (n) bf16, cuBLAS */
+    float *y;   /* (8, rows) */
+    uint32_t batch;
+    int rpb, staged; /* variant; rpb = -1: cuBLAS */
+};
+
+static void bench_launch(struct bench *b, int copy)
+{
+    if (b->rpb < 0)
+        cuda_blas_gemv_bf16(g_ctx, b->w[copy], b->rows, b->n, b->xb, b->y);
+    else
+        cuda_gemv_variant(g_ctx, b->t, b->w[copy], b->rows, b->n, b->x, b->batch, b->y, 1.0f, b->rpb, b->staged);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median µs per launch over REPS graph replays of L launches each. */
+static double bench_time(struct bench *b)
+{
+    enum { REPS = 15 };
+    const int L = b->ncopies > 24 ? b->ncopies : 24;
+    for (int i = 0; i < (b->ncopies < 4 ? 4 : b->ncopies); i++) /* warm-up, also cuBLAS's first-call setup */
+        bench_launch(b, i % b->ncopies);
+    cuda_ctx_sync(g_ctx);
+    cuda_graph_begin(g_ctx);
+    for (int i = 0; i < L; i++)
+        bench_launch(b, i % b->ncopies);
+    struct cuda_graph *g = cuda_graph_end(g_ctx);
+    struct cuda_timer *tm = cuda_timer_new();
+    cuda_graph_launch(g_ctx, g);
+    double us[REPS];
+    for (int r = 0; r < REPS; r++) {
+        cuda_timer_start(g_ctx, tm);
+        cuda_graph_launch(g_ctx, g);
+        cuda_timer_stop(g_ctx, tm);
+        us[r] = 1000.0 * cuda_timer_ms(tm) / L;
+    }
+    cuda_ctx_sync(g_ctx);
+    cuda_timer_free(tm);
+    cuda_graph_free(g);
+    qsort(us, REPS, sizeof us[0], cmp_double);
+    return us[REPS / 2];
+}
+
+static void bench_alloc(struct bench *b, enum dtype t, uint64_t rows, uint64_t n)
+{
+    memset(b, 0, sizeof *b);
+    b->t = t, b->rows = rows, b->n = n, b->batch = 1;
+    b->bytes = rows * row_bytes_of(t, n);
+    const double need = 4.0 * (double)cuda_ctx_l2_bytes(g_ctx);
+    int c = (int)ceil(need / (double)b->bytes);
+    b->ncopies = c < 2 ? 2 : c > 256 ? 256 : c;
+    b->w = calloc((size_t)b->ncopies, sizeof *b->w);
+    /* random valid data: a pattern of up to 64 MiB, tiled (the content only has
+     * to be realistic; the cache sees addresses) */
+    const size_t pat = b->bytes < (64u << 20) ? b->bytes : (size_t)(64u << 20) / dtype_info(t)->type_size * dtype_info(t)->type_size;
+    uint8_t *h = malloc(b->bytes), *p = malloc(pat);
+    MEMRA_ASSERT(b->w && h && p);
+    fill_random(t, p, pat);
+    for (size_t o = 0; o < b->bytes; o += pat)
+        memcpy(h + o, p, b->bytes - o < pat ? b->bytes - o : pat);
+    for (int i = 0; i < b->ncopies; i++) {
+        b->w[i] = cuda_alloc(b->bytes);
+        cuda_upload(g_ctx, b->w[i], h, b->bytes);
+    }
+    float *x = malloc(sizeof(float) * n * CUDA_GEMV_MAX_BATCH);
+    uint16_t *xb = malloc(2 * n);
+    MEMRA_ASSERT(x && xb);
+    for (uint64_t i = 0; i < n * CUDA_GEMV_MAX_BATCH; i++)
+        x[i] = rng_unit();
+    for (uint64_t i = 0; i < n; i++)
+        xb[i] = quant_f32_to_bf16(x[i]);
+    b->x = cuda_alloc(sizeof(float) * n * CUDA_GEMV_MAX_BATCH);
+    b->xb = cuda_alloc(2 * n);
+    b->y = cuda_alloc(sizeof(float) * rows * CUDA_GEMV_MAX_BATCH);
+    cuda_upload(g_ctx, b->x, x, sizeof(float) * n * CUDA_GEMV_MAX_BATCH);
+    cuda_upload(g_ctx, b->xb, xb, 2 * n);
+    free(h), free(p), free(x), free(xb);
+}
+
+static void bench_free(struct bench *b)
+{
+    for (int i = 0; i < b->ncopies; i++)
+        cuda_free(b->w[i]);
+    free(b->w);
+    cuda_free(b->x), cuda_free(b->xb), cuda_free(b->y);
+}
+
+static const struct shape {
+    const char *name;
+    uint64_t rows, n;
+} shapes[] = {
+    {"q/o", 4096, 4096},     {"k/v", 1024, 4096},   {"qkv", 6144, 4096},       {"gate/up", 14336, 4096},
+    {"gate+up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096},
+};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16, DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q6_K,
+                                   DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_K, DTYPE_IQ4_XS, DTYPE_F8_E4M3};
+#define NTYPES (sizeof types / sizeof types[0])
+
+static double pct(double gbs) { return 100.0 * gbs / BW_REF_GBS; }
+
+static void bench_copy(void)
+{
+    const size_t bytes = (size_t)1 << 30;
+    void *a = cuda_alloc(bytes), *b = cuda_alloc(bytes);
+    cuda_fill_nan_f32(g_ctx, a, bytes / 4);
+    struct cuda_timer *tm = cuda_timer_new();
+    double us[11];
+    for (int r = 0; r < 12; r++) {
+        cuda_timer_start(g_ctx, tm);
+        cuda_copy_d2d(g_ctx, b, a, bytes);
+        cuda_timer_stop(g_ctx, tm);
+        double t = 1000.0 * cuda_timer_ms(tm);
+        if (r > 0)
+            us[r - 1] = t; /* first one is the warm-up */
+    }
+    qsort(us, 11, sizeof us[0], cmp_double);
+    printf("d2d copy 1 GiB: %.1f us median, %.0f GB/s (read + write)\n", us[5], 2.0 * bytes / us[5] / 1e3);
+    cuda_timer_free(tm);
+    cuda_free(a), cuda_free(b);
+}
+
+int main(int argc, char **argv)
+{
+    const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    char err[256];
+    g_ctx = cuda_ctx_init(0, err, sizeof err);
+    if (!g_ctx) {
+        fprintf(stderr, "kernel_gemv: %s\n", err);
+        return 2;
+    }
+    printf("device: %s, %d SMs, L2 %zu MB, %zu GiB\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx),
+           cuda_ctx_l2_bytes(g_ctx) >> 20, cuda_ctx_mem_bytes(g_ctx) >> 30);
+
+    /* ---- checks */
+    for (size_t k = 0; k < NTYPES; k++) {
+        test_current = dtype_name(types[k]);
+        test_cases++;
+        check_type(types[k]);
+    }
+    test_current = "rmsnorm/swiglu";
+    test_cases++;
+    check_rmsnorm(1, 4096, true);
+    check_rmsnorm(8, 4096, false);
+    check_rmsnorm(3, 5120, true);
+    check_swiglu(1, 14336);
+    check_swiglu(8, 14336);
+    fflush(stdout);
+    if (test_failures || quick) {
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
+
+    /* ---- timing */
+    bench_copy();
+    /* our kernels first, cuBLAS last (the table needs both) */
+    static double auto_us[NTYPES][NSHAPES], best_us[NTYPES][NSHAPES], mb[NTYPES][NSHAPES];
+    static int best_rpb[NTYPES][NSHAPES], best_st[NTYPES][NSHAPES];
+    double batch_us[NTYPES][4];
+    for (size_t k = 0; k < NTYPES; k++) {
+        const enum dtype t = types[k];
+        for (size_t s = 0; s < NSHAPES; s++) {
+            struct bench b;
+            bench_alloc(&b, t, shapes[s].rows, shapes[s].n);
+            const bool aligned = (b.bytes / b.rows) % 16 == 0;
+            b.rpb = 0, b.staged = -1;
+            auto_us[k][s] = best_us[k][s] = bench_time(&b);
+            best_rpb[k][s] = 0, best_st[k][s] = -1;
+            mb[k][s] = b.bytes / 1e6;
+            for (int rpb = 1; rpb <= 4; rpb *= 2)
+                for (int st = 0; st <= (is_quant_block(t) && aligned ? 1 : 0); st++) {
+                    b.rpb = rpb, b.staged = is_quant_block(t) ? st : -1;
+                    double us = bench_time(&b);
+                    printf("  %-7s %-8s rpb %d staged %2d: %8.2f us\n", dtype_name(t), shapes[s].name, rpb, b.staged,
+                           us);
+                    if (us < best_us[k][s])
+                        best_us[k][s] = us, best_rpb[k][s] = rpb, best_st[k][s] = b.staged;
+                }
+            if (s == 3) { /* gate/up 14336x4096: batches 1, 2, 4, 8 with the launcher's choice */
+                for (int i = 0; i < 4; i++) {
+                    b.rpb = 0, b.staged = -1, b.batch = 1u << i;
+                    batch_us[k][i] = bench_time(&b);
+                }
+            }
+            printf("%-7s %-8s auto %8.2f us  %6.0f GB/s\n", dtype_name(t), shapes[s].name, auto_us[k][s],
+                   b.bytes / auto_us[k][s] / 1e3);
+            fflush(stdout);
+            bench_free(&b);
+        }
+    }
+    double cublas_us[NSHAPES];
+    for (size_t s = 0; s < NSHAPES; s++) {
+        struct bench b;
+        bench_alloc(&b, DTYPE_BF16, shapes[s].rows, shapes[s].n);
+        b.rpb = -1;
+        cublas_us[s] = bench_time(&b);
+        bench_free(&b);
+        printf("cuBLAS bf16 %-8s %6" PRIu64 "x%-6" PRIu64 " %8.2f us  %6.0f GB/s\n", shapes[s].name, shapes[s].rows,
+               shapes[s].n, cublas_us[s], (double)shapes[s].rows * shapes[s].n * 2 / cublas_us[s] / 1e3);
+        fflush(stdout);
+    }
+
+    /* rmsnorm / swiglu at decode sizes (activations L2-resident, as in a forward pass) */
+    char small[4][160];
+    {
+        const uint32_t n = 4096, ff = 14336;
+        float *x = cuda_alloc(4 * 8 * (size_t)ff * 2), *res = cuda_alloc(4 * 8 * (size_t)n),
+              *w = cuda_alloc(4 * (size_t)n), *o = cuda_alloc(4 * 8 * (size_t)ff);
+        {
+            const size_t cnt = 8 * (size_t)ff * 2;
+            float *h = malloc(4 * cnt);
+            MEMRA_ASSERT(h);
+            for (size_t i = 0; i < cnt; i++)
+                h[i] = rng_unit();
+            cuda_upload(g_ctx, x, h, 4 * cnt);
+            cuda_upload(g_ctx, res, h + 1, 4 * 8 * (size_t)n);
+            cuda_upload(g_ctx, w, h + 2, 4 * (size_t)n);
+            free(h);
+        }
+        struct cuda_timer *tm = cuda_timer_new();
+        for (int v = 0; v < 4; v++) {
+            const uint32_t rows = v & 1 ? 8 : 1;
+            cuda_graph_begin(g_ctx);
+            for (int i = 0; i < 100; i++) {
+                if (v < 2)
+                    cuda_rmsnorm(g_ctx, x, res, w, o, rows, n, 1e-5f);
+                else
+                    cuda_swiglu(g_ctx, x, o, rows, ff);
+            }
+            struct cuda_graph *g = cuda_graph_end(g_ctx);
+            cuda_graph_launch(g_ctx, g);
+            double us[9];
+            for (int r = 0; r < 9; r++) {
+                cuda_timer_start(g_ctx, tm);
+                cuda_graph_launch(g_ctx, g);
+                cuda_timer_stop(g_ctx, tm);
+                us[r] = 1000.0 * cuda_timer_ms(tm) / 100;
+            }
+            qsort(us, 9, sizeof us[0], cmp_double);
+            cuda_graph_free(g);
+            snprintf(small[v], sizeof small[0], "| %s %ux%u | %.2f |", v < 2 ? "rmsnorm+residual" : "swiglu", rows,
+                     v < 2 ? n : ff, us[4]);
+        }
+        cuda_timer_free(tm);
+        cuda_free(x), cuda_free(res), cuda_free(w), cuda_free(o);
+    }
+
+    printf("\n## GEMV, batch 1 (bytes = weight matrix; %% of %.1f TB/s; best = fastest of rpb 1/2/4 x staged 0/1 as (rpb,staged);"
+           " cuBLAS = bf16 cublasGemmEx on the same shape; ratio = cuBLAS us / auto us)\n\n",
+           BW_REF_GBS / 1000);
+    printf("| type    | shape                  |      MB |  auto us |  GB/s |  %%BW  |  best us (r,st)   | %%BW   | cuBLAS us | ratio |\n");
+    printf("|---------|------------------------|---------|----------|-------|-------|-------------------|-------|-----------|-------|\n");
+    for (size_t k = 0; k < NTYPES; k++)
+        for (size_t s = 0; s < NSHAPES; s++) {
+            const double gbs = mb[k][s] * 1e3 / auto_us[k][s], gbs_best = mb[k][s] * 1e3 / best_us[k][s];
+            printf("| %-7s | %-8s %6" PRIu64 "x%-6" PRIu64 " | %7.1f | %8.2f | %5.0f | %5.1f | %8.2f (%d,%2d) | %5.1f | %9.2f | %5.2f |\n",
+                   dtype_name(types[k]), shapes[s].name, shapes[s].rows, shapes[s].n, mb[k][s], auto_us[k][s], gbs,
+                   pct(gbs), best_us[k][s], best_rpb[k][s], best_st[k][s], pct(gbs_best), cublas_us[s],
+                   cublas_us[s] / auto_us[k][s]);
+        }
+    printf("\n## Batched GEMV, gate/up 14336x4096, us (launcher's choice)\n\n| type | b=1 | b=2 | b=4 | b=8 |\n|---|---|---|---|---|\n");
+    for (size_t k = 0; k < NTYPES; k++)
+        printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", dtype_name(types[k]), batch_us[k][0], batch_us[k][1],
+               batch_us[k][2], batch_us[k][3]);
+    printf("\n## Elementwise (graph of 100 launches, us per launch)\n\n| op | us |\n|---|---|\n");
+    for (int v = 0; v < 4; v++)
+        printf("%s\n", small[v]);
+    cuda_ctx_free(g_ctx);
+    return test_summary();
+}

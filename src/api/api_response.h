@@ -82,6 +82,10 @@ struct api_usage {
     uint64_t cached_tokens;    /* prompt tokens served from the prefix cache */
 };
 
+/* Unicode code points in UTF-8 text (Python's len() of it): how far a
+ * completions stream's text_offset advances over text already sent. */
+size_t api_utf8_count(const char *s, size_t len);
+
 /* "chatcmpl-" or "cmpl-" (by kind) and 24 random base-62 characters into
  * out[cap] (cap ≥ 34). */
 void api_make_id(char *out, size_t cap, enum api_kind kind);

@@ -1,6 +1,8 @@
 /* api/api_util.c — UTF-8 sanitizing and JSON output helpers; see api_util.h. */
 #include "api/api_util.h"
 
+#include "api/api_response.h"
+
 #include <stdlib.h>
 #include <string.h>
 

@@ -25,9 +25,6 @@ size_t api_utf8_seq_len(const unsigned char *s, size_t len, size_t *bad_len);
  * terminated; returns its length. */
 size_t api_utf8_sanitize(const char *in, size_t len, char *out);
 
-/* Number of Unicode code points in valid UTF-8 text (Python's len(str)). */
-size_t api_utf8_count(const char *s, size_t len);
-
 /* A JSON string from arbitrary bytes (sanitized), or NULL when out of memory. */
 json_t *api_json_string_bytes(const char *s, size_t len);
 

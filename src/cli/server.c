@@ -1,0 +1,185 @@
+/* cli/server.c — memra-server: serve models over an OpenAI-compatible HTTP API.
+ *
+ *   MEMRA_MODELS="alias=PATH[,alias2=PATH2]" memra-server [flags]
+ *
+ * Every setting is an environment variable and a flag (the flag wins); --help
+ * lists them, and docs/FLAGS.md describes them. The work is in src/server/.
+ */
+#include "core/log.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum opt_kind { OPT_STR, OPT_U32, OPT_SIZE, OPT_BOOL, OPT_ADDR, OPT_LOG };
+
+static const struct opt {
+    const char *flag;  /* --flag */
+    const char *env;   /* MEMRA_... */
+    enum opt_kind kind;
+    const char *help;
+} opts[] = {
+    {"models", "MEMRA_MODELS", OPT_STR, "alias=PATH[,alias2=PATH2]: the models to serve (PATH: a .gguf file, a "
+                                        ".safetensors file or a Hugging Face folder); required"},
+    {"addr", "MEMRA_ADDR", OPT_ADDR, "HOST:PORT to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
+    {"backend", "MEMRA_BACKEND", OPT_STR, "cpu or cuda (default: cuda when built with it and a GPU is usable)"},
+    {"slots", "MEMRA_SLOTS", OPT_U32, "sequences decoded together per model (KV slots; default 16)"},
+    {"ctx", "MEMRA_CTX", OPT_U32, "positions per sequence, prompt + output (default: the model's, at most 4096)"},
+    {"batch-tokens", "MEMRA_BATCH_TOKENS", OPT_U32, "token budget of one engine step: decode tokens + prefill "
+                                                    "chunks (default 512)"},
+    {"threads", "MEMRA_THREADS", OPT_U32, "CPU backend worker threads (default 0: all cores)"},
+    {"prefix-reuse", "MEMRA_PREFIX_REUSE", OPT_BOOL, "reuse the KV of a shared prompt prefix (1/0, default 1)"},
+    {"max-body", "MEMRA_MAX_BODY", OPT_SIZE, "largest request body in bytes (default 8388608; larger: 413)"},
+    {"max-headers", "MEMRA_MAX_HEADERS", OPT_SIZE, "largest request header block in bytes (default 65536)"},
+    {"timeout", "MEMRA_TIMEOUT", OPT_U32, "seconds a client may stall reading or writing (default 60)"},
+    {"progress", "MEMRA_PROGRESS", OPT_BOOL, "progress bar while weights load, on a terminal (1/0, default 1)"},
+    {"log-level", "MEMRA_LOG_LEVEL", OPT_LOG, "debug, info, warn or error (default info)"},
+};
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: MEMRA_MODELS=alias=PATH[,alias2=PATH2] memra-server [--flag VALUE ...]\n\n"
+               "Serves the models over an OpenAI-compatible HTTP API: POST /v1/chat/completions,\n"
+               "POST /v1/completions, GET /v1/models, POST /tokenize, POST /detokenize, GET /health.\n\n"
+               "Settings (environment variable, or the flag, which wins):\n");
+    for (size_t i = 0; i < N_OPTS; i++)
+        fprintf(f, "  --%-14s %-20s %s\n", opts[i].flag, opts[i].env, opts[i].help);
+    fprintf(f, "  --help                              this text\n\nSee docs/SERVING.md and docs/FLAGS.md.\n");
+}
+
+static int parse_u64(const char *v, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-' || x > max)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int apply(struct server_config *c, const struct opt *o, char *v, char *err, size_t errlen)
+{
+    uint64_t x;
+    switch (o->kind) {
+    case OPT_STR:
+        if (!strcmp(o->flag, "models"))
+            return server_parse_models(c, v, err, errlen);
+        c->backend = v;
+        return 0;
+    case OPT_U32:
+        if (parse_u64(v, UINT32_MAX, &x))
+            return err_set(err, errlen, "--%s / %s: '%s' is not a non-negative integer", o->flag, o->env, v);
+        if (!strcmp(o->flag, "slots"))
+            c->n_slots = (uint32_t)x;
+        else if (!strcmp(o->flag, "ctx"))
+            c->ctx = (uint32_t)x;
+        else if (!strcmp(o->flag, "batch-tokens"))
+            c->batch_tokens = (uint32_t)x;
+        else if (!strcmp(o->flag, "threads"))
+            c->threads = (uint32_t)x;
+        else
+            c->timeout_s = (uint32_t)x;
+        if ((!strcmp(o->flag, "slots") || !strcmp(o->flag, "batch-tokens") || !strcmp(o->flag, "timeout")) && !x)
+            return err_set(err, errlen, "--%s / %s must be at least 1", o->flag, o->env);
+        return 0;
+    case OPT_SIZE:
+        if (parse_u64(v, SIZE_MAX / 2, &x) || x == 0)
+            return err_set(err, errlen, "--%s / %s: '%s' is not a positive byte count", o->flag, o->env, v);
+        if (!strcmp(o->flag, "max-body"))
+            c->max_body = (size_t)x;
+        else
+            c->max_headers = (size_t)x;
+        return 0;
+    case OPT_BOOL:
+        if (strcmp(v, "0") && strcmp(v, "1"))
+            return err_set(err, errlen, "--%s / %s: '%s' is not 0 or 1", o->flag, o->env, v);
+        if (!strcmp(o->flag, "prefix-reuse"))
+            c->prefix_reuse = v[0] == '1';
+        else
+            c->progress = v[0] == '1';
+        return 0;
+    case OPT_ADDR: {
+        char *colon = strrchr(v, ':');
+        if (!colon || colon == v || parse_u64(colon + 1, 65535, &x))
+            return err_set(err, errlen, "--%s / %s: '%s' is not HOST:PORT", o->flag, o->env, v);
+        *colon = '\0';
+        c->host = v;
+        c->port = (uint16_t)x;
+        return 0;
+    }
+    case OPT_LOG: {
+        static const char *names[] = {"debug", "info", "warn", "error"};
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(v, names[i])) {
+                log_set_level((enum log_level)i);
+                return 0;
+            }
+        return err_set(err, errlen, "--%s / %s: '%s' is not debug, info, warn or error", o->flag, o->env, v);
+    }
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct server_config c;
+    char err[1024];
+    server_config_default(&c);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    /* environment first, then flags */
+    for (size_t k = 0; k < N_OPTS; k++) {
+        const char *v = getenv(opts[k].env);
+        if (v && *v) {
+            char *copy = strdup(v);
+            if (!copy || apply(&c, &opts[k], copy, err, sizeof(err))) {
+                fprintf(stderr, "memra-server: %s\n", copy ? err : "out of memory");
+                return 2;
+            }
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "memra-server: unexpected argument '%s' (see --help)\n", a);
+            return 2;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const struct opt *o = NULL;
+        for (size_t k = 0; k < N_OPTS && !o; k++)
+            if (strlen(opts[k].flag) == nlen && !strncmp(opts[k].flag, name, nlen))
+                o = &opts[k];
+        if (!o) {
+            fprintf(stderr, "memra-server: unknown flag '%s' (see --help)\n", a);
+            return 2;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v) {
+            fprintf(stderr, "memra-server: --%s needs a value\n", o->flag);
+            return 2;
+        }
+        char *copy = strdup(v);
+        if (!copy || apply(&c, o, copy, err, sizeof(err))) {
+            fprintf(stderr, "memra-server: %s\n", copy ? err : "out of memory");
+            return 2;
+        }
+    }
+    if (c.n_models == 0) {
+        fprintf(stderr, "memra-server: no model given: set MEMRA_MODELS=alias=PATH (or --models)\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (server_run(&c, err, sizeof(err))) {
+        fprintf(stderr, "memra-server: %s\n", err);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,206 @@
+/* server/models.c — loading the served models (file → tokenizer, chat template,
+ * backend, engine thread; a progress bar while the weights are read) and
+ * turning a request into prompt tokens (chat template + tokenizer). */
+#include "server/server_internal.h"
+
+#include "core/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Read every page of the weights once, so that the first requests do not pay
+ * for page faults (and the CUDA upload reads from the page cache), with a
+ * progress bar on stderr when it is a terminal. */
+static void weights_prefault(const struct model *m, const char *alias, bool show)
+{
+    const struct model_file *mf = &m->file;
+    uint64_t total = 0, done = 0;
+    for (uint64_t i = 0; i < mf->n_tensors; i++)
+        total += mf->tensors[i].n_bytes;
+    show = show && isatty(STDERR_FILENO) && total > 0;
+    int last_pct = -1;
+    volatile uint8_t sink = 0;
+    for (uint64_t i = 0; i < mf->n_tensors; i++) {
+        const struct mf_tensor *t = &mf->tensors[i];
+        for (uint64_t off = 0; off < t->n_bytes; off += 4096) {
+            sink ^= t->data[off];
+            if (show && ((done + off) & ((1u << 24) - 1)) < 4096) {
+                int pct = (int)((done + off) * 100 / total);
+                if (pct != last_pct) {
+                    int bar = pct * 30 / 100;
+                    fprintf(stderr, "\rmemra: loading %s [%.*s%*s] %3d%% of %.1f MiB", alias, bar,
+                            "##############################", 30 - bar, "", pct, (double)total / (1 << 20));
+                    last_pct = pct;
+                }
+            }
+        }
+        done += t->n_bytes;
+    }
+    (void)sink;
+    if (show)
+        fprintf(stderr, "\rmemra: loading %s [##############################] 100%% of %.1f MiB\n", alias,
+                (double)total / (1 << 20));
+}
+
+static char *token_text_special(const struct tokenizer *tok, int32_t id)
+{
+    char *text = NULL;
+    size_t len;
+    char err[128];
+    if (id < 0 || tokenizer_decode(tok, &id, 1, true, &text, &len, err, sizeof(err)))
+        return strdup("");
+    return text;
+}
+
+int served_model_load(struct served_model *sm, const struct server_config *cfg, char *err, size_t errlen)
+{
+    char e2[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (model_open(&sm->model, sm->path, e2, sizeof(e2)))
+        return err_set(err, errlen, "model '%s': %s", sm->alias, e2);
+    sm->model_open = true;
+    if (tokenizer_load(&sm->tok, &sm->model.file, NULL, e2, sizeof(e2)))
+        return err_set(err, errlen, "model '%s': tokenizer: %s", sm->alias, e2);
+    const char *src = tokenizer_chat_template(&sm->tok);
+    if (src && chat_template_parse(&sm->tmpl, src, strlen(src), e2, sizeof(e2))) {
+        log_warn("model '%s': its chat template does not parse (%s); /v1/chat/completions is disabled for it",
+                 sm->alias, e2);
+        sm->tmpl = NULL;
+    }
+    sm->bos_text = token_text_special(&sm->tok, tokenizer_bos(&sm->tok));
+    sm->eos_text = token_text_special(&sm->tok, tokenizer_eos(&sm->tok));
+    weights_prefault(&sm->model, sm->alias, cfg->progress);
+
+    uint32_t ctx = cfg->ctx ? cfg->ctx : sm->model.cfg.max_ctx;
+    if (!cfg->ctx && ctx > 4096)
+        ctx = 4096;
+    if (ctx > sm->model.cfg.max_ctx && sm->model.cfg.max_ctx)
+        log_warn("model '%s': context %u is beyond its trained context %u", sm->alias, ctx, sm->model.cfg.max_ctx);
+    struct backend_config bc = {.n_slots = cfg->n_slots, .max_ctx = ctx, .max_batch_tokens = cfg->batch_tokens,
+                                .n_threads = cfg->threads};
+    const char *bname = cfg->backend ? cfg->backend : backend_default_name();
+    if (backend_open(&sm->backend, bname, &sm->model, &bc, e2, sizeof(e2)))
+        return err_set(err, errlen, "model '%s': backend %s: %s", sm->alias, bname, e2);
+    sm->max_ctx = sm->backend->cfg.max_ctx;
+    struct sched_config sc = {.max_batch_tokens = cfg->batch_tokens, .prefix_reuse = cfg->prefix_reuse};
+    if (sched_start(&sm->sched, sm->backend, &sm->tok, &sc, e2, sizeof(e2)))
+        return err_set(err, errlen, "model '%s': engine: %s", sm->alias, e2);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    log_info("model '%s' ready: %s, %s, %s backend, %u slots of %u positions, %.1f s", sm->alias, sm->path,
+             sm->model.arch_name, bname, sm->backend->cfg.n_slots, sm->max_ctx,
+             (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    return 0;
+}
+
+void served_model_unload(struct served_model *sm)
+{
+    sched_stop(sm->sched);
+    sm->sched = NULL;
+    backend_close(sm->backend);
+    sm->backend = NULL;
+    if (sm->tmpl)
+        chat_template_free(sm->tmpl);
+    sm->tmpl = NULL;
+    tokenizer_free(&sm->tok);
+    free(sm->bos_text);
+    free(sm->eos_text);
+    sm->bos_text = sm->eos_text = NULL;
+    if (sm->model_open)
+        model_close(&sm->model);
+    sm->model_open = false;
+}
+
+struct served_model *server_find_model(struct server *s, const char *alias)
+{
+    if (!alias)
+        return &s->models[0];
+    for (uint32_t i = 0; i < s->n_models; i++)
+        if (!strcmp(s->models[i].alias, alias))
+            return &s->models[i];
+    return NULL;
+}
+
+static int render_chat(struct served_model *sm, const struct api_request *r, char **text, size_t *len,
+                       struct api_error *e)
+{
+    if (!sm->tmpl)
+        return api_error_set(e, 400, "no_chat_template", "messages",
+                             "The model '%s' has no usable chat template; use /v1/completions.", sm->alias);
+    json_t *ctx = json_object();
+    bool gen_prompt = r->kind == API_KIND_CHAT ? true : r->add_generation_prompt;
+    if (!ctx || json_object_set(ctx, "messages", r->messages) ||
+        json_object_set_new(ctx, "add_generation_prompt", json_boolean(gen_prompt)) ||
+        json_object_set_new(ctx, "bos_token", json_string(sm->bos_text)) ||
+        json_object_set_new(ctx, "eos_token", json_string(sm->eos_text))) {
+        json_decref(ctx);
+        return api_error_set(e, 500, NULL, NULL, "out of memory");
+    }
+    char err[512];
+    int rc = chat_template_render(sm->tmpl, ctx, text, len, err, sizeof(err));
+    json_decref(ctx);
+    if (rc)
+        return api_error_set(e, 400, "template_error", "messages", "The chat template rejected the messages: %s",
+                             err);
+    return 0;
+}
+
+int server_prompt_tokens(struct served_model *sm, const struct api_request *r, uint32_t i, int32_t **ids,
+                         uint32_t *n, struct api_error *e)
+{
+    char err[512];
+    size_t count = 0;
+    *ids = NULL;
+    *n = 0;
+    if (r->messages) {
+        char *text;
+        size_t len;
+        if (render_chat(sm, r, &text, &len, e))
+            return -1;
+        /* the template writes BOS itself when the model wants one (as HF's
+         * apply_chat_template, which encodes with add_special_tokens=False) */
+        int rc = tokenizer_encode_alloc(&sm->tok, text, len, false, true, ids, &count, err, sizeof(err));
+        free(text);
+        if (rc)
+            return api_error_set(e, 500, NULL, NULL, "tokenizer: %s", err);
+    } else {
+        const struct api_prompt *p = &r->prompts[i];
+        if (p->text) {
+            bool add_special = r->kind == API_KIND_TOKENIZE ? r->add_special_tokens : true;
+            if (tokenizer_encode_alloc(&sm->tok, p->text, p->text_len, add_special, true, ids, &count, err,
+                                       sizeof(err)))
+                return api_error_set(e, 500, NULL, NULL, "tokenizer: %s", err);
+        } else {
+            *ids = malloc((p->n_tokens ? p->n_tokens : 1) * sizeof(int32_t));
+            if (!*ids)
+                return api_error_set(e, 500, NULL, NULL, "out of memory");
+            memcpy(*ids, p->tokens, p->n_tokens * sizeof(int32_t));
+            count = p->n_tokens;
+        }
+    }
+    if (count > UINT32_MAX) {
+        free(*ids);
+        *ids = NULL;
+        return api_error_set(e, 400, "context_length_exceeded", r->messages ? "messages" : "prompt",
+                             "The prompt is too long.");
+    }
+    *n = (uint32_t)count;
+    return 0;
+}
+
+size_t server_token_piece(const struct served_model *sm, int32_t id, char *buf, size_t cap)
+{
+    struct detok_stream ds;
+    detok_stream_init(&ds, &sm->tok, false);
+    ds.at_start = false; /* a piece inside a text: keep its leading space */
+    ds.n_strip = 0;
+    size_t n = 0, m;
+    char err[64];
+    if (detok_stream_push(&ds, id, buf, cap, &n, err, sizeof(err)))
+        n = 0;
+    m = detok_stream_flush(&ds, buf + n, cap - n);
+    return n + m;
+}

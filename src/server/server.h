@@ -1,0 +1,62 @@
+/* server/server.h — memra-server: the OpenAI-compatible HTTP server.
+ *
+ * server_run() loads every model of the config (each gets its own backend and
+ * engine thread, engine/sched.h), binds the address and serves HTTP/1.1 with
+ * libevent's evhttp on the calling thread until SIGINT/SIGTERM:
+ *   POST /v1/chat/completions, POST /v1/completions   (streamed with SSE or not)
+ *   GET  /v1/models, GET /v1/models/{id}
+ *   POST /tokenize, POST /detokenize                   (vLLM's bodies)
+ *   GET  /health                                       ({"status":"ok", ...})
+ * Request JSON is parsed and validated by api/ (api_request.h); errors use
+ * OpenAI's error shape. See docs/SERVING.md for the behaviour and
+ * docs/FLAGS.md for the settings.
+ *
+ * Threads: the evhttp event loop runs on the caller's thread and does all HTTP
+ * work, JSON, chat templates and tokenization; each model's engine thread only
+ * computes. Engine output reaches the loop through a per-request libevent event
+ * made active by the engine thread (libevent's pthreads locking is enabled).
+ */
+#ifndef MEMRA_SERVER_SERVER_H
+#define MEMRA_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SERVER_MAX_MODELS 16
+
+struct server_model_spec {
+    const char *alias;   /* the "model" name clients use */
+    const char *path;    /* GGUF file, safetensors file or Hugging Face folder */
+};
+
+struct server_config {
+    struct server_model_spec models[SERVER_MAX_MODELS];
+    uint32_t n_models;
+    const char *host;            /* bind address, "127.0.0.1" */
+    uint16_t port;               /* 8080; 0 picks a free port (printed at start) */
+    const char *backend;         /* "cpu", "cuda"; NULL: backend_default_name() */
+    uint32_t n_slots;            /* concurrent sequences per model (KV slots) */
+    uint32_t ctx;                /* positions per sequence; 0: min(model's, 4096) */
+    uint32_t batch_tokens;       /* token budget per engine step */
+    uint32_t threads;            /* CPU backend worker threads; 0: all cores */
+    bool prefix_reuse;           /* reuse KV prefixes across requests */
+    size_t max_body;             /* request body bytes (413 above) */
+    size_t max_headers;          /* request header bytes */
+    uint32_t timeout_s;          /* HTTP read/write timeout for slow clients */
+    bool progress;               /* a progress bar while weights load (on a terminal) */
+};
+
+/* Defaults: 127.0.0.1:8080, 16 slots, ctx 0, 512 tokens per step, prefix reuse on,
+ * 8 MiB bodies, 64 KiB headers, 60 s timeout, progress on. No models. */
+void server_config_default(struct server_config *c);
+
+/* Parse "alias=PATH[,alias2=PATH2]" into c->models (borrowing from spec, which
+ * is modified in place). 0 or -1 with the reason in err. */
+int server_parse_models(struct server_config *c, char *spec, char *err, size_t errlen);
+
+/* Load the models, serve until SIGINT/SIGTERM, unload. Returns 0 after a clean
+ * shutdown, -1 with the reason in err when start-up fails. */
+int server_run(const struct server_config *c, char *err, size_t errlen);
+
+#endif

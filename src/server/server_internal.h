@@ -1,0 +1,69 @@
+/* server/server_internal.h — what the server's files share (internal to server/).
+ *
+ * A served_model is one alias: the model file, its tokenizer and chat template,
+ * the backend and the engine thread (sched) over it. A struct server holds the
+ * loop, the evhttp instance and the models. http.c routes and answers the small
+ * endpoints, gen.c runs /v1/chat/completions and /v1/completions, models.c loads
+ * models and turns requests into prompt tokens.
+ */
+#ifndef MEMRA_SERVER_SERVER_INTERNAL_H
+#define MEMRA_SERVER_SERVER_INTERNAL_H
+
+#include "api/api_request.h"
+#include "api/api_response.h"
+#include "engine/backend.h"
+#include "engine/sched.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "template/template.h"
+#include "tokenizer/tokenizer.h"
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+struct served_model {
+    const char *alias;
+    const char *path;
+    struct model model;
+    bool model_open;
+    struct tokenizer tok;
+    struct chat_template *tmpl; /* NULL: the model has no chat template */
+    char *bos_text, *eos_text;  /* template variables bos_token / eos_token ("" when none) */
+    struct backend *backend;
+    struct sched *sched;
+    uint32_t max_ctx;           /* positions per sequence */
+};
+
+struct server {
+    const struct server_config *cfg;
+    struct served_model *models; /* (n_models) */
+    uint32_t n_models;
+    struct event_base *base;
+    struct evhttp *http;
+    struct api_limits limits;
+    int64_t started;             /* unix seconds: "created" of /v1/models */
+    char fingerprint[64];        /* system_fingerprint: "fp_memra_<backend>" */
+};
+
+/* models.c */
+int served_model_load(struct served_model *sm, const struct server_config *cfg, char *err, size_t errlen);
+void served_model_unload(struct served_model *sm);
+struct served_model *server_find_model(struct server *s, const char *alias);
+/* The prompt tokens of a chat request (rendered with the model's template) or of
+ * completion prompt i. *ids is malloc'd. Fails with a 400 in *e (no template, a
+ * template error, a prompt too long) or 500. add_generation_prompt and
+ * add_special come from the request for /tokenize. */
+int server_prompt_tokens(struct served_model *sm, const struct api_request *r, uint32_t i, int32_t **ids,
+                         uint32_t *n, struct api_error *e);
+/* The text of one token as it reads inside a text (no leading-space stripping),
+ * into buf (cap ≥ tokenizer_max_piece_len + 16); returns its length. */
+size_t server_token_piece(const struct served_model *sm, int32_t id, char *buf, size_t cap);
+
+/* http.c */
+void server_send_json(struct evhttp_request *req, int status, const char *json);
+void server_send_error(struct evhttp_request *req, const struct api_error *e);
+
+/* gen.c: POST /v1/chat/completions and /v1/completions, body already parsed */
+void gen_handle(struct server *s, struct evhttp_request *req, struct api_request *r);
+
+#endif

@@ -162,10 +162,30 @@ static int f_upper(struct render *r, struct value v, struct value *p, struct val
     (void)p, (void)x, (void)nx;
     return f_case(r, v, 1, out);
 }
+/* jinja2's title filter (not str.title): split before runs of whitespace, '-',
+ * '(', '{', '[', '<'; each piece gets its first character upper-cased and the
+ * rest lower-cased, so "3rd" stays "3rd". */
 static int f_title(struct render *r, struct value v, struct value *p, struct value *x, int nx, struct value *out)
 {
     (void)p, (void)x, (void)nx;
-    return f_case(r, v, 2, out);
+    struct value s;
+    if (need_str(r, v, &s) < 0 || str_case(r, s, 0, out) < 0)
+        return -1;
+    char *o = (char *)out->s;
+    bool start = true;
+    for (uint32_t i = 0; i < s.n; i++) {
+        char c = s.s[i];
+        bool sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '-' ||
+                   c == '(' || c == '{' || c == '[' || c == '<';
+        if (sep) {
+            start = true;
+            continue;
+        }
+        if (start && c >= 'a' && c <= 'z')
+            o[i] = (char)(c - 32);
+        start = false;
+    }
+    return 0;
 }
 static int f_capitalize(struct render *r, struct value v, struct value *p, struct value *x, int nx,
                         struct value *out)

@@ -162,6 +162,47 @@ def conversations():
     add("reasoning", [USER1, dict(ASSIST1, reasoning_content="The user adds 2 and 2.\nThat is 4."), USER2])
     add("thinking_off", [SYSTEM, USER1], enable_thinking=False)
     add("thinking_on", [USER1, ASSIST1, USER2], enable_thinking=True)
+    # OpenAI clients send arguments as a JSON string; some templates parse it, others refuse
+    add("tool_args_string", [USER_WEATHER, dict(TOOL_CALL, tool_calls=[{
+        "id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]), TOOL_RESULT],
+        tools=[WEATHER_TOOL])
+    add("parallel_tools", [SYSTEM, USER_WEATHER, {
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "web_search",
+                          "arguments": {"query": "Paris <events> & \"news\"", "filters": ["a.com", "b.org"],
+                                        "max_results": 2.5}}}]},
+        TOOL_RESULT,
+        {"role": "tool", "tool_call_id": "call_2", "name": "web_search", "content": "No results."}],
+        tools=[WEATHER_TOOL, SEARCH_TOOL])
+    add("parts_multiturn", [
+        {"role": "system", "content": [{"type": "text", "text": "Be terse."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Hello."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Bye"}]}])
+    add("tools_nogen", [USER_WEATHER, TOOL_CALL, TOOL_RESULT, ASSIST_AFTER_TOOL], tools=[WEATHER_TOOL],
+        agp=False)
+    add("reasoning_after_tool", [SYSTEM, USER_WEATHER,
+                                 dict(TOOL_CALL, reasoning_content="I should call the weather tool."),
+                                 TOOL_RESULT,
+                                 dict(ASSIST_AFTER_TOOL, reasoning_content="The tool said 21.")], tools=[WEATHER_TOOL],
+        agp=False)
+    add("reasoning_field", [USER1, dict(ASSIST1, reasoning="Adding numbers.", thinking="Adding numbers."), USER2],
+        enable_thinking=True)
+    add("whitespace_content", [{"role": "system", "content": "  padded system  \n"},
+                               {"role": "user", "content": "\n\n  spaced question\t\n"},
+                               {"role": "assistant", "content": "  <think>\nhidden\n</think>\n\nvisible  "},
+                               {"role": "user", "content": "ok"}])
+    add("assistant_last", [USER1, ASSIST1], agp=False)
+    # Mistral templates want 9-character alphanumeric tool call ids
+    add("tool_ids_9", [SYSTEM, USER_WEATHER, dict(TOOL_CALL, tool_calls=[dict(TOOL_CALL["tool_calls"][0], id="a1B2c3D4e")]),
+                       dict(TOOL_RESULT, tool_call_id="a1B2c3D4e"), ASSIST_AFTER_TOOL, USER2], tools=[WEATHER_TOOL])
+    # firefunction-v2 reads its tools from `functions` (a JSON string)
+    add("functions_kwarg", [SYSTEM, USER_WEATHER], functions=json.dumps([WEATHER_TOOL["function"]], indent=2),
+        datetime="2026-11-30")
     return out
 
 

@@ -3,6 +3,8 @@
  *   memra-tokenize [options] PATH            UTF-8 text on stdin → JSON array of ids
  *   memra-tokenize --decode [options] PATH   JSON array of ids on stdin → text
  *   memra-tokenize --bench FILE [options] PATH   encode FILE repeatedly, print MB/s as JSON
+ *   memra-tokenize --jsonl [options] PATH    one JSON string per stdin line → one JSON array
+ *                                            of ids per stdout line (many texts, one load)
  *
  * PATH is a Hugging Face folder, a tokenizer.json, or a .gguf file.
  * Encoding follows the Python `tokenizers` package by default: the model's
@@ -25,6 +27,7 @@ enum mode {
     MODE_ENCODE,
     MODE_DECODE,
     MODE_BENCH,
+    MODE_JSONL,
     /* MODE_CHAT: `--chat FILE.json` (render a conversation with the model's
      * chat template, then encode it) is added by the template helper's API. */
 };
@@ -32,12 +35,13 @@ enum mode {
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: memra-tokenize [--decode | --bench FILE] [--no-add-special] [--no-parse-special]\n"
+            "usage: memra-tokenize [--decode | --jsonl | --bench FILE] [--no-add-special] [--no-parse-special]\n"
             "                      [--special] [--runs N] PATH\n"
             "  PATH: a Hugging Face model folder, a tokenizer.json, or a .gguf file\n"
             "  encode (default): UTF-8 text on stdin -> JSON array of ids on stdout\n"
             "  --decode: JSON array of ids on stdin -> text on stdout\n"
-            "  --bench FILE: encode FILE repeatedly and print the speed as JSON\n");
+            "  --bench FILE: encode FILE repeatedly and print the speed as JSON\n"
+            "  --jsonl: one JSON string per input line -> one JSON array of ids per output line\n");
 }
 
 /* All of f into a malloc'd buffer. */
@@ -98,6 +102,41 @@ static int do_encode(const struct tokenizer *tok, bool add_special, bool parse_s
     fputs("]\n", stdout);
     free(ids);
     return 0;
+}
+
+static int do_jsonl(const struct tokenizer *tok, bool add_special, bool parse_special)
+{
+    char *line = NULL, err[512];
+    size_t cap = 0;
+    ssize_t got;
+    int rc = 0;
+    while ((got = getline(&line, &cap, stdin)) > 0) {
+        json_error_t je;
+        json_t *s = json_loadb(line, (size_t)got, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!json_is_string(s)) {
+            fprintf(stderr, "memra-tokenize: stdin line is not a JSON string\n");
+            json_decref(s);
+            rc = 1;
+            break;
+        }
+        int32_t *ids;
+        size_t n;
+        if (tokenizer_encode_alloc(tok, json_string_value(s), json_string_length(s), add_special, parse_special, &ids,
+                                   &n, err, sizeof(err)) != 0) {
+            fprintf(stderr, "memra-tokenize: %s\n", err);
+            json_decref(s);
+            rc = 1;
+            break;
+        }
+        json_decref(s);
+        fputc('[', stdout);
+        for (size_t i = 0; i < n; i++)
+            printf(i ? ", %d" : "%d", ids[i]);
+        fputs("]\n", stdout);
+        free(ids);
+    }
+    free(line);
+    return rc;
 }
 
 static int do_decode(const struct tokenizer *tok, bool render_special)
@@ -190,6 +229,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--decode")) {
             mode = MODE_DECODE;
+        } else if (!strcmp(a, "--jsonl")) {
+            mode = MODE_JSONL;
         } else if (!strcmp(a, "--bench") && i + 1 < argc) {
             mode = MODE_BENCH;
             bench_file = argv[++i];
@@ -230,6 +271,7 @@ int main(int argc, char **argv)
     case MODE_ENCODE: rc = do_encode(&tok, add_special, parse_special); break;
     case MODE_DECODE: rc = do_decode(&tok, render_special); break;
     case MODE_BENCH: rc = do_bench(&tok, bench_file, runs, add_special, parse_special, load_s); break;
+    case MODE_JSONL: rc = do_jsonl(&tok, add_special, parse_special); break;
     }
     tokenizer_free(&tok);
     return rc;

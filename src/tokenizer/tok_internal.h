@@ -35,9 +35,12 @@
 #define TOK_MAX_POST 8               /* BOS-side / EOS-side ids of the post-processor */
 
 /* --- u64 → u64 open-addressing hash (merges, special-token trie edges) --- */
+struct u64map_slot {
+    uint64_t key; /* UINT64_MAX = empty */
+    uint64_t val;
+};
 struct u64map {
-    uint64_t *keys; /* (cap) UINT64_MAX = empty */
-    uint64_t *vals; /* (cap) */
+    struct u64map_slot *slots; /* (cap) key and value side by side: one cache miss per probe */
     size_t cap, count;
 };
 void u64map_init(struct u64map *m);
@@ -54,8 +57,8 @@ static inline bool u64map_get(const struct u64map *m, uint64_t key, uint64_t *va
     if (!m->cap) return false;
     size_t mask = m->cap - 1, i = (size_t)u64map_hash(key) & mask;
     for (;;) {
-        uint64_t k = m->keys[i];
-        if (k == key) { *val = m->vals[i]; return true; }
+        uint64_t k = m->slots[i].key;
+        if (k == key) { *val = m->slots[i].val; return true; }
         if (k == UINT64_MAX) return false;
         i = (i + 1) & mask;
     }

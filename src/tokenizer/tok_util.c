@@ -10,35 +10,27 @@ void u64map_init(struct u64map *m) { memset(m, 0, sizeof(*m)); }
 
 void u64map_free(struct u64map *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->slots);
     memset(m, 0, sizeof(*m));
 }
 
 static int u64map_grow(struct u64map *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 256;
-    uint64_t *keys = malloc(cap * sizeof(*keys));
-    uint64_t *vals = malloc(cap * sizeof(*vals));
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
+    struct u64map_slot *slots = malloc(cap * sizeof(*slots));
+    if (!slots)
         return -1;
-    }
-    memset(keys, 0xff, cap * sizeof(*keys));
+    memset(slots, 0xff, cap * sizeof(*slots));
     for (size_t i = 0; i < m->cap; i++) {
-        if (m->keys[i] == UINT64_MAX)
+        if (m->slots[i].key == UINT64_MAX)
             continue;
-        size_t j = (size_t)u64map_hash(m->keys[i]) & (cap - 1);
-        while (keys[j] != UINT64_MAX)
+        size_t j = (size_t)u64map_hash(m->slots[i].key) & (cap - 1);
+        while (slots[j].key != UINT64_MAX)
             j = (j + 1) & (cap - 1);
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
+        slots[j] = m->slots[i];
     }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
+    free(m->slots);
+    m->slots = slots;
     m->cap = cap;
     return 0;
 }
@@ -48,13 +40,13 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
     if ((m->count + 1) * 2 > m->cap && u64map_grow(m) != 0)
         return -1;
     size_t mask = m->cap - 1, i = (size_t)u64map_hash(key) & mask;
-    while (m->keys[i] != UINT64_MAX) {
-        if (m->keys[i] == key)
+    while (m->slots[i].key != UINT64_MAX) {
+        if (m->slots[i].key == key)
             return 0;
         i = (i + 1) & mask;
     }
-    m->keys[i] = key;
-    m->vals[i] = val;
+    m->slots[i].key = key;
+    m->slots[i].val = val;
     m->count++;
     return 1;
 }

@@ -1,0 +1,226 @@
+"""tests/py/test_tokenizer_reference.py — memra's tokenizer against the Python
+`tokenizers` package, through the memra-tokenize CLI.
+
+- Qwen3's tokenizer.json (shared/testdata/tokenizers/qwen3): a 1.2 MB
+  multilingual corpus from tools/make_tokenizer_corpus.py (prose in many
+  scripts, code, CJK, Arabic, emoji with joiners, digit and whitespace runs,
+  NFC-unstable text, special-token look-alikes) must encode to exactly the
+  reference ids, as one text and as ~2000 separate pieces; decoding the ids
+  must give the reference's decode (with and without special tokens), which
+  is the original text wherever the reference round-trips.
+- Invalid UTF-8 on stdin is encoded like the reference encodes
+  bytes.decode("utf-8", "replace").
+- The default model (SmolLM2 GGUF, pre-tokenizer "smollm"), when fetched, is
+  compared with an independent reference: a `tokenizers` BPE built from the
+  GGUF's own vocabulary and merges with SmolLM2's published pre-tokenizer
+  (individual digits, then GPT-2 byte-level regex).
+- Malformed tokenizer.json files fail with a message naming the file.
+
+Needs MEMRA_BUILD (the build folder holding bin/memra-tokenize).
+"""
+import json
+import os
+import pathlib
+import random
+import subprocess
+import sys
+import unicodedata
+
+import pytest
+
+tokenizers = pytest.importorskip("tokenizers")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED = pathlib.Path(os.environ.get("MEMRA_SHARED", ROOT.parent / "shared"))
+QWEN3 = SHARED / "testdata" / "tokenizers" / "qwen3"
+DEFAULT_MODEL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+sys.path.insert(0, str(ROOT / "tools"))
+import make_tokenizer_corpus  # noqa: E402
+
+
+def tokenize_bin():
+    build = os.environ.get("MEMRA_BUILD")
+    if not build:
+        pytest.fail("MEMRA_BUILD is not set (the build folder with bin/memra-tokenize)")
+    exe = pathlib.Path(build) / "bin" / "memra-tokenize"
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: build the memra-tokenize target")
+    return str(exe)
+
+
+def run(args, data: bytes):
+    p = subprocess.run([tokenize_bin()] + args, input=data, capture_output=True, timeout=600)
+    return p
+
+
+def encode(path, data: bytes, extra=()):
+    p = run(list(extra) + [str(path)], data)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return json.loads(p.stdout)
+
+
+def decode(path, ids, special=False):
+    p = run(["--decode"] + (["--special"] if special else []) + [str(path)], json.dumps(ids).encode())
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return p.stdout.decode("utf-8")
+
+
+def first_diff(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def assert_same_ids(ref_tok, ours, ref, what):
+    if ours == ref:
+        return
+    i = first_diff(ours, ref)
+    ctx_ref = ref_tok.decode(ref[max(0, i - 8):i + 8], skip_special_tokens=False)
+    ctx_ours = ref_tok.decode(ours[max(0, i - 8):i + 8], skip_special_tokens=False)
+    pytest.fail(f"{what}: ids differ at {i} (of {len(ref)} ref / {len(ours)} ours)\n"
+                f"ref  {ref[max(0, i - 8):i + 8]} {ctx_ref!r}\nours {ours[max(0, i - 8):i + 8]} {ctx_ours!r}")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    text = make_tokenizer_corpus.make(1_200_000, seed=1234)
+    assert len(text.encode("utf-8")) >= 1_000_000
+    return text
+
+
+@pytest.fixture(scope="module")
+def qwen3():
+    return tokenizers.Tokenizer.from_file(str(QWEN3 / "tokenizer.json"))
+
+
+def test_qwen3_corpus_ids(corpus, qwen3):
+    ref = qwen3.encode(corpus).ids
+    ours = encode(QWEN3, corpus.encode("utf-8"))
+    assert_same_ids(qwen3, ours, ref, "1.2 MB corpus")
+
+
+def test_qwen3_corpus_ids_from_tokenizer_json_path(qwen3):
+    text = "Hello <|im_start|>system\nYou are ünïcödé 👩‍👩‍👧‍👦 12345\n<|im_end|>"
+    assert encode(QWEN3 / "tokenizer.json", text.encode()) == qwen3.encode(text).ids
+
+
+def test_qwen3_pieces(corpus, qwen3):
+    """The corpus cut into ~2000 pieces at random places (inside characters'
+    neighbourhoods, inside special tokens, inside whitespace runs)."""
+    r = random.Random(7)
+    pieces, i = [], 0
+    while i < len(corpus) and len(pieces) < 2000:
+        n = r.choice([1, 2, 3, 5, 8, 20, 50, 200, 1000])
+        pieces.append(corpus[i:i + n])
+        i += n + r.randint(0, 300)
+    pieces += ["", " ", "  ", "\n", "\n\n\n", " \n ", "\t", "<|im_start|>", "<|im_start|><|im_end|>",
+               " " * 1000, "\n" * 500, "9" * 500, "a" * 3000, "é" * 700, "\u3000" * 100]
+    data = "".join(json.dumps(p) + "\n" for p in pieces).encode()
+    p = run(["--jsonl", str(QWEN3)], data)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    lines = p.stdout.decode().splitlines()
+    assert len(lines) == len(pieces)
+    refs = qwen3.encode_batch(pieces)
+    for k, (piece, line, ref) in enumerate(zip(pieces, lines, refs)):
+        assert_same_ids(qwen3, json.loads(line), ref.ids, f"piece {k} {piece[:40]!r}")
+
+
+def test_qwen3_decode(corpus, qwen3):
+    ids = qwen3.encode(corpus).ids
+    assert decode(QWEN3, ids, special=True) == qwen3.decode(ids, skip_special_tokens=False)
+    assert decode(QWEN3, ids, special=False) == qwen3.decode(ids, skip_special_tokens=True)
+
+
+def test_qwen3_round_trip(corpus, qwen3):
+    """Qwen3 normalizes to NFC, so the reference round-trips NFC text: so must we."""
+    text = unicodedata.normalize("NFC", corpus)
+    ref_ids = qwen3.encode(text).ids
+    assert qwen3.decode(ref_ids, skip_special_tokens=False) == text
+    ours = encode(QWEN3, text.encode("utf-8"))
+    assert decode(QWEN3, ours, special=True) == text
+
+
+def test_qwen3_decode_partial_characters(qwen3):
+    """Ids that split a character: decode replaces the broken bytes as the reference does."""
+    ids = qwen3.encode("日本語🚀é").ids
+    for cut in range(1, len(ids)):
+        part = ids[:cut]
+        assert decode(QWEN3, part) == qwen3.decode(part)
+        tail = ids[cut:]
+        assert decode(QWEN3, tail) == qwen3.decode(tail)
+
+
+def test_invalid_utf8_like_reference(qwen3):
+    samples = [b"abc\xffdef", b"\xe6\x97", b"x\xe6\x97\xa5\xe6y", b"\xf0\x9f\x9a", b"\xc0\xaf ok",
+               b"\xed\xa0\x80 surrogate", b"\xf4\x90\x80\x80 too big", b"caf\xe9 latin-1", b"\x80\x80\x80"]
+    for raw in samples:
+        ref = qwen3.encode(raw.decode("utf-8", "replace")).ids
+        assert encode(QWEN3, raw) == ref, raw
+
+
+def test_no_add_special_and_no_parse_special(qwen3):
+    text = "<|im_start|>user hi<|im_end|>"
+    ours = encode(QWEN3, text.encode(), extra=["--no-parse-special"])
+    # without special-token parsing the markers are plain text: the reference
+    # with the special tokens' text pre-split by the regex gives the same ids
+    plain = tokenizers.Tokenizer.from_file(str(QWEN3 / "tokenizer.json"))
+    ref = plain.encode(text, add_special_tokens=False).ids
+    assert 151644 in ref and 151644 not in ours
+    assert decode(QWEN3, ours) == text
+
+
+def smollm2_reference(path):
+    gguf = pytest.importorskip("gguf")
+    r = gguf.GGUFReader(str(path))
+
+    def strings(key):
+        f = r.fields[key]
+        return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
+
+    assert strings("tokenizer.ggml.pre") == ["smollm"] or bytes(r.fields["tokenizer.ggml.pre"].parts[-1]) == b"smollm"
+    tokens = strings("tokenizer.ggml.tokens")
+    types = [int(r.fields["tokenizer.ggml.token_type"].parts[i][0]) for i in r.fields["tokenizer.ggml.token_type"].data]
+    merges = [tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges")]
+    from tokenizers import AddedToken, decoders, models, pre_tokenizers
+    tok = tokenizers.Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True),
+         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    tok.add_tokens([AddedToken(t, special=(ty == 3), normalized=False) for t, ty in zip(tokens, types) if ty in (3, 4)])
+    return tok
+
+
+@pytest.mark.skipif(not DEFAULT_MODEL.exists(), reason="default model not fetched (scripts/fetch-model.sh)")
+def test_smollm2_gguf_against_equivalent_reference(corpus):
+    ref_tok = smollm2_reference(DEFAULT_MODEL)
+    text = corpus[:300_000]
+    ref = ref_tok.encode(text, add_special_tokens=False).ids
+    ours = encode(DEFAULT_MODEL, text.encode(), extra=["--no-add-special"])
+    assert_same_ids(ref_tok, ours, ref, "SmolLM2 GGUF")
+    assert decode(DEFAULT_MODEL, ours, special=True) == ref_tok.decode(ref, skip_special_tokens=False)
+    # a few fixed strings, printed for the record
+    for s in ["Hello world", "The year 2024 had 366 days.", "<|im_start|>user\nHi!<|im_end|>"]:
+        assert encode(DEFAULT_MODEL, s.encode(), extra=["--no-add-special"]) == ref_tok.encode(s).ids
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"{", "tokenizer.json"),
+    (b"[]", "top level must be an object"),
+    (b'{"model": {"type": "WordPiece", "vocab": {}}}', "unsupported model type"),
+    (b'{"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}}', "model.vocab"),
+    (b'{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [3]}}', "model.merges[0]"),
+    (b'{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Split", '
+     b'"pattern": {"Regex": "(["}, "behavior": "Isolated"}}', "regex does not compile"),
+    (b'{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "Precompiled"}}',
+     "unsupported normalizer"),
+])
+def test_malformed_tokenizer_json(tmp_path, content, needle):
+    f = tmp_path / "tokenizer.json"
+    f.write_bytes(content)
+    p = run([str(f)], b"hello")
+    assert p.returncode == 1
+    msg = p.stderr.decode()
+    assert str(f) in msg and needle in msg, msg

@@ -1,0 +1,556 @@
+/* test_sample_sampler.c — the token sampler: greedy, seeds, top-k / top-p /
+ * min-p, penalties, logit_bias, logprobs, stop tokens, and a chi-square check
+ * that temperature sampling follows the softmax. Expected values are computed
+ * here independently, in double, from the definitions in sample.h. */
+#include "sample/sample.h"
+#include "test.h"
+
+#include <float.h>
+
+static uint64_t trng_state = 12345;
+static double trng(void) /* test data only: xorshift64* → [0, 1) */
+{
+    trng_state ^= trng_state >> 12;
+    trng_state ^= trng_state << 25;
+    trng_state ^= trng_state >> 27;
+    return (double)((trng_state * 0x2545F4914F6CDD1DULL) >> 11) * 0x1p-53;
+}
+
+static void random_logits(float *l, uint32_t n, double scale)
+{
+    for (uint32_t i = 0; i < n; i++)
+        l[i] = (float)((trng() - 0.5) * scale);
+}
+
+/* Make a sampler + work; aborts the test on failure. */
+static void mk(struct sampler *s, struct sample_work *w, uint32_t n, const struct sample_params *p)
+{
+    char err[256] = "";
+    int rc = sampler_init(s, n, p, err, sizeof(err));
+    CHECK_MSG(rc == 0, "sampler_init: %s", err);
+    rc = sample_work_init(w, n, err, sizeof(err));
+    CHECK_MSG(rc == 0, "sample_work_init: %s", err);
+    if (rc)
+        exit(1);
+}
+
+static void done(struct sampler *s, struct sample_work *w)
+{
+    sampler_free(s);
+    sample_work_free(w);
+}
+
+static void test_greedy_argmax_ties(void)
+{
+    struct sample_params p;
+    sample_params_default(&p);
+    p.temperature = 0;
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, 1000, &p);
+    float l[1000];
+    for (int rep = 0; rep < 20; rep++) {
+        random_logits(l, 1000, 10);
+        int32_t want = 0;
+        for (int i = 1; i < 1000; i++)
+            if (l[i] > l[want])
+                want = i;
+        CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), want);
+    }
+    /* ties: the lowest id */
+    for (int i = 0; i < 1000; i++)
+        l[i] = -1;
+    l[700] = l[300] = l[900] = 5;
+    CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), 300);
+    /* NaN counts as −inf, +inf as the largest finite value (ties by id again) */
+    l[10] = NAN;
+    l[800] = INFINITY;
+    CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), 800);
+    for (int i = 0; i < 1000; i++)
+        l[i] = i % 2 ? -INFINITY : NAN;
+    CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), -1);
+    done(&s, &w);
+    /* a temperature below 1e-5 is greedy */
+    p.temperature = 1e-6f;
+    mk(&s, &w, 1000, &p);
+    random_logits(l, 1000, 10);
+    int32_t want = 0;
+    for (int i = 1; i < 1000; i++)
+        if (l[i] > l[want])
+            want = i;
+    CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), want);
+    done(&s, &w);
+}
+
+static void draw_sequence(uint64_t seed, int32_t *out, int n, const struct sample_params *base)
+{
+    struct sample_params p = *base;
+    p.seed = seed;
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, 512, &p);
+    static float l[512];
+    uint64_t save = trng_state;
+    trng_state = 777;
+    for (int i = 0; i < n; i++) {
+        random_logits(l, 512, 4);
+        out[i] = sampler_sample(&s, &w, l, NULL);
+        sampler_accept(&s, out[i]);
+    }
+    trng_state = save;
+    done(&s, &w);
+}
+
+static void test_seed_determinism(void)
+{
+    struct sample_params p;
+    sample_params_default(&p);
+    p.top_p = 0.9f;
+    p.top_k = 100;
+    p.frequency_penalty = 0.3f;
+    int32_t a[200], b[200], c[200];
+    draw_sequence(42, a, 200, &p);
+    draw_sequence(42, b, 200, &p);
+    draw_sequence(43, c, 200, &p);
+    CHECK(memcmp(a, b, sizeof(a)) == 0);
+    int diff = 0;
+    for (int i = 0; i < 200; i++)
+        diff += a[i] != c[i];
+    CHECK_MSG(diff > 100, "different seeds gave %d different tokens of 200", diff);
+    /* seed 0 is a seed like any other */
+    draw_sequence(0, a, 200, &p);
+    draw_sequence(0, b, 200, &p);
+    CHECK(memcmp(a, b, sizeof(a)) == 0);
+}
+
+static void test_top_k_1_is_greedy(void)
+{
+    struct sample_params p;
+    sample_params_default(&p);
+    p.top_k = 1;
+    p.temperature = 1.5f;
+    p.seed = 9;
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, 4096, &p);
+    static float l[4096];
+    for (int rep = 0; rep < 50; rep++) {
+        random_logits(l, 4096, 8);
+        if (rep % 5 == 0) { /* ties */
+            l[4000] = l[17] = l[2000] = 100;
+        }
+        int32_t want = 0;
+        for (int i = 1; i < 4096; i++)
+            if (l[i] > l[want])
+                want = i;
+        CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), want);
+    }
+    done(&s, &w);
+}
+
+/* Draw `draws` tokens with the given params and logits; counts into hist. */
+static void histogram(const struct sample_params *p, const float *l, uint32_t n, int draws, int *hist)
+{
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, n, p);
+    memset(hist, 0, n * sizeof(int));
+    for (int i = 0; i < draws; i++) {
+        int32_t t = sampler_sample(&s, &w, l, NULL);
+        CHECK(t >= 0 && (uint32_t)t < n);
+        if (t >= 0 && (uint32_t)t < n)
+            hist[t]++;
+    }
+    done(&s, &w);
+}
+
+static void test_top_p_small(void)
+{
+    /* probabilities 0.5, 0.3, 0.15, 0.05 (logits = log p), shuffled ids */
+    const double pr[4] = {0.15, 0.5, 0.05, 0.3};
+    float l[4];
+    for (int i = 0; i < 4; i++)
+        l[i] = (float)log(pr[i]);
+    struct sample_params p;
+    sample_params_default(&p);
+    p.seed = 5;
+    int hist[4];
+    p.top_p = 0.75f; /* 0.5 < 0.75 ≤ 0.8 → {1, 3} */
+    histogram(&p, l, 4, 20000, hist);
+    CHECK(hist[0] == 0 && hist[2] == 0);
+    CHECK_NEAR(hist[1] / 20000.0, 0.5 / 0.8, 0.02);
+    p.top_p = 0.85f; /* → {1, 3, 0} */
+    histogram(&p, l, 4, 20000, hist);
+    CHECK(hist[2] == 0 && hist[0] > 0);
+    CHECK_NEAR(hist[0] / 20000.0, 0.15 / 0.95, 0.02);
+    p.top_p = 0.4f; /* the best alone already covers it */
+    histogram(&p, l, 4, 2000, hist);
+    CHECK_EQ_INT(hist[1], 2000);
+}
+
+/* qsort helper for the reference: (prob desc, id asc) */
+static const double *g_sort_key;
+static int cmp_desc(const void *a, const void *b)
+{
+    int ia = *(const int *)a, ib = *(const int *)b;
+    if (g_sort_key[ia] != g_sort_key[ib])
+        return g_sort_key[ia] > g_sort_key[ib] ? -1 : 1;
+    return ia - ib;
+}
+
+static void test_top_p_large_vocab(void)
+{
+    /* 6000 tokens, a flat-ish distribution: the nucleus holds hundreds of
+     * tokens, so top_p_unsorted's bucket walk and the crossing-bucket sort are
+     * exercised */
+    enum { N = 6000 };
+    static float l[N];
+    static double pr[N];
+    static int order[N], hist[N];
+    random_logits(l, N, 3);
+    const float temp = 0.8f;
+    double mx = -1e300, sum = 0;
+    for (int i = 0; i < N; i++)
+        mx = fmax(mx, (double)(l[i] / temp));
+    for (int i = 0; i < N; i++)
+        sum += pr[i] = exp((double)(l[i] / temp) - mx);
+    for (int i = 0; i < N; i++) {
+        pr[i] /= sum;
+        order[i] = i;
+    }
+    g_sort_key = pr;
+    qsort(order, N, sizeof(int), cmp_desc);
+    const double top_p = 0.3;
+    double cum = 0;
+    int keep = 0;
+    while (cum < top_p)
+        cum += pr[order[keep++]];
+    CHECK_MSG(keep > 200, "nucleus of %d tokens is too small for this test", keep);
+    struct sample_params p;
+    sample_params_default(&p);
+    p.temperature = temp;
+    p.top_p = (float)top_p;
+    p.seed = 77;
+    histogram(&p, l, N, 12000, hist);
+    int outside = 0, seen_kept = 0;
+    for (int r = 0; r < N; r++) {
+        if (r < keep)
+            seen_kept += hist[order[r]] > 0;
+        else
+            outside += hist[order[r]];
+    }
+    CHECK_EQ_INT(outside, 0);
+    CHECK_MSG(seen_kept > keep * 9 / 10, "only %d of the %d kept tokens were drawn", seen_kept, keep);
+    /* top-k then top-p: p renormalised over the top-k survivors */
+    p.top_k = 50;
+    p.top_p = 0.5f;
+    double zk = 0;
+    for (int r = 0; r < 50; r++)
+        zk += pr[order[r]];
+    cum = 0;
+    keep = 0;
+    while (cum < 0.5 * zk)
+        cum += pr[order[keep++]];
+    histogram(&p, l, N, 4000, hist);
+    outside = 0;
+    seen_kept = 0;
+    for (int r = 0; r < N; r++) {
+        if (r < keep)
+            seen_kept += hist[order[r]] > 0;
+        else
+            outside += hist[order[r]];
+    }
+    CHECK_EQ_INT(outside, 0);
+    CHECK_EQ_INT(seen_kept, keep);
+}
+
+static void test_min_p(void)
+{
+    /* p ∝ 8, 4, 2, 1, 0.5 → min_p 0.2 keeps weights ≥ 0.2·8 = 1.6: {0, 1, 2} */
+    const double wt[5] = {8, 4, 2, 1, 0.5};
+    float l[5];
+    for (int i = 0; i < 5; i++)
+        l[i] = (float)log(wt[i]);
+    struct sample_params p;
+    sample_params_default(&p);
+    p.min_p = 0.2f;
+    p.seed = 3;
+    int hist[5];
+    histogram(&p, l, 5, 14000, hist);
+    CHECK(hist[3] == 0 && hist[4] == 0);
+    CHECK(hist[2] > 0);
+    CHECK_NEAR(hist[0] / 14000.0, 8.0 / 14.0, 0.02);
+    p.min_p = 1.0f; /* only the best */
+    histogram(&p, l, 5, 1000, hist);
+    CHECK_EQ_INT(hist[0], 1000);
+}
+
+static void test_penalties(void)
+{
+    /* processed logits (sample_work.logits after a step) against the definitions */
+    enum { N = 8 };
+    float l[N] = {0.3f, 2.0f, -1.0f, 0.5f, -0.5f, 1.25f, -3.0f, 0.0f};
+    struct sample_params p;
+    sample_params_default(&p);
+    p.temperature = 0;
+    p.repetition_penalty = 2.0f;
+    p.presence_penalty = 0.5f;
+    p.frequency_penalty = 0.25f;
+    struct sample_bias bias[2] = {{7, 1.5f}, {0, -0.25f}};
+    p.logit_bias = bias;
+    p.n_logit_bias = 2;
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, N, &p);
+    const int32_t prompt[] = {1, 2, 1, 99, -4}; /* out-of-range ids ignored */
+    sampler_add_prompt(&s, prompt, 5);
+    sampler_accept(&s, 3);
+    sampler_accept(&s, 3);
+    sampler_accept(&s, 4);
+    sampler_accept(&s, 5); /* generated once, not in the prompt */
+    sampler_sample(&s, &w, l, NULL);
+    double want[N];
+    want[0] = 0.3 - 0.25;                        /* bias only */
+    want[1] = 2.0 / 2;                           /* prompt, positive: divided */
+    want[2] = -1.0 * 2;                          /* prompt, negative: multiplied */
+    want[3] = 0.5 / 2 - (2 * 0.25 + 0.5);        /* generated twice */
+    want[4] = -0.5 * 2 - (1 * 0.25 + 0.5);       /* generated once */
+    want[5] = 1.25 / 2 - (1 * 0.25 + 0.5);
+    want[6] = -3.0;                              /* untouched */
+    want[7] = 0.0 + 1.5;                         /* bias */
+    for (int i = 0; i < N; i++)
+        CHECK_NEAR(w.logits[i], want[i], 1e-6);
+    /* the raw logits are not modified */
+    CHECK(l[1] == 2.0f);
+    done(&s, &w);
+    /* presence / frequency do not count prompt tokens */
+    sample_params_default(&p);
+    p.temperature = 0;
+    p.presence_penalty = 1.0f;
+    mk(&s, &w, N, &p);
+    sampler_add_prompt(&s, prompt, 3);
+    sampler_sample(&s, &w, l, NULL);
+    for (int i = 0; i < N; i++)
+        CHECK(w.logits[i] == l[i]);
+    done(&s, &w);
+}
+
+static void test_logit_bias_bans(void)
+{
+    enum { N = 50 };
+    float l[N];
+    random_logits(l, N, 2);
+    l[7] = 10; /* the favourite */
+    for (int variant = 0; variant < 2; variant++) {
+        struct sample_bias b = {7, variant ? -INFINITY : -100.0f};
+        struct sample_params p;
+        sample_params_default(&p);
+        p.logit_bias = &b;
+        p.n_logit_bias = 1;
+        p.seed = 11;
+        int hist[N];
+        histogram(&p, l, N, 5000, hist);
+        CHECK_EQ_INT(hist[7], 0);
+        p.temperature = 0;
+        histogram(&p, l, N, 10, hist);
+        CHECK_EQ_INT(hist[7], 0);
+    }
+    /* a positive bias makes a token win greedy */
+    struct sample_bias b = {3, 50};
+    struct sample_params p;
+    sample_params_default(&p);
+    p.temperature = 0;
+    p.logit_bias = &b;
+    p.n_logit_bias = 1;
+    int hist[N];
+    histogram(&p, l, N, 3, hist);
+    CHECK_EQ_INT(hist[3], 3);
+}
+
+static void test_logprobs(void)
+{
+    enum { N = 3000 };
+    static float l[N];
+    struct sample_params p;
+    sample_params_default(&p);
+    p.logprobs = true;
+    p.top_logprobs = 20;
+    p.temperature = 0.7f; /* logprobs ignore temperature */
+    p.top_k = 40;
+    p.seed = 1;
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, N, &p);
+    for (int rep = 0; rep < 10; rep++) {
+        random_logits(l, N, 12);
+        l[rep] = -INFINITY;
+        struct sample_result r;
+        int32_t t = sampler_sample(&s, &w, l, &r);
+        CHECK(t >= 0 && r.token == t);
+        double mx = -1e300, sum = 0;
+        for (int i = 0; i < N; i++)
+            mx = fmax(mx, (double)l[i]);
+        for (int i = 0; i < N; i++)
+            sum += exp((double)l[i] - mx);
+        const double lse = mx + log(sum);
+        CHECK_NEAR(r.logprob, (double)l[t] - lse, 1e-5);
+        CHECK_EQ_INT(r.n_top, 20);
+        double mass = 0;
+        for (int j = 0; j < r.n_top; j++) {
+            mass += exp((double)r.top_logprobs[j]);
+            CHECK_NEAR(r.top_logprobs[j], (double)l[r.top_tokens[j]] - lse, 1e-5);
+            if (j > 0)
+                CHECK(r.top_logprobs[j] <= r.top_logprobs[j - 1]);
+        }
+        CHECK(mass <= 1.0 + 1e-6);
+        /* the listed 20 are the 20 best */
+        int better_outside = 0;
+        for (int i = 0; i < N; i++) {
+            int listed = 0;
+            for (int j = 0; j < r.n_top; j++)
+                listed |= r.top_tokens[j] == i;
+            if (!listed && l[i] > l[r.top_tokens[r.n_top - 1]])
+                better_outside++;
+        }
+        CHECK_EQ_INT(better_outside, 0);
+        /* with top-k 40 the chosen token is among the 40 best */
+        int rank = 0;
+        for (int i = 0; i < N; i++)
+            rank += l[i] > l[t];
+        CHECK(rank < 40);
+    }
+    done(&s, &w);
+    /* fewer finite tokens than asked: n_top shrinks; logprobs sum to 1 */
+    float small[5] = {1, -INFINITY, 2, -INFINITY, 0.5f};
+    mk(&s, &w, 5, &p);
+    struct sample_result r;
+    sampler_sample(&s, &w, small, &r);
+    CHECK_EQ_INT(r.n_top, 3);
+    double mass = 0;
+    for (int j = 0; j < r.n_top; j++)
+        mass += exp((double)r.top_logprobs[j]);
+    CHECK_NEAR(mass, 1.0, 1e-6);
+    CHECK_EQ_INT(r.top_tokens[0], 2);
+    done(&s, &w);
+}
+
+static void test_chi_square_softmax(void)
+{
+    /* 10 tokens, temperature 0.7, 200000 draws with seed 2024. Chi-square with
+     * 9 degrees of freedom must stay below 27.88 (the p = 0.001 critical value). */
+    enum { N = 10, DRAWS = 200000 };
+    float l[N] = {0.1f, 1.3f, -0.7f, 2.0f, 0.0f, -2.5f, 1.1f, 0.4f, -0.2f, 1.7f};
+    const double temp = 0.7;
+    struct sample_params p;
+    sample_params_default(&p);
+    p.temperature = (float)temp;
+    p.seed = 2024;
+    int hist[N];
+    histogram(&p, l, N, DRAWS, hist);
+    double mx = -1e300, sum = 0, e[N];
+    for (int i = 0; i < N; i++)
+        mx = fmax(mx, l[i] / temp);
+    for (int i = 0; i < N; i++)
+        sum += e[i] = exp(l[i] / temp - mx);
+    double chi2 = 0;
+    for (int i = 0; i < N; i++) {
+        double expect = DRAWS * e[i] / sum;
+        chi2 += (hist[i] - expect) * (hist[i] - expect) / expect;
+    }
+    fprintf(stderr, "  chi-square %.2f (9 dof, threshold 27.88)\n", chi2);
+    CHECK(chi2 < 27.88);
+}
+
+static void test_stop_tokens_and_validation(void)
+{
+    struct sample_params p;
+    sample_params_default(&p);
+    const int32_t stops[] = {2, 128001};
+    p.stop_tokens = stops;
+    p.n_stop_tokens = 2;
+    struct sampler s;
+    char err[256];
+    CHECK_EQ_INT(sampler_init(&s, 128256, &p, err, sizeof(err)), 0);
+    CHECK(sampler_is_stop_token(&s, 2));
+    CHECK(sampler_is_stop_token(&s, 128001));
+    CHECK(!sampler_is_stop_token(&s, 3));
+    CHECK(!sampler_is_stop_token(&s, -1));
+    sampler_free(&s);
+
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "stop token 128001");
+    sample_params_default(&p);
+    p.top_p = 0;
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "top_p");
+    sample_params_default(&p);
+    p.temperature = NAN;
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "temperature");
+    sample_params_default(&p);
+    p.min_p = 1.5f;
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "min_p");
+    sample_params_default(&p);
+    p.repetition_penalty = 0;
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "repetition_penalty");
+    sample_params_default(&p);
+    p.top_logprobs = 21;
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "top_logprobs");
+    sample_params_default(&p);
+    struct sample_bias b = {100, 1};
+    p.logit_bias = &b;
+    p.n_logit_bias = 1;
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "logit_bias");
+    b.token = 5;
+    b.bias = NAN;
+    CHECK_EQ_INT(sampler_init(&s, 100, &p, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "logit_bias");
+    sample_params_default(&p);
+    CHECK_EQ_INT(sampler_init(&s, 0, &p, err, sizeof(err)), -1);
+    struct sample_work w;
+    CHECK_EQ_INT(sample_work_init(&w, 0, err, sizeof(err)), -1);
+}
+
+static void test_no_history_change_on_sample(void)
+{
+    /* sampling twice from the same state with a reset PRNG gives the same token:
+     * sampler_sample leaves the penalty history alone (speculative decoding) */
+    enum { N = 64 };
+    float l[N];
+    random_logits(l, N, 3);
+    struct sample_params p;
+    sample_params_default(&p);
+    p.frequency_penalty = 1.0f;
+    p.seed = 8;
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, N, &p);
+    uint64_t rng[4];
+    memcpy(rng, s.rng, sizeof(rng));
+    int32_t a = sampler_sample(&s, &w, l, NULL);
+    memcpy(s.rng, rng, sizeof(rng));
+    int32_t b = sampler_sample(&s, &w, l, NULL);
+    CHECK_EQ_INT(a, b);
+    done(&s, &w);
+}
+
+int main(void)
+{
+    RUN(test_greedy_argmax_ties);
+    RUN(test_seed_determinism);
+    RUN(test_top_k_1_is_greedy);
+    RUN(test_top_p_small);
+    RUN(test_top_p_large_vocab);
+    RUN(test_min_p);
+    RUN(test_penalties);
+    RUN(test_logit_bias_bans);
+    RUN(test_logprobs);
+    RUN(test_chi_square_softmax);
+    RUN(test_stop_tokens_and_validation);
+    RUN(test_no_history_change_on_sample);
+    return test_summary();
+}

@@ -1,0 +1,296 @@
+/* tests/unit/test_tokenizer_api.c — properties of the tokenizer API that need
+ * no outside reference:
+ * - the streaming detokenizer emits only whole UTF-8 characters, and its
+ *   output concatenates to exactly tokenizer_decode() (encoded text, and random
+ *   id sequences full of partial byte-level and <0xXX> byte tokens), for
+ *   byte-level BPE (Qwen3 tokenizer.json), SPM (llama-spm) and Gemma 4;
+ * - concurrent encodes on one tokenizer give the single-threaded ids;
+ * - invalid UTF-8 encodes like its U+FFFD-repaired form;
+ * - special tokens are parsed only on request, BOS is added per the file;
+ * - errors: small output buffer, ids out of range, malformed tokenizer.json
+ *   (each a -1 with a message naming the file or field, never a crash).
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "test.h"
+#include "tokenizer/tokenizer.h"
+
+static const char *const texts[] = {
+    "Hello world! It's 2024, isn't it?",
+    "日本語のテキストと中文混合 한국어 текст",
+    "emoji 👩‍👩‍👧‍👦 🏳️‍🌈 👍🏽 🇯🇵 and ZWJ\u200d",
+    "   leading spaces\n\n\ttabs\r\n and NBSP\xc2\xa0here",
+    "Cửa Việt résumé e\xcc\x81 naïve",
+    "<|im_start|>user\nhi<|im_end|> <think> x </think>",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math 𝑥² ∑ ∫ 🦙🫠",
+    "",
+};
+
+static bool valid_utf8(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (!k || i + k > n)
+            return false;
+        for (size_t j = 1; j < k; j++)
+            if ((p[i + j] & 0xC0) != 0x80)
+                return false;
+        i += k;
+    }
+    return true;
+}
+
+static bool load(struct tokenizer *tok, const char *rel)
+{
+    char err[512];
+    int rc = tokenizer_load(tok, NULL, test_shared_path(rel), err, sizeof(err));
+    CHECK_MSG(rc == 0, "%s: %s", rel, err);
+    return rc == 0;
+}
+
+/* Stream ids through a detok_stream; compare with tokenizer_decode. */
+static void check_stream(const struct tokenizer *tok, const int32_t *ids, size_t n, bool special)
+{
+    char err[256];
+    struct detok_stream s;
+    detok_stream_init(&s, tok, special);
+    size_t cap = 3 * (tokenizer_max_piece_len(tok) + 8);
+    char *chunk = malloc(cap), *all = malloc(n * cap + 8);
+    size_t total = 0;
+    bool chunks_valid = true;
+    for (size_t i = 0; i < n; i++) {
+        size_t k;
+        int rc = detok_stream_push(&s, ids[i], chunk, cap, &k, err, sizeof(err));
+        CHECK_MSG(rc == 0, "%s", err);
+        if (!valid_utf8(chunk, k))
+            chunks_valid = false;
+        memcpy(all + total, chunk, k);
+        total += k;
+    }
+    total += detok_stream_flush(&s, all + total, 8);
+    CHECK(chunks_valid);
+    char *text;
+    size_t len;
+    CHECK(tokenizer_decode(tok, ids, n, special, &text, &len, err, sizeof(err)) == 0);
+    CHECK_MSG(len == total && memcmp(text, all, len) == 0, "stream (%zu bytes) != decode (%zu bytes)", total, len);
+    CHECK(valid_utf8(text, len));
+    free(text);
+    free(chunk);
+    free(all);
+}
+
+static void stream_suite(const char *rel)
+{
+    struct tokenizer tok;
+    if (!load(&tok, rel))
+        return;
+    char err[256];
+    for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+        int32_t *ids;
+        size_t n;
+        CHECK(tokenizer_encode_alloc(&tok, texts[t], strlen(texts[t]), false, true, &ids, &n, err, sizeof(err)) == 0);
+        check_stream(&tok, ids, n, true);
+        check_stream(&tok, ids, n, false);
+        free(ids);
+    }
+    /* random ids: plenty of partial characters and lone byte tokens */
+    uint32_t nv = tokenizer_n_vocab(&tok), x = 12345;
+    int32_t ids[400];
+    for (int round = 0; round < 50; round++) {
+        for (size_t i = 0; i < 400; i++) {
+            x = x * 1103515245u + 12345u;
+            /* half of them among the first 512 ids (the byte tokens of every vocab here) */
+            ids[i] = (int32_t)((x >> 8) % (i & 1 ? nv : 512));
+        }
+        check_stream(&tok, ids, 400, round & 1);
+    }
+    tokenizer_free(&tok);
+}
+
+static void test_stream_qwen3(void) { stream_suite("testdata/tokenizers/qwen3"); }
+static void test_stream_llama_spm(void) { stream_suite("testdata/vocab/ggml-vocab-llama-spm.gguf"); }
+static void test_stream_gemma4(void) { stream_suite("testdata/vocab/ggml-vocab-gemma-4.gguf"); }
+
+struct thread_arg {
+    const struct tokenizer *tok;
+    int ok;
+};
+
+static void *encode_worker(void *p)
+{
+    struct thread_arg *a = p;
+    char err[256];
+    a->ok = 1;
+    for (int rep = 0; rep < 20; rep++) {
+        for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+            int32_t *x, *y;
+            size_t nx, ny;
+            if (tokenizer_encode_alloc(a->tok, texts[t], strlen(texts[t]), true, true, &x, &nx, err, sizeof(err)) ||
+                tokenizer_encode_alloc(a->tok, texts[(t + rep) % 8], strlen(texts[(t + rep) % 8]), true, true, &y, &ny,
+                                       err, sizeof(err))) {
+                a->ok = 0;
+                return NULL;
+            }
+            int32_t *z;
+            size_t nz;
+            if (tokenizer_encode_alloc(a->tok, texts[t], strlen(texts[t]), true, true, &z, &nz, err, sizeof(err)) ||
+                nz != nx || (nx && memcmp(x, z, nx * sizeof(*x)) != 0))
+                a->ok = 0;
+            free(x);
+            free(y);
+            free(z);
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_encode(void)
+{
+    struct tokenizer tok;
+    if (!load(&tok, "testdata/tokenizers/qwen3"))
+        return;
+    pthread_t th[4];
+    struct thread_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i].tok = &tok;
+        CHECK(pthread_create(&th[i], NULL, encode_worker, &args[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(args[i].ok);
+    }
+    tokenizer_free(&tok);
+}
+
+static void test_invalid_utf8_and_specials(void)
+{
+    struct tokenizer tok;
+    if (!load(&tok, "testdata/tokenizers/qwen3"))
+        return;
+    char err[256];
+    int32_t a[64], b[64];
+    size_t na, nb;
+    const char bad[] = "ab\xff\xe6\x97 c\xf0\x9f";
+    const char fixed[] = "ab\xef\xbf\xbd\xef\xbf\xbd c\xef\xbf\xbd";
+    CHECK(tokenizer_encode(&tok, bad, sizeof(bad) - 1, false, true, a, 64, &na, err, sizeof(err)) == 0);
+    CHECK(tokenizer_encode(&tok, fixed, sizeof(fixed) - 1, false, true, b, 64, &nb, err, sizeof(err)) == 0);
+    CHECK(na == nb && memcmp(a, b, na * sizeof(int32_t)) == 0);
+
+    const char *im = "<|im_start|>";
+    int32_t im_id = tokenizer_find_token(&tok, im, strlen(im));
+    CHECK(im_id >= 0 && tokenizer_token_type(&tok, im_id) == TOKENIZER_TYPE_CONTROL);
+    CHECK(tokenizer_encode(&tok, im, strlen(im), false, true, a, 64, &na, err, sizeof(err)) == 0);
+    CHECK(na == 1 && a[0] == im_id);
+    CHECK(tokenizer_encode(&tok, im, strlen(im), false, false, a, 64, &na, err, sizeof(err)) == 0);
+    CHECK(na > 1);
+    for (size_t i = 0; i < na; i++)
+        CHECK(a[i] != im_id);
+    /* non-special added tokens (<think>) are split out even without parse_special */
+    const char *th = "<think>";
+    int32_t th_id = tokenizer_find_token(&tok, th, strlen(th));
+    CHECK(tokenizer_token_type(&tok, th_id) == TOKENIZER_TYPE_USER_DEFINED);
+    CHECK(tokenizer_encode(&tok, th, strlen(th), false, false, a, 64, &na, err, sizeof(err)) == 0);
+    CHECK(na == 1 && a[0] == th_id);
+
+    /* tokenizer_config.json's eos_token and chat template */
+    const char *end = "<|im_end|>";
+    CHECK_EQ_INT(tokenizer_eos(&tok), tokenizer_find_token(&tok, end, strlen(end)));
+    CHECK(tokenizer_is_eog(&tok, tokenizer_eos(&tok)));
+    CHECK(!tokenizer_is_eog(&tok, im_id));
+    CHECK(tokenizer_chat_template(&tok) && strstr(tokenizer_chat_template(&tok), "<|im_start|>"));
+    tokenizer_free(&tok);
+}
+
+static void test_bos_per_file(void)
+{
+    struct tokenizer tok;
+    if (!load(&tok, "testdata/vocab/ggml-vocab-llama-spm.gguf"))
+        return;
+    char err[256];
+    int32_t a[16];
+    size_t n;
+    CHECK(tokenizer_add_bos(&tok)); /* tokenizer.ggml.add_bos_token = true in the file */
+    CHECK(tokenizer_encode(&tok, "Hi", 2, true, false, a, 16, &n, err, sizeof(err)) == 0);
+    CHECK(n >= 2 && a[0] == tokenizer_bos(&tok));
+    CHECK(tokenizer_encode(&tok, "Hi", 2, false, false, a, 16, &n, err, sizeof(err)) == 0);
+    CHECK(n >= 1 && a[0] != tokenizer_bos(&tok));
+    /* the empty text gives no ids at all without BOS */
+    CHECK(tokenizer_encode(&tok, "", 0, false, false, a, 16, &n, err, sizeof(err)) == 0);
+    CHECK_EQ_INT(n, 0);
+    /* decode strips the space the encoder prefixed */
+    CHECK(tokenizer_encode(&tok, "Hi there", 8, true, false, a, 16, &n, err, sizeof(err)) == 0);
+    char *text;
+    size_t len;
+    CHECK(tokenizer_decode(&tok, a, n, false, &text, &len, err, sizeof(err)) == 0);
+    CHECK_EQ_STR(text, "Hi there");
+    free(text);
+    tokenizer_free(&tok);
+}
+
+static void test_errors(void)
+{
+    struct tokenizer tok;
+    if (!load(&tok, "testdata/tokenizers/qwen3"))
+        return;
+    char err[256];
+    int32_t a[2];
+    size_t n;
+    const char *t = "a fairly long sentence with many tokens";
+    CHECK(tokenizer_encode(&tok, t, strlen(t), false, true, a, 2, &n, err, sizeof(err)) == -1);
+    CHECK(n > 2);
+    CHECK_CONTAINS(err, "too small");
+    int32_t bad[2] = {5, (int32_t)tokenizer_n_vocab(&tok)};
+    char *text;
+    size_t len;
+    CHECK(tokenizer_decode(&tok, bad, 2, true, &text, &len, err, sizeof(err)) == -1);
+    CHECK_CONTAINS(err, "outside the vocabulary");
+    struct detok_stream s;
+    detok_stream_init(&s, &tok, true);
+    char out[64];
+    CHECK(detok_stream_push(&s, -3, out, sizeof(out), &len, err, sizeof(err)) == -1);
+    tokenizer_free(&tok);
+
+    static const char *const bad_json[] = {
+        "",
+        "{\"model\": ",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999999}, \"merges\": []}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"ab\"]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": [{\"id\": 1}]}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"decoder\": {\"type\": \"WordPiece\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"Split\", \"pattern\": {}, \"behavior\": \"Isolated\"}}",
+    };
+    const char *path = test_tmp_path("tokenizer.json");
+    for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++) {
+        FILE *f = fopen(path, "wb");
+        CHECK(f != NULL);
+        if (!f)
+            return;
+        fputs(bad_json[i], f);
+        fclose(f);
+        err[0] = '\0';
+        CHECK_MSG(tokenizer_load(&tok, NULL, path, err, sizeof(err)) == -1, "case %zu loaded", i);
+        CHECK_CONTAINS(err, path);
+        CHECK(tok.m == NULL);
+    }
+    remove(path);
+    CHECK(tokenizer_load(&tok, NULL, "/nonexistent/tokenizer.json", err, sizeof(err)) == -1);
+    CHECK_CONTAINS(err, "/nonexistent/tokenizer.json");
+}
+
+int main(void)
+{
+    RUN(test_stream_qwen3);
+    RUN(test_stream_llama_spm);
+    RUN(test_stream_gemma4);
+    RUN(test_concurrent_encode);
+    RUN(test_invalid_utf8_and_specials);
+    RUN(test_bos_per_file);
+    RUN(test_errors);
+    return test_summary();
+}

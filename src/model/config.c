@@ -392,7 +392,8 @@ int model_config_from_hf(struct model *m, char *err, size_t errlen)
     if (c->arch == MODEL_ARCH_QWEN3_MOE) {
         uint32_t step = 1;
         c->moe_norm_topk = false; /* transformers' default */
-        if (hf_u32(m, cfg, "num_experts", &c->n_experts, true, err, errlen) ||
+        if (hf_u32(m, cfg, json_object_get(cfg, "num_experts") ? "num_experts" : "num_local_experts", &c->n_experts,
+                   true, err, errlen) ||
             hf_u32(m, cfg, "num_experts_per_tok", &c->n_experts_used, true, err, errlen) ||
             hf_u32(m, cfg, "moe_intermediate_size", &c->moe_ffn_dim, true, err, errlen) ||
             hf_u32(m, cfg, "intermediate_size", &c->ffn_dim, false, err, errlen) ||

@@ -1,0 +1,299 @@
+/* tests/unit/test_backend_cpu_fixtures.c — the CPU backend against transformers.
+ *
+ * tests/fixtures/engine/ (made by tools/make_fixtures.py) holds tiny random
+ * models of every supported architecture in every weight format, and
+ * transformers' float32 logits for fixed token-id prompts computed on exactly
+ * the weights each file holds (dequantized where quantized), plus a 64-token
+ * greedy continuation. For every model file this test checks:
+ *
+ * - logits: max over prompt positions and vocabulary of |memra − ref| divided
+ *   by (max − min) of the reference logits of that file ≤ 1e-3;
+ * - greedy: the 64 tokens memra picks (argmax, decode one token at a time
+ *   through the KV cache) equal transformers' generate(do_sample=False);
+ * - batch independence: 8 sequences (the 3 prompts, repeated, different
+ *   lengths) prefilled together and decoded together in one batch give the
+ *   same greedy tokens, and bit-identical logits, as each sequence alone;
+ * - chunked prefill (a prompt in two spans) gives bit-identical logits.
+ *
+ * And the broken models listed in the manifest are refused with a message
+ * naming the tensor or field, and invalid batches are refused.
+ */
+#include "test.h"
+
+#include "backend/cpu/backend_cpu.h"
+#include "model/model.h"
+
+#include <jansson.h>
+
+#define FX "tests/fixtures/engine/"
+#define MAX_PROMPTS 8
+#define N_BATCH 8
+
+static json_t *g_manifest;
+static int32_t g_prompts[MAX_PROMPTS][64];
+static uint32_t g_prompt_len[MAX_PROMPTS];
+static uint32_t g_n_prompts;
+static uint32_t g_greedy_n;
+
+static float *read_floats(const char *path, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    float *p = malloc(n * sizeof(float));
+    size_t got = p ? fread(p, sizeof(float), n, f) : 0;
+    fclose(f);
+    if (got != n) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static uint32_t argmax(const float *x, uint32_t n)
+{
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+static struct backend *open_backend(const struct model *m)
+{
+    char err[512];
+    struct backend *b = NULL;
+    struct backend_config cfg = {.n_slots = N_BATCH, .max_ctx = 128, .max_batch_tokens = 512, .n_threads = 2};
+    if (backend_cpu_ops.init(&b, m, &cfg, err, sizeof(err)) != 0 || b->ops->load_weights(b, err, sizeof(err)) != 0) {
+        fprintf(stderr, "backend: %s\n", err);
+        return NULL;
+    }
+    return b;
+}
+
+static int forward1(struct backend *b, uint32_t slot, uint32_t pos, const int32_t *toks, uint32_t n,
+                    uint32_t n_logits, float *logits)
+{
+    char err[512];
+    struct backend_seq s = {slot, pos, n, toks, n_logits, logits};
+    struct backend_batch batch = {1, &s};
+    int rc = b->ops->forward(b, &batch, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "forward: %s\n", err);
+    return rc;
+}
+
+/* greedy continuation of prompt p alone in slot 0; tokens (g_greedy_n), last logits (vocab) */
+static int greedy_alone(struct backend *b, uint32_t p, int32_t *out, float *last_logits)
+{
+    const uint32_t V = b->model->cfg.vocab;
+    int32_t seq[160];
+    memcpy(seq, g_prompts[p], g_prompt_len[p] * sizeof(int32_t));
+    uint32_t n = g_prompt_len[p];
+    if (forward1(b, 0, 0, seq, n, 1, last_logits) != 0)
+        return -1;
+    for (uint32_t i = 0; i < g_greedy_n; i++) {
+        seq[n] = out[i] = (int32_t)argmax(last_logits, V);
+        if (i + 1 < g_greedy_n && forward1(b, 0, n, &seq[n], 1, 1, last_logits) != 0)
+            return -1;
+        n++;
+    }
+    return 0;
+}
+
+static void check_model(json_t *entry)
+{
+    const char *rel = json_string_value(json_object_get(entry, "path"));
+    const char *refname = json_string_value(json_object_get(entry, "ref"));
+    json_t *ref = json_object_get(json_object_get(g_manifest, "refs"), refname);
+    char path[512], err[512];
+    snprintf(path, sizeof(path), FX "%s", rel);
+    struct model m;
+    int rc = model_open(&m, path, err, sizeof(err));
+    CHECK_MSG(rc == 0, "%s: %s", rel, err);
+    if (rc != 0)
+        return;
+    struct backend *b = open_backend(&m);
+    CHECK(b != NULL);
+    if (!b) {
+        model_close(&m);
+        return;
+    }
+    const uint32_t V = m.cfg.vocab;
+    CHECK_EQ_INT(V, json_integer_value(json_object_get(ref, "vocab")));
+
+    /* logits over every prompt position */
+    size_t total = 0;
+    for (uint32_t p = 0; p < g_n_prompts; p++)
+        total += g_prompt_len[p];
+    snprintf(path, sizeof(path), FX "%s", json_string_value(json_object_get(ref, "file")));
+    float *want = read_floats(path, total * V);
+    CHECK_MSG(want != NULL, "cannot read %s", path);
+    float *got = malloc(sizeof(float) * 64 * V * N_BATCH);
+    const double range = json_real_value(json_object_get(ref, "logit_range"));
+    double worst = 0.0;
+    size_t off = 0;
+    for (uint32_t p = 0; want && p < g_n_prompts; p++) {
+        CHECK(forward1(b, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], got) == 0);
+        for (size_t i = 0; i < (size_t)g_prompt_len[p] * V; i++) {
+            double d = fabs((double)got[i] - want[off + i]) / range;
+            if (!(d <= worst))
+                worst = d;
+        }
+        off += (size_t)g_prompt_len[p] * V;
+    }
+    CHECK_MSG(worst <= 1e-3, "%s: max |dlogit| / range = %.3g", rel, worst);
+    fprintf(stderr, "  %-28s max|dlogit|/range %.2e", rel, worst);
+
+    /* chunked prefill = one-span prefill, bit for bit (prompt 2 split in two) */
+    {
+        const uint32_t n = g_prompt_len[2], h = n / 2;
+        float *one = malloc(sizeof(float) * V), *two = malloc(sizeof(float) * V);
+        CHECK(forward1(b, 0, 0, g_prompts[2], n, 1, one) == 0);
+        CHECK(forward1(b, 1, 0, g_prompts[2], h, 0, NULL) == 0);
+        CHECK(forward1(b, 1, h, g_prompts[2] + h, n - h, 1, two) == 0);
+        CHECK(memcmp(one, two, sizeof(float) * V) == 0);
+        free(one);
+        free(two);
+    }
+
+    /* greedy 64 tokens vs transformers */
+    int32_t alone[MAX_PROMPTS][128];
+    float *alone_last = malloc(sizeof(float) * V * MAX_PROMPTS);
+    json_t *g = json_object_get(ref, "greedy");
+    for (uint32_t p = 0; p < g_n_prompts; p++)
+        CHECK(greedy_alone(b, p, alone[p], alone_last + (size_t)p * V) == 0);
+    int same = 1;
+    for (uint32_t i = 0; i < g_greedy_n; i++)
+        same &= alone[0][i] == json_integer_value(json_array_get(g, i));
+    CHECK_MSG(same, "%s: greedy continuation differs from transformers", rel);
+    fprintf(stderr, "  greedy %s", same ? "same" : "DIFFERENT");
+
+    /* batch of 8: prompts 0,1,2,0,1,2,0,1 in slots 0..7, prefilled together, decoded together */
+    struct backend_seq seqs[N_BATCH];
+    int32_t toks[N_BATCH][160];
+    uint32_t len[N_BATCH];
+    for (uint32_t s = 0; s < N_BATCH; s++) {
+        const uint32_t p = s % g_n_prompts;
+        memcpy(toks[s], g_prompts[p], g_prompt_len[p] * sizeof(int32_t));
+        len[s] = g_prompt_len[p];
+        seqs[s] = (struct backend_seq){s, 0, len[s], toks[s], 1, got + (size_t)s * V};
+    }
+    struct backend_batch batch = {N_BATCH, seqs};
+    int batch_same = 1;
+    for (uint32_t i = 0; i < g_greedy_n && batch_same; i++) {
+        rc = b->ops->forward(b, &batch, err, sizeof(err));
+        CHECK_MSG(rc == 0, "%s", err);
+        if (rc != 0)
+            break;
+        for (uint32_t s = 0; s < N_BATCH; s++) {
+            int32_t t = (int32_t)argmax(got + (size_t)s * V, V);
+            batch_same &= t == alone[s % g_n_prompts][i];
+            toks[s][len[s]] = t;
+            seqs[s] = (struct backend_seq){s, len[s], 1, &toks[s][len[s]], 1, got + (size_t)s * V};
+            len[s]++;
+        }
+    }
+    CHECK_MSG(batch_same, "%s: batch of 8 greedy differs from alone", rel);
+    /* the logits that picked the last token, bit for bit, batch vs alone */
+    for (uint32_t s = 0; batch_same && s < N_BATCH; s++)
+        CHECK(memcmp(got + (size_t)s * V, alone_last + (size_t)(s % g_n_prompts) * V, sizeof(float) * V) == 0);
+    fprintf(stderr, "  batch-8 %s\n", batch_same ? "same" : "DIFFERENT");
+
+    free(alone_last);
+    free(got);
+    free(want);
+    b->ops->free(b);
+    model_close(&m);
+}
+
+static void test_fixture_models(void)
+{
+    json_t *models = json_object_get(g_manifest, "models");
+    CHECK(json_array_size(models) >= 20);
+    for (size_t i = 0; i < json_array_size(models); i++)
+        check_model(json_array_get(models, i));
+}
+
+static void test_bad_models(void)
+{
+    json_t *bad = json_object_get(g_manifest, "bad");
+    CHECK(json_array_size(bad) >= 5);
+    for (size_t i = 0; i < json_array_size(bad); i++) {
+        json_t *e = json_array_get(bad, i);
+        char path[512], err[512] = "";
+        snprintf(path, sizeof(path), FX "%s", json_string_value(json_object_get(e, "path")));
+        struct model m;
+        int rc = model_open(&m, path, err, sizeof(err));
+        CHECK_MSG(rc == -1, "%s was accepted", path);
+        CHECK_CONTAINS(err, json_string_value(json_object_get(e, "expect")));
+        fprintf(stderr, "  refused: %s\n", err);
+        if (rc == 0)
+            model_close(&m);
+    }
+}
+
+static void test_bad_batches(void)
+{
+    char err[512];
+    struct model m;
+    CHECK(model_open(&m, FX "llama/hf-f32", err, sizeof(err)) == 0);
+    struct backend *b = open_backend(&m);
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    float *lg = malloc(sizeof(float) * m.cfg.vocab * 4);
+    int32_t ok[4] = {5, 6, 7, 8}, bad_tok[2] = {5, (int32_t)m.cfg.vocab};
+    struct backend_seq s = {0, 0, 4, ok, 1, lg};
+    struct backend_batch batch = {1, &s};
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
+    CHECK_EQ_INT(b->ops->kv_len(b, 0), 4);
+    s = (struct backend_seq){0, 6, 1, ok, 1, lg}; /* gap: slot holds 4 */
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
+    CHECK_CONTAINS(err, "slot 0 holds 4");
+    s = (struct backend_seq){N_BATCH, 0, 1, ok, 1, lg};
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
+    CHECK_CONTAINS(err, "slot");
+    s = (struct backend_seq){1, 0, 2, bad_tok, 1, lg};
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
+    CHECK_CONTAINS(err, "outside the vocabulary");
+    s = (struct backend_seq){1, 126, 4, ok, 1, lg}; /* beyond max_ctx 128 (and a gap) */
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
+    struct backend_seq two[2] = {{2, 0, 1, ok, 1, lg}, {2, 0, 1, ok, 1, lg}};
+    batch = (struct backend_batch){2, two};
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
+    CHECK_CONTAINS(err, "share slot");
+    CHECK_EQ_INT(b->ops->kv_len(b, 0), 4); /* refused batches change nothing */
+    b->ops->kv_reset(b, 0);
+    CHECK_EQ_INT(b->ops->kv_len(b, 0), 0);
+    free(lg);
+    b->ops->free(b);
+    model_close(&m);
+}
+
+int main(void)
+{
+    json_error_t jerr;
+    g_manifest = json_load_file(FX "manifest.json", 0, &jerr);
+    if (!g_manifest) {
+        fprintf(stderr, "cannot read " FX "manifest.json: %s\n", jerr.text);
+        return 1;
+    }
+    json_t *prompts = json_object_get(g_manifest, "prompts");
+    g_n_prompts = (uint32_t)json_array_size(prompts);
+    MEMRA_ASSERT(g_n_prompts >= 3 && g_n_prompts <= MAX_PROMPTS);
+    for (uint32_t p = 0; p < g_n_prompts; p++) {
+        json_t *a = json_array_get(prompts, p);
+        g_prompt_len[p] = (uint32_t)json_array_size(a);
+        MEMRA_ASSERT(g_prompt_len[p] <= 64);
+        for (uint32_t i = 0; i < g_prompt_len[p]; i++)
+            g_prompts[p][i] = (int32_t)json_integer_value(json_array_get(a, i));
+    }
+    g_greedy_n = (uint32_t)json_integer_value(json_object_get(g_manifest, "greedy_tokens"));
+    MEMRA_ASSERT(g_greedy_n <= 64);
+    RUN(test_fixture_models);
+    RUN(test_bad_models);
+    RUN(test_bad_batches);
+    json_decref(g_manifest);
+    return test_summary();
+}

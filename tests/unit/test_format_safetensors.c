@@ -260,9 +260,16 @@ static void test_sharded(void)
     CHECK_EQ_STR(mf.file_paths[1], in_dir(dir, "model-00002-of-00002.safetensors"));
     CHECK_EQ_U64(mf.n_tensors, 3);
     const struct mf_tensor *t = model_file_find_tensor(&mf, "a");
-    CHECK(t && t->file_index == 0 && t->shape[0] == 2 && t->shape[1] == 2 && ((const float *)t->data)[3] == 4.0f);
+    float x = 0; /* data is not 4-byte aligned here (header length not a multiple of 8): memcpy */
+    CHECK(t && t->file_index == 0 && t->shape[0] == 2 && t->shape[1] == 2);
+    if (t)
+        memcpy(&x, t->data + 12, 4);
+    CHECK(x == 4.0f);
     t = model_file_find_tensor(&mf, "c");
-    CHECK(t && t->file_index == 1 && t->n_bytes == 8 && ((const float *)t->data)[1] == 6.0f);
+    CHECK(t && t->file_index == 1 && t->n_bytes == 8);
+    if (t)
+        memcpy(&x, t->data + 4, 4);
+    CHECK(x == 6.0f);
     /* shards' __metadata__ merged, the first value of a key kept */
     CHECK_EQ_U64(mf.n_kvs, 2);
     struct mf_str s;

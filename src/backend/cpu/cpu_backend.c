@@ -23,7 +23,7 @@ static void cpu_free(struct backend *base)
         return;
     threadpool_free(&b->pool);
     void *bufs[] = {b->kv, b->slot_len, b->tok_pos, b->tok_slot, b->x, b->xb, b->xb2, b->q, b->k, b->v, b->att,
-                    b->hb, b->hb2, b->scores, b->router, b->topk_idx, b->topk_w, b->exp_start, b->exp_pairs,
+                    b->hb, b->hb2, b->scores, b->rowbuf, b->router, b->topk_idx, b->topk_w, b->exp_start, b->exp_pairs,
                     b->ex_in, b->ex_tmp, b->ex_out};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         free(bufs[i]);
@@ -95,6 +95,10 @@ static int cpu_init(struct backend **out, const struct model *m, const struct ba
     b->hb = alloc4(T, b->ffn_max, &ok);
     b->hb2 = alloc4(T, b->ffn_max, &ok);
     b->scores = alloc4(bc->n_threads, bc->max_ctx, &ok);
+    b->rowbuf_len = c->dim > b->q_dim ? c->dim : b->q_dim;
+    if (b->ffn_max > b->rowbuf_len)
+        b->rowbuf_len = b->ffn_max;
+    b->rowbuf = alloc4(bc->n_threads, b->rowbuf_len, &ok);
     if (c->n_experts > 0) {
         const uint64_t K = c->n_experts_used;
         b->router = alloc4(T, c->n_experts, &ok);

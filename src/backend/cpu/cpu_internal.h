@@ -32,6 +32,8 @@ struct cpu_backend {
     float *hb;              /* (T, ffn_max) gate / activation */
     float *hb2;             /* (T, ffn_max) up */
     float *scores;          /* (n_threads, max_ctx) attention weights, one row per thread */
+    float *rowbuf;          /* (n_threads, rowbuf_len) one weight row expanded to float32 */
+    uint64_t rowbuf_len;    /* the widest matrix row */
 
     /* MoE scratch (n_experts > 0), E = n_experts, K = n_experts_used */
     float *router;          /* (T, E) router logits, then probabilities */

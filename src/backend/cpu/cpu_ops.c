@@ -3,10 +3,9 @@
  * append, causal / sliding-window softmax attention) and the gated activation.
  *
  * Batch invariance: every output element is computed by the same sequence of
- * float operations whatever the batch size or thread count. The matmul uses
- * quant_dot_row_f32 per (row, token) — or quant_matvec_f32 for one token,
- * which the quant library guarantees to be bit-identical — and threads split
- * rows, never a reduction. So a sequence's logits are the same alone or in a
+ * float operations whatever the batch size or thread count. The matmul expands
+ * a weight row to float32 (quant_dequantize_row, bit-exact) and takes one f32
+ * dot per (row, token), and threads split rows, never a reduction. So a sequence's logits are the same alone or in a
  * batch of 8.
  */
 #include "backend/cpu/cpu_internal.h"
@@ -18,46 +17,39 @@
 
 /* ---- matmul ---------------------------------------------------------------- */
 
-static float dot_block_scaled(const struct model_weight *w, uint64_t r, const float *x)
-{
-    const uint8_t *row = w->data + r * w->row_bytes;
-    const uint64_t nbc = (w->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
-    const float *s = w->block_scale + (r / MODEL_FP8_BLOCK) * nbc;
-    const uint32_t esize = dtype_info(w->dtype)->type_size; /* FP8: 1 byte, block size 1 */
-    float acc = 0.0f;
-    for (uint64_t kb = 0; kb < nbc; kb++) {
-        const uint64_t c0 = kb * MODEL_FP8_BLOCK;
-        const uint64_t n = w->cols - c0 < MODEL_FP8_BLOCK ? w->cols - c0 : MODEL_FP8_BLOCK;
-        acc += s[kb] * quant_dot_row_f32(w->dtype, row + c0 * esize, x + c0, n);
-    }
-    return acc;
-}
-
-/* rows [r0, r1) of w for T tokens */
+/* Rows [r0, r1) of w for T tokens. Each row is expanded to float32 once into
+ * the thread's row buffer, then dotted with every token's input by the same
+ * f32 dot — one arithmetic path whatever T is, so the result of a token does
+ * not depend on the batch, and prefill amortises the dequantization. */
 static void matmul_rows(const struct model_weight *w, const float *x, float *y, uint32_t T, uint64_t r0,
-                        uint64_t r1)
+                        uint64_t r1, float *rowbuf /* (cols) */)
 {
-    if (r0 >= r1)
-        return;
-    if (w->block_scale) {
-        for (uint64_t r = r0; r < r1; r++)
+    const uint64_t nbc = (w->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
+    for (uint64_t r = r0; r < r1; r++) {
+        const float *row = (const float *)(const void *)(w->data + r * w->row_bytes);
+        if (w->dtype != DTYPE_F32) {
+            int rc = quant_dequantize_row(w->dtype, w->data + r * w->row_bytes, rowbuf, w->cols);
+            MEMRA_ASSERT(rc == 0);
+            row = rowbuf;
+        }
+        if (w->block_scale) {
+            const float *s = w->block_scale + (r / MODEL_FP8_BLOCK) * nbc;
+            for (uint32_t t = 0; t < T; t++) {
+                const float *xt = x + (uint64_t)t * w->cols;
+                float acc = 0.0f;
+                for (uint64_t kb = 0; kb < nbc; kb++) {
+                    const uint64_t c0 = kb * MODEL_FP8_BLOCK;
+                    const uint64_t n = w->cols - c0 < MODEL_FP8_BLOCK ? w->cols - c0 : MODEL_FP8_BLOCK;
+                    acc += s[kb] * quant_dot_row_f32(DTYPE_F32, row + c0, xt + c0, n);
+                }
+                y[(uint64_t)t * w->rows + r] = acc;
+            }
+        } else {
             for (uint32_t t = 0; t < T; t++)
-                y[(uint64_t)t * w->rows + r] = dot_block_scaled(w, r, x + (uint64_t)t * w->cols);
-        return;
-    }
-    if (T == 1) {
-        quant_matvec_f32(w->dtype, w->data + r0 * w->row_bytes, r1 - r0, w->cols, x, y + r0);
-    } else {
-        for (uint64_t r = r0; r < r1; r++) {
-            const uint8_t *row = w->data + r * w->row_bytes;
-            for (uint32_t t = 0; t < T; t++)
-                y[(uint64_t)t * w->rows + r] = quant_dot_row_f32(w->dtype, row, x + (uint64_t)t * w->cols, w->cols);
+                y[(uint64_t)t * w->rows + r] =
+                    w->scale * quant_dot_row_f32(DTYPE_F32, row, x + (uint64_t)t * w->cols, w->cols);
         }
     }
-    if (w->scale != 1.0f)
-        for (uint32_t t = 0; t < T; t++)
-            for (uint64_t r = r0; r < r1; r++)
-                y[(uint64_t)t * w->rows + r] *= w->scale;
 }
 
 struct mm_job {
@@ -66,20 +58,22 @@ struct mm_job {
     int n;
     const float *x;
     uint32_t T;
+    float *rowbuf;       /* (n_threads, rowbuf_len) */
+    uint64_t rowbuf_len;
 };
 
 /* [begin, end) indexes the concatenated rows of all weights of the job */
 static void mm_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 {
-    (void)thread;
     const struct mm_job *j = ctx;
+    float *rowbuf = j->rowbuf + (uint64_t)thread * j->rowbuf_len;
     uint64_t base = 0;
     for (int i = 0; i < j->n; i++) {
         const struct model_weight *w = j->ws[i];
         const uint64_t lo = begin > base ? begin - base : 0;
         const uint64_t hi = end - base < w->rows ? end - base : w->rows;
         if (end > base && lo < hi)
-            matmul_rows(w, j->x, j->ys[i], j->T, lo, hi);
+            matmul_rows(w, j->x, j->ys[i], j->T, lo, hi, rowbuf);
         base += w->rows;
     }
 }
@@ -89,11 +83,11 @@ void cpu_matmul_multi(struct cpu_backend *b, const struct model_weight *const *w
 {
     uint64_t rows = 0;
     for (int i = 0; i < n; i++) {
-        MEMRA_ASSERT(ws[i]->cols == ws[0]->cols);
+        MEMRA_ASSERT(ws[i]->cols == ws[0]->cols && ws[i]->cols <= b->rowbuf_len);
         rows += ws[i]->rows;
     }
     MEMRA_ASSERT(rows <= UINT32_MAX);
-    struct mm_job j = {.ws = ws, .ys = ys, .n = n, .x = x, .T = T};
+    struct mm_job j = {.ws = ws, .ys = ys, .n = n, .x = x, .T = T, .rowbuf = b->rowbuf, .rowbuf_len = b->rowbuf_len};
     threadpool_run(&b->pool, (uint32_t)rows, mm_task, &j);
 }
 

@@ -468,6 +468,11 @@ static int load_model_vocab(struct hf_ctx *c, const json_t *model, const json_t 
     }
     if (max_id < 0)
         return err_set(c->err, c->errlen, "%s: empty vocabulary", c->path);
+    /* ids are dense in real files; refuse a handful of tokens spread over millions of ids */
+    size_t n_entries = json_object_size(vocab) + json_array_size(added);
+    if ((size_t)max_id >= 2 * n_entries + 65536)
+        return err_set(c->err, c->errlen, "%s: ids up to %lld for only %zu tokens", c->path, (long long)max_id,
+                       n_entries);
     if (vocab_alloc(m, (uint32_t)(max_id + 1), c->err, c->errlen) != 0)
         return -1;
     m->n_model_vocab = (uint32_t)(max_model + 1);

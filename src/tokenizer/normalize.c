@@ -250,6 +250,8 @@ int normalize_fragment(const struct tok_model *m, const char *s, size_t len, boo
                         break;
                     e = p;
                 }
+            if (a > 0) /* HF: the text no longer starts at offset 0, so "first" prepends stop applying */
+                at_start = false;
             cur += a;
             n = e - a;
             continue;

@@ -158,6 +158,9 @@ int pretok_scratch_init(struct pretok_scratch *s)
     if (!s->md || !s->mc || !s->js)
         return -1;
     pcre2_jit_stack_assign(s->mc, NULL, s->js);
+    /* patterns come from files: bound the backtracking of a hostile one */
+    pcre2_set_match_limit(s->mc, 10u * 1000 * 1000);
+    pcre2_set_depth_limit(s->mc, 100u * 1000);
     return 0;
 }
 

@@ -284,7 +284,7 @@ void vocab_mark_eog_defaults(struct tok_model *m)
     static const char *const names[] = {
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
         "<|eom_id|>", "<EOT>", "<|return|>", "<|call|>", "<turn|>", "<eos>", "<end_of_utterance>",
-        "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+        "<｜end▁of▁sentence｜>", /* DeepSeek */
     };
     if (m->eos >= 0 && (uint32_t)m->eos < m->n_vocab)
         m->eog[m->eos >> 3] |= (uint8_t)(1u << (m->eos & 7));

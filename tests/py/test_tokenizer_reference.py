@@ -224,3 +224,24 @@ def test_malformed_tokenizer_json(tmp_path, content, needle):
     assert p.returncode == 1
     msg = p.stderr.decode()
     assert str(f) in msg and needle in msg, msg
+
+
+SEEDS = sorted((ROOT / "tests" / "fuzz" / "corpus" / "fuzz_tokenizer_json").glob("*.json"))
+SEED_TEXTS = ["Hello world-wide 123 <think> the  <|endoftext|> héllo", "  leading and trailing  ",
+              "a-b-c--d 12a34 x!!?y", "<s>hello</s> world<unk>", "ＨＥＬＬＯ ﬁ ① 日本", "", "\n\n x \t y\n", "-x-",
+              "1-2-3 4", "wo rld  ...,,", "   ", "the the  the   world"]
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=[p.name for p in SEEDS])
+def test_component_coverage_tokenizers(path):
+    """Small tokenizer.json files (the fuzzer's seeds) that together use every
+    supported normalizer, pre-tokenizer, post-processor and decoder."""
+    ref_tok = tokenizers.Tokenizer.from_file(str(path))
+    data = "".join(json.dumps(s) + "\n" for s in SEED_TEXTS).encode()
+    p = run(["--jsonl", str(path)], data)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    for s, line in zip(SEED_TEXTS, p.stdout.decode().splitlines()):
+        ref = ref_tok.encode(s).ids
+        assert json.loads(line) == ref, s
+        assert decode(path, ref) == ref_tok.decode(ref), s
+        assert decode(path, ref, special=True) == ref_tok.decode(ref, skip_special_tokens=False), s

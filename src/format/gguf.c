@@ -364,11 +364,11 @@ static int not_gguf(struct gguf_reader *r)
 {
     const uint8_t *p = r->base;
     uint64_t n = r->size;
-    if (n >= 4 && (memcmp(p, "ggml", 4) == 0 || memcmp(p, "lmgg", 4) == 0 || memcmp(p, "fmgg", 4) == 0 ||
-                   memcmp(p, "tjgg", 4) == 0 || memcmp(p, "algg", 4) == 0))
-        return fail(r, "not a GGUF file: an older GGML/GGJT file (magic '%.4s'); convert it to GGUF", (const char *)p);
-    if (n >= 4 && memcmp(p, "FUGG", 4) == 0)
-        return fail(r, "not a GGUF file we can read: a big-endian GGUF (magic 'FUGG')");
+    /* the pre-GGUF formats wrote a u32 magic: 'ggml', 'ggmf', 'ggjt', 'ggla' */
+    if (n >= 4 && (memcmp(p, "lmgg", 4) == 0 || memcmp(p, "fmgg", 4) == 0 || memcmp(p, "tjgg", 4) == 0 ||
+                   memcmp(p, "algg", 4) == 0))
+        return fail(r, "not a GGUF file: an older GGML/GGJT file (magic '%c%c%c%c'); convert it to GGUF", p[3], p[2],
+                    p[1], p[0]);
     if (n >= 4 && memcmp(p, "PK\x03\x04", 4) == 0)
         return fail(r, "not a GGUF file (magic 50 4b 03 04): a zip archive, e.g. a PyTorch .bin/.pt checkpoint");
     if (n >= 2 && p[0] == 0x80 && p[1] >= 2 && p[1] <= 5)

@@ -89,7 +89,9 @@ struct mf_tensor {
     uint64_t shape[MF_MAX_DIMS]; /* outermost first; unused dims are 1 */
     uint64_t n_elements;
     uint64_t n_bytes;
-    const uint8_t *data;         /* (n_bytes) inside files[file_index]'s map */
+    const uint8_t *data;         /* (n_bytes) inside files[file_index]'s map; GGUF data is
+                                  * aligned to gguf_alignment, safetensors data to nothing
+                                  * in particular (read it with memcpy or copy it) */
     uint32_t file_index;
 };
 

@@ -282,7 +282,7 @@ static void test_err_magic(void)
     gw_init(&w), gw_bytes(&w, "PK\x03\x04rest", 8);
     expect_fail(&w, "zip.gguf", "zip archive");
     gw_init(&w), gw_u32(&w, 0x67676a74), gw_u32(&w, 3); /* ggjt v3, as llama.cpp wrote it */
-    expect_fail(&w, "ggjt.gguf", "older GGML/GGJT");
+    expect_fail(&w, "ggjt.gguf", "an older GGML/GGJT file (magic 'ggjt')");
 }
 
 static void test_err_version(void)

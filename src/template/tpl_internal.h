@@ -231,7 +231,13 @@ size_t utf8_offset(const char *s, size_t n, int64_t cp_index); /* byte offset of
 uint32_t utf8_decode(const char *s, size_t n, size_t *adv);
 bool py_isspace(uint32_t cp);
 
-/* interp.c */
+/* interp.c: scopes, statements, macros; expr.c: expressions */
+#define INTERP_MAX_NEST 3000 /* C recursion (statements inside expressions inside macros), hard-capped */
+int interp_step(struct render *r, int line); /* count a step, note the line; -1 past the limit */
+struct value interp_lookup(struct render *r, const char *name, uint32_t n);
+int interp_undefined_error(struct render *r, struct value v);
+int interp_call_macro(struct render *r, struct macroval *mv, struct value *args, int nargs, const char **kwn,
+                      const uint32_t *kwl, struct value *kwv, int nkw, struct value *out);
 int interp_eval(struct render *r, const struct node *e, struct value *out);
 int interp_call(struct render *r, struct value fn, struct value *args, int nargs, const char **kwn,
                 const uint32_t *kwl, struct value *kwv, int nkw, struct value *out);

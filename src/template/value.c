@@ -485,8 +485,8 @@ static int str_or_repr(struct render *r, struct sbuf *b, struct value v, bool re
         return sb_printf(r, b, "<Macro '%.*s'>", (int)v.mac->def->name_len, v.mac->def->name);
     case V_LOOP:
         return sb_printf(r, b, "<LoopContext %lld/%u>", (long long)v.loop->index0 + 1, v.loop->items->n);
-    default:
-        return sb_put(r, b, "<built-in function>", 19);
+    default: /* Python prints functions with their memory address: no stable text */
+        return rerr(r, "cannot print a function or method object");
     }
 }
 

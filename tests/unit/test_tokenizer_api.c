@@ -7,6 +7,8 @@
  * - concurrent encodes on one tokenizer give the single-threaded ids;
  * - invalid UTF-8 encodes like its U+FFFD-repaired form;
  * - special tokens are parsed only on request, BOS is added per the file;
+ * - loading through an opened model file (GGUF, and a Hugging Face folder whose
+ *   generation_config.json adds end-of-generation ids) equals loading by path;
  * - errors: small output buffer, ids out of range, malformed tokenizer.json
  *   (each a -1 with a message naming the file or field, never a crash).
  */
@@ -14,6 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/model_file.h"
 #include "test.h"
 #include "tokenizer/tokenizer.h"
 
@@ -283,6 +289,77 @@ static void test_errors(void)
     CHECK_CONTAINS(err, "/nonexistent/tokenizer.json");
 }
 
+static void write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(data, 1, n, f);
+        fclose(f);
+    }
+}
+
+static void test_load_through_model_file(void)
+{
+    char err[512];
+    const char *gguf = test_shared_path("testdata/vocab/ggml-vocab-llama-bpe.gguf");
+    struct model_file mf;
+    int rc = model_file_open(&mf, gguf, err, sizeof(err));
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        struct tokenizer a, b;
+        CHECK(tokenizer_load(&a, &mf, NULL, err, sizeof(err)) == 0);
+        model_file_close(&mf); /* the tokenizer keeps its own copies */
+        CHECK(tokenizer_load(&b, NULL, gguf, err, sizeof(err)) == 0);
+        int32_t x[64], y[64];
+        size_t nx, ny;
+        const char *t = texts[1];
+        CHECK(tokenizer_encode(&a, t, strlen(t), true, true, x, 64, &nx, err, sizeof(err)) == 0);
+        CHECK(tokenizer_encode(&b, t, strlen(t), true, true, y, 64, &ny, err, sizeof(err)) == 0);
+        CHECK(nx == ny && memcmp(x, y, nx * sizeof(int32_t)) == 0);
+        tokenizer_free(&a);
+        tokenizer_free(&b);
+    }
+
+    /* a Hugging Face folder: config.json, an empty safetensors file, the Qwen3 tokenizer files */
+    const char *dir = test_tmp_path("hfdir");
+    char path[4200], target[4200];
+    mkdir(dir, 0755);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    write_file(path, "{}", 2);
+    snprintf(path, sizeof(path), "%s/generation_config.json", dir);
+    const char *gen = "{\"eos_token_id\": [151645, 151644]}";
+    write_file(path, gen, strlen(gen));
+    static const char st[] = "\x08\x00\x00\x00\x00\x00\x00\x00{}      ";
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    write_file(path, st, sizeof(st) - 1);
+    const char *names[] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        snprintf(target, sizeof(target), "%s/%s", test_shared_path("testdata/tokenizers/qwen3"), names[i]);
+        char abs[4096];
+        unlink(path);
+        CHECK(realpath(target, abs) != NULL && symlink(abs, path) == 0);
+    }
+    rc = model_file_open(&mf, dir, err, sizeof(err));
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        struct tokenizer a, b;
+        CHECK(mf.format == MF_FORMAT_HF_DIR);
+        rc = tokenizer_load(&a, &mf, NULL, err, sizeof(err));
+        CHECK_MSG(rc == 0, "%s", err);
+        model_file_close(&mf);
+        CHECK(tokenizer_load(&b, NULL, dir, err, sizeof(err)) == 0);
+        if (rc == 0) {
+            CHECK(tokenizer_is_eog(&a, 151644));  /* from generation_config.json */
+            CHECK(!tokenizer_is_eog(&b, 151644)); /* loading by path reads no generation_config */
+            CHECK(tokenizer_is_eog(&a, tokenizer_eos(&a)));
+            tokenizer_free(&a);
+        }
+        tokenizer_free(&b);
+    }
+}
+
 int main(void)
 {
     RUN(test_stream_qwen3);
@@ -292,5 +369,6 @@ int main(void)
     RUN(test_invalid_utf8_and_specials);
     RUN(test_bos_per_file);
     RUN(test_errors);
+    RUN(test_load_through_model_file);
     return test_summary();
 }

@@ -8,10 +8,12 @@
  * NaN-poisoned output, against quant_dequantize_row + a double-precision dot
  * (quant/quant.h, bit-exact with gguf-py). Tolerance: max|Δ| / max|ref| ≤ 1e-4
  * (f32 accumulation of ≤ 14336 products in a different order than the
- * reference; seen errors are ~1e-7..1e-6), and every output written and finite.
- * Covered: every launch shape (1, 2, 4 rows a block; staged and unstaged),
- * multi-tile rows with a partial last tile, rows that are not a multiple of 16
- * bytes, batches 1..8.
+ * reference; for the quantized types also the 24-bit integer activations, ≤
+ * 2^-24 of each 32-block's max |x|), and every output written and finite.
+ * Covered: every launch shape (1, 2, 4 rows a block or warp), rows of 4096 and
+ * 14336 and an odd length (not a multiple of 4096 columns; for Q8_0, Q4_0,
+ * Q6_K, IQ4_XS not a multiple of 16 bytes either), batches 1..8, and the
+ * quantized types' shared-activation path (cuda_gemv_prep_x + flag).
  *
  * Timing: CUDA events around graph replays of many back-to-back launches that
  * rotate over enough weight copies to make the working set ≥ 4× the L2, after a
@@ -123,7 +125,7 @@ static uint64_t row_bytes_of(enum dtype t, uint64_t n)
 
 /* ---- correctness ----------------------------------------------------------- */
 
-static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, int staged)
+static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, bool prepared)
 {
     const uint64_t rb = row_bytes_of(t, n);
     uint8_t *w = malloc(rows * rb);
@@ -141,7 +143,9 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_upload(g_ctx, dw, w, rows * rb);
     cuda_upload(g_ctx, dx, x, sizeof(float) * n * batch);
     cuda_fill_nan_f32(g_ctx, dy, rows * batch);
-    cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, batch, dy, scale, rpb, staged);
+    if (prepared) /* the shared-activation path: prep once, GEMV with the flag */
+        cuda_gemv_prep_x(g_ctx, dx, n, batch);
+    cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, batch, dy, scale, rpb, prepared ? CUDA_GEMV_X_PREPARED : 0);
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y, dy, sizeof(float) * rows * batch);
 
@@ -165,8 +169,8 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     }
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     char label[128];
-    snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d staged %d", dtype_name(t), rows, n,
-             batch, rpb, staged);
+    snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d%s", dtype_name(t), rows, n, batch, rpb,
+             prepared ? " prepared" : "");
     CHECK_MSG(bad == 0 && rel <= TOL, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
               TOL);
     printf("check %-36s rel err %.2e%s\n", label, rel, bad || rel > TOL ? "  FAIL" : "");
@@ -185,18 +189,16 @@ static void check_type(enum dtype t)
     const uint64_t n_odd = qk == 1 ? (t == DTYPE_F8_E4M3 ? 4112 : 4104) : qk == 32 ? 4128 : 4352;
     const int rpbs[] = {1, 2, 4};
     for (int k = 0; k < 3; k++) {
-        check_gemv(t, 257, 4096, 1, rpbs[k], -1);
-        check_gemv(t, 67, 14336, 1, rpbs[k], -1);
-        if (is_quant_block(t)) {
-            check_gemv(t, 257, 4096, 1, rpbs[k], 0);
-            check_gemv(t, 67, 14336, 1, rpbs[k], 0);
-        }
+        check_gemv(t, 257, 4096, 1, rpbs[k], false);
+        check_gemv(t, 67, 14336, 1, rpbs[k], false);
+        check_gemv(t, 13, n_odd, 1, rpbs[k], false);
     }
-    check_gemv(t, 131, n_odd, 1, 0, -1);
+    if (is_quant_block(t))
+        check_gemv(t, 300, 4096, 1, 0, true);
     for (uint32_t b = 2; b <= CUDA_GEMV_MAX_BATCH; b += 3) /* 2, 5, 8 */
-        check_gemv(t, 97, 4096, b, 0, -1);
-    check_gemv(t, 61, 14336, 3, 0, -1);
-    check_gemv(t, 29, n_odd, 8, 0, -1);
+        check_gemv(t, 97, 4096, b, 0, false);
+    check_gemv(t, 61, 14336, 3, 0, false);
+    check_gemv(t, 29, n_odd, 8, 0, is_quant_block(t));
 }
 
 static void check_rmsnorm(uint32_t nrows, uint32_t n, bool residual)
@@ -293,7 +295,8 @@ struct bench {
     uint16_t *xb; /* (n) bf16, cuBLAS */
     float *y;   /* (8, rows) */
     uint32_t batch;
-    int rpb, staged; /* variant; rpb = -1: cuBLAS */
+    int rpb;        /* variant; -1: cuBLAS */
+    unsigned flags; /* CUDA_GEMV_X_PREPARED: time the GEMV alone */
 };
 
 static void bench_launch(struct bench *b, int copy)
@@ -301,7 +304,7 @@ static void bench_launch(struct bench *b, int copy)
     if (b->rpb < 0)
         cuda_blas_gemv_bf16(g_ctx, b->w[copy], b->rows, b->n, b->xb, b->y);
     else
-        cuda_gemv_variant(g_ctx, b->t, b->w[copy], b->rows, b->n, b->x, b->batch, b->y, 1.0f, b->rpb, b->staged);
+        cuda_gemv_variant(g_ctx, b->t, b->w[copy], b->rows, b->n, b->x, b->batch, b->y, 1.0f, b->rpb, b->flags);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -453,30 +456,33 @@ int main(int argc, char **argv)
     bench_copy();
     /* our kernels first, cuBLAS last (the table needs both) */
     static double auto_us[NTYPES][NSHAPES], best_us[NTYPES][NSHAPES], mb[NTYPES][NSHAPES];
-    static int best_rpb[NTYPES][NSHAPES], best_st[NTYPES][NSHAPES];
+    static int best_rpb[NTYPES][NSHAPES];
     double batch_us[NTYPES][4];
     for (size_t k = 0; k < NTYPES; k++) {
         const enum dtype t = types[k];
         for (size_t s = 0; s < NSHAPES; s++) {
             struct bench b;
             bench_alloc(&b, t, shapes[s].rows, shapes[s].n);
-            const bool aligned = (b.bytes / b.rows) % 16 == 0;
-            b.rpb = 0, b.staged = -1;
-            auto_us[k][s] = best_us[k][s] = bench_time(&b);
-            best_rpb[k][s] = 0, best_st[k][s] = -1;
+            b.rpb = 0, b.flags = 0;
+            auto_us[k][s] = bench_time(&b); /* what cuda_gemv costs, activation prep included */
+            best_us[k][s] = 1e30, best_rpb[k][s] = 0;
             mb[k][s] = b.bytes / 1e6;
-            for (int rpb = 1; rpb <= 4; rpb *= 2)
-                for (int st = 0; st <= (is_quant_block(t) && aligned ? 1 : 0); st++) {
-                    b.rpb = rpb, b.staged = is_quant_block(t) ? st : -1;
-                    double us = bench_time(&b);
-                    printf("  %-7s %-8s rpb %d staged %2d: %8.2f us\n", dtype_name(t), shapes[s].name, rpb, b.staged,
-                           us);
-                    if (us < best_us[k][s])
-                        best_us[k][s] = us, best_rpb[k][s] = rpb, best_st[k][s] = b.staged;
-                }
-            if (s == 3) { /* gate/up 14336x4096: batches 1, 2, 4, 8 with the launcher's choice */
+            if (is_quant_block(t)) { /* the GEMV alone, x prepared once outside the timed graph */
+                cuda_gemv_prep_x(g_ctx, b.x, b.n, 1);
+                b.flags = CUDA_GEMV_X_PREPARED;
+            }
+            for (int rpb = 1; rpb <= 4; rpb *= 2) {
+                b.rpb = rpb;
+                double us = bench_time(&b);
+                printf("  %-7s %-8s rows/%s %d: %8.2f us\n", dtype_name(t), shapes[s].name,
+                       is_quant_block(t) ? "warp" : "block", rpb, us);
+                if (us < best_us[k][s])
+                    best_us[k][s] = us, best_rpb[k][s] = rpb;
+            }
+            if (s == 3) { /* gate/up 14336x4096: batches 1, 2, 4, 8 with the launcher's choice, prep included */
+                b.flags = 0;
                 for (int i = 0; i < 4; i++) {
-                    b.rpb = 0, b.staged = -1, b.batch = 1u << i;
+                    b.rpb = 0, b.batch = 1u << i;
                     batch_us[k][i] = bench_time(&b);
                 }
             }
@@ -543,20 +549,20 @@ int main(int argc, char **argv)
         cuda_free(x), cuda_free(res), cuda_free(w), cuda_free(o);
     }
 
-    printf("\n## GEMV, batch 1 (bytes = weight matrix; %% of %.1f TB/s; best = fastest of rpb 1/2/4 x staged 0/1 as (rpb,staged);"
-           " cuBLAS = bf16 cublasGemmEx on the same shape; ratio = cuBLAS us / auto us)\n\n",
+    printf("\n## GEMV, batch 1 (MB = weight matrix; %% of %.1f TB/s; auto = cuda_gemv as the engine calls it, the"
+           " activation prep kernel of the quantized types included; best = fastest rows-per-block/warp R of 1/2/4,"
+           " the GEMV kernel alone; cuBLAS = bf16 cublasGemmEx, same shape, same run; ratio = cuBLAS us / auto us)\n\n",
            BW_REF_GBS / 1000);
-    printf("| type    | shape                  |      MB |  auto us |  GB/s |  %%BW  |  best us (r,st)   | %%BW   | cuBLAS us | ratio |\n");
-    printf("|---------|------------------------|---------|----------|-------|-------|-------------------|-------|-----------|-------|\n");
+    printf("| type    | shape                  |      MB |  auto us |  GB/s |  %%BW  | best us (R) | %%BW   | cuBLAS us | ratio |\n");
+    printf("|---------|------------------------|---------|----------|-------|-------|-------------|-------|-----------|-------|\n");
     for (size_t k = 0; k < NTYPES; k++)
         for (size_t s = 0; s < NSHAPES; s++) {
             const double gbs = mb[k][s] * 1e3 / auto_us[k][s], gbs_best = mb[k][s] * 1e3 / best_us[k][s];
-            printf("| %-7s | %-8s %6" PRIu64 "x%-6" PRIu64 " | %7.1f | %8.2f | %5.0f | %5.1f | %8.2f (%d,%2d) | %5.1f | %9.2f | %5.2f |\n",
+            printf("| %-7s | %-8s %6" PRIu64 "x%-6" PRIu64 " | %7.1f | %8.2f | %5.0f | %5.1f | %7.2f (%d) | %5.1f | %9.2f | %5.2f |\n",
                    dtype_name(types[k]), shapes[s].name, shapes[s].rows, shapes[s].n, mb[k][s], auto_us[k][s], gbs,
-                   pct(gbs), best_us[k][s], best_rpb[k][s], best_st[k][s], pct(gbs_best), cublas_us[s],
-                   cublas_us[s] / auto_us[k][s]);
+                   pct(gbs), best_us[k][s], best_rpb[k][s], pct(gbs_best), cublas_us[s], cublas_us[s] / auto_us[k][s]);
         }
-    printf("\n## Batched GEMV, gate/up 14336x4096, us (launcher's choice)\n\n| type | b=1 | b=2 | b=4 | b=8 |\n|---|---|---|---|---|\n");
+    printf("\n## Batched GEMV, gate/up 14336x4096, us (launcher's choice, prep included)\n\n| type | b=1 | b=2 | b=4 | b=8 |\n|---|---|---|---|---|\n");
     for (size_t k = 0; k < NTYPES; k++)
         printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", dtype_name(types[k]), batch_us[k][0], batch_us[k][1],
                batch_us[k][2], batch_us[k][3]);

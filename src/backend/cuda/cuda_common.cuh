@@ -54,6 +54,10 @@ struct cuda_ctx {
     cudaStream_t stream;
     cublasHandle_t blas; /* created on first use */
     void *blas_ws;       /* its workspace */
+    void *xq;            /* quantized-GEMV activations (gemv_quant.cu), grown on demand */
+    size_t xq_bytes;
+    uint64_t xq_n;       /* what it holds now: n and batch of the last cuda_gemv_prep_x */
+    uint32_t xq_batch;
 };
 
 /* ---- device helpers ------------------------------------------------------ */

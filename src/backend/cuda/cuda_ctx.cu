@@ -39,6 +39,8 @@ extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
         CUBLAS_CHECK(cublasDestroy(ctx->blas));
     if (ctx->blas_ws)
         CUDA_CHECK(cudaFree(ctx->blas_ws));
+    if (ctx->xq)
+        CUDA_CHECK(cudaFree(ctx->xq));
     CUDA_CHECK(cudaStreamDestroy(ctx->stream));
     free(ctx);
 }

@@ -96,14 +96,24 @@ bool cuda_gemv_supported(enum dtype t, uint64_t rows, uint64_t n);
 void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                const float *x /* (batch, n) */, uint32_t batch, float *y /* (batch, rows) */, float scale);
 
-/* Same, forcing the launch shape, for the benchmark's sweep:
- * rows_per_block 1, 2 or 4 (0 = the launcher's choice; batch > 1 ignores it),
- * staged (quantized types): 1 = copy row tiles to shared memory first, 0 = read
- * blocks straight from global memory, -1 = the launcher's choice (staged when
- * a row is a multiple of 16 bytes). Aborts on other values or an impossible
- * combination (staged with rows that are not multiples of 16 bytes). */
+/* Quantized types (Q*, IQ4_XS) do not read x directly: cuda_gemv first
+ * converts it (one small kernel, kernel_gemv_prep_x: 24-bit integers in byte
+ * planes + a scale per 32 elements, exact to 2^-24 of each 32-block's max |x|)
+ * into a scratch buffer of the context, and the GEMV's dot products then run on
+ * integer dp4a. When several GEMVs read the same x (q, k, v; gate, up), call
+ * cuda_gemv_prep_x once and pass CUDA_GEMV_X_PREPARED to each. The scratch
+ * grows on first use at a larger n·batch: make that first call outside a
+ * graph capture. Plain types (BF16, F16, F8_E4M3) read x as is. */
+void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x /* (batch, n) */, uint64_t n, uint32_t batch);
+
+#define CUDA_GEMV_X_PREPARED 1u /* flag: x was prepared by cuda_gemv_prep_x (same x, n, batch) */
+
+/* cuda_gemv with explicit launch shape and flags, for the benchmark's sweep and
+ * for callers that share a prepared x: rows_per_block 1, 2 or 4 rows per
+ * thread block (plain types) or per warp (quantized); 0 = the launcher's
+ * choice; batch > 1 ignores it. Aborts on other values. */
 void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
-                       const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int staged);
+                       const float *x, uint32_t batch, float *y, float scale, int rows_per_block, unsigned flags);
 
 /* ---- baseline (cublas_ref.cu): cuBLAS bf16 GEMV through cublasGemmEx,
  * y (rows) f32 = W (rows, n) bf16 · x (n) bf16, f32 accumulation. For the

@@ -19,8 +19,15 @@ extern "C" bool cuda_gemv_supported(enum dtype t, uint64_t rows, uint64_t n)
     return false;
 }
 
+extern "C" void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_t batch)
+{
+    if ((uintptr_t)x % 16 != 0)
+        CUDA_FAIL("cuda_gemv_prep_x: x must be 16-byte aligned");
+    gemv_quant_prep_x(ctx, x, n, batch);
+}
+
 extern "C" void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
-                                  const float *x, uint32_t batch, float *y, float scale, int rpb, int staged)
+                                  const float *x, uint32_t batch, float *y, float scale, int rpb, unsigned flags)
 {
     if (!cuda_gemv_supported(t, rows, n))
         CUDA_FAIL("cuda_gemv: %s %llu×%llu not supported", dtype_name(t), (unsigned long long)rows,
@@ -29,14 +36,17 @@ extern "C" void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void
         CUDA_FAIL("cuda_gemv: batch %u not in 1..%d", batch, CUDA_GEMV_MAX_BATCH);
     if (((uintptr_t)w | (uintptr_t)x) % 16 != 0)
         CUDA_FAIL("cuda_gemv: w and x must be 16-byte aligned");
-    if (is_plain(t))
+    if (is_plain(t)) {
         gemv_plain_launch(ctx, t, w, rows, n, x, batch, y, scale, rpb);
-    else
-        gemv_quant_launch(ctx, t, w, rows, n, x, batch, y, scale, rpb, staged);
+        return;
+    }
+    if (!(flags & CUDA_GEMV_X_PREPARED))
+        gemv_quant_prep_x(ctx, x, n, batch);
+    gemv_quant_launch(ctx, t, w, rows, n, batch, y, scale, rpb);
 }
 
 extern "C" void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                           const float *x, uint32_t batch, float *y, float scale)
 {
-    cuda_gemv_variant(ctx, t, w, rows, n, x, batch, y, scale, 0, -1);
+    cuda_gemv_variant(ctx, t, w, rows, n, x, batch, y, scale, 0, 0);
 }

@@ -1,171 +1,150 @@
 /* backend/cuda/gemv_quant.cu — decode GEMV reading GGUF block-quantized weights
  * as stored in the model file: Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, IQ4_XS.
  *
- *   y[b][r] = Σ_i dequant(W)[r, i] · x[b][i]      (f32 activations, f32 sums)
+ *   y[b][r] = Σ_i dequant(W)[r, i] · x[b][i]      (f32 activations, f32 result)
  *
- * Floor: rows · n / QK · BS bytes over 4.3 TB/s (the measured copy rate):
- * for 14336×4096 that is 33.0 MB Q4_K (144 B / 256 el) → 7.7 µs, 62.4 MB Q8_0
- * → 14.5 µs, 48.2 MB Q6_K → 11.2 µs; x stays in L1/L2 and is not counted.
+ * Floor: rows · n / QK · BS bytes over 4.3 TB/s (the measured copy rate): for
+ * 14336×4096 that is 33.0 MB Q4_K (144 B / 256 el) → 7.7 µs, 62.4 MB Q8_0 →
+ * 14.5 µs, 48.2 MB Q6_K → 11.2 µs. Activations stay in L1/L2, not counted.
  *
- * Shape of the kernel: a block of 256 threads owns R consecutive rows and walks
- * them in tiles of 4096 columns; in each tile thread t decodes segment t % S of
- * quant block t / S (S = QK/16 segments of 16 elements per block) of each of
- * the R rows, so the 16 activations it loads serve R rows (and each decoded
- * segment serves every vector of a batch).
- *
- * Staged (rows whose byte length is a multiple of 16 — every Llama-3 shape):
- * the R row slices of a tile are copied to shared memory with 16-byte cp.async
- * (perfectly coalesced, whatever the block size: 34-byte Q8_0 blocks too), the
- * next tile's copy in flight while this one is decoded (two buffers). Unstaged
- * (other rows): each thread reads its segment straight from global memory with
- * the widest loads the block alignment allows. */
+ * Two kernels a GEMV:
+ * 1. kernel_gemv_prep_x turns x into 24-bit integers X in three byte planes
+ *    with one f32 scale per 32 elements, plus Σx per 16 elements (for the
+ *    types whose values carry an offset or a min). This is what lets the dot
+ *    product run on dp4a (gemv_quant_types.cuh) at ~1 instruction an element:
+ *    with byte→float conversions the 4-bit kernels were bound by instruction
+ *    issue at ~30 % of bandwidth (bench/GEMV.md). X's rounding (≤ 2^-24 of the
+ *    block's max |x|) is below f32 accumulation error. One prep serves every
+ *    GEMV that reads the same x (q/k/v, gate/up): cuda_gemv_prep_x + flag.
+ * 2. kernel_gemv_q: one warp owns R consecutive rows and walks them whole
+ *    (no shared memory, no block barrier, one warp-shuffle sum per row at
+ *    the end). Lane l always decodes 32-element segment l % S (S = QK/32) of
+ *    blocks l / S, l / S + 32/S, ...: its activation planes are loaded once
+ *    per step and serve the R rows (and each decoded segment serves every
+ *    vector of a batch). Loads go straight to registers through the read-only
+ *    path; the R rows' loads of a step are independent, so several loads are
+ *    in flight per lane, 32·R·QK/32·BS/… ≈ 1 KB of weights per warp step.
+ */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
 #include "backend/cuda/gemv_quant_types.cuh"
 
 namespace {
 
-constexpr int NT = 256;              /* threads per block */
-constexpr int TILE_COLS = NT * 16;   /* columns per tile: one 16-element segment per thread */
+constexpr int NT = 128; /* threads per block: 4 independent warps */
 
-template <class Q> struct tile_of {
-    static constexpr int QB = TILE_COLS / Q::QK; /* quant blocks of a row per tile */
-    static constexpr int BYTES = QB * Q::BS;      /* a multiple of 16 for every type here */
-    static_assert(BYTES % 16 == 0, "tile must be whole 16-byte chunks");
-};
+/* Byte layout of one prepared vector (stride rounded to 256 bytes):
+ *   X0 (n) u8 | X1 (n) u8 | X2 (n) i8 | scale (n/32) f32 | xsum (n/16) f32 */
+__host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (3 * n + n / 8 + n / 4 + 255) & ~(uint64_t)255; }
 
-template <class Q, int R>
-__device__ __forceinline__ void stage_tile(uint8_t *dst, const uint8_t *const (&wr)[R], uint64_t row_bytes,
-                                           uint32_t tile)
+/* One warp per 32 activations: max |x| → X = rint(x · (2^23−1) / max). */
+__global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restrict__ x, uint32_t n, uint32_t nb,
+                                                          uint8_t *__restrict__ xq)
 {
-    constexpr int TB = tile_of<Q>::BYTES;
-    const uint64_t off = (uint64_t)tile * TB;
-    const uint32_t bytes = (uint32_t)min((uint64_t)TB, row_bytes - off); /* row_bytes % 16 == 0 */
+    const uint32_t lane = threadIdx.x & 31;
+    const uint64_t g = (uint64_t)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5); /* 32-block over batch */
+    const uint32_t per = n / 32;
+    if (g >= (uint64_t)per * nb)
+        return;
+    const uint32_t b = (uint32_t)(g / per), blk = (uint32_t)(g % per);
+    const float v = x[(uint64_t)b * n + 32 * blk + lane];
+    float mx = fabsf(v);
 #pragma unroll
-    for (int r = 0; r < R; r++)
-        for (uint32_t c = threadIdx.x; c < bytes / 16; c += NT)
-            cp_async16(dst + r * TB + 16 * c, wr[r] + off + 16 * c);
-    cp_async_commit();
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    int X = 0;
+    if (mx > 0.0f) {
+        X = __float2int_rn(v * (8388607.0f / mx));
+        X = max(-8388607, min(8388607, X));
+    }
+    float s16 = v;
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1)
+        s16 += __shfl_xor_sync(0xffffffffu, s16, o);
+    uint8_t *base = xq + (uint64_t)b * xq_stride(n);
+    const uint32_t i = 32 * blk + lane;
+    base[i] = (uint8_t)(X & 0xFF);
+    base[n + i] = (uint8_t)((X >> 8) & 0xFF);
+    base[2 * (uint64_t)n + i] = (uint8_t)((X >> 16) & 0xFF);
+    float *scale = reinterpret_cast<float *>(base + 3 * (uint64_t)n);
+    float *xsum = scale + n / 32;
+    if (lane == 0)
+        scale[blk] = mx > 0.0f ? mx / 8388607.0f : 0.0f;
+    if ((lane & 15) == 0)
+        xsum[2 * blk + (lane >> 4)] = s16;
+    /* non-finite x: mx is inf/NaN and the scale carries it into y */
 }
 
-template <class Q, int R, int NB, bool STAGED>
-__global__ void __launch_bounds__(NT) kernel_gemv_quant(const uint8_t *__restrict__ w, uint64_t row_bytes,
-                                                        uint32_t rows, uint32_t n, const float *__restrict__ x,
-                                                        uint32_t nb, float *__restrict__ y, float scale)
+template <class Q, int R, int NB>
+__global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
+                                                       uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
+                                                       uint32_t nb, float *__restrict__ y, float scale)
 {
-    constexpr int S = Q::QK / 16;
-    constexpr int TB = tile_of<Q>::BYTES;
-    extern __shared__ uint4 smem_tiles[]; /* STAGED: [2][R][TB] bytes */
-    __shared__ float red[NT / 32 * R * NB];
-    uint8_t *tiles = reinterpret_cast<uint8_t *>(smem_tiles);
-
-    const uint32_t row0 = blockIdx.x * R;
+    constexpr int S = Q::QK / 32;   /* 32-element segments per block */
+    constexpr int BPS = 32 / S;     /* blocks per warp step */
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t row0 = (blockIdx.x * (NT / 32) + (threadIdx.x >> 5)) * R;
+    if (row0 >= rows)
+        return;
+    const int seg = (int)(lane % S);
+    const typename Q::lane_t L = Q::lane(seg);
     const uint8_t *wr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++)
-        wr[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes; /* tail rows re-read the last row */
-
-    const int seg = threadIdx.x % S, qb = threadIdx.x / S;
-    int o0, o1;
-    Q::x_off(seg, o0, o1);
-    const uint32_t ntiles = (n + TILE_COLS - 1) / TILE_COLS;
+    for (int r = 0; r < R; r++) /* tail rows re-read the last row */
+        wr[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + (uint64_t)(lane / S) * Q::BS;
+    const uint64_t xstride = xq_stride(n);
+    const uint32_t nblk = n / Q::QK;
 
     float acc[R * NB];
 #pragma unroll
     for (int k = 0; k < R * NB; k++)
         acc[k] = 0.0f;
 
-    if constexpr (STAGED)
-        stage_tile<Q, R>(tiles, wr, row_bytes, 0);
-
-    for (uint32_t tile = 0; tile < ntiles; tile++) {
-        if constexpr (STAGED) {
-            if (tile + 1 < ntiles) {
-                stage_tile<Q, R>(tiles + ((tile + 1) & 1) * R * TB, wr, row_bytes, tile + 1);
-                cp_async_wait<1>();
-            } else {
-                cp_async_wait<0>();
-            }
-            __syncthreads();
+#pragma unroll 2
+    for (uint32_t blk = lane / S; blk < nblk; blk += BPS) {
+        uint32_t q[R][8];
+        float d[R][2], m[R][2];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            Q::get(wr[r], L, q[r], d[r], m[r]);
+            wr[r] += BPS * Q::BS;
         }
-        const uint32_t col = tile * TILE_COLS + qb * Q::QK; /* first column of this thread's block */
-        if (col < n) {
-            const uint8_t *blk[R];
+        const uint32_t e = blk * Q::QK + 32 * seg; /* first element of the segment */
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                blk[r] = STAGED ? tiles + ((tile & 1) * R + r) * TB + qb * Q::BS
-                                : wr[r] + (uint64_t)tile * TB + qb * Q::BS;
-            if constexpr (NB == 1) {
-                /* activations first, then each row decoded and consumed at once */
-                const float *xp = x + col;
-                float xv[16], xs = 0.0f;
+        for (int b = 0; b < NB; b++) {
+            if (b >= (int)nb)
+                break;
+            const uint8_t *xb = xq + (uint64_t)b * xstride;
+            uint32_t x0[8], x1[8], x2[8];
+            ld_a16<8>(xb + e, x0);
+            ld_a16<8>(xb + n + e, x1);
+            ld_a16<8>(xb + 2 * (uint64_t)n + e, x2);
+            const float *sc = reinterpret_cast<const float *>(xb + 3 * (uint64_t)n);
+            const float sx = __ldg(sc + e / 32);
+            float2 xs = make_float2(0.0f, 0.0f);
+            if constexpr (Q::HAS_M)
+                xs = __ldg(reinterpret_cast<const float2 *>(sc + n / 32 + e / 16)); /* Σx of each 16 */
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const float4 a = __ldg(reinterpret_cast<const float4 *>(xp + (h ? o1 : o0)));
-                    const float4 c = __ldg(reinterpret_cast<const float4 *>(xp + (h ? o1 : o0) + 4));
-                    xv[8 * h + 0] = a.x; xv[8 * h + 1] = a.y; xv[8 * h + 2] = a.z; xv[8 * h + 3] = a.w;
-                    xv[8 * h + 4] = c.x; xv[8 * h + 5] = c.y; xv[8 * h + 6] = c.z; xv[8 * h + 7] = c.w;
+            for (int r = 0; r < R; r++) {
+                float a = acc[r * NB + b];
+                if constexpr (Q::TWO_SCALES) {
+                    const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
+                    const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
+                    a = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), a);
+                    a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
+                } else {
+                    a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), a);
+                    if constexpr (Q::HAS_M)
+                        a = fmaf(m[r][0], xs.x + xs.y, a);
                 }
-                if constexpr (Q::HAS_MIN) {
-#pragma unroll
-                    for (int i = 0; i < 16; i++)
-                        xs += xv[i];
-                }
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float q[16], d, m;
-                    Q::decode(blk[r], seg, q, d, m);
-                    float s = 0.0f;
-#pragma unroll
-                    for (int i = 0; i < 16; i++)
-                        s = fmaf(q[i], xv[i], s);
-                    acc[r] = fmaf(d, s, acc[r]);
-                    if constexpr (Q::HAS_MIN)
-                        acc[r] = fmaf(m, xs, acc[r]);
-                }
-            } else {
-                /* batch: decode every row once, then stream the activation vectors */
-                float q[R][16], d[R], m[R];
-#pragma unroll
-                for (int r = 0; r < R; r++)
-                    Q::decode(blk[r], seg, q[r], d[r], m[r]);
-#pragma unroll
-                for (int b = 0; b < NB; b++) {
-                    if (b >= (int)nb)
-                        break;
-                    const float *xp = x + (uint64_t)b * n + col;
-                    float xv[16], xs = 0.0f;
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const float4 a = __ldg(reinterpret_cast<const float4 *>(xp + (h ? o1 : o0)));
-                        const float4 c = __ldg(reinterpret_cast<const float4 *>(xp + (h ? o1 : o0) + 4));
-                        xv[8 * h + 0] = a.x; xv[8 * h + 1] = a.y; xv[8 * h + 2] = a.z; xv[8 * h + 3] = a.w;
-                        xv[8 * h + 4] = c.x; xv[8 * h + 5] = c.y; xv[8 * h + 6] = c.z; xv[8 * h + 7] = c.w;
-                    }
-                    if constexpr (Q::HAS_MIN) {
-#pragma unroll
-                        for (int i = 0; i < 16; i++)
-                            xs += xv[i];
-                    }
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        float s = 0.0f;
-#pragma unroll
-                        for (int i = 0; i < 16; i++)
-                            s = fmaf(q[r][i], xv[i], s);
-                        float a = fmaf(d[r], s, acc[r * NB + b]);
-                        if constexpr (Q::HAS_MIN)
-                            a = fmaf(m[r], xs, a);
-                        acc[r * NB + b] = a;
-                    }
-                }
+                acc[r * NB + b] = a;
             }
         }
-        if constexpr (STAGED)
-            __syncthreads(); /* this buffer is refilled two tiles on */
     }
-    block_sum<NT, R * NB>(acc, red);
-    if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < R * NB; k++)
+        acc[k] = warp_sum(acc[k]);
+    if (lane == 0) {
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
@@ -175,54 +154,38 @@ __global__ void __launch_bounds__(NT) kernel_gemv_quant(const uint8_t *__restric
     }
 }
 
-template <class Q, int R, int NB, bool STAGED>
-void launch_quant(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb, float *y,
-                  float scale)
+template <class Q, int R, int NB>
+void launch_q(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
+              float scale)
 {
     const uint64_t row_bytes = n / Q::QK * Q::BS;
-    const uint32_t ntiles = (uint32_t)((n + TILE_COLS - 1) / TILE_COLS);
-    const size_t smem = STAGED ? (size_t)(ntiles > 1 ? 2 : 1) * R * tile_of<Q>::BYTES : 0;
-    const uint32_t blocks = (uint32_t)((rows + R - 1) / R);
-    kernel_gemv_quant<Q, R, NB, STAGED><<<blocks, NT, smem, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows,
-                                                                  (uint32_t)n, x, nb, y, scale);
+    const uint64_t warps = (rows + R - 1) / R;
+    const uint32_t blocks = (uint32_t)((warps + NT / 32 - 1) / (NT / 32));
+    kernel_gemv_q<Q, R, NB><<<blocks, NT, 0, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows, (uint32_t)n, xq, nb,
+                                                   y, scale);
     CUDA_CHECK_LAUNCH();
 }
 
-template <class Q, bool STAGED>
-void dispatch_rows(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb,
-                   float *y, float scale, int rpb)
+template <class Q>
+void dispatch_q(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
+                float *y, float scale, int rpb)
 {
     if (nb > 4) {
-        launch_quant<Q, 2, 8, STAGED>(st, w, rows, n, x, nb, y, scale);
+        launch_q<Q, 2, 8>(st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (nb > 1) {
-        launch_quant<Q, 2, 4, STAGED>(st, w, rows, n, x, nb, y, scale);
+        launch_q<Q, 2, 4>(st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (rpb == 0)
-        rpb = gemv_pick_rows_per_block(rows, sms);
+        rpb = gemv_pick_rows_per_warp(rows, sms);
     switch (rpb) {
-    case 1: launch_quant<Q, 1, 1, STAGED>(st, w, rows, n, x, nb, y, scale); break;
-    case 2: launch_quant<Q, 2, 1, STAGED>(st, w, rows, n, x, nb, y, scale); break;
-    case 4: launch_quant<Q, 4, 1, STAGED>(st, w, rows, n, x, nb, y, scale); break;
-    default: CUDA_FAIL("gemv: rows_per_block %d not in {1,2,4}", rpb);
+    case 1: launch_q<Q, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 2: launch_q<Q, 2, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 4: launch_q<Q, 4, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    default: CUDA_FAIL("gemv: rows_per_warp %d not in {1,2,4}", rpb);
     }
-}
-
-template <class Q>
-void dispatch_quant(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb,
-                    float *y, float scale, int rpb, int staged)
-{
-    const bool aligned = (n / Q::QK * Q::BS) % 16 == 0;
-    if (staged < 0)
-        staged = aligned;
-    if (staged && !aligned)
-        CUDA_FAIL("gemv: staged kernel needs rows of a multiple of 16 bytes (n = %llu)", (unsigned long long)n);
-    if (staged)
-        dispatch_rows<Q, true>(st, sms, w, rows, n, x, nb, y, scale, rpb);
-    else
-        dispatch_rows<Q, false>(st, sms, w, rows, n, x, nb, y, scale, rpb);
 }
 
 } // namespace
@@ -238,19 +201,43 @@ bool gemv_quant_has(enum dtype t)
     }
 }
 
-void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
-                       uint32_t nb, float *y, float scale, int rpb, int staged)
+void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_t nb)
 {
+    if (n % 32 != 0 || nb < 1 || nb > CUDA_GEMV_MAX_BATCH)
+        CUDA_FAIL("gemv_prep_x: n = %llu (must be a multiple of 32), batch %u", (unsigned long long)n, nb);
+    const size_t need = (size_t)xq_stride(n) * nb;
+    if (need > ctx->xq_bytes) {
+        /* grows rarely (first use at the largest n); not allowed inside a graph capture */
+        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        if (ctx->xq)
+            CUDA_CHECK(cudaFree(ctx->xq));
+        CUDA_CHECK(cudaMalloc(&ctx->xq, need));
+        ctx->xq_bytes = need;
+    }
+    ctx->xq_n = n, ctx->xq_batch = nb;
+    const uint64_t groups = n / 32 * nb;
+    kernel_gemv_prep_x<<<(unsigned)((groups + 7) / 8), 256, 0, ctx->stream>>>(x, (uint32_t)n, nb,
+                                                                               (uint8_t *)ctx->xq);
+    CUDA_CHECK_LAUNCH();
+}
+
+void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
+                       float *y, float scale, int rpb)
+{
+    if (!ctx->xq || ctx->xq_n != n || ctx->xq_batch < nb)
+        CUDA_FAIL("gemv %s: activations not prepared for n = %llu, batch %u (cuda_gemv_prep_x)", dtype_name(t),
+                  (unsigned long long)n, nb);
     const int sms = ctx->prop.multiProcessorCount;
     cudaStream_t st = ctx->stream;
+    const uint8_t *xq = (const uint8_t *)ctx->xq;
     switch (t) {
-    case DTYPE_Q8_0: dispatch_quant<qt_q8_0>(st, sms, w, rows, n, x, nb, y, scale, rpb, staged); break;
-    case DTYPE_Q4_0: dispatch_quant<qt_q4_0>(st, sms, w, rows, n, x, nb, y, scale, rpb, staged); break;
-    case DTYPE_Q4_1: dispatch_quant<qt_q4_1>(st, sms, w, rows, n, x, nb, y, scale, rpb, staged); break;
-    case DTYPE_Q4_K: dispatch_quant<qt_q4_k>(st, sms, w, rows, n, x, nb, y, scale, rpb, staged); break;
-    case DTYPE_Q5_K: dispatch_quant<qt_q5_k>(st, sms, w, rows, n, x, nb, y, scale, rpb, staged); break;
-    case DTYPE_Q6_K: dispatch_quant<qt_q6_k>(st, sms, w, rows, n, x, nb, y, scale, rpb, staged); break;
-    case DTYPE_IQ4_XS: dispatch_quant<qt_iq4_xs>(st, sms, w, rows, n, x, nb, y, scale, rpb, staged); break;
+    case DTYPE_Q8_0: dispatch_q<qt_q8_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
+    case DTYPE_Q4_0: dispatch_q<qt_q4_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
+    case DTYPE_Q4_1: dispatch_q<qt_q4_1>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
+    case DTYPE_Q4_K: dispatch_q<qt_q4_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
+    case DTYPE_Q5_K: dispatch_q<qt_q5_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
+    case DTYPE_Q6_K: dispatch_q<qt_q6_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
+    case DTYPE_IQ4_XS: dispatch_q<qt_iq4_xs>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));
     }
 }

@@ -1,25 +1,28 @@
 /* backend/cuda/gemv_quant_types.cuh — per-format decoders of the GGUF block
- * types for the quantized GEMV (gemv_quant.cu).
+ * types for the quantized GEMV (gemv_quant.cu), and the exact integer dot
+ * product they feed.
  *
- * Every block of QK elements (32 or 256) is cut into QK/16 segments of 16
- * elements; one thread decodes one segment of one block of each of its rows:
+ * Every block of QK elements (32 or 256) is cut into QK/32 segments of 32
+ * consecutive elements (a Q*_0/Q*_1 block, a K-quant or IQ4_XS sub-block).
+ * lane(seg) precomputes what does not change from block to block (offsets,
+ * shifts); get(block, lane) then returns
+ *   q[8]        the 32 quant values as bytes (signed when QSIGNED), in element order;
+ *   d[2], m[2]  so that elements 16h..16h+15 contribute d[h]·Σ q_i·x_i + m[h]·Σ x_i
+ *               (d[0] = d[1], m[0] = m[1] unless TWO_SCALES: Q6_K has a scale per 16).
  *
- *   decode(blk, seg, q[16], d, m)  →  contribution = d · Σ_i q[i]·x[i] + m · Σ_i x[i]
+ * Activations arrive as 24-bit integers split into three byte planes, one f32
+ * scale per 32 elements (gemv_quant.cu, kernel_gemv_prep_x): x_i = s·X_i with
+ * X_i = 65536·X2_i + 256·X1_i + X0_i (X2 signed). Σ q_i·X_i is then computed
+ * exactly with dp4a (4 byte products an instruction) — 0.75 instruction an
+ * element instead of 3 for byte→float conversion and FMA — and converted to
+ * float once per segment. Relative to an f32 dot product, the only extra error
+ * is X's rounding, ≤ 2^-24 of the 32-element block's largest |x|.
  *
- * where q[i] are the integer quant values as exact floats and x the 16
- * activations at element offsets o0..o0+7 and o1..o1+7 of the block (x_off).
- * For most types o1 = o0 + 8 (16 consecutive elements); IQ4_XS decodes both
- * nibbles of 8 bytes (elements j and j+16) so that its codebook lookup works on
- * whole bytes.
- *
- * Bytes → floats without int→float conversions: a byte b placed in the low
- * mantissa bits of 2^23 (bit pattern 0x4B0000bb, one PRMT) is the float 2^23+b;
- * subtracting 2^23 + offset is exact. The layouts (facts of the GGUF format) are
- * spelled out in src/quant/quant_internal.h.
- *
- * ALIGN is the alignment every block start has (gcd(BS, 16) with 16-aligned
- * rows, true both in shared memory and in global memory); 16-byte pieces are
- * loaded with the widest accesses that alignment allows.
+ * Loads: block starts have alignment gcd(BS, 16) (rows are whole blocks and
+ * cudaMalloc'd memory is 256-byte aligned): 16-byte loads for Q4_K/Q5_K, 8 for
+ * IQ4_XS, 4 for Q4_1; the 2-aligned types (Q8_0, Q4_0, Q6_K) read unaligned
+ * bytes as aligned words and funnel shifts. The layouts (facts of the GGUF
+ * format) are spelled out in src/quant/quant_internal.h.
  */
 #ifndef MEMRA_BACKEND_CUDA_GEMV_QUANT_TYPES_CUH
 #define MEMRA_BACKEND_CUDA_GEMV_QUANT_TYPES_CUH
@@ -27,207 +30,273 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-/* 16 bytes at p (alignment A) as 4 little-endian words. */
-template <int A> static __device__ __forceinline__ uint4 ld16(const uint8_t *p)
+/* ---- loads --------------------------------------------------------------- */
+
+/* N·4 bytes (N = 4 or 8) at a 2-aligned address: aligned words, shifted into
+ * place. The last word is read only when needed (never past the bytes asked). */
+template <int N> static __device__ __forceinline__ void ld_a2(const uint8_t *p, uint32_t *o)
 {
-    if constexpr (A >= 16) {
-        return *reinterpret_cast<const uint4 *>(p);
-    } else if constexpr (A == 8) {
-        const uint2 a = reinterpret_cast<const uint2 *>(p)[0], b = reinterpret_cast<const uint2 *>(p)[1];
-        return make_uint4(a.x, a.y, b.x, b.y);
-    } else if constexpr (A == 4) {
-        const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
-        return make_uint4(q[0], q[1], q[2], q[3]);
-    } else {
-        const uint16_t *h = reinterpret_cast<const uint16_t *>(p);
-        return make_uint4(h[0] | (uint32_t)h[1] << 16, h[2] | (uint32_t)h[3] << 16, h[4] | (uint32_t)h[5] << 16,
-                          h[6] | (uint32_t)h[7] << 16);
+    const uint32_t *b = reinterpret_cast<const uint32_t *>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t)3);
+    const uint32_t sh = (uint32_t)(reinterpret_cast<uintptr_t>(p) & 3) * 8;
+    uint32_t w[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        w[i] = __ldg(b + i);
+    w[N] = sh ? __ldg(b + N) : 0u;
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        o[i] = __funnelshift_r(w[i], w[i + 1], sh);
+}
+
+/* N·4 bytes at a 16-aligned address (N a multiple of 4). */
+template <int N> static __device__ __forceinline__ void ld_a16(const uint8_t *p, uint32_t *o)
+{
+#pragma unroll
+    for (int i = 0; i < N / 4; i++) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p) + i);
+        o[4 * i] = v.x, o[4 * i + 1] = v.y, o[4 * i + 2] = v.z, o[4 * i + 3] = v.w;
     }
 }
 
 static __device__ __forceinline__ float ld_f16(const uint8_t *p) /* p 2-aligned */
 {
-    return __half2float(*reinterpret_cast<const __half *>(p));
+    return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short *>(p))));
 }
 
-/* Byte k of w (as unsigned) plus 2^23, as a float. */
-template <int K> static __device__ __forceinline__ float magic_byte(uint32_t w)
+static __device__ __forceinline__ uint32_t lo_nib(uint32_t w) { return w & 0x0F0F0F0Fu; }
+static __device__ __forceinline__ uint32_t hi_nib(uint32_t w) { return (w >> 4) & 0x0F0F0F0Fu; }
+
+/* ---- exact Σ q·X over 16 elements ---------------------------------------- */
+
+template <bool QS, bool XS> static __device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c)
 {
-    return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540 + K));
+    int d;
+    if constexpr (QS && XS)
+        asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else if constexpr (QS)
+        asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else if constexpr (XS)
+        asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else
+        asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
 }
 
-/* q[4i+k] = byte k of word i − off, for the 16 bytes of v. */
-template <int OFF> static __device__ __forceinline__ void bytes_to_q(uint4 v, float (&q)[16])
+/* Σ_i q_i·X_i over N words (4·N elements) with X = 65536·X2 + 256·X1 + X0:
+ * the two low planes fit one int (|Σ| ≤ 32·128·255·257 < 2^31), the top plane
+ * is scaled in float. */
+template <bool QSIGNED, int N>
+static __device__ __forceinline__ float dot_qx(const uint32_t *q, const uint32_t *x0, const uint32_t *x1,
+                                               const uint32_t *x2)
 {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    constexpr float bias = 8388608.0f + (float)OFF;
+    int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        q[4 * i + 0] = magic_byte<0>(w[i]) - bias;
-        q[4 * i + 1] = magic_byte<1>(w[i]) - bias;
-        q[4 * i + 2] = magic_byte<2>(w[i]) - bias;
-        q[4 * i + 3] = magic_byte<3>(w[i]) - bias;
+    for (int i = 0; i < N; i++) {
+        s0 = dp4a<QSIGNED, false>(q[i], x0[i], s0);
+        s1 = dp4a<QSIGNED, false>(q[i], x1[i], s1);
+        s2 = dp4a<QSIGNED, true>(q[i], x2[i], s2);
     }
+    return fmaf((float)s2, 65536.0f, (float)(s1 * 256 + s0));
 }
 
-static __device__ __forceinline__ uint4 nibbles(uint4 v, int shift)
+/* ---- formats --------------------------------------------------------------- */
+
+/* Everything about a lane's segment that does not change from block to block
+ * (offsets, shifts) is computed once by lane(seg); get() then only loads and
+ * unpacks. */
+
+/* K-quant 6-bit scale and min of sub-block j from the 16-byte block header
+ * h = {d|dmin, scales[0..3], scales[4..7], scales[8..11]}: for j < 4 the low
+ * 6 bits of scales[j] / scales[j+4]; for j ≥ 4 a nibble of scales[j+4] with
+ * the top 2 bits of scales[j-4] / scales[j]. sh = 8·(j%4), hi = j ≥ 4. */
+static __device__ __forceinline__ void k_scale_min(const uint4 &h, uint32_t sh, bool hi, float &sc, float &mn)
 {
-    return make_uint4((v.x >> shift) & 0x0F0F0F0Fu, (v.y >> shift) & 0x0F0F0F0Fu, (v.z >> shift) & 0x0F0F0F0Fu,
-                      (v.w >> shift) & 0x0F0F0F0Fu);
+    const uint32_t a = h.y >> sh, b = h.z >> sh, c = h.w >> sh;
+    const uint32_t s = hi ? ((c & 0xF) | ((a >> 2) & 0x30)) : (a & 63);
+    const uint32_t n = hi ? (((c >> 4) & 0xF) | ((b >> 2) & 0x30)) : (b & 63);
+    sc = (float)s;
+    mn = (float)n;
 }
 
-/* K-quant 6-bit sub-block scale and min (j = 0..7) from the 12 scale bytes. */
-static __device__ __forceinline__ void k_scale_min(const uint8_t *s, int j, float &sc, float &mn)
-{
-    if (j < 4) {
-        sc = (float)(s[j] & 63);
-        mn = (float)(s[j + 4] & 63);
-    } else {
-        sc = (float)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
-        mn = (float)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-    }
-}
+static __device__ __forceinline__ float f16_lo(uint32_t v) { return __half2float(__ushort_as_half((unsigned short)(v & 0xFFFF))); }
+static __device__ __forceinline__ float f16_hi(uint32_t v) { return __half2float(__ushort_as_half((unsigned short)(v >> 16))); }
 
 struct qt_q8_0 { /* f16 d | i8 qs[32]: x = d·q */
-    static constexpr int QK = 32, BS = 34, ALIGN = 2;
-    static constexpr bool HAS_MIN = false;
-    static __device__ __forceinline__ void x_off(int seg, int &o0, int &o1) { o0 = 16 * seg; o1 = o0 + 8; }
-    static __device__ __forceinline__ void decode(const uint8_t *b, int seg, float (&q)[16], float &d, float &m)
+    static constexpr int QK = 32, BS = 34;
+    static constexpr bool QSIGNED = true, HAS_M = false, TWO_SCALES = false;
+    struct lane_t {};
+    static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
     {
-        uint4 v = ld16<ALIGN>(b + 2 + 16 * seg);
-        v = make_uint4(v.x ^ 0x80808080u, v.y ^ 0x80808080u, v.z ^ 0x80808080u, v.w ^ 0x80808080u); /* i8 → u8+128 */
-        bytes_to_q<128>(v, q);
-        d = ld_f16(b);
-        m = 0.0f;
+        ld_a2<8>(b + 2, q);
+        d[0] = d[1] = ld_f16(b);
+        m[0] = m[1] = 0.0f;
     }
 };
 
 struct qt_q4_0 { /* f16 d | qs[16]: el i<16 = qs[i]&15, i≥16 = qs[i-16]>>4; x = d·(q−8) */
-    static constexpr int QK = 32, BS = 18, ALIGN = 2;
-    static constexpr bool HAS_MIN = false;
-    static __device__ __forceinline__ void x_off(int seg, int &o0, int &o1) { o0 = 16 * seg; o1 = o0 + 8; }
-    static __device__ __forceinline__ void decode(const uint8_t *b, int seg, float (&q)[16], float &d, float &m)
+    static constexpr int QK = 32, BS = 18;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
+    struct lane_t {};
+    static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
     {
-        bytes_to_q<8>(nibbles(ld16<ALIGN>(b + 2), 4 * seg), q);
-        d = ld_f16(b);
-        m = 0.0f;
+        uint32_t w[4];
+        ld_a2<4>(b + 2, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = lo_nib(w[i]);
+            q[4 + i] = hi_nib(w[i]);
+        }
+        d[0] = d[1] = ld_f16(b);
+        m[0] = m[1] = -8.0f * d[0];
     }
 };
 
 struct qt_q4_1 { /* f16 d | f16 m | qs[16]: x = d·q + m */
-    static constexpr int QK = 32, BS = 20, ALIGN = 4;
-    static constexpr bool HAS_MIN = true;
-    static __device__ __forceinline__ void x_off(int seg, int &o0, int &o1) { o0 = 16 * seg; o1 = o0 + 8; }
-    static __device__ __forceinline__ void decode(const uint8_t *b, int seg, float (&q)[16], float &d, float &m)
+    static constexpr int QK = 32, BS = 20;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
+    struct lane_t {};
+    static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
     {
-        bytes_to_q<0>(nibbles(ld16<ALIGN>(b + 4), 4 * seg), q);
-        d = ld_f16(b);
-        m = ld_f16(b + 2);
+        const uint32_t *w = reinterpret_cast<const uint32_t *>(b);
+        const uint32_t dm = __ldg(w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t v = __ldg(w + 1 + i);
+            q[i] = lo_nib(v);
+            q[4 + i] = hi_nib(v);
+        }
+        d[0] = d[1] = f16_lo(dm);
+        m[0] = m[1] = f16_hi(dm);
     }
 };
 
 struct qt_q4_k { /* f16 d | f16 dmin | scales[12] | qs[128]; sub-block j: x = d·sc_j·q − dmin·m_j */
-    static constexpr int QK = 256, BS = 144, ALIGN = 16;
-    static constexpr bool HAS_MIN = true;
-    static __device__ __forceinline__ void x_off(int seg, int &o0, int &o1) { o0 = 16 * seg; o1 = o0 + 8; }
-    static __device__ __forceinline__ void decode(const uint8_t *b, int seg, float (&q)[16], float &d, float &m)
+    static constexpr int QK = 256, BS = 144;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
+    struct lane_t { int qoff; uint32_t nsh, ssh; bool hi; };
+    static __device__ __forceinline__ lane_t lane(int j) /* sub-block j: nibble j&1 of qs[32·(j/2)..] */
     {
-        const int j = seg >> 1, h = seg & 1; /* sub-block of 32, half of it */
-        bytes_to_q<0>(nibbles(ld16<ALIGN>(b + 16 + 32 * (j >> 1) + 16 * h), 4 * (j & 1)), q);
+        return {16 + 32 * (j >> 1), 4u * (uint32_t)(j & 1), 8u * (uint32_t)(j & 3), j >= 4};
+    }
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        const uint4 h = __ldg(reinterpret_cast<const uint4 *>(b));
+        uint32_t w[8];
+        ld_a16<8>(b + L.qoff, w);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            q[i] = (w[i] >> L.nsh) & 0x0F0F0F0Fu;
         float sc, mn;
-        k_scale_min(b + 4, j, sc, mn);
-        d = ld_f16(b) * sc;
-        m = -ld_f16(b + 2) * mn;
+        k_scale_min(h, L.ssh, L.hi, sc, mn);
+        d[0] = d[1] = f16_lo(h.x) * sc;
+        m[0] = m[1] = -f16_hi(h.x) * mn;
     }
 };
 
 struct qt_q5_k { /* f16 d | f16 dmin | scales[12] | qh[32] | qs[128]; q = nibble | bit j of qh << 4 */
-    static constexpr int QK = 256, BS = 176, ALIGN = 16;
-    static constexpr bool HAS_MIN = true;
-    static __device__ __forceinline__ void x_off(int seg, int &o0, int &o1) { o0 = 16 * seg; o1 = o0 + 8; }
-    static __device__ __forceinline__ void decode(const uint8_t *b, int seg, float (&q)[16], float &d, float &m)
+    static constexpr int QK = 256, BS = 176;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
+    struct lane_t { int qoff; uint32_t nsh, j, ssh; bool hi; };
+    static __device__ __forceinline__ lane_t lane(int j)
     {
-        const int j = seg >> 1, h = seg & 1;
-        const uint4 lo = nibbles(ld16<ALIGN>(b + 48 + 32 * (j >> 1) + 16 * h), 4 * (j & 1));
-        const uint4 qh = ld16<ALIGN>(b + 16 + 16 * h);
-        const uint4 v = make_uint4(lo.x | ((qh.x >> j) & 0x01010101u) << 4, lo.y | ((qh.y >> j) & 0x01010101u) << 4,
-                                   lo.z | ((qh.z >> j) & 0x01010101u) << 4, lo.w | ((qh.w >> j) & 0x01010101u) << 4);
-        bytes_to_q<0>(v, q);
+        return {48 + 32 * (j >> 1), 4u * (uint32_t)(j & 1), (uint32_t)j, 8u * (uint32_t)(j & 3), j >= 4};
+    }
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        const uint4 h = __ldg(reinterpret_cast<const uint4 *>(b));
+        uint32_t w[8], qh[8];
+        ld_a16<8>(b + L.qoff, w);
+        ld_a16<8>(b + 16, qh);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            q[i] = ((w[i] >> L.nsh) & 0x0F0F0F0Fu) | ((qh[i] >> L.j) & 0x01010101u) << 4;
         float sc, mn;
-        k_scale_min(b + 4, j, sc, mn);
-        d = ld_f16(b) * sc;
-        m = -ld_f16(b + 2) * mn;
+        k_scale_min(h, L.ssh, L.hi, sc, mn);
+        d[0] = d[1] = f16_lo(h.x) * sc;
+        m[0] = m[1] = -f16_hi(h.x) * mn;
     }
 };
 
-struct qt_q6_k { /* ql[128] | qh[64] | i8 scales[16] | f16 d; x = d·sc·(q−32) */
-    static constexpr int QK = 256, BS = 210, ALIGN = 2;
-    static constexpr bool HAS_MIN = false;
-    static __device__ __forceinline__ void x_off(int seg, int &o0, int &o1) { o0 = 16 * seg; o1 = o0 + 8; }
-    static __device__ __forceinline__ void decode(const uint8_t *b, int seg, float (&q)[16], float &d, float &m)
+struct qt_q6_k { /* ql[128] | qh[64] | i8 scales[16] | f16 d; x = d·sc·(q−32), a scale per 16 */
+    static constexpr int QK = 256, BS = 210;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = true;
+    struct lane_t { int loff, hoff, soff; uint32_t nsh, hsh; };
+    static __device__ __forceinline__ lane_t lane(int seg)
     {
-        /* elements 16·seg.. : half of 128, quarter k of 32 within it, 16-half l16 */
-        const int half = seg >> 3, k = (seg >> 1) & 3, l16 = seg & 1;
-        const uint4 lo = nibbles(ld16<ALIGN>(b + 64 * half + 32 * (k & 1) + 16 * l16), 4 * (k >> 1));
-        const uint4 qh = ld16<ALIGN>(b + 128 + 32 * half + 16 * l16);
-        const int s = 2 * k;
-        const uint4 v = make_uint4(lo.x | ((qh.x >> s) & 0x03030303u) << 4, lo.y | ((qh.y >> s) & 0x03030303u) << 4,
-                                   lo.z | ((qh.z >> s) & 0x03030303u) << 4, lo.w | ((qh.w >> s) & 0x03030303u) << 4);
-        bytes_to_q<32>(v, q);
-        d = ld_f16(b + 208) * (float)(int8_t)b[192 + 8 * half + l16 + 2 * k];
-        m = 0.0f;
+        /* elements 32·seg..: half (128) seg/4, quarter k = seg%4 within it:
+         * ql[64·half + 32·(k&1) + l] nibble k>>1, qh[32·half + l] bits 2k,
+         * scales[8·half + 2k + l/16] */
+        const int half = seg >> 2, k = seg & 3;
+        return {64 * half + 32 * (k & 1), 128 + 32 * half, 192 + 8 * half + 2 * k, 4u * (uint32_t)(k >> 1),
+                2u * (uint32_t)k};
+    }
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        uint32_t w[8], qh[8];
+        ld_a2<8>(b + L.loff, w);
+        ld_a2<8>(b + L.hoff, qh);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            q[i] = ((w[i] >> L.nsh) & 0x0F0F0F0Fu) | ((qh[i] >> L.hsh) & 0x03030303u) << 4;
+        const float dd = ld_f16(b + 208);
+        const uint32_t sc = __ldg(reinterpret_cast<const unsigned short *>(b + L.soff)); /* 2 i8 scales */
+        d[0] = dd * (float)(int8_t)(sc & 0xFF);
+        d[1] = dd * (float)(int8_t)(sc >> 8);
+        m[0] = -32.0f * d[0];
+        m[1] = -32.0f * d[1];
     }
 };
 
-/* IQ4_NL / IQ4_XS codebook (a fact of the format) + 128, as bytes. */
+/* IQ4_NL / IQ4_XS codebook (a fact of the format), as signed bytes. */
 static constexpr __host__ __device__ uint32_t iq4_pack(int a, int b, int c, int d)
 {
-    return (uint32_t)(a + 128) | (uint32_t)(b + 128) << 8 | (uint32_t)(c + 128) << 16 | (uint32_t)(d + 128) << 24;
+    return (uint32_t)(a & 0xFF) | (uint32_t)(b & 0xFF) << 8 | (uint32_t)(c & 0xFF) << 16 | (uint32_t)(d & 0xFF) << 24;
 }
 
 struct qt_iq4_xs { /* f16 d | u16 scales_h | scales_l[4] | qs[128]; sub-block ib: x = d·(ls−32)·kv[nibble] */
-    static constexpr int QK = 256, BS = 136, ALIGN = 8;
-    static constexpr bool HAS_MIN = false;
-    /* segment: sub-block ib = seg/2, bytes 8a..8a+7 (a = seg&1) of its 16: low
-     * nibbles are elements 8a.., high nibbles elements 16+8a.. */
-    static __device__ __forceinline__ void x_off(int seg, int &o0, int &o1)
-    {
-        o0 = 32 * (seg >> 1) + 8 * (seg & 1);
-        o1 = o0 + 16;
-    }
-    /* Four codebook bytes (+128) for the four nibbles of the 16-bit s. */
-    static __device__ __forceinline__ uint32_t lookup4(uint32_t s)
+    static constexpr int QK = 256, BS = 136;
+    static constexpr bool QSIGNED = true, HAS_M = false, TWO_SCALES = false;
+    /* Codebook bytes for the four nibble indices held one per byte in v. */
+    static __device__ __forceinline__ uint32_t lookup4(uint32_t v)
     {
         constexpr uint32_t T0 = iq4_pack(-127, -104, -83, -65), T1 = iq4_pack(-49, -35, -22, -10);
         constexpr uint32_t T2 = iq4_pack(1, 13, 25, 38), T3 = iq4_pack(53, 69, 89, 113);
+        const uint32_t s = (v | (v >> 12)) & 0xFFFFu;                    /* nibbles: idx0, idx2, idx1, idx3 */
         const uint32_t a = __byte_perm(T0, T1, s & 0x7777u);             /* right where the index < 8 */
-        const uint32_t bb = __byte_perm(T2, T3, s & 0x7777u);            /* right where the index ≥ 8 */
+        const uint32_t c = __byte_perm(T2, T3, s & 0x7777u);             /* right where the index ≥ 8 */
         const uint32_t hi = __byte_perm(0u, 0xFFFFFFFFu, (s >> 1) & 0x4444u); /* 0xFF where index ≥ 8 */
-        return (a & ~hi) | (bb & hi);
+        return __byte_perm((a & ~hi) | (c & hi), 0u, 0x3120);            /* back to idx0..idx3 order */
     }
-    static __device__ __forceinline__ void decode(const uint8_t *b, int seg, float (&q)[16], float &d, float &m)
+    struct lane_t { int qoff, soff; uint32_t lsh, hsh; };
+    static __device__ __forceinline__ lane_t lane(int ib) /* sub-block ib: qs[16·ib..], low nibbles then high */
     {
-        const int ib = seg >> 1, a = seg & 1;
-        const uint2 v = *reinterpret_cast<const uint2 *>(b + 8 + 16 * ib + 8 * a);
-        const uint32_t w[2] = {v.x, v.y};
-        constexpr float bias = 8388608.0f + 128.0f;
+        return {8 + 16 * ib, 4 + (ib >> 1), 4u * (uint32_t)(ib & 1), 16u + 2u * (uint32_t)ib};
+    }
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        const uint2 v0 = __ldg(reinterpret_cast<const uint2 *>(b + L.qoff));
+        const uint2 v1 = __ldg(reinterpret_cast<const uint2 *>(b + L.qoff + 8));
+        const uint32_t w[4] = {v0.x, v0.y, v1.x, v1.y};
 #pragma unroll
-        for (int t = 0; t < 2; t++) {
-#pragma unroll
-            for (int p = 0; p < 2; p++) {
-                /* nibbles [lo b, hi b, lo b+1, hi b+1] of bytes b = 4t+2p, b+1 */
-                const uint32_t kv = lookup4((w[t] >> (16 * p)) & 0xFFFFu);
-                const int e = 4 * t + 2 * p;
-                q[e] = magic_byte<0>(kv) - bias;
-                q[8 + e] = magic_byte<1>(kv) - bias;
-                q[e + 1] = magic_byte<2>(kv) - bias;
-                q[8 + e + 1] = magic_byte<3>(kv) - bias;
-            }
+        for (int i = 0; i < 4; i++) {
+            q[i] = lookup4(lo_nib(w[i]));
+            q[4 + i] = lookup4(hi_nib(w[i]));
         }
-        const int sl = (b[4 + (ib >> 1)] >> (4 * (ib & 1))) & 0xF;
-        const int sh = (*reinterpret_cast<const uint16_t *>(b + 2) >> (2 * ib)) & 3;
-        d = ld_f16(b) * (float)((sl | sh << 4) - 32);
-        m = 0.0f;
+        const uint32_t h = __ldg(reinterpret_cast<const uint32_t *>(b)); /* d | scales_h */
+        const int sl = (__ldg(b + L.soff) >> L.lsh) & 0xF;
+        const int sh = (int)(h >> L.hsh) & 3;
+        d[0] = d[1] = f16_lo(h) * (float)((sl | sh << 4) - 32);
+        m[0] = m[1] = 0.0f;
     }
 };
 

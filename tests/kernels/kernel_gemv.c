@@ -424,6 +424,7 @@ static void bench_copy(void)
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a CUDA_CHECK abort must not swallow the lines before it */
     char err[256];
     g_ctx = cuda_ctx_init(0, err, sizeof err);
     if (!g_ctx) {

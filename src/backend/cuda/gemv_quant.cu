@@ -33,9 +33,11 @@ namespace {
 
 constexpr int NT = 128; /* threads per block: 4 independent warps */
 
-/* Byte layout of one prepared vector (stride rounded to 256 bytes):
- *   X0 (n) u8 | X1 (n) u8 | X2 (n) i8 | scale (n/32) f32 | xsum (n/16) f32 */
-__host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (3 * n + n / 8 + n / 4 + 255) & ~(uint64_t)255; }
+/* Byte layout of one prepared vector (n a multiple of 32; every part 16-byte
+ * aligned, the stride rounded to 256 bytes):
+ *   X0 (n) u8 | X1 (n) u8 | X2 (n) i8 | scale (n/32) f32 | pad | xsum (n/16) f32 */
+__host__ __device__ inline uint64_t xq_sum_off(uint64_t n) { return 3 * n + ((n / 8 + 15) & ~(uint64_t)15); }
+__host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (xq_sum_off(n) + n / 4 + 255) & ~(uint64_t)255; }
 
 /* One warp per 32 activations: max |x| → X = rint(x · (2^23−1) / max). */
 __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restrict__ x, uint32_t n, uint32_t nb,
@@ -67,7 +69,7 @@ __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restric
     base[n + i] = (uint8_t)((X >> 8) & 0xFF);
     base[2 * (uint64_t)n + i] = (uint8_t)((X >> 16) & 0xFF);
     float *scale = reinterpret_cast<float *>(base + 3 * (uint64_t)n);
-    float *xsum = scale + n / 32;
+    float *xsum = reinterpret_cast<float *>(base + xq_sum_off(n));
     if (lane == 0)
         scale[blk] = mx > 0.0f ? mx / 8388607.0f : 0.0f;
     if ((lane & 15) == 0)
@@ -123,7 +125,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
             const float sx = __ldg(sc + e / 32);
             float2 xs = make_float2(0.0f, 0.0f);
             if constexpr (Q::HAS_M)
-                xs = __ldg(reinterpret_cast<const float2 *>(sc + n / 32 + e / 16)); /* Σx of each 16 */
+                xs = __ldg(reinterpret_cast<const float2 *>(xb + xq_sum_off(n)) + e / 32); /* Σx of each 16 */
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float a = acc[r * NB + b];

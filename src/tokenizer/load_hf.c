@@ -529,7 +529,12 @@ int tok_load_hf(struct tok_model *m, const char *json_path, const char *config_p
         return err_set(err, errlen, "%s: %lld bytes is too large for a tokenizer.json", json_path,
                        (long long)st.st_size);
     json_error_t je;
-    json_t *root = json_load_file(json_path, JSON_ALLOW_NUL, &je);
+    size_t json_len;
+    char *json_text = read_small_file(json_path, HF_MAX_JSON_BYTES, &json_len); /* json_load_file reads by fgetc */
+    if (!json_text)
+        return err_set(err, errlen, "%s: cannot read", json_path);
+    json_t *root = json_loadb(json_text, json_len, JSON_ALLOW_NUL, &je);
+    free(json_text);
     if (!root)
         return err_set(err, errlen, "%s:%d:%d: malformed JSON: %s", json_path, je.line, je.column, je.text);
     json_t *cfg = NULL;

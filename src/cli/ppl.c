@@ -8,7 +8,8 @@
  * by the log-softmax of the logits at the position before it. Perplexity =
  * exp(mean negative log-likelihood) over all scored tokens. --dump writes the
  * token ids, memra's top-1 prediction and the NLL of every scored position as
- * JSON, so tools/real_model_check.py can run transformers on the same ids.
+ * JSON (top-1 at every position of a window, NLL at all but the last), so
+ * tools/real_model_check.py can run transformers on the same ids.
  */
 #include "core/log.h"
 #include "engine/engine.h"
@@ -168,19 +169,21 @@ int main(int argc, char **argv)
             }
         }
         double wsum = 0.0;
-        for (uint32_t i = 0; i + 1 < ctx; i++) {
+        for (uint32_t i = 0; i < ctx; i++) {
             const float *l = logits + (size_t)i * V;
             uint32_t best = 0;
             float mx = l[0];
             for (uint32_t v = 1; v < V; v++)
                 if (l[v] > mx)
                     mx = l[v], best = v;
+            top1[w * ctx + i] = (int32_t)best;
+            if (i + 1 == ctx)
+                break; /* the last position predicts a token outside the window */
             double z = 0.0;
             for (uint32_t v = 0; v < V; v++)
                 z += exp((double)l[v] - mx);
             const double lp = (double)l[tk[i + 1]] - mx - log(z);
             wsum -= lp;
-            top1[w * ctx + i] = (int32_t)best;
             nll[w * ctx + i] = (float)-lp;
             agree_next += best == (uint32_t)tk[i + 1];
         }
@@ -200,9 +203,10 @@ int main(int argc, char **argv)
         for (uint64_t i = 0; i < n_windows * ctx; i++)
             json_array_append_new(jt, json_integer(ids[i]));
         for (uint64_t w = 0; w < n_windows; w++)
-            for (uint32_t i = 0; i + 1 < ctx; i++) {
+            for (uint32_t i = 0; i < ctx; i++) {
                 json_array_append_new(j1, json_integer(top1[w * ctx + i]));
-                json_array_append_new(jn, json_real(nll[w * ctx + i]));
+                if (i + 1 < ctx)
+                    json_array_append_new(jn, json_real(nll[w * ctx + i]));
             }
         json_object_set_new(o, "ctx", json_integer(ctx));
         json_object_set_new(o, "tokens", jt);

@@ -168,7 +168,7 @@ static struct bpe_cache_entry *cache_find(struct bpe_scratch *s, const char *w, 
 
 static int cache_grow(struct bpe_scratch *s)
 {
-    size_t cap = s->cache_cap ? s->cache_cap * 2 : 4096;
+    size_t cap = s->cache_cap ? s->cache_cap * 2 : 64; /* grows with the text: short prompts stay cheap */
     struct bpe_cache_entry *old = s->cache;
     size_t old_cap = s->cache_cap;
     s->cache = calloc(cap, sizeof(*s->cache));

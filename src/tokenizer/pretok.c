@@ -116,8 +116,8 @@ int pretok_add_regex(struct tok_model *m, const char *pattern, size_t len, enum 
         return err_set(err, errlen, "%s: pre-tokenizer regex does not compile at offset %zu: %s", m->path,
                        (size_t)eo, (const char *)msg);
     }
-    /* JIT is an optimisation: pcre2_match falls back to the interpreter without it */
-    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    /* JIT is an optimisation: without it pcre2_match interprets the pattern */
+    m->split[m->n_split].jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
     m->split[m->n_split].re = re;
     m->split[m->n_split].behavior = b;
     m->split[m->n_split].invert = invert;
@@ -190,7 +190,8 @@ static int split_piece(const struct tok_split_step *st, struct pretok_scratch *s
     size_t gap = 0;            /* end of the last match */
     bool have_run = false;     /* SPLIT_CONTIGUOUS: a run of adjacent matches is open at cur */
     while (pos <= n) {
-        int rc = pcre2_match(st->re, subj, n, pos, PCRE2_NO_UTF_CHECK, s->md, s->mc);
+        int rc = st->jit ? pcre2_jit_match(st->re, subj, n, pos, 0, s->md, s->mc)
+                         : pcre2_match(st->re, subj, n, pos, PCRE2_NO_UTF_CHECK, s->md, s->mc);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0)

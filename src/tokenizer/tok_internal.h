@@ -101,7 +101,8 @@ struct tok_norm_step {
 /* --- pre-tokenizer: regex splits applied in sequence to every piece --- */
 enum tok_split_behavior { SPLIT_ISOLATED, SPLIT_REMOVED, SPLIT_MERGED_PREV, SPLIT_MERGED_NEXT, SPLIT_CONTIGUOUS };
 struct tok_split_step {
-    pcre2_code *re;      /* JIT-compiled when the platform allows */
+    pcre2_code *re;
+    bool jit;            /* JIT-compiled: matched with pcre2_jit_match */
     enum tok_split_behavior behavior;
     bool invert;         /* the pattern marks the pieces to keep rather than the separators */
 };

@@ -76,20 +76,12 @@ uint16_t quant_f32_to_bf16(float f)
 
 float quant_f8e4m3_to_f32(uint8_t v)
 {
-    const uint32_t sign = (uint32_t)(v & 0x80u) << 24;
-    if ((v & 0x7fu) == 0x7fu)
-        return f32_from_bits(sign | 0x7fc00000u);
-    /* E4M3 magnitude bits placed as an f32 exponent/mantissa (bias 127), then
-     * rescaled by 2^(127−7): exact for normals and subnormals alike. */
-    const float mag = f32_from_bits((uint32_t)(v & 0x7fu) << 20) * 0x1p120f;
-    return f32_from_bits(f32_bits(mag) | sign);
+    return quant_f8e4m3_to_f32_inline(v);
 }
 
 float quant_f8e5m2_to_f32(uint8_t v)
 {
-    if ((v & 0x7fu) > 0x7cu)
-        return f32_from_bits((uint32_t)(v & 0x80u) << 24 | 0x7fc00000u);
-    return quant_f16_to_f32_inline((uint16_t)(v << 8)); /* E5M2 is the top byte of an f16 */
+    return quant_f8e5m2_to_f32_inline(v);
 }
 
 void quant_row_f32_to_f16(const float *src, uint16_t *dst, uint64_t n)

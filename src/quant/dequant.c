@@ -33,7 +33,7 @@ int quant_dequantize_row(enum dtype t, const void *src, float *dst, uint64_t n)
         break;
     case DTYPE_F16:
         for (uint64_t i = 0; i < n; i++)
-            dst[i] = quant_f16_to_f32_inline((uint16_t)(s[2 * i] | s[2 * i + 1] << 8));
+            dst[i] = quant_load_f16(s + 2 * i);
         break;
     case DTYPE_BF16:
         for (uint64_t i = 0; i < n; i++) {
@@ -43,11 +43,11 @@ int quant_dequantize_row(enum dtype t, const void *src, float *dst, uint64_t n)
         break;
     case DTYPE_F8_E4M3:
         for (uint64_t i = 0; i < n; i++)
-            dst[i] = quant_f8e4m3_to_f32(s[i]);
+            dst[i] = quant_f8e4m3_to_f32_inline(s[i]);
         break;
     case DTYPE_F8_E5M2:
         for (uint64_t i = 0; i < n; i++)
-            dst[i] = quant_f8e5m2_to_f32(s[i]);
+            dst[i] = quant_f8e5m2_to_f32_inline(s[i]);
         break;
     case DTYPE_Q4_0: DEQ_BLOCKS(quant_block_q4_0, 18, 32); break;
     case DTYPE_Q4_1: DEQ_BLOCKS(quant_block_q4_1, 20, 32); break;

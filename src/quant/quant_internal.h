@@ -34,22 +34,69 @@
 #define QUANT_QK 32   /* elements of a Q*_0 / Q*_1 / IQ4_NL block */
 #define QUANT_QK_K 256 /* elements of a K / IQ4_XS super-block */
 
-/* Branch-free f16 → f32 (vectorisable): the 15 magnitude bits moved into an f32
- * exponent/mantissa with bias 127, then scaled by 2^(127−15) — exact for normal
- * and subnormal halves; exponent 31 (inf/NaN) is patched separately. */
+/* The small float formats → f32 without branches and without ever feeding a
+ * subnormal f32 to the FPU (a subnormal operand costs a ~100-cycle microcode
+ * assist on x86): normal inputs are rebiased with an integer add on the bits;
+ * subnormal inputs m·2^(1−bias−mbits) are made as the normal number
+ * 2^(1−bias)·(1 + m/2^mbits) minus 2^(1−bias), which is exact; inf/NaN are
+ * patched with integer selects. Every lane computes every case and a mask picks
+ * one, so gcc vectorises loops over these. */
+static inline float quant_bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t quant_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline uint32_t quant_mask(int cond)
+{
+    return (uint32_t) - (int32_t)(cond != 0);
+}
+
+/* IEEE binary16 → f32, exact; NaN payloads kept (as numpy). */
 static inline float quant_f16_to_f32_inline(uint16_t h)
 {
-    uint32_t mag = (uint32_t)(h & 0x7fffu) << 13;
-    float f;
-    memcpy(&f, &mag, 4);
-    f *= 0x1p112f;
-    uint32_t bits;
-    memcpy(&bits, &f, 4);
-    if ((h & 0x7c00u) == 0x7c00u)
-        bits = 0x7f800000u | mag; /* inf (mag mantissa 0) or NaN with its payload */
-    bits |= (uint32_t)(h & 0x8000u) << 16;
-    memcpy(&f, &bits, 4);
-    return f;
+    const uint32_t mag = (uint32_t)(h & 0x7fffu) << 13; /* exponent at f32's place, bias 15 */
+    const uint32_t e = h & 0x7c00u;
+    const uint32_t normal = mag + (112u << 23);
+    const uint32_t sub = quant_f32_bits(quant_bits_f32(mag + (113u << 23)) - 0x1p-14f);
+    const uint32_t special = 0x7f800000u | mag;
+    const uint32_t is_sub = quant_mask(e == 0), is_special = quant_mask(e == 0x7c00u);
+    const uint32_t bits = (normal & ~(is_sub | is_special)) | (sub & is_sub) | (special & is_special);
+    return quant_bits_f32(bits | (uint32_t)(h & 0x8000u) << 16);
+}
+
+/* OCP FP8 E4M3 ("fn": no inf; S.1111.111 is NaN) → f32, exact; NaN → the
+ * canonical quiet NaN with the sign (ml_dtypes / torch). */
+static inline float quant_f8e4m3_to_f32_inline(uint8_t v)
+{
+    const uint32_t mag = (uint32_t)(v & 0x7fu) << 20; /* bias 7 */
+    const uint32_t normal = mag + (120u << 23);
+    const uint32_t sub = quant_f32_bits(quant_bits_f32(mag + (121u << 23)) - 0x1p-6f);
+    const uint32_t is_sub = quant_mask((v & 0x78u) == 0), is_nan = quant_mask((v & 0x7fu) == 0x7fu);
+    const uint32_t bits = (normal & ~(is_sub | is_nan)) | (sub & is_sub) | (0x7fc00000u & is_nan);
+    return quant_bits_f32(bits | (uint32_t)(v & 0x80u) << 24);
+}
+
+/* OCP FP8 E5M2 (IEEE-like, bias 15) → f32, exact; S.11111.00 is ±inf, other
+ * exponent-31 codes NaN → the canonical quiet NaN with the sign (ml_dtypes). */
+static inline float quant_f8e5m2_to_f32_inline(uint8_t v)
+{
+    const uint32_t mag = (uint32_t)(v & 0x7fu) << 21;
+    const uint32_t normal = mag + (112u << 23);
+    const uint32_t sub = quant_f32_bits(quant_bits_f32(mag + (113u << 23)) - 0x1p-14f);
+    const uint32_t is_sub = quant_mask((v & 0x7cu) == 0), is_inf = quant_mask((v & 0x7fu) == 0x7cu),
+                   is_nan = quant_mask((v & 0x7fu) > 0x7cu);
+    const uint32_t bits = (normal & ~(is_sub | is_inf | is_nan)) | (sub & is_sub) | (0x7f800000u & is_inf) |
+                          (0x7fc00000u & is_nan);
+    return quant_bits_f32(bits | (uint32_t)(v & 0x80u) << 24);
 }
 
 static inline float quant_load_f16(const uint8_t *p)

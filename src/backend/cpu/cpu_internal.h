@@ -53,6 +53,8 @@ static inline float *cpu_kv_row(const struct cpu_backend *b, uint32_t slot, uint
     return b->kv + i * b->kv_dim;
 }
 
+/* Σ a[i]·b[i], a fixed summation order (AVX2 when the CPU has it, same bits). */
+float cpu_dot_f32(const float *a, const float *b, uint64_t n);
 /* y (T, w->rows) = x (T, w->cols) · wᵀ, rows split across the pool. */
 void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, const float *x, float *y, uint32_t T);
 /* The same for two or three weights sharing the input (q/k/v, gate/up) in one

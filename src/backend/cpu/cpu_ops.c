@@ -15,6 +15,28 @@
 #include <math.h>
 #include <string.h>
 
+/* ---- dot ------------------------------------------------------------------- */
+
+/* Σ a·b in 16 lanes (element i → lane i mod 16), folded pairwise: the order of
+ * the float operations is fixed by this source, so the AVX2 and the baseline
+ * clone give the same bits (no FMA contraction: ISO C mode). */
+#define DOT_LANES 16
+__attribute__((target_clones("avx2", "default"))) float cpu_dot_f32(const float *restrict a,
+                                                                    const float *restrict b, uint64_t n)
+{
+    float acc[DOT_LANES] = {0};
+    uint64_t i = 0;
+    for (; i + DOT_LANES <= n; i += DOT_LANES)
+        for (int l = 0; l < DOT_LANES; l++)
+            acc[l] += a[i + l] * b[i + l];
+    for (; i < n; i++)
+        acc[i % DOT_LANES] += a[i] * b[i];
+    for (int s = DOT_LANES / 2; s > 0; s /= 2)
+        for (int l = 0; l < s; l++)
+            acc[l] += acc[l + s];
+    return acc[0];
+}
+
 /* ---- matmul ---------------------------------------------------------------- */
 
 /* Rows [r0, r1) of w for T tokens. Each row is expanded to float32 once into
@@ -40,14 +62,14 @@ static void matmul_rows(const struct model_weight *w, const float *x, float *y, 
                 for (uint64_t kb = 0; kb < nbc; kb++) {
                     const uint64_t c0 = kb * MODEL_FP8_BLOCK;
                     const uint64_t n = w->cols - c0 < MODEL_FP8_BLOCK ? w->cols - c0 : MODEL_FP8_BLOCK;
-                    acc += s[kb] * quant_dot_row_f32(DTYPE_F32, row + c0, xt + c0, n);
+                    acc += s[kb] * cpu_dot_f32(row + c0, xt + c0, n);
                 }
                 y[(uint64_t)t * w->rows + r] = acc;
             }
         } else {
             for (uint32_t t = 0; t < T; t++)
                 y[(uint64_t)t * w->rows + r] =
-                    w->scale * quant_dot_row_f32(DTYPE_F32, row, x + (uint64_t)t * w->cols, w->cols);
+                    w->scale * cpu_dot_f32(row, x + (uint64_t)t * w->cols, w->cols);
         }
     }
 }
@@ -205,7 +227,7 @@ static void sdpa_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
         float mx = -INFINITY;
         for (uint32_t s = p0; s <= p; s++) {
             const float *k = cpu_kv_row(b, slot, j->layer, 0, s) + (uint64_t)kvh * hd;
-            const float d = quant_dot_row_f32(DTYPE_F32, k, q, hd) * c->attn_scale;
+            const float d = cpu_dot_f32(k, q, hd) * c->attn_scale;
             sc[s - p0] = d;
             mx = d > mx ? d : mx;
         }

@@ -21,9 +21,11 @@
  * IQ4_NL, 256 for the K types and IQ4_XS); a row occupies
  * n / block_size * type_size bytes (dtype_row_bytes). Rows need no alignment.
  *
- * Inner loops are plain C written so that gcc -O2/-O3 vectorises them (this
- * library is compiled with -O3); no intrinsics. Thread safety: every function is
- * pure (reads its inputs, writes only its outputs); call from any thread.
+ * Inner loops are plain C written so that gcc -O2 vectorises them (fixed-width
+ * lane loops, integer selects instead of float branches, no subnormal operands);
+ * no intrinsics, and -ffp-contract=off keeps every multiply and add separately
+ * rounded (bit-exactness). Thread safety: every function is pure (reads its
+ * inputs, writes only its outputs); call from any thread.
  */
 #ifndef MEMRA_QUANT_QUANT_H
 #define MEMRA_QUANT_QUANT_H
@@ -38,17 +40,20 @@
 /* IEEE binary16 → binary32; exact for every input (subnormals, ±inf, NaN with
  * its payload shifted into the f32 mantissa, as numpy/ml_dtypes do). */
 float quant_f16_to_f32(uint16_t h);
-/* binary32 → binary16, round to nearest even; overflow gives ±inf, NaN stays a
- * NaN (quiet, payload truncated, sign kept), as numpy's float32→float16. */
+/* binary32 → binary16, round to nearest even; overflow gives ±inf; a NaN stays
+ * a NaN with its sign (payload truncated to 10 bits, made non-zero), exactly as
+ * numpy's software float32→float16 cast. */
 uint16_t quant_f32_to_f16(float f);
 /* bfloat16 → binary32: exact (the upper 16 bits of a float). */
 float quant_bf16_to_f32(uint16_t h);
-/* binary32 → bfloat16, round to nearest even; NaN stays a quiet NaN with its
- * sign (as ml_dtypes / torch). */
+/* binary32 → bfloat16, round to nearest even; a NaN becomes the canonical quiet
+ * NaN 0x7fc0 with its sign (as ml_dtypes / torch). */
 uint16_t quant_f32_to_bf16(float f);
-/* OCP FP8 E4M3 ("fn": no infinities; S.1111.111 is NaN, max ±448) → f32, exact. */
+/* OCP FP8 E4M3 ("fn": no infinities; S.1111.111 is NaN, max ±448) → f32, exact;
+ * NaN → the canonical quiet NaN with its sign (as ml_dtypes / torch). */
 float quant_f8e4m3_to_f32(uint8_t v);
-/* OCP FP8 E5M2 (IEEE-like: S.11111.00 is ±inf, S.11111.xx NaN) → f32, exact. */
+/* OCP FP8 E5M2 (IEEE-like: S.11111.00 is ±inf, S.11111.xx NaN) → f32, exact;
+ * NaN → the canonical quiet NaN with its sign (as ml_dtypes / torch). */
 float quant_f8e5m2_to_f32(uint8_t v);
 
 /* Row conversions for activations / KV caches (n any length). */
@@ -65,12 +70,16 @@ bool quant_can_compute(enum dtype t);
  * untouched). Bit-exact with gguf.quants.dequantize (see the top of this file). */
 int quant_dequantize_row(enum dtype t, const void *src, float *dst /* (n) */, uint64_t n);
 
-/* Σ_i w_i·x_i over one row of type t, dequantizing on the fly, f32 accumulation
- * in several partial sums. Equal to quant_dequantize_row followed by a dot
- * product up to summation order and where a block scale is factored out of its
- * block's sum. Stated tolerance (checked by tests/unit/test_quant_dot.c against
- * a double-precision dot of the dequantized row, for n ≤ 65536):
- *     |result − exact| ≤ 1e-5 · Σ_i |w_i·x_i| + 1e-30
+/* Σ_i w_i·x_i over one row of type t, dequantizing on the fly, f32 arithmetic.
+ * The w_i are exactly quant_dequantize_row's values, and the summation order is
+ * fixed (so the result is the same on every x86 vector width):
+ *     acc[l] = Σ over i ≡ l (mod 16), i increasing, of fl(w_i·x_i), from 0;
+ *     then acc[l] += acc[l+8] (l < 8), += acc[l+4] (l < 4), += acc[l+2], += acc[l+1];
+ *     result acc[0].
+ * Tolerance against the exact dot of the dequantized row (checked by
+ * tests/unit/test_quant_dot.c against a double-precision dot, and the order
+ * above bit for bit):
+ *     |result − Σ w_i·x_i| ≤ (n/16 + 5)·2^-24·Σ_i |w_i·x_i| + n·2^-149
  * Preconditions (asserted, abort on violation — validate at load time with
  * quant_can_compute and dtype_row_bytes): t computed, n a multiple of the block
  * size. Non-finite weights or inputs propagate as IEEE arithmetic does. */

@@ -222,6 +222,13 @@ static int bpe_merge_word(const struct tok_model *m, struct bpe_scratch *s, cons
     }
     s->next[ns - 1] = -1;
     s->heap_n = 0;
+    /* start every pair's hash probe at once: the merge table is megabytes, so
+     * overlapping the cache misses beats taking them one after another */
+    if (m->merges.cap)
+        for (int32_t i = 0; i + 1 < ns; i++) {
+            uint64_t key = (uint64_t)(uint32_t)s->id[i] << 32 | (uint32_t)s->id[i + 1];
+            __builtin_prefetch(&m->merges.slots[u64map_hash(key) & (m->merges.cap - 1)]);
+        }
     for (int32_t i = 0; i + 1 < ns; i++)
         if (try_pair(m, s, i) != 0)
             return -1;

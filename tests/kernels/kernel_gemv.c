@@ -125,7 +125,7 @@ static uint64_t row_bytes_of(enum dtype t, uint64_t n)
 
 /* ---- correctness ----------------------------------------------------------- */
 
-static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, bool prepared)
+static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, int ks, bool prepared)
 {
     const uint64_t rb = row_bytes_of(t, n);
     uint8_t *w = malloc(rows * rb);
@@ -145,7 +145,7 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_fill_nan_f32(g_ctx, dy, rows * batch);
     if (prepared) /* the shared-activation path: prep once, GEMV with the flag */
         cuda_gemv_prep_x(g_ctx, dx, n, batch);
-    cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, batch, dy, scale, rpb, prepared ? CUDA_GEMV_X_PREPARED : 0);
+    cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, batch, dy, scale, rpb, ks, prepared ? CUDA_GEMV_X_PREPARED : 0);
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y, dy, sizeof(float) * rows * batch);
 
@@ -169,8 +169,8 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     }
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     char label[128];
-    snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d%s", dtype_name(t), rows, n, batch, rpb,
-             prepared ? " prepared" : "");
+    snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d ks %d%s", dtype_name(t), rows, n, batch,
+             rpb, ks, prepared ? " prepared" : "");
     CHECK_MSG(bad == 0 && rel <= TOL, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
               TOL);
     printf("check %-36s rel err %.2e%s\n", label, rel, bad || rel > TOL ? "  FAIL" : "");
@@ -188,17 +188,18 @@ static void check_type(enum dtype t)
     /* one full 4096-column tile; multi-tile with a partial last tile; an odd row length */
     const uint64_t n_odd = qk == 1 ? (t == DTYPE_F8_E4M3 ? 4112 : 4104) : qk == 32 ? 4128 : 4352;
     const int rpbs[] = {1, 2, 4};
-    for (int k = 0; k < 3; k++) {
-        check_gemv(t, 257, 4096, 1, rpbs[k], false);
-        check_gemv(t, 67, 14336, 1, rpbs[k], false);
-        check_gemv(t, 13, n_odd, 1, rpbs[k], false);
-    }
+    for (int k = 0; k < 3; k++)
+        for (int ks = 1; ks <= (is_quant_block(t) ? 4 : 1); ks += 3) {
+            check_gemv(t, 257, 4096, 1, rpbs[k], ks, false);
+            check_gemv(t, 67, 14336, 1, rpbs[k], ks, false);
+            check_gemv(t, 13, n_odd, 1, rpbs[k], ks, false);
+        }
     if (is_quant_block(t))
-        check_gemv(t, 300, 4096, 1, 0, true);
+        check_gemv(t, 300, 4096, 1, 0, 0, true);
     for (uint32_t b = 2; b <= CUDA_GEMV_MAX_BATCH; b += 3) /* 2, 5, 8 */
-        check_gemv(t, 97, 4096, b, 0, false);
-    check_gemv(t, 61, 14336, 3, 0, false);
-    check_gemv(t, 29, n_odd, 8, 0, is_quant_block(t));
+        check_gemv(t, 97, 4096, b, 0, 0, false);
+    check_gemv(t, 61, 14336, 3, 0, 0, false);
+    check_gemv(t, 29, n_odd, 8, 0, 0, is_quant_block(t));
 }
 
 static void check_rmsnorm(uint32_t nrows, uint32_t n, bool residual)
@@ -295,7 +296,7 @@ struct bench {
     uint16_t *xb; /* (n) bf16, cuBLAS */
     float *y;   /* (8, rows) */
     uint32_t batch;
-    int rpb;        /* variant; -1: cuBLAS */
+    int rpb, ks;    /* variant; rpb -1: cuBLAS */
     unsigned flags; /* CUDA_GEMV_X_PREPARED: time the GEMV alone */
 };
 
@@ -304,7 +305,7 @@ static void bench_launch(struct bench *b, int copy)
     if (b->rpb < 0)
         cuda_blas_gemv_bf16(g_ctx, b->w[copy], b->rows, b->n, b->xb, b->y);
     else
-        cuda_gemv_variant(g_ctx, b->t, b->w[copy], b->rows, b->n, b->x, b->batch, b->y, 1.0f, b->rpb, b->flags);
+        cuda_gemv_variant(g_ctx, b->t, b->w[copy], b->rows, b->n, b->x, b->batch, b->y, 1.0f, b->rpb, b->ks, b->flags);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -457,33 +458,34 @@ int main(int argc, char **argv)
     bench_copy();
     /* our kernels first, cuBLAS last (the table needs both) */
     static double auto_us[NTYPES][NSHAPES], best_us[NTYPES][NSHAPES], mb[NTYPES][NSHAPES];
-    static int best_rpb[NTYPES][NSHAPES];
+    static int best_rpb[NTYPES][NSHAPES], best_ks[NTYPES][NSHAPES];
     double batch_us[NTYPES][4];
     for (size_t k = 0; k < NTYPES; k++) {
         const enum dtype t = types[k];
         for (size_t s = 0; s < NSHAPES; s++) {
             struct bench b;
             bench_alloc(&b, t, shapes[s].rows, shapes[s].n);
-            b.rpb = 0, b.flags = 0;
+            b.rpb = 0, b.ks = 0, b.flags = 0;
             auto_us[k][s] = bench_time(&b); /* what cuda_gemv costs, activation prep included */
-            best_us[k][s] = 1e30, best_rpb[k][s] = 0;
+            best_us[k][s] = 1e30, best_rpb[k][s] = 0, best_ks[k][s] = 0;
             mb[k][s] = b.bytes / 1e6;
             if (is_quant_block(t)) { /* the GEMV alone, x prepared once outside the timed graph */
                 cuda_gemv_prep_x(g_ctx, b.x, b.n, 1);
                 b.flags = CUDA_GEMV_X_PREPARED;
             }
-            for (int rpb = 1; rpb <= 4; rpb *= 2) {
-                b.rpb = rpb;
-                double us = bench_time(&b);
-                printf("  %-7s %-8s rows/%s %d: %8.2f us\n", dtype_name(t), shapes[s].name,
-                       is_quant_block(t) ? "warp" : "block", rpb, us);
-                if (us < best_us[k][s])
-                    best_us[k][s] = us, best_rpb[k][s] = rpb;
-            }
+            for (int rpb = 1; rpb <= 4; rpb *= 2)
+                for (int ks = 1; ks <= (is_quant_block(t) ? 4 : 1); ks += 3) {
+                    b.rpb = rpb, b.ks = ks;
+                    double us = bench_time(&b);
+                    printf("  %-7s %-8s rows/%s %d ksplit %d: %8.2f us\n", dtype_name(t), shapes[s].name,
+                           is_quant_block(t) ? "warp" : "block", rpb, ks, us);
+                    if (us < best_us[k][s])
+                        best_us[k][s] = us, best_rpb[k][s] = rpb, best_ks[k][s] = ks;
+                }
             if (s == 3) { /* gate/up 14336x4096: batches 1, 2, 4, 8 with the launcher's choice, prep included */
                 b.flags = 0;
                 for (int i = 0; i < 4; i++) {
-                    b.rpb = 0, b.batch = 1u << i;
+                    b.rpb = 0, b.ks = 0, b.batch = 1u << i;
                     batch_us[k][i] = bench_time(&b);
                 }
             }
@@ -551,17 +553,18 @@ int main(int argc, char **argv)
     }
 
     printf("\n## GEMV, batch 1 (MB = weight matrix; %% of %.1f TB/s; auto = cuda_gemv as the engine calls it, the"
-           " activation prep kernel of the quantized types included; best = fastest rows-per-block/warp R of 1/2/4,"
-           " the GEMV kernel alone; cuBLAS = bf16 cublasGemmEx, same shape, same run; ratio = cuBLAS us / auto us)\n\n",
+           " activation prep kernel of the quantized types included; best = fastest rows-per-block/warp R of 1/2/4"
+           " and (quantized) ksplit 1/4, the GEMV kernel alone; cuBLAS = bf16 cublasGemmEx, same shape, same run; ratio = cuBLAS us / auto us)\n\n",
            BW_REF_GBS / 1000);
-    printf("| type    | shape                  |      MB |  auto us |  GB/s |  %%BW  | best us (R) | %%BW   | cuBLAS us | ratio |\n");
-    printf("|---------|------------------------|---------|----------|-------|-------|-------------|-------|-----------|-------|\n");
+    printf("| type    | shape                  |      MB |  auto us |  GB/s |  %%BW  | best us (R,ks) | %%BW   | cuBLAS us | ratio |\n");
+    printf("|---------|------------------------|---------|----------|-------|-------|----------------|-------|-----------|-------|\n");
     for (size_t k = 0; k < NTYPES; k++)
         for (size_t s = 0; s < NSHAPES; s++) {
             const double gbs = mb[k][s] * 1e3 / auto_us[k][s], gbs_best = mb[k][s] * 1e3 / best_us[k][s];
-            printf("| %-7s | %-8s %6" PRIu64 "x%-6" PRIu64 " | %7.1f | %8.2f | %5.0f | %5.1f | %7.2f (%d) | %5.1f | %9.2f | %5.2f |\n",
+            printf("| %-7s | %-8s %6" PRIu64 "x%-6" PRIu64 " | %7.1f | %8.2f | %5.0f | %5.1f | %7.2f (%d,%d)  | %5.1f | %9.2f | %5.2f |\n",
                    dtype_name(types[k]), shapes[s].name, shapes[s].rows, shapes[s].n, mb[k][s], auto_us[k][s], gbs,
-                   pct(gbs), best_us[k][s], best_rpb[k][s], pct(gbs_best), cublas_us[s], cublas_us[s] / auto_us[k][s]);
+                   pct(gbs), best_us[k][s], best_rpb[k][s], best_ks[k][s], pct(gbs_best), cublas_us[s],
+                   cublas_us[s] / auto_us[k][s]);
         }
     printf("\n## Batched GEMV, gate/up 14336x4096, us (launcher's choice, prep included)\n\n| type | b=1 | b=2 | b=4 | b=8 |\n|---|---|---|---|---|\n");
     for (size_t k = 0; k < NTYPES; k++)

@@ -110,10 +110,12 @@ void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x /* (batch, n) */, uin
 
 /* cuda_gemv with explicit launch shape and flags, for the benchmark's sweep and
  * for callers that share a prepared x: rows_per_block 1, 2 or 4 rows per
- * thread block (plain types) or per warp (quantized); 0 = the launcher's
- * choice; batch > 1 ignores it. Aborts on other values. */
+ * thread block (plain types) or per warp (quantized); ksplit (quantized) 1 =
+ * a warp walks whole rows, 4 = the 4 warps of a block split each row; 0 = the
+ * launcher's choice for either; batch > 1 ignores both. Aborts on other values. */
 void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
-                       const float *x, uint32_t batch, float *y, float scale, int rows_per_block, unsigned flags);
+                       const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int ksplit,
+                       unsigned flags);
 
 /* ---- baseline (cublas_ref.cu): cuBLAS bf16 GEMV through cublasGemmEx,
  * y (rows) f32 = W (rows, n) bf16 · x (n) bf16, f32 accumulation. For the

@@ -27,7 +27,8 @@ extern "C" void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t 
 }
 
 extern "C" void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
-                                  const float *x, uint32_t batch, float *y, float scale, int rpb, unsigned flags)
+                                  const float *x, uint32_t batch, float *y, float scale, int rpb, int ksplit,
+                                  unsigned flags)
 {
     if (!cuda_gemv_supported(t, rows, n))
         CUDA_FAIL("cuda_gemv: %s %llu×%llu not supported", dtype_name(t), (unsigned long long)rows,
@@ -42,11 +43,11 @@ extern "C" void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void
     }
     if (!(flags & CUDA_GEMV_X_PREPARED))
         gemv_quant_prep_x(ctx, x, n, batch);
-    gemv_quant_launch(ctx, t, w, rows, n, batch, y, scale, rpb);
+    gemv_quant_launch(ctx, t, w, rows, n, batch, y, scale, rpb, ksplit);
 }
 
 extern "C" void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                           const float *x, uint32_t batch, float *y, float scale)
 {
-    cuda_gemv_variant(ctx, t, w, rows, n, x, batch, y, scale, 0, 0);
+    cuda_gemv_variant(ctx, t, w, rows, n, x, batch, y, scale, 0, 0, 0);
 }

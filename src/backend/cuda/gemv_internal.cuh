@@ -30,7 +30,16 @@ static inline int gemv_pick_rows_per_warp(uint64_t rows, int sms)
     return 1;
 }
 
-/* rpb: rows per block (plain) or per warp (quantized); 0 = heuristic. */
+/* Warps sharing one row group (quantized kernels): 4 when 1 would leave fewer
+ * than ~2 waves of warps (short rows or few of them), else 1. */
+static inline int gemv_pick_ksplit(uint64_t rows, uint64_t n, int sms)
+{
+    (void)n;
+    return rows < (uint64_t)sms * 64 ? 4 : 1;
+}
+
+/* rpb: rows per block (plain) or per warp (quantized); 0 = heuristic.
+ * ks: warps per row group (quantized), 0 = heuristic. */
 void gemv_plain_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                        const float *x, uint32_t nb, float *y, float scale, int rpb);
 bool gemv_quant_has(enum dtype t);
@@ -38,6 +47,6 @@ bool gemv_quant_has(enum dtype t);
  * context's scratch buffer), not x itself. */
 void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_t nb);
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
-                       float *y, float scale, int rpb);
+                       float *y, float scale, int rpb, int ks);
 
 #endif

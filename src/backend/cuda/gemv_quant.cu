@@ -77,23 +77,30 @@ __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restric
     /* non-finite x: mx is inf/NaN and the scale carries it into y */
 }
 
-template <class Q, int R, int NB>
+/* KS = 1: each of the block's 4 warps owns its own R rows and walks them whole.
+ * KS = 4: the 4 warps share R rows, warp i taking blocks i·BPS.. of every 4·BPS
+ * (a quarter of each row): 4× more, 4× shorter work units, so the grid has
+ * more waves and a shorter tail, at the price of one shared-memory sum. */
+template <class Q, int R, int NB, int KS>
 __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                        uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
                                                        uint32_t nb, float *__restrict__ y, float scale)
 {
     constexpr int S = Q::QK / 32;   /* 32-element segments per block */
     constexpr int BPS = 32 / S;     /* blocks per warp step */
-    const uint32_t lane = threadIdx.x & 31;
-    const uint32_t row0 = (blockIdx.x * (NT / 32) + (threadIdx.x >> 5)) * R;
+    constexpr int W = NT / 32;
+    static_assert(KS == 1 || KS == W, "KS: 1 or all warps of the block");
+    const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
+    const uint32_t row0 = KS == 1 ? (blockIdx.x * W + wi) * R : blockIdx.x * R;
     if (row0 >= rows)
-        return;
+        return; /* with KS = W the whole block leaves together */
+    const uint32_t kstart = (KS == 1 ? 0 : wi * BPS) + lane / S, kstep = BPS * KS;
     const int seg = (int)(lane % S);
     const typename Q::lane_t L = Q::lane(seg);
     const uint8_t *wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) /* tail rows re-read the last row */
-        wr[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + (uint64_t)(lane / S) * Q::BS;
+        wr[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + (uint64_t)kstart * Q::BS;
     const uint64_t xstride = xq_stride(n);
     const uint32_t nblk = n / Q::QK;
 
@@ -103,13 +110,13 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
         acc[k] = 0.0f;
 
 #pragma unroll 2
-    for (uint32_t blk = lane / S; blk < nblk; blk += BPS) {
+    for (uint32_t blk = kstart; blk < nblk; blk += kstep) {
         uint32_t q[R][8];
         float d[R][2], m[R][2];
 #pragma unroll
         for (int r = 0; r < R; r++) {
             Q::get(wr[r], L, q[r], d[r], m[r]);
-            wr[r] += BPS * Q::BS;
+            wr[r] += kstep * Q::BS;
         }
         const uint32_t e = blk * Q::QK + 32 * seg; /* first element of the segment */
 #pragma unroll
@@ -146,6 +153,25 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
 #pragma unroll
     for (int k = 0; k < R * NB; k++)
         acc[k] = warp_sum(acc[k]);
+    if constexpr (KS > 1) {
+        __shared__ float red[W][R * NB];
+        if (lane == 0) {
+#pragma unroll
+            for (int k = 0; k < R * NB; k++)
+                red[wi][k] = acc[k];
+        }
+        __syncthreads();
+        if (wi != 0)
+            return;
+#pragma unroll
+        for (int k = 0; k < R * NB; k++) {
+            float t = 0.0f;
+#pragma unroll
+            for (int i = 0; i < W; i++)
+                t += red[i][k];
+            acc[k] = t;
+        }
+    }
     if (lane == 0) {
 #pragma unroll
         for (int r = 0; r < R; r++)
@@ -156,37 +182,44 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     }
 }
 
-template <class Q, int R, int NB>
+template <class Q, int R, int NB, int KS>
 void launch_q(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
               float scale)
 {
     const uint64_t row_bytes = n / Q::QK * Q::BS;
-    const uint64_t warps = (rows + R - 1) / R;
-    const uint32_t blocks = (uint32_t)((warps + NT / 32 - 1) / (NT / 32));
-    kernel_gemv_q<Q, R, NB><<<blocks, NT, 0, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows, (uint32_t)n, xq, nb,
-                                                   y, scale);
+    const uint64_t groups = (rows + R - 1) / R;
+    const uint32_t blocks = (uint32_t)(KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups);
+    kernel_gemv_q<Q, R, NB, KS><<<blocks, NT, 0, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows, (uint32_t)n, xq,
+                                                       nb, y, scale);
     CUDA_CHECK_LAUNCH();
 }
 
 template <class Q>
 void dispatch_q(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
-                float *y, float scale, int rpb)
+                float *y, float scale, int rpw, int ks)
 {
     if (nb > 4) {
-        launch_q<Q, 2, 8>(st, w, rows, n, xq, nb, y, scale);
+        launch_q<Q, 2, 8, 1>(st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (nb > 1) {
-        launch_q<Q, 2, 4>(st, w, rows, n, xq, nb, y, scale);
+        launch_q<Q, 2, 4, 1>(st, w, rows, n, xq, nb, y, scale);
         return;
     }
-    if (rpb == 0)
-        rpb = gemv_pick_rows_per_warp(rows, sms);
-    switch (rpb) {
-    case 1: launch_q<Q, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
-    case 2: launch_q<Q, 2, 1>(st, w, rows, n, xq, nb, y, scale); break;
-    case 4: launch_q<Q, 4, 1>(st, w, rows, n, xq, nb, y, scale); break;
-    default: CUDA_FAIL("gemv: rows_per_warp %d not in {1,2,4}", rpb);
+    if (rpw == 0)
+        rpw = gemv_pick_rows_per_warp(rows, sms);
+    if (ks == 0)
+        ks = gemv_pick_ksplit(rows, n, sms);
+    if (ks != 1 && ks != 4)
+        CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
+    switch (rpw * 8 + ks) {
+    case 9: launch_q<Q, 1, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 17: launch_q<Q, 2, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 33: launch_q<Q, 4, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 12: launch_q<Q, 1, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
+    case 20: launch_q<Q, 2, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
+    case 36: launch_q<Q, 4, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
+    default: CUDA_FAIL("gemv: rows_per_warp %d not in {1,2,4}", rpw);
     }
 }
 
@@ -224,7 +257,7 @@ void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_
 }
 
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
-                       float *y, float scale, int rpb)
+                       float *y, float scale, int rpb, int ks)
 {
     if (!ctx->xq || ctx->xq_n != n || ctx->xq_batch < nb)
         CUDA_FAIL("gemv %s: activations not prepared for n = %llu, batch %u (cuda_gemv_prep_x)", dtype_name(t),
@@ -233,13 +266,13 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
     cudaStream_t st = ctx->stream;
     const uint8_t *xq = (const uint8_t *)ctx->xq;
     switch (t) {
-    case DTYPE_Q8_0: dispatch_q<qt_q8_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
-    case DTYPE_Q4_0: dispatch_q<qt_q4_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
-    case DTYPE_Q4_1: dispatch_q<qt_q4_1>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
-    case DTYPE_Q4_K: dispatch_q<qt_q4_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
-    case DTYPE_Q5_K: dispatch_q<qt_q5_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
-    case DTYPE_Q6_K: dispatch_q<qt_q6_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
-    case DTYPE_IQ4_XS: dispatch_q<qt_iq4_xs>(st, sms, w, rows, n, xq, nb, y, scale, rpb); break;
+    case DTYPE_Q8_0: dispatch_q<qt_q8_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q4_0: dispatch_q<qt_q4_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q4_1: dispatch_q<qt_q4_1>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q4_K: dispatch_q<qt_q4_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q5_K: dispatch_q<qt_q5_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q6_K: dispatch_q<qt_q6_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_IQ4_XS: dispatch_q<qt_iq4_xs>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));
     }
 }

@@ -83,8 +83,8 @@ template <bool QS, bool XS> static __device__ __forceinline__ int dp4a(uint32_t 
 }
 
 /* Σ_i q_i·X_i over N words (4·N elements) with X = 65536·X2 + 256·X1 + X0:
- * the two low planes fit one int (|Σ| ≤ 32·128·255·257 < 2^31), the top plane
- * is scaled in float. */
+ * the two low planes fit one int (|q| ≤ 240 — Q4_K's in-place high nibbles —
+ * so |Σ| ≤ 32·240·255·257 < 2^31), the top plane is scaled in float. */
 template <bool QSIGNED, int N>
 static __device__ __forceinline__ float dot_qx(const uint32_t *q, const uint32_t *x0, const uint32_t *x1,
                                                const uint32_t *x2)
@@ -179,10 +179,13 @@ struct qt_q4_1 { /* f16 d | f16 m | qs[16]: x = d·q + m */
 struct qt_q4_k { /* f16 d | f16 dmin | scales[12] | qs[128]; sub-block j: x = d·sc_j·q − dmin·m_j */
     static constexpr int QK = 256, BS = 144;
     static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
-    struct lane_t { int qoff; uint32_t nsh, ssh; bool hi; };
-    static __device__ __forceinline__ lane_t lane(int j) /* sub-block j: nibble j&1 of qs[32·(j/2)..] */
+    /* sub-block j: nibble j&1 of qs[32·(j/2)..]. The high nibble is used in
+     * place (w & 0xF0F0F0F0 = 16·q) with d scaled by 1/16: one op a word. */
+    struct lane_t { int qoff; uint32_t mask, ssh; float dscale; bool hi; };
+    static __device__ __forceinline__ lane_t lane(int j)
     {
-        return {16 + 32 * (j >> 1), 4u * (uint32_t)(j & 1), 8u * (uint32_t)(j & 3), j >= 4};
+        return {16 + 32 * (j >> 1), (j & 1) ? 0xF0F0F0F0u : 0x0F0F0F0Fu, 8u * (uint32_t)(j & 3),
+                (j & 1) ? 0.0625f : 1.0f, j >= 4};
     }
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
@@ -192,10 +195,10 @@ struct qt_q4_k { /* f16 d | f16 dmin | scales[12] | qs[128]; sub-block j: x = d�
         ld_a16<8>(b + L.qoff, w);
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            q[i] = (w[i] >> L.nsh) & 0x0F0F0F0Fu;
+            q[i] = w[i] & L.mask;
         float sc, mn;
         k_scale_min(h, L.ssh, L.hi, sc, mn);
-        d[0] = d[1] = f16_lo(h.x) * sc;
+        d[0] = d[1] = f16_lo(h.x) * (sc * L.dscale);
         m[0] = m[1] = -f16_hi(h.x) * mn;
     }
 };

@@ -9,6 +9,13 @@
  * is cancelled; the engine frees their KV slots within one step, and the last
  * wake frees the request.
  *
+ * Heartbeat: evhttp keeps the connection's read timeout running while it writes
+ * a response (to notice a client that closes), and resets it on every write; a
+ * stream that is silent for longer than the timeout (long prefill, a busy
+ * engine) would be cut. So a streamed request sends an SSE comment
+ * (": keep-alive", which SSE clients ignore) when nothing was written for half
+ * the timeout. A client that stops reading still hits the write timeout.
+ *
  * Seeds: with "seed", choice j uses seed + j (distinct, reproducible samples);
  * without, each choice draws a random seed.
  */
@@ -51,6 +58,8 @@ struct gen_req {
     struct gen_choice *ch;     /* (n_ch) */
     uint32_t n_ch, n_done;
     struct event *wake;
+    struct event *beat;        /* stream heartbeat timer (EV_PERSIST) */
+    bool wrote;                /* a chunk went out since the last heartbeat */
     bool gone;                 /* the client disconnected */
 };
 
@@ -64,6 +73,8 @@ static void gen_free(struct gen_req *g)
     }
     if (g->wake)
         event_free(g->wake);
+    if (g->beat)
+        event_free(g->beat);
     free(g->ch);
     api_request_free(&g->r);
     free(g);
@@ -299,8 +310,10 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         evbuffer_add(buf, "data: [DONE]\n\n", 14);
     }
     if (buf) {
-        if (evbuffer_get_length(buf))
+        if (evbuffer_get_length(buf)) {
             evhttp_send_reply_chunk(g->req, buf);
+            g->wrote = true;
+        }
         evbuffer_free(buf);
     }
     if (!all_done)
@@ -312,6 +325,22 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     else
         send_final(g);
     gen_free(g);
+}
+
+static void on_beat(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gen_req *g = arg;
+    if (!g->wrote && !g->gone) {
+        struct evbuffer *buf = evbuffer_new();
+        if (buf) {
+            evbuffer_add(buf, ": keep-alive\n\n", 14);
+            evhttp_send_reply_chunk(g->req, buf);
+            evbuffer_free(buf);
+        }
+    }
+    g->wrote = false;
 }
 
 static uint64_t random_seed(void)
@@ -409,6 +438,11 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
         evhttp_add_header(h, "Content-Type", "text/event-stream");
         evhttp_add_header(h, "Cache-Control", "no-cache");
         evhttp_send_reply_start(req, 200, "OK");
+        uint32_t half_ms = s->cfg->timeout_s * 500;
+        struct timeval tv = {.tv_sec = half_ms / 1000, .tv_usec = (half_ms % 1000) * 1000};
+        g->beat = event_new(s->base, -1, EV_PERSIST, on_beat, g);
+        if (g->beat)
+            event_add(g->beat, &tv);
         if (r->kind == API_KIND_CHAT) {
             struct evbuffer *buf = evbuffer_new();
             for (uint32_t i = 0; buf && i < g->n_ch; i++)

@@ -109,9 +109,10 @@ static inline uint32_t quant_load_u32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* IQ4_NL / IQ4_XS non-linear 4-bit codebook (a fact of the format). */
-static const int8_t quant_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                            1,    13,   25,  38,  53,  69,  89,  113};
+/* IQ4_NL / IQ4_XS non-linear 4-bit codebook (a fact of the format), as floats
+ * (exact) so that a lookup needs no conversion. */
+static const float quant_iq4_values_f[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                             1,    13,   25,  38,  53,  69,  89,  113};
 
 static inline void quant_block_q4_0(const uint8_t *b, float *restrict y /* (32) */)
 {
@@ -133,15 +134,25 @@ static inline void quant_block_q4_1(const uint8_t *b, float *restrict y /* (32) 
         y[i + 16] = d * (float)(qs[i] >> 4) + m;
 }
 
+/* 1 << i, as a table: the high bit of element i of Q5_0 / Q5_1 is tested with
+ * the mask quant_bit[i] rather than by shifting qh by i, since SSE2 has no
+ * per-lane shifts and gcc then vectorises the loads of this table instead. */
+static const uint32_t quant_bit[32] = {
+    1u << 0,  1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7,
+    1u << 8,  1u << 9,  1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15,
+    1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20, 1u << 21, 1u << 22, 1u << 23,
+    1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28, 1u << 29, 1u << 30, 1u << 31,
+};
+
 static inline void quant_block_q5_0(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b);
     const uint32_t qh = quant_load_u32(b + 2);
     const uint8_t *qs = b + 6;
     for (int i = 0; i < 16; i++)
-        y[i] = d * (float)((int)((qs[i] & 15u) | ((qh >> i) & 1u) << 4) - 16);
+        y[i] = d * (float)((int)((qs[i] & 15u) | (uint32_t)((qh & quant_bit[i]) != 0) << 4) - 16);
     for (int i = 0; i < 16; i++)
-        y[i + 16] = d * (float)((int)((qs[i] >> 4) | ((qh >> (i + 16)) & 1u) << 4) - 16);
+        y[i + 16] = d * (float)((int)((qs[i] >> 4) | (uint32_t)((qh & quant_bit[i + 16]) != 0) << 4) - 16);
 }
 
 static inline void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) */)
@@ -150,9 +161,9 @@ static inline void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) 
     const uint32_t qh = quant_load_u32(b + 4);
     const uint8_t *qs = b + 8;
     for (int i = 0; i < 16; i++)
-        y[i] = d * (float)(int)((qs[i] & 15u) | ((qh >> i) & 1u) << 4) + m;
+        y[i] = d * (float)(int)((qs[i] & 15u) | (uint32_t)((qh & quant_bit[i]) != 0) << 4) + m;
     for (int i = 0; i < 16; i++)
-        y[i + 16] = d * (float)(int)((qs[i] >> 4) | ((qh >> (i + 16)) & 1u) << 4) + m;
+        y[i + 16] = d * (float)(int)((qs[i] >> 4) | (uint32_t)((qh & quant_bit[i + 16]) != 0) << 4) + m;
 }
 
 static inline void quant_block_q8_0(const uint8_t *b, float *restrict y /* (32) */)
@@ -168,9 +179,9 @@ static inline void quant_block_iq4_nl(const uint8_t *b, float *restrict y /* (32
     const float d = quant_load_f16(b);
     const uint8_t *qs = b + 2;
     for (int i = 0; i < 16; i++)
-        y[i] = d * (float)quant_iq4_values[qs[i] & 15];
+        y[i] = d * quant_iq4_values_f[qs[i] & 15];
     for (int i = 0; i < 16; i++)
-        y[i + 16] = d * (float)quant_iq4_values[qs[i] >> 4];
+        y[i + 16] = d * quant_iq4_values_f[qs[i] >> 4];
 }
 
 /* Q2_K: element e = 128h + 32k + i takes bits 2k..2k+1 of qs[32h + i]; its
@@ -311,9 +322,9 @@ static inline void quant_block_iq4_xs(const uint8_t *b, float *restrict y /* (25
         const uint8_t *q = qs + 16 * j;
         float *o = y + 32 * j;
         for (int i = 0; i < 16; i++)
-            o[i] = dl * (float)quant_iq4_values[q[i] & 15];
+            o[i] = dl * quant_iq4_values_f[q[i] & 15];
         for (int i = 0; i < 16; i++)
-            o[i + 16] = dl * (float)quant_iq4_values[q[i] >> 4];
+            o[i + 16] = dl * quant_iq4_values_f[q[i] >> 4];
     }
 }
 

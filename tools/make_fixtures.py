@@ -186,7 +186,18 @@ def save_hf(out_dir, model, sd, kind):
     cfg = model.config.to_dict()
     tensors, eff = {}, {}
     for k, v in sd.items():
-        if kind == "f32":
+        if kind == "f32-split" and k.endswith("mlp.experts.gate_up_proj"):
+            # the per-expert layout of checkpoints saved before transformers 5 (e.g. the published Qwen3-MoE)
+            f = v.shape[1] // 2
+            for e in range(v.shape[0]):
+                tensors[k.replace("gate_up_proj", f"{e}.gate_proj.weight")] = np.ascontiguousarray(v[e, :f])
+                tensors[k.replace("gate_up_proj", f"{e}.up_proj.weight")] = np.ascontiguousarray(v[e, f:])
+            eff[k] = v
+        elif kind == "f32-split" and k.endswith("mlp.experts.down_proj"):
+            for e in range(v.shape[0]):
+                tensors[k.replace("down_proj", f"{e}.down_proj.weight")] = np.ascontiguousarray(v[e])
+            eff[k] = v
+        elif kind in ("f32", "f32-split"):
             tensors[k], eff[k] = v, v
         elif kind in ("bf16", "f16"):
             dt = torch.bfloat16 if kind == "bf16" else torch.float16
@@ -514,6 +525,9 @@ def main():
         add_model(f"{name}/hf-f32", add_ref(f"{name}-f32", model, eff), "hf", "F32")
         eff = save_gguf(os.path.join(out, name, "f16.gguf"), model, sd, QT.F16)
         add_model(f"{name}/f16.gguf", add_ref(f"{name}-gguf-f16", model, eff), "gguf", "F16")
+        if name == "qwen3_moe":
+            save_hf(os.path.join(out, name, "hf-f32-split"), model, sd, "f32-split")
+            add_model(f"{name}/hf-f32-split", f"{name}-f32", "hf", "F32 (per-expert tensors)")
         if name == "llama":
             for kind in ["bf16", "f16", "fp8"]:
                 eff = save_hf(os.path.join(out, name, f"hf-{kind}"), model, sd, kind)

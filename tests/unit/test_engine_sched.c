@@ -1,0 +1,326 @@
+/* test_engine_sched.c — the continuous-batching engine (engine/sched.c) on the
+ * CPU backend with the default model (models/, fetched by scripts/fetch-model.sh):
+ * greedy text does not depend on what else is batched or how prefill is chunked
+ * (4 prompts at once with an 8-token step budget vs each alone with 512),
+ * max_tokens and finish reasons, stop strings, cancellation frees the slot
+ * within a step, prefix reuse reports cached tokens and changes nothing, and
+ * bad submissions are refused. */
+#include "engine/sched.h"
+#include "test.h"
+
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MODEL_PATH "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+static struct model g_model;
+static struct tokenizer g_tok;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+
+static void notify(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_mu);
+    pthread_cond_broadcast(&g_cv);
+    pthread_mutex_unlock(&g_mu);
+}
+
+struct run {
+    struct sched_job *job;
+    struct sched_output take, all; /* all: accumulated text, last totals */
+    char text[4096];
+    size_t len;
+};
+
+/* Drain a job's output into r; true once it finished. */
+static bool drain(struct run *r)
+{
+    sched_job_take(r->job, &r->take);
+    if (r->take.text_len && r->len + r->take.text_len < sizeof(r->text)) {
+        memcpy(r->text + r->len, r->take.text, r->take.text_len);
+        r->len += r->take.text_len;
+        r->text[r->len] = '\0';
+    }
+    r->all.n_prompt = r->take.n_prompt;
+    r->all.n_cached = r->take.n_cached;
+    r->all.n_generated = r->take.n_generated;
+    r->all.finish = r->take.finish;
+    return r->take.finish != SCHED_RUNNING;
+}
+
+static void wait_all(struct run *runs, int n)
+{
+    for (;;) {
+        bool done = true;
+        for (int i = 0; i < n; i++)
+            if (runs[i].all.finish == SCHED_RUNNING && !drain(&runs[i]))
+                done = false;
+        if (done)
+            return;
+        pthread_mutex_lock(&g_mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&g_cv, &g_mu, &ts);
+        pthread_mutex_unlock(&g_mu);
+    }
+}
+
+static struct sched *start(struct backend **b, uint32_t slots, uint32_t budget, bool reuse)
+{
+    char err[256];
+    struct backend_config bc = {.n_slots = slots, .max_ctx = 256, .max_batch_tokens = 512, .n_threads = 0};
+    if (backend_open(b, "cpu", &g_model, &bc, err, sizeof(err))) {
+        fprintf(stderr, "backend: %s\n", err);
+        return NULL;
+    }
+    struct sched_config sc = {.max_batch_tokens = budget, .prefix_reuse = reuse};
+    struct sched *s = NULL;
+    if (sched_start(&s, *b, &g_tok, &sc, err, sizeof(err)))
+        fprintf(stderr, "sched: %s\n", err);
+    return s;
+}
+
+static void sched_close(struct sched *s, struct backend *b)
+{
+    sched_stop(s);
+    backend_close(b);
+}
+
+static int32_t *encode(const char *text, uint32_t *n)
+{
+    int32_t *ids = NULL;
+    size_t count = 0;
+    char err[128];
+    if (tokenizer_encode_alloc(&g_tok, text, strlen(text), true, true, &ids, &count, err, sizeof(err)))
+        return NULL;
+    *n = (uint32_t)count;
+    return ids;
+}
+
+/* greedy params with the end-of-generation tokens banned, so jobs run to max_tokens */
+static struct sample_bias g_ban[SAMPLE_MAX_STOP_TOKENS];
+static uint32_t g_n_ban;
+
+static struct sched_params greedy(const int32_t *ids, uint32_t n, uint32_t max_tokens)
+{
+    struct sched_params p = {.prompt = ids, .n_prompt = n, .max_tokens = max_tokens, .notify = notify};
+    sample_params_default(&p.sample);
+    p.sample.temperature = 0;
+    p.sample.logit_bias = g_ban;
+    p.sample.n_logit_bias = g_n_ban;
+    return p;
+}
+
+static const char *prompts[4] = {
+    "The capital of France is",
+    "Here is a list of colors: red, green,",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Once upon a time, in a small village by the sea, there lived",
+};
+
+static void test_batching_and_chunking_do_not_change_greedy_text(void)
+{
+    char alone[4][4096];
+    struct backend *b;
+    struct sched *s = start(&b, 4, 512, false);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    for (int i = 0; i < 4; i++) {
+        uint32_t n;
+        int32_t *ids = encode(prompts[i], &n);
+        struct run r = {0};
+        struct sched_params p = greedy(ids, n, 12);
+        char err[256];
+        CHECK_EQ_INT(sched_submit(s, &p, &r.job, err, sizeof(err)), 0);
+        free(ids);
+        wait_all(&r, 1);
+        CHECK_EQ_INT(r.all.finish, SCHED_FINISH_LENGTH);
+        CHECK_EQ_INT(r.all.n_generated, 12);
+        CHECK_EQ_INT(r.all.n_prompt, n);
+        CHECK(r.len > 0);
+        snprintf(alone[i], sizeof(alone[i]), "%s", r.text);
+        sched_job_release(r.job);
+        sched_output_free(&r.take);
+    }
+    sched_close(s, b);
+
+    /* all four at once, 8 tokens per step: prompts prefill in chunks while others decode */
+    s = start(&b, 4, 8, false);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    struct run runs[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        uint32_t n;
+        int32_t *ids = encode(prompts[i], &n);
+        struct sched_params p = greedy(ids, n, 12);
+        char err[256];
+        CHECK_EQ_INT(sched_submit(s, &p, &runs[i].job, err, sizeof(err)), 0);
+        free(ids);
+    }
+    wait_all(runs, 4);
+    for (int i = 0; i < 4; i++) {
+        CHECK_MSG(!strcmp(runs[i].text, alone[i]), "prompt %d: batched \"%s\" vs alone \"%s\"", i, runs[i].text,
+                  alone[i]);
+        CHECK_EQ_INT(runs[i].all.n_generated, 12);
+        sched_job_release(runs[i].job);
+        sched_output_free(&runs[i].take);
+    }
+    struct sched_stats st;
+    sched_get_stats(s, &st);
+    CHECK_EQ_INT(st.running, 0);
+    CHECK_EQ_INT(st.waiting, 0);
+    CHECK(st.steps >= 12);
+    sched_close(s, b);
+}
+
+static void test_stop_string_and_prefix_reuse(void)
+{
+    struct backend *b;
+    struct sched *s = start(&b, 2, 64, true);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    uint32_t n;
+    int32_t *ids = encode(prompts[3], &n);
+    char err[256];
+    struct run r1 = {0}, r2 = {0}, r3 = {0};
+    struct sched_params p = greedy(ids, n, 16);
+    CHECK_EQ_INT(sched_submit(s, &p, &r1.job, err, sizeof(err)), 0);
+    wait_all(&r1, 1);
+    CHECK_EQ_INT(r1.all.n_cached, 0);
+    /* the same prompt again: its KV is reused (all but the last prompt token) */
+    CHECK_EQ_INT(sched_submit(s, &p, &r2.job, err, sizeof(err)), 0);
+    wait_all(&r2, 1);
+    CHECK_EQ_INT(r2.all.n_cached, n - 1);
+    CHECK_EQ_STR(r2.text, r1.text);
+    /* a stop string from the middle of that text: the output ends before it */
+    const char *mid = r1.text + r1.len / 2;
+    char stop[8];
+    snprintf(stop, sizeof(stop), "%.3s", mid);
+    const char *first = strstr(r1.text, stop);
+    const char *stops[1] = {stop};
+    p.stop = stops;
+    p.n_stop = 1;
+    CHECK_EQ_INT(sched_submit(s, &p, &r3.job, err, sizeof(err)), 0);
+    wait_all(&r3, 1);
+    CHECK_EQ_INT(r3.all.finish, SCHED_FINISH_STOP);
+    CHECK_EQ_INT(r3.len, (size_t)(first - r1.text));
+    CHECK(!strncmp(r3.text, r1.text, r3.len));
+    CHECK(r3.all.n_generated < 16);
+    struct run *rs[3] = {&r1, &r2, &r3};
+    for (int i = 0; i < 3; i++) {
+        sched_job_release(rs[i]->job);
+        sched_output_free(&rs[i]->take);
+    }
+    free(ids);
+    sched_close(s, b);
+}
+
+static void test_cancel_frees_the_slot(void)
+{
+    struct backend *b;
+    struct sched *s = start(&b, 1, 64, false);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    uint32_t n;
+    int32_t *ids = encode(prompts[1], &n);
+    char err[256];
+    struct run r = {0}, w = {0};
+    struct sched_params p = greedy(ids, n, 200);
+    CHECK_EQ_INT(sched_submit(s, &p, &r.job, err, sizeof(err)), 0);
+    /* a second job waits for the only slot */
+    struct sched_params q = greedy(ids, n, 3);
+    CHECK_EQ_INT(sched_submit(s, &q, &w.job, err, sizeof(err)), 0);
+    while (r.all.n_generated < 2 && !drain(&r))
+        usleep(1000);
+    struct sched_stats st;
+    sched_get_stats(s, &st);
+    CHECK_EQ_INT(st.running, 1);
+    CHECK_EQ_INT(st.waiting, 1);
+    uint32_t gen_at_cancel = r.all.n_generated;
+    sched_job_cancel(r.job);
+    wait_all(&r, 1);
+    CHECK_EQ_INT(r.all.finish, SCHED_FINISH_CANCELLED);
+    CHECK_MSG(r.all.n_generated <= gen_at_cancel + 2, "%u tokens after cancel at %u", r.all.n_generated,
+              gen_at_cancel);
+    /* the waiting job gets the slot and finishes */
+    wait_all(&w, 1);
+    CHECK_EQ_INT(w.all.finish, SCHED_FINISH_LENGTH);
+    CHECK_EQ_INT(w.all.n_generated, 3);
+    sched_job_release(r.job);
+    sched_job_release(w.job);
+    sched_output_free(&r.take);
+    sched_output_free(&w.take);
+
+    /* releasing a running job cancels it too */
+    struct run x = {0};
+    CHECK_EQ_INT(sched_submit(s, &p, &x.job, err, sizeof(err)), 0);
+    sched_job_release(x.job);
+    for (int i = 0; i < 2000; i++) {
+        sched_get_stats(s, &st);
+        if (st.running == 0 && st.waiting == 0)
+            break;
+        usleep(1000);
+    }
+    CHECK_EQ_INT(st.running + st.waiting, 0);
+    free(ids);
+    sched_close(s, b);
+}
+
+static void test_bad_submissions(void)
+{
+    struct backend *b;
+    struct sched *s = start(&b, 1, 64, false);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    char err[256];
+    struct sched_job *j = NULL;
+    int32_t ids[300] = {0};
+    struct sched_params p = greedy(ids, 0, 4);
+    CHECK_EQ_INT(sched_submit(s, &p, &j, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "empty");
+    p = greedy(ids, 256, 4); /* fills the 256-position context */
+    CHECK_EQ_INT(sched_submit(s, &p, &j, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "context");
+    ids[1] = (int32_t)g_model.cfg.vocab;
+    p = greedy(ids, 3, 4);
+    CHECK_EQ_INT(sched_submit(s, &p, &j, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "vocabulary");
+    ids[1] = 0;
+    p.sample.temperature = -1;
+    CHECK_EQ_INT(sched_submit(s, &p, &j, err, sizeof(err)), -1);
+    CHECK(j == NULL);
+    CHECK_EQ_INT(sched_max_ctx(s), 256);
+    sched_close(s, b);
+}
+
+int main(void)
+{
+    char err[512];
+    if (model_open(&g_model, MODEL_PATH, err, sizeof(err)) ||
+        tokenizer_load(&g_tok, &g_model.file, NULL, err, sizeof(err))) {
+        fprintf(stderr, "%s (run scripts/fetch-model.sh)\n", err);
+        return 1;
+    }
+    for (uint32_t t = 0; t < tokenizer_n_vocab(&g_tok) && g_n_ban < SAMPLE_MAX_STOP_TOKENS; t++)
+        if (tokenizer_is_eog(&g_tok, (int32_t)t))
+            g_ban[g_n_ban++] = (struct sample_bias){(int32_t)t, -100.0f};
+    RUN(test_batching_and_chunking_do_not_change_greedy_text);
+    RUN(test_stop_string_and_prefix_reuse);
+    RUN(test_cancel_frees_the_slot);
+    RUN(test_bad_submissions);
+    tokenizer_free(&g_tok);
+    model_close(&g_model);
+    return test_summary();
+}

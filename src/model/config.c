@@ -64,40 +64,53 @@ static int check_range(const char *path, const char *field, uint64_t v, uint64_t
                        size_t errlen)
 {
     if (v < lo || v > hi)
-        return err_set(err, errlen, "%s: %s = %llu is out of range [%llu, %llu]", path, field,
+        return err_set(err, errlen, "%s: field '%s' = %llu is out of range [%llu, %llu]", path, field,
                        (unsigned long long)v, (unsigned long long)lo, (unsigned long long)hi);
     return 0;
 }
 
-/* Bounds and consistency: every later size computation relies on these. */
-static int config_check(const struct model *m, char *err, size_t errlen)
+/* The names of the fields config_check bounds, as the source spells them. */
+enum { F_LAYERS, F_DIM, F_HEADS, F_KV_HEADS, F_HEAD_DIM, F_VOCAB, F_CTX, F_FFN, F_EXPERTS, F_EXPERTS_USED,
+       F_MOE_FFN, F_EPS, F_COUNT };
+static const char *g_hf_fields[F_COUNT] = {
+    "num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+    "max_position_embeddings", "intermediate_size", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "rms_norm_eps"};
+static const char *g_gguf_fields[F_COUNT] = {
+    "block_count", "embedding_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",
+    "vocab_size", "context_length", "feed_forward_length", "expert_count", "expert_used_count",
+    "expert_feed_forward_length", "attention.layer_norm_rms_epsilon"};
+
+/* Bounds and consistency: every later size computation relies on these.
+ * f[] names each field for the message (config.json field or GGUF key). */
+static int config_check(const struct model *m, const char *const *f, char *err, size_t errlen)
 {
     const struct model_config *c = &m->cfg;
     const char *p = m->file.path;
-    if (check_range(p, "layer count", c->n_layers, 1, MODEL_MAX_LAYERS, err, errlen) ||
-        check_range(p, "hidden size", c->dim, 1, MODEL_MAX_DIM, err, errlen) ||
-        check_range(p, "attention head count", c->n_heads, 1, MODEL_MAX_HEADS, err, errlen) ||
-        check_range(p, "key/value head count", c->n_kv_heads, 1, c->n_heads, err, errlen) ||
-        check_range(p, "head dimension", c->head_dim, 2, MODEL_MAX_HEAD_DIM, err, errlen) ||
-        check_range(p, "vocabulary size", c->vocab, 1, MODEL_MAX_VOCAB, err, errlen) ||
-        check_range(p, "context length", c->max_ctx, 1, MODEL_MAX_CTX, err, errlen))
+    if (check_range(p, f[F_LAYERS], c->n_layers, 1, MODEL_MAX_LAYERS, err, errlen) ||
+        check_range(p, f[F_DIM], c->dim, 1, MODEL_MAX_DIM, err, errlen) ||
+        check_range(p, f[F_HEADS], c->n_heads, 1, MODEL_MAX_HEADS, err, errlen) ||
+        check_range(p, f[F_KV_HEADS], c->n_kv_heads, 1, c->n_heads, err, errlen) ||
+        check_range(p, f[F_HEAD_DIM], c->head_dim, 2, MODEL_MAX_HEAD_DIM, err, errlen) ||
+        check_range(p, f[F_VOCAB], c->vocab, 1, MODEL_MAX_VOCAB, err, errlen) ||
+        check_range(p, f[F_CTX], c->max_ctx, 1, MODEL_MAX_CTX, err, errlen))
         return -1;
     if (c->n_heads % c->n_kv_heads != 0)
-        return err_set(err, errlen, "%s: attention head count %u is not a multiple of the key/value head count %u",
-                       p, c->n_heads, c->n_kv_heads);
+        return err_set(err, errlen, "%s: %s = %u is not a multiple of %s = %u (grouped-query attention)", p,
+                       f[F_HEADS], c->n_heads, f[F_KV_HEADS], c->n_kv_heads);
     if (c->head_dim % 2 != 0)
-        return err_set(err, errlen, "%s: head dimension %u is odd (RoPE needs pairs)", p, c->head_dim);
+        return err_set(err, errlen, "%s: %s = %u is odd (RoPE needs pairs)", p, f[F_HEAD_DIM], c->head_dim);
     if (c->n_experts == 0) {
-        if (check_range(p, "feed-forward size", c->ffn_dim, 1, MODEL_MAX_FFN, err, errlen))
+        if (check_range(p, f[F_FFN], c->ffn_dim, 1, MODEL_MAX_FFN, err, errlen))
             return -1;
     } else {
-        if (check_range(p, "expert count", c->n_experts, 1, MODEL_MAX_EXPERTS, err, errlen) ||
-            check_range(p, "experts used per token", c->n_experts_used, 1, c->n_experts, err, errlen) ||
-            check_range(p, "expert feed-forward size", c->moe_ffn_dim, 1, MODEL_MAX_FFN, err, errlen))
+        if (check_range(p, f[F_EXPERTS], c->n_experts, 1, MODEL_MAX_EXPERTS, err, errlen) ||
+            check_range(p, f[F_EXPERTS_USED], c->n_experts_used, 1, c->n_experts, err, errlen) ||
+            check_range(p, f[F_MOE_FFN], c->moe_ffn_dim, 1, MODEL_MAX_FFN, err, errlen))
             return -1;
     }
     if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f))
-        return err_set(err, errlen, "%s: RMS norm epsilon %g is out of range (0, 1)", p, (double)c->norm_eps);
+        return err_set(err, errlen, "%s: %s = %g is out of range (0, 1)", p, f[F_EPS], (double)c->norm_eps);
     if (!(c->rope_theta > 1.0f && isfinite(c->rope_theta)) ||
         !(c->rope_theta_local > 1.0f && isfinite(c->rope_theta_local)))
         return err_set(err, errlen, "%s: RoPE base %g is not a number > 1", p, (double)c->rope_theta);
@@ -259,7 +272,13 @@ int model_config_from_gguf(struct model *m, char *err, size_t errlen)
     }
     c->tied_embeddings = model_file_find_tensor(&m->file, "output.weight") == NULL;
 #undef KEY
-    if (config_check(m, err, errlen) || config_alloc_layers(m, err, errlen))
+    char names[F_COUNT][160];
+    const char *fields[F_COUNT];
+    for (int i = 0; i < F_COUNT; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s.%s", a, g_gguf_fields[i]);
+        fields[i] = names[i];
+    }
+    if (config_check(m, fields, err, errlen) || config_alloc_layers(m, err, errlen))
         return -1;
 
     /* Gemma 3: local layers follow a fixed pattern (5 local, 1 global) unless
@@ -441,7 +460,7 @@ int model_config_from_hf(struct model *m, char *err, size_t errlen)
     } else if (hf_rope(m, rp ? rp : json_object_get(cfg, "rope_scaling"), &c->rope_theta, true, err, errlen)) {
         return -1;
     }
-    if (config_check(m, err, errlen) || config_alloc_layers(m, err, errlen))
+    if (config_check(m, g_hf_fields, err, errlen) || config_alloc_layers(m, err, errlen))
         return -1;
 
     if (c->arch == MODEL_ARCH_GEMMA3) {

@@ -285,6 +285,74 @@ static void check_swiglu(uint32_t rows, uint32_t n)
     free(gu), free(out);
 }
 
+/* A fused producer (rmsnorm_prep / swiglu_prep) followed by a quantized GEMV
+ * with CUDA_GEMV_X_PREPARED must give exactly what cuda_gemv on the
+ * producer's f32 output gives (same prepared bytes), and match the CPU
+ * reference on that output. */
+static void check_fused(enum dtype t, bool swiglu, uint32_t nvec, uint32_t n, uint64_t rows)
+{
+    const uint64_t rb = row_bytes_of(t, n);
+    const size_t in_cnt = (size_t)nvec * n * (swiglu ? 2 : 1);
+    uint8_t *w = malloc(rows * rb);
+    float *in = malloc(4 * in_cnt), *res = malloc(4 * (size_t)nvec * n), *nw = malloc(4 * (size_t)n);
+    float *act = malloc(4 * (size_t)nvec * n), *y1 = malloc(4 * rows * nvec), *y2 = malloc(4 * rows * nvec);
+    float *row = malloc(4 * (size_t)n);
+    MEMRA_ASSERT(w && in && res && nw && act && y1 && y2 && row);
+    fill_random(t, w, rows * rb);
+    for (size_t i = 0; i < in_cnt; i++)
+        in[i] = 3.0f * rng_unit();
+    for (size_t i = 0; i < (size_t)nvec * n; i++)
+        res[i] = rng_unit();
+    for (uint32_t i = 0; i < n; i++)
+        nw[i] = rng_unit();
+    void *dw = cuda_alloc(rows * rb);
+    float *din = cuda_alloc(4 * in_cnt), *dres = cuda_alloc(4 * (size_t)nvec * n), *dnw = cuda_alloc(4 * (size_t)n);
+    float *dact = cuda_alloc(4 * (size_t)nvec * n), *dy = cuda_alloc(4 * rows * nvec);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, din, in, 4 * in_cnt);
+    cuda_upload(g_ctx, dres, res, 4 * (size_t)nvec * n);
+    cuda_upload(g_ctx, dnw, nw, 4 * (size_t)n);
+    cuda_fill_nan_f32(g_ctx, dact, (size_t)nvec * n);
+    cuda_fill_nan_f32(g_ctx, dy, rows * nvec);
+    if (swiglu)
+        cuda_swiglu_prep(g_ctx, din, dact, nvec, n);
+    else
+        cuda_rmsnorm_prep(g_ctx, din, dres, dnw, dact, nvec, n, 1e-5f);
+    cuda_gemv_variant(g_ctx, t, dw, rows, n, dact, nvec, dy, 1.0f, 0, 0, CUDA_GEMV_X_PREPARED);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y1, dy, 4 * rows * nvec);
+    cuda_download(g_ctx, act, dact, 4 * (size_t)nvec * n);
+    cuda_fill_nan_f32(g_ctx, dy, rows * nvec);
+    cuda_gemv(g_ctx, t, dw, rows, n, dact, nvec, dy, 1.0f); /* its own prep of the same f32 output */
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y2, dy, 4 * rows * nvec);
+    double maxref = 0, maxdiff = 0;
+    int bad = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
+        for (uint32_t b = 0; b < nvec; b++) {
+            double sum = 0;
+            for (uint32_t i = 0; i < n; i++)
+                sum += (double)row[i] * act[(size_t)b * n + i];
+            maxref = fmax(maxref, fabs(sum));
+            const double got = y1[b * rows + r];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - sum));
+        }
+    }
+    const double rel = maxdiff / maxref;
+    const bool same = memcmp(y1, y2, 4 * rows * nvec) == 0;
+    CHECK_MSG(bad == 0 && rel <= TOL && same, "%s_prep + %s %" PRIu64 "x%u batch %u: %d bad, rel %.3g, %s",
+              swiglu ? "swiglu" : "rmsnorm", dtype_name(t), rows, n, nvec, bad, rel,
+              same ? "same as cuda_gemv" : "DIFFERS from cuda_gemv on the same x");
+    printf("check %s_prep + %s %" PRIu64 "x%u batch %u   rel err %.2e, %s\n", swiglu ? "swiglu" : "rmsnorm",
+           dtype_name(t), rows, n, nvec, rel, same ? "bit-identical to cuda_gemv" : "DIFFERS");
+    cuda_free(dw), cuda_free(din), cuda_free(dres), cuda_free(dnw), cuda_free(dact), cuda_free(dy);
+    free(w), free(in), free(res), free(nw), free(act), free(y1), free(y2), free(row);
+}
+
 /* ---- timing ---------------------------------------------------------------- */
 
 struct bench {
@@ -448,6 +516,10 @@ int main(int argc, char **argv)
     check_rmsnorm(3, 5120, true);
     check_swiglu(1, 14336);
     check_swiglu(8, 14336);
+    check_fused(DTYPE_Q4_K, false, 1, 4096, 1024);
+    check_fused(DTYPE_Q8_0, false, 3, 4096, 515);
+    check_fused(DTYPE_Q6_K, true, 1, 14336, 256);
+    check_fused(DTYPE_IQ4_XS, true, 8, 4352, 100);
     fflush(stdout);
     if (test_failures || quick) {
         cuda_ctx_free(g_ctx);
@@ -508,7 +580,7 @@ int main(int argc, char **argv)
     }
 
     /* rmsnorm / swiglu at decode sizes (activations L2-resident, as in a forward pass) */
-    char small[4][160];
+    char small[6][160];
     {
         const uint32_t n = 4096, ff = 14336;
         float *x = cuda_alloc(4 * 8 * (size_t)ff * 2), *res = cuda_alloc(4 * 8 * (size_t)n),
@@ -525,14 +597,19 @@ int main(int argc, char **argv)
             free(h);
         }
         struct cuda_timer *tm = cuda_timer_new();
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 6; v++) {
             const uint32_t rows = v & 1 ? 8 : 1;
-            cuda_graph_begin(g_ctx);
-            for (int i = 0; i < 100; i++) {
+            for (int i = 0; i < 101; i++) {
+                if (i == 1)
+                    cuda_graph_begin(g_ctx); /* i = 0: warm-up, outside the graph (the _prep scratch grows there) */
                 if (v < 2)
                     cuda_rmsnorm(g_ctx, x, res, w, o, rows, n, 1e-5f);
-                else
+                else if (v < 4)
                     cuda_swiglu(g_ctx, x, o, rows, ff);
+                else if (v == 4)
+                    cuda_rmsnorm_prep(g_ctx, x, res, w, o, rows, n, 1e-5f);
+                else
+                    cuda_swiglu_prep(g_ctx, x, o, rows, ff);
             }
             struct cuda_graph *g = cuda_graph_end(g_ctx);
             cuda_graph_launch(g_ctx, g);
@@ -545,8 +622,10 @@ int main(int argc, char **argv)
             }
             qsort(us, 9, sizeof us[0], cmp_double);
             cuda_graph_free(g);
-            snprintf(small[v], sizeof small[0], "| %s %ux%u | %.2f |", v < 2 ? "rmsnorm+residual" : "swiglu", rows,
-                     v < 2 ? n : ff, us[4]);
+            static const char *names[6] = {"rmsnorm+residual", "rmsnorm+residual", "swiglu", "swiglu",
+                                           "rmsnorm+residual+prep", "swiglu+prep"};
+            snprintf(small[v], sizeof small[0], "| %s %ux%u | %.2f |", names[v], rows, v % 4 < 2 && v != 5 ? n : ff,
+                     us[4]);
         }
         cuda_timer_free(tm);
         cuda_free(x), cuda_free(res), cuda_free(w), cuda_free(o);
@@ -571,7 +650,7 @@ int main(int argc, char **argv)
         printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", dtype_name(types[k]), batch_us[k][0], batch_us[k][1],
                batch_us[k][2], batch_us[k][3]);
     printf("\n## Elementwise (graph of 100 launches, us per launch)\n\n| op | us |\n|---|---|\n");
-    for (int v = 0; v < 4; v++)
+    for (int v = 0; v < 6; v++)
         printf("%s\n", small[v]);
     cuda_ctx_free(g_ctx);
     return test_summary();

@@ -132,6 +132,14 @@ void cuda_blas_gemv_bf16(struct cuda_ctx *ctx, const uint16_t *w, uint64_t rows,
 void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                   uint32_t nrows, uint32_t n, float eps);
 
+/* cuda_rmsnorm / cuda_swiglu that also prepare their output for the quantized
+ * GEMVs reading it next, bit for bit as cuda_gemv_prep_x(out) would: follow
+ * with cuda_gemv_variant(..., CUDA_GEMV_X_PREPARED) and no prep kernel runs.
+ * n % 32 == 0 and rows ≤ CUDA_GEMV_MAX_BATCH (aborts otherwise). */
+void cuda_rmsnorm_prep(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
+                       uint32_t nrows, uint32_t n, float eps);
+void cuda_swiglu_prep(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n);
+
 /* SwiGLU: out[i] = silu(gate[i]) · up[i], silu(g) = g / (1 + e^-g), over
  * `count` floats. `gu` holds (rows, 2·n): per row, the n gate values then the n
  * up values (the fused gate+up GEMV's output, rows = batch); out is (rows, n). */

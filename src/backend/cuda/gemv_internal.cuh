@@ -7,35 +7,30 @@
 
 #include "backend/cuda/cuda_common.cuh"
 
-/* Rows per thread block (plain kernels) for a batch-1 GEMV: the largest of
- * 4, 2, 1 that still gives ≥ 4 blocks per SM (every SM busy, a short tail). */
+/* Rows per thread block (plain kernels) for a batch-1 GEMV. */
 static inline int gemv_pick_rows_per_block(uint64_t rows, int sms)
 {
-    if (rows / 4 >= (uint64_t)sms * 4)
-        return 4;
-    if (rows / 2 >= (uint64_t)sms * 4)
-        return 2;
-    return 1;
+    /* measured (bench/GEMV.md): 4 for 4096..6144 rows, 2 for fewer or more */
+    return rows >= (uint64_t)sms * 16 && rows <= (uint64_t)sms * 64 ? 4 : 2;
 }
 
-/* Rows per warp (quantized kernels): R = 4 once that still gives ≥ 8 warps per
- * SM, else 2 at ≥ 8 warps per SM, else 1. More rows a warp share each
- * activation load (less L1 traffic); more warps keep more loads in flight. */
+/* Launch shape of the quantized kernels, from the sweep over R ∈ {1,2,4} ×
+ * ksplit ∈ {1,4} on the Llama-3-8B decode shapes (bench/GEMV.md, H200): the
+ * rule costs < 1 % of the per-shape best summed over all shapes and types.
+ * Rows per warp R: 4 (each activation load serves 4 rows) unless that leaves
+ * fewer than ~16 warps per SM (k/v, 1024 rows: R = 2). */
 static inline int gemv_pick_rows_per_warp(uint64_t rows, int sms)
 {
-    if (rows / 4 >= (uint64_t)sms * 8)
-        return 4;
-    if (rows / 2 >= (uint64_t)sms * 8)
-        return 2;
-    return 1;
+    return rows < (uint64_t)sms * 16 ? 2 : 4;
 }
 
-/* Warps sharing one row group (quantized kernels): 4 when 1 would leave fewer
- * than ~2 waves of warps (short rows or few of them), else 1. */
+/* Warps sharing one row group: 4 (shorter work units, more waves, a shorter
+ * tail) when there are few rows (≤ ~40 per SM: q/o, k/v) or long ones (down,
+ * n = 14336); 1 (no shared-memory sum) for many rows of 4096 (qkv, gate/up,
+ * lm_head). */
 static inline int gemv_pick_ksplit(uint64_t rows, uint64_t n, int sms)
 {
-    (void)n;
-    return rows < (uint64_t)sms * 64 ? 4 : 1;
+    return rows < (uint64_t)sms * 40 || n >= 8192 ? 4 : 1;
 }
 
 /* rpb: rows per block (plain) or per warp (quantized); 0 = heuristic.
@@ -46,6 +41,48 @@ bool gemv_quant_has(enum dtype t);
 /* Quantized GEMVs read the activations prepared by gemv_quant_prep_x (in the
  * context's scratch buffer), not x itself. */
 void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_t nb);
+/* The scratch buffer, grown to hold nb prepared vectors of n, marked as
+ * holding them: for kernels that prepare their output in passing (norm.cu). */
+uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb);
+
+/* ---- prepared activations: layout and the per-32 conversion --------------
+ * One vector (n a multiple of 32; every part 16-byte aligned, the stride
+ * rounded to 256 bytes):
+ *   X0 (n) u8 | X1 (n) u8 | X2 (n) i8 | scale (n/32) f32 | pad | xsum (n/16) f32
+ * x_i ≈ scale·X_i, X_i = rint(x_i·(2^23−1)/max|x| of its 32-block) as 24 bits
+ * in three byte planes; xsum: Σx of each 16 elements (f32). */
+__host__ __device__ inline uint64_t xq_sum_off(uint64_t n) { return 3 * n + ((n / 8 + 15) & ~(uint64_t)15); }
+__host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (xq_sum_off(n) + n / 4 + 255) & ~(uint64_t)255; }
+
+/* Called by all 32 lanes of a warp, lane i holding element 32·blk + i of
+ * vector b: writes that 32-block of the prepared vector. Every producer uses
+ * this one function, so the prepared bytes do not depend on who made them. */
+static __device__ __forceinline__ void gemv_prep32(float v, uint32_t lane, uint8_t *xq, uint32_t n, uint32_t b,
+                                                   uint32_t blk)
+{
+    float mx = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    int X = 0;
+    if (mx > 0.0f) {
+        X = __float2int_rn(v * (8388607.0f / mx));
+        X = max(-8388607, min(8388607, X));
+    }
+    float s16 = v;
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1)
+        s16 += __shfl_xor_sync(0xffffffffu, s16, o);
+    uint8_t *base = xq + (uint64_t)b * xq_stride(n);
+    const uint32_t i = 32 * blk + lane;
+    base[i] = (uint8_t)(X & 0xFF);
+    base[n + i] = (uint8_t)((X >> 8) & 0xFF);
+    base[2 * (uint64_t)n + i] = (uint8_t)((X >> 16) & 0xFF);
+    if (lane == 0) /* non-finite x: mx is inf/NaN and the scale carries it into y */
+        reinterpret_cast<float *>(base + 3 * (uint64_t)n)[blk] = mx > 0.0f ? mx / 8388607.0f : 0.0f;
+    if ((lane & 15) == 0)
+        reinterpret_cast<float *>(base + xq_sum_off(n))[2 * blk + (lane >> 4)] = s16;
+}
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
                        float *y, float scale, int rpb, int ks);
 

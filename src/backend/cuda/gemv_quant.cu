@@ -33,13 +33,7 @@ namespace {
 
 constexpr int NT = 128; /* threads per block: 4 independent warps */
 
-/* Byte layout of one prepared vector (n a multiple of 32; every part 16-byte
- * aligned, the stride rounded to 256 bytes):
- *   X0 (n) u8 | X1 (n) u8 | X2 (n) i8 | scale (n/32) f32 | pad | xsum (n/16) f32 */
-__host__ __device__ inline uint64_t xq_sum_off(uint64_t n) { return 3 * n + ((n / 8 + 15) & ~(uint64_t)15); }
-__host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (xq_sum_off(n) + n / 4 + 255) & ~(uint64_t)255; }
-
-/* One warp per 32 activations: max |x| → X = rint(x · (2^23−1) / max). */
+/* One warp per 32 activations (gemv_prep32). */
 __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restrict__ x, uint32_t n, uint32_t nb,
                                                           uint8_t *__restrict__ xq)
 {
@@ -49,32 +43,7 @@ __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restric
     if (g >= (uint64_t)per * nb)
         return;
     const uint32_t b = (uint32_t)(g / per), blk = (uint32_t)(g % per);
-    const float v = x[(uint64_t)b * n + 32 * blk + lane];
-    float mx = fabsf(v);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    int X = 0;
-    if (mx > 0.0f) {
-        X = __float2int_rn(v * (8388607.0f / mx));
-        X = max(-8388607, min(8388607, X));
-    }
-    float s16 = v;
-#pragma unroll
-    for (int o = 8; o > 0; o >>= 1)
-        s16 += __shfl_xor_sync(0xffffffffu, s16, o);
-    uint8_t *base = xq + (uint64_t)b * xq_stride(n);
-    const uint32_t i = 32 * blk + lane;
-    base[i] = (uint8_t)(X & 0xFF);
-    base[n + i] = (uint8_t)((X >> 8) & 0xFF);
-    base[2 * (uint64_t)n + i] = (uint8_t)((X >> 16) & 0xFF);
-    float *scale = reinterpret_cast<float *>(base + 3 * (uint64_t)n);
-    float *xsum = reinterpret_cast<float *>(base + xq_sum_off(n));
-    if (lane == 0)
-        scale[blk] = mx > 0.0f ? mx / 8388607.0f : 0.0f;
-    if ((lane & 15) == 0)
-        xsum[2 * blk + (lane >> 4)] = s16;
-    /* non-finite x: mx is inf/NaN and the scale carries it into y */
+    gemv_prep32(x[(uint64_t)b * n + 32 * blk + lane], lane, xq, n, b, blk);
 }
 
 /* KS = 1: each of the block's 4 warps owns its own R rows and walks them whole.
@@ -236,9 +205,9 @@ bool gemv_quant_has(enum dtype t)
     }
 }
 
-void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_t nb)
+uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb)
 {
-    if (n % 32 != 0 || nb < 1 || nb > CUDA_GEMV_MAX_BATCH)
+    if (n % 32 != 0 || n > 0xFFFFFFFFull || nb < 1 || nb > CUDA_GEMV_MAX_BATCH)
         CUDA_FAIL("gemv_prep_x: n = %llu (must be a multiple of 32), batch %u", (unsigned long long)n, nb);
     const size_t need = (size_t)xq_stride(n) * nb;
     if (need > ctx->xq_bytes) {
@@ -250,9 +219,14 @@ void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_
         ctx->xq_bytes = need;
     }
     ctx->xq_n = n, ctx->xq_batch = nb;
+    return (uint8_t *)ctx->xq;
+}
+
+void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_t nb)
+{
+    uint8_t *xq = gemv_quant_xq_reserve(ctx, n, nb);
     const uint64_t groups = n / 32 * nb;
-    kernel_gemv_prep_x<<<(unsigned)((groups + 7) / 8), 256, 0, ctx->stream>>>(x, (uint32_t)n, nb,
-                                                                               (uint8_t *)ctx->xq);
+    kernel_gemv_prep_x<<<(unsigned)((groups + 7) / 8), 256, 0, ctx->stream>>>(x, (uint32_t)n, nb, xq);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -23,6 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Same bits on every machine: no fused multiply-add contraction (gcc in ISO C
+ * mode does not contract; clang does unless told). */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 #define SAMPLE_GREEDY_EPS 1e-5f /* temperatures below this are greedy (vLLM's rule) */
 
 /* ---- PRNG: xoshiro256**, seeded by splitmix64 ----------------------------- */

@@ -15,7 +15,6 @@
  */
 #include "sample/sample.h"
 
-#include "core/checked.h"
 #include "core/log.h"
 
 #include <float.h>
@@ -527,9 +526,7 @@ static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
     uint32_t m = s->n_vocab;
     temper(w->logits, val, idx, m, temp);
     const float zmax = max_lanes(val, m);
-    if (zmax == -INFINITY)
-        return -1;
-    if (zmax == INFINITY) /* a tiny temperature overflowed z: the best logit wins */
+    if (zmax == INFINITY || zmax == -INFINITY) /* no finite logit, or z overflowed: greedy */
         return sample_greedy(w->logits, s->n_vocab);
 
     bool sorted = false;

@@ -538,6 +538,36 @@ static void test_no_history_change_on_sample(void)
     done(&s, &w);
 }
 
+static void test_extremes(void)
+{
+    /* huge, infinite and NaN logits, tiny temperatures: always a valid answer */
+    enum { N = 40 };
+    float l[N];
+    struct sample_params p;
+    sample_params_default(&p);
+    p.seed = 4;
+    const float temps[] = {1e-4f, 0.01f, 1.0f, 100.0f};
+    for (size_t k = 0; k < sizeof(temps) / sizeof(temps[0]); k++) {
+        p.temperature = temps[k];
+        p.top_p = k % 2 ? 0.5f : 1.0f;
+        struct sampler s;
+        struct sample_work w;
+        mk(&s, &w, N, &p);
+        for (int i = 0; i < N; i++)
+            l[i] = i % 3 == 0 ? -FLT_MAX : i % 3 == 1 ? NAN : -INFINITY;
+        l[17] = INFINITY;
+        CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), 17); /* the only huge one */
+        for (int i = 0; i < N; i++)
+            l[i] = -FLT_MAX;
+        int32_t t = sampler_sample(&s, &w, l, NULL);
+        CHECK(t >= 0 && t < N);
+        for (int i = 0; i < N; i++)
+            l[i] = i % 2 ? NAN : -INFINITY;
+        CHECK_EQ_INT(sampler_sample(&s, &w, l, NULL), -1);
+        done(&s, &w);
+    }
+}
+
 int main(void)
 {
     RUN(test_greedy_argmax_ties);
@@ -552,5 +582,6 @@ int main(void)
     RUN(test_chi_square_softmax);
     RUN(test_stop_tokens_and_validation);
     RUN(test_no_history_change_on_sample);
+    RUN(test_extremes);
     return test_summary();
 }

@@ -425,8 +425,22 @@ static char *read_small_file(const char *path, size_t max, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    struct stat st;
+    char *buf = NULL;
+    /* size the buffer by the file (a pipe or /proc file reports 0: grow then) */
+    size_t cap = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
+    if (cap > max + 1)
+        cap = max + 1;
+    for (;;) {
+        char *nb = realloc(buf, cap + 1);
+        if (!nb)
+            break;
+        buf = nb;
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap || cap > max) /* EOF, or over the limit */
+            break;
+        cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+    }
     fclose(f);
     if (!buf || n > max) {
         free(buf);

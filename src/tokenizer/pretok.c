@@ -154,10 +154,10 @@ int pretok_scratch_init(struct pretok_scratch *s)
     memset(s, 0, sizeof(*s));
     s->md = pcre2_match_data_create(32, NULL);
     s->mc = pcre2_match_context_create(NULL);
-    s->js = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
-    if (!s->md || !s->mc || !s->js)
+    if (!s->md || !s->mc)
         return -1;
-    pcre2_jit_stack_assign(s->mc, NULL, s->js);
+    /* no JIT stack yet: PCRE2 starts on 32 KiB of the machine stack, and a
+     * bigger stack is made only for the rare match that needs one */
     /* patterns come from files: bound the backtracking of a hostile one */
     pcre2_set_match_limit(s->mc, 10u * 1000 * 1000);
     pcre2_set_depth_limit(s->mc, 100u * 1000);
@@ -192,6 +192,13 @@ static int split_piece(const struct tok_split_step *st, struct pretok_scratch *s
     while (pos <= n) {
         int rc = st->jit ? pcre2_jit_match(st->re, subj, n, pos, 0, s->md, s->mc)
                          : pcre2_match(st->re, subj, n, pos, PCRE2_NO_UTF_CHECK, s->md, s->mc);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !s->js) {
+            s->js = pcre2_jit_stack_create(64 * 1024, 8 * 1024 * 1024, NULL);
+            if (!s->js)
+                return -2;
+            pcre2_jit_stack_assign(s->mc, NULL, s->js);
+            continue; /* the same match again, with room */
+        }
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0)

@@ -549,6 +549,8 @@ def main():
     sd = state_np(small)
     bad = os.path.join(out, "bad")
     os.makedirs(bad)
+    # the valid tiny model the broken ones are made from (also a fuzz seed)
+    save_gguf(os.path.join(bad, "tiny-valid.gguf"), small, sd, QT.F16)
     save_gguf(os.path.join(bad, "missing-tensor.gguf"), small, sd, QT.F16, drop=("blk.1.ffn_up.weight",))
     manifest["bad"].append({"path": "bad/missing-tensor.gguf", "expect": "blk.1.ffn_up.weight"})
     save_gguf(os.path.join(bad, "wrong-shape.gguf"), small, sd, QT.F16,

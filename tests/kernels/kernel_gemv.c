@@ -514,6 +514,9 @@ int main(int argc, char **argv)
     check_rmsnorm(1, 4096, true);
     check_rmsnorm(8, 4096, false);
     check_rmsnorm(3, 5120, true);
+    check_rmsnorm(2, 4098, true);  /* n % 4 != 0: the scalar two-pass kernel */
+    check_rmsnorm(1, 20480, false); /* n > 16384: likewise */
+    check_swiglu(3, 1001);          /* n % 4 != 0: the scalar kernel */
     check_swiglu(1, 14336);
     check_swiglu(8, 14336);
     check_fused(DTYPE_Q4_K, false, 1, 4096, 1024);

@@ -50,39 +50,50 @@ uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb);
  * rounded to 256 bytes):
  *   X0 (n) u8 | X1 (n) u8 | X2 (n) i8 | scale (n/32) f32 | pad | xsum (n/16) f32
  * x_i ≈ scale·X_i, X_i = rint(x_i·(2^23−1)/max|x| of its 32-block) as 24 bits
- * in three byte planes; xsum: Σx of each 16 elements (f32). */
+ * in three byte planes; xsum: Σx of each 16 elements (f32). Non-finite x give
+ * a non-finite scale, hence non-finite y. */
 __host__ __device__ inline uint64_t xq_sum_off(uint64_t n) { return 3 * n + ((n / 8 + 15) & ~(uint64_t)15); }
 __host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (xq_sum_off(n) + n / 4 + 255) & ~(uint64_t)255; }
 
-/* Called by all 32 lanes of a warp, lane i holding element 32·blk + i of
- * vector b: writes that 32-block of the prepared vector. Every producer uses
- * this one function, so the prepared bytes do not depend on who made them. */
-static __device__ __forceinline__ void gemv_prep32(float v, uint32_t lane, uint8_t *xq, uint32_t n, uint32_t b,
-                                                   uint32_t blk)
+/* Called by all 32 lanes of a warp; each lane holds 4 consecutive elements
+ * v = x[e..e+3] (e % 4 == 0) of vector b, and each group of 8 lanes (lanes
+ * 8m..8m+7) one whole 32-block (e of lane 8m a multiple of 32), all valid or
+ * all not. Writes those blocks of the prepared vectors. Every producer of
+ * prepared activations goes through this one function, so the bytes do not
+ * depend on who made them. */
+static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32_t lane, uint8_t *xq, uint32_t n,
+                                                    uint32_t b, uint32_t e)
 {
-    float mx = fabsf(v);
+    float mx = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
+    for (int o = 4; o > 0; o >>= 1) /* the 8 lanes of the 32-block */
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    int X = 0;
-    if (mx > 0.0f) {
-        X = __float2int_rn(v * (8388607.0f / mx));
-        X = max(-8388607, min(8388607, X));
-    }
-    float s16 = v;
+    float s16 = (v.x + v.y) + (v.z + v.w);
 #pragma unroll
-    for (int o = 8; o > 0; o >>= 1)
+    for (int o = 2; o > 0; o >>= 1) /* the 4 lanes of the 16 */
         s16 += __shfl_xor_sync(0xffffffffu, s16, o);
+    if (!valid)
+        return;
+    const float f = mx > 0.0f ? 8388607.0f / mx : 0.0f;
+    const float vv[4] = {v.x, v.y, v.z, v.w};
+    uint32_t p0 = 0, p1 = 0, p2 = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int X = max(-8388607, min(8388607, __float2int_rn(vv[j] * f)));
+        p0 |= (uint32_t)(X & 0xFF) << (8 * j);
+        p1 |= (uint32_t)((X >> 8) & 0xFF) << (8 * j);
+        p2 |= (uint32_t)((X >> 16) & 0xFF) << (8 * j);
+    }
     uint8_t *base = xq + (uint64_t)b * xq_stride(n);
-    const uint32_t i = 32 * blk + lane;
-    base[i] = (uint8_t)(X & 0xFF);
-    base[n + i] = (uint8_t)((X >> 8) & 0xFF);
-    base[2 * (uint64_t)n + i] = (uint8_t)((X >> 16) & 0xFF);
-    if (lane == 0) /* non-finite x: mx is inf/NaN and the scale carries it into y */
-        reinterpret_cast<float *>(base + 3 * (uint64_t)n)[blk] = mx > 0.0f ? mx / 8388607.0f : 0.0f;
-    if ((lane & 15) == 0)
-        reinterpret_cast<float *>(base + xq_sum_off(n))[2 * blk + (lane >> 4)] = s16;
+    *reinterpret_cast<uint32_t *>(base + e) = p0;
+    *reinterpret_cast<uint32_t *>(base + n + e) = p1;
+    *reinterpret_cast<uint32_t *>(base + 2 * (uint64_t)n + e) = p2;
+    if ((lane & 7) == 0) /* non-finite x: mx is inf/NaN and the scale carries it into y */
+        reinterpret_cast<float *>(base + 3 * (uint64_t)n)[e / 32] = mx > 0.0f ? mx / 8388607.0f : 0.0f;
+    if ((lane & 3) == 0)
+        reinterpret_cast<float *>(base + xq_sum_off(n))[e / 16] = s16;
 }
+
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
                        float *y, float scale, int rpb, int ks);
 

@@ -9,7 +9,7 @@
  * x (f32, ≤ 8·n·4 bytes) stays in L1/L2 and is not counted.
  *
  * Shape of the kernel: a thread block of 256 threads owns R consecutive rows
- * (R = 1, 2 or 4, chosen by the launcher so that the grid has ≥ 4 blocks per SM).
+ * (R = 1, 2 or 4; the launcher's choice is the measured best, bench/GEMV.md).
  * Each thread walks the rows in 16-byte chunks strided by the block (coalesced:
  * 256 consecutive chunks of a row per step), issues the loads of U chunks × R
  * rows before using any (several 16-byte loads in flight per thread), converts
@@ -174,8 +174,8 @@ void dispatch_plain(cudaStream_t st, int sms, const void *w, uint64_t rows, uint
         launch_plain<P, 2, 4>(st, w, rows, n, x, nb, y, scale);
         return;
     }
-    if (rpb == 0)
-        rpb = gemv_pick_rows_per_block(rows, sms);
+    if (rpb == 0) /* FP8: a 4096 row is one 16-byte chunk a thread, so R rows = R loads in flight: 4 */
+        rpb = P::EPC == 16 ? 4 : gemv_pick_rows_per_block(rows, sms);
     switch (rpb) {
     case 1: launch_plain<P, 1, 1>(st, w, rows, n, x, nb, y, scale); break;
     case 2: launch_plain<P, 2, 1>(st, w, rows, n, x, nb, y, scale); break;

@@ -33,17 +33,16 @@ namespace {
 
 constexpr int NT = 128; /* threads per block: 4 independent warps */
 
-/* One warp per 32 activations (gemv_prep32). */
+/* One thread per 4 activations (gemv_prep_x4); n % 32 == 0 keeps every 8-lane
+ * group inside one vector. */
 __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restrict__ x, uint32_t n, uint32_t nb,
                                                           uint8_t *__restrict__ xq)
 {
-    const uint32_t lane = threadIdx.x & 31;
-    const uint64_t g = (uint64_t)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5); /* 32-block over batch */
-    const uint32_t per = n / 32;
-    if (g >= (uint64_t)per * nb)
-        return;
-    const uint32_t b = (uint32_t)(g / per), blk = (uint32_t)(g % per);
-    gemv_prep32(x[(uint64_t)b * n + 32 * blk + lane], lane, xq, n, b, blk);
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; /* float4 index over the batch */
+    const bool valid = t < (uint64_t)n / 4 * nb;
+    const uint64_t e = valid ? 4 * t : 0;
+    const float4 v = valid ? __ldg(reinterpret_cast<const float4 *>(x) + t) : make_float4(0, 0, 0, 0);
+    gemv_prep_x4(v, valid, threadIdx.x & 31, xq, n, (uint32_t)(e / n), (uint32_t)(e % n));
 }
 
 /* KS = 1: each of the block's 4 warps owns its own R rows and walks them whole.
@@ -225,8 +224,8 @@ uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb)
 void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_t nb)
 {
     uint8_t *xq = gemv_quant_xq_reserve(ctx, n, nb);
-    const uint64_t groups = n / 32 * nb;
-    kernel_gemv_prep_x<<<(unsigned)((groups + 7) / 8), 256, 0, ctx->stream>>>(x, (uint32_t)n, nb, xq);
+    const uint64_t threads = n / 4 * nb;
+    kernel_gemv_prep_x<<<(unsigned)((threads + 255) / 256), 256, 0, ctx->stream>>>(x, (uint32_t)n, nb, xq);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -1,28 +1,76 @@
 /* backend/cuda/norm.cu — RMSNorm (optionally fused with the residual add) and
  * SwiGLU: the small elementwise steps between the decode GEMVs.
  *
- * Floors (bytes / 4.3 TB/s; at decode sizes both are launch-bound, ~2–3 µs):
- *   rmsnorm: read x (and residual, written back), read w, write out:
- *            (3 or 5)·4·n bytes a row — 4096 wide: 48–80 KB → 11–19 ns;
- *   swiglu:  read 2·n, write n floats a row — 14336 wide: 172 KB → 40 ns.
- * What matters at decode is one launch each instead of several, not bandwidth.
+ * Floors (bytes / 4.3 TB/s): rmsnorm reads x (and the residual, written back)
+ * and w and writes out: (3 or 5)·4·n bytes a row, 48–80 KB at n = 4096 → 11–19
+ * ns; swiglu reads 2n and writes n floats a row, 172 KB at n = 14336 → 40 ns.
+ * At decode sizes both are bound by launch and memory latency (~2 µs), not
+ * bandwidth: what matters is few dependent round trips and one launch each.
  *
- * rmsnorm: one block of 256 threads per row; pass 1 adds the residual (writing
- * it back) and sums squares in f32, a block sum, pass 2 scales (re-reading the
- * row from L1/L2). swiglu: a grid-stride loop, f32 expf.
+ * rmsnorm: one block of 1024 threads per row; each thread keeps its ≤ 4 float4
+ * of the row in registers (n ≤ 16384; longer rows, or n % 4 ≠ 0, take a plain
+ * two-pass loop), so the row is read once: one round trip, a block sum, the
+ * scaled write. swiglu: float4 grid-stride loop, f32 expf.
  * The _prep variants also write their output in the quantized GEMVs' prepared
- * form (gemv_prep32, the same function cuda_gemv_prep_x uses): the GEMV that
+ * form (gemv_prep_x4, the function cuda_gemv_prep_x uses too): the GEMV that
  * reads it next then needs no prep kernel of its own. */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
 
 namespace {
 
-constexpr int NT = 256;
+constexpr int NT = 1024;
+constexpr int KV = 4; /* float4 a thread keeps: rows up to KV·4·NT = 16384 */
 
+__device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+
+/* Rows of n % 4 == 0, n ≤ 16384: one read, values kept in registers. */
 template <bool PREP>
+__global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
+                                                      float *out, uint32_t n, float eps, uint8_t *xq)
+{
+    __shared__ float red[NT / 32];
+    __shared__ float inv;
+    const uint32_t n4 = n / 4;
+    const uint64_t base4 = (uint64_t)blockIdx.x * n4;
+    float4 v[KV];
+    float acc[1] = {0.0f};
+#pragma unroll
+    for (int k = 0; k < KV; k++) {
+        const uint32_t i = threadIdx.x + k * NT;
+        v[k] = make_float4(0, 0, 0, 0);
+        if (i < n4) {
+            v[k] = reinterpret_cast<const float4 *>(x)[base4 + i];
+            if (residual) {
+                v[k] = add4(v[k], reinterpret_cast<const float4 *>(residual)[base4 + i]);
+                reinterpret_cast<float4 *>(residual)[base4 + i] = v[k];
+            }
+            acc[0] = fmaf(v[k].x, v[k].x, fmaf(v[k].y, v[k].y, fmaf(v[k].z, v[k].z, fmaf(v[k].w, v[k].w, acc[0]))));
+        }
+    }
+    block_sum<NT, 1>(acc, red);
+    if (threadIdx.x == 0)
+        inv = rsqrtf(acc[0] / (float)n + eps);
+    __syncthreads();
+    const float s = inv;
+#pragma unroll
+    for (int k = 0; k < KV; k++) {
+        const uint32_t i = threadIdx.x + k * NT;
+        const bool valid = i < n4;
+        float4 o = make_float4(0, 0, 0, 0);
+        if (valid) {
+            const float4 g = __ldg(reinterpret_cast<const float4 *>(w) + i);
+            o = make_float4(v[k].x * s * g.x, v[k].y * s * g.y, v[k].z * s * g.z, v[k].w * s * g.w);
+            reinterpret_cast<float4 *>(out)[base4 + i] = o;
+        }
+        if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */
+            gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, blockIdx.x, 4 * i);
+    }
+}
+
+/* Any n: two passes, the second re-reading the row from L1/L2. */
 __global__ void __launch_bounds__(NT) kernel_rmsnorm(const float *x, float *residual, const float *__restrict__ w,
-                                                     float *out, uint32_t n, float eps, uint8_t *xq)
+                                                     float *out, uint32_t n, float eps)
 {
     __shared__ float red[NT / 32];
     __shared__ float inv;
@@ -42,29 +90,81 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm(const float *x, float *resi
     __syncthreads();
     const float s = inv;
     const float *src = residual ? residual : x;
-    /* a warp's 32 lanes hold 32 consecutive elements (n % 32 == 0 with PREP) */
-    for (uint32_t i = threadIdx.x; i < n; i += NT) {
-        const float v = src[base + i] * s * w[i];
-        out[base + i] = v;
+    for (uint32_t i = threadIdx.x; i < n; i += NT)
+        out[base + i] = src[base + i] * s * w[i];
+}
+
+__device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
+/* n % 4 == 0: one thread per 4 outputs; the grid stride is a multiple of 32
+ * lanes, so 8-lane groups are whole 32-blocks of one row when n % 32 == 0. */
+template <bool PREP>
+__global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n,
+                               uint8_t *xq)
+{
+    const uint32_t n4 = n / 4;
+    const uint64_t total4 = (uint64_t)rows * n4;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t k0 = (uint64_t)blockIdx.x * blockDim.x; k0 < total4; k0 += stride) {
+        const uint64_t k = k0 + threadIdx.x;
+        const bool valid = k < total4;
+        const uint64_t r = valid ? k / n4 : 0, i4 = valid ? k % n4 : 0;
+        float4 o = make_float4(0, 0, 0, 0);
+        if (valid) {
+            const float4 g = __ldg(reinterpret_cast<const float4 *>(gu) + r * 2 * n4 + i4);
+            const float4 u = __ldg(reinterpret_cast<const float4 *>(gu) + r * 2 * n4 + n4 + i4);
+            o = make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w));
+            reinterpret_cast<float4 *>(out)[k] = o;
+        }
         if constexpr (PREP)
-            gemv_prep32(v, threadIdx.x & 31, xq, n, blockIdx.x, i / 32);
+            gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4));
     }
 }
 
-template <bool PREP>
-__global__ void kernel_swiglu(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n,
-                              uint8_t *xq)
+__global__ void kernel_swiglu(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n)
 {
     const uint64_t total = (uint64_t)rows * n;
-    /* stride a multiple of 32: a warp's lanes hold 32 consecutive elements of one row (n % 32 == 0 with PREP) */
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < total; k += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t r = k / n, i = k % n;
-        const float g = gu[r * 2 * n + i], u = gu[r * 2 * n + n + i];
-        const float v = g / (1.0f + expf(-g)) * u;
-        out[k] = v;
-        if constexpr (PREP)
-            gemv_prep32(v, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(i / 32));
+        out[k] = silu_mul(gu[r * 2 * n + i], gu[r * 2 * n + n + i]);
     }
+}
+
+void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
+                    uint32_t nrows, uint32_t n, float eps, uint8_t *xq)
+{
+    const bool vec = n % 4 == 0 && n <= 4u * KV * NT &&
+                     (((uintptr_t)x | (uintptr_t)residual | (uintptr_t)w | (uintptr_t)out) % 16) == 0;
+    if (xq && !vec)
+        CUDA_FAIL("rmsnorm_prep: n = %u must be a multiple of 32 and ≤ %d, pointers 16-byte aligned", n, 4 * KV * NT);
+    if (xq)
+        kernel_rmsnorm4<true><<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps, xq);
+    else if (vec)
+        kernel_rmsnorm4<false><<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps, nullptr);
+    else
+        kernel_rmsnorm<<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps);
+    CUDA_CHECK_LAUNCH();
+}
+
+void launch_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n, uint8_t *xq)
+{
+    const uint64_t total = (uint64_t)rows * n;
+    if (!total)
+        return;
+    const bool vec = n % 4 == 0 && (((uintptr_t)gu | (uintptr_t)out) % 16) == 0;
+    if (xq && !vec)
+        CUDA_FAIL("swiglu_prep: n = %u must be a multiple of 32, pointers 16-byte aligned", n);
+    constexpr int T = 256;
+    const uint64_t items = vec ? total / 4 : total;
+    const uint64_t want = (items + T - 1) / T;
+    const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
+    if (xq)
+        kernel_swiglu4<true><<<blocks, T, 0, ctx->stream>>>(gu, out, rows, n, xq);
+    else if (vec)
+        kernel_swiglu4<false><<<blocks, T, 0, ctx->stream>>>(gu, out, rows, n, nullptr);
+    else
+        kernel_swiglu<<<blocks, T, 0, ctx->stream>>>(gu, out, rows, n);
+    CUDA_CHECK_LAUNCH();
 }
 
 } // namespace
@@ -74,30 +174,14 @@ extern "C" void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residu
 {
     if (!nrows || !n)
         return;
-    kernel_rmsnorm<false><<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps, nullptr);
-    CUDA_CHECK_LAUNCH();
+    launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr);
 }
 
 extern "C" void cuda_rmsnorm_prep(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                                   uint32_t nrows, uint32_t n, float eps)
 {
     uint8_t *xq = gemv_quant_xq_reserve(ctx, n, nrows); /* checks n % 32 and nrows ≤ max batch */
-    kernel_rmsnorm<true><<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps, xq);
-    CUDA_CHECK_LAUNCH();
-}
-
-static void launch_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n, uint8_t *xq)
-{
-    const uint64_t total = (uint64_t)rows * n;
-    if (!total)
-        return;
-    const uint64_t want = (total + NT - 1) / NT;
-    const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
-    if (xq)
-        kernel_swiglu<true><<<blocks, NT, 0, ctx->stream>>>(gu, out, rows, n, xq);
-    else
-        kernel_swiglu<false><<<blocks, NT, 0, ctx->stream>>>(gu, out, rows, n, nullptr);
-    CUDA_CHECK_LAUNCH();
+    launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, xq);
 }
 
 extern "C" void cuda_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n)

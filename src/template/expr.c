@@ -111,7 +111,7 @@ int interp_getitem(struct render *r, struct value obj, struct value key, struct 
             *out = *v;
             return 0;
         }
-    } else if (((obj.type == V_LIST && !(obj.flags & VF_GEN)) || obj.type == V_STR) &&
+    } else if (((obj.type == V_LIST && !(obj.flags & (VF_GEN | VF_VIEW))) || obj.type == V_STR) &&
                (key.type == V_INT || key.type == V_BOOL)) {
         int64_t i = key.type == V_BOOL ? key.b : key.i;
         if (obj.type == V_LIST) {
@@ -178,7 +178,7 @@ static int eval_slice(struct render *r, const struct node *e, struct value *out)
     if (obj.type == V_UNDEF)
         return interp_undefined_error(r, obj);
     bool is_str = obj.type == V_STR;
-    if (!is_str && obj.type != V_LIST)
+    if (!is_str && (obj.type != V_LIST || (obj.flags & (VF_GEN | VF_VIEW)))) /* jinja2 slices directly */
         return rerr(r, "'%s' object is not subscriptable", v_type_name(obj));
     /* strings: work on code point offsets */
     int64_t len = is_str ? (int64_t)utf8_count(obj.s, obj.n) : obj.l->n;
@@ -335,6 +335,8 @@ static int binop(struct render *r, int op, struct value a, struct value b, struc
         *out = v_str(sb.p ? sb.p : "", sb.n);
         return 0;
     }
+    if (op == OP_MOD && a.type == V_STR) /* printf-style; an undefined argument prints as "" */
+        return str_percent_format(r, a, b, out);
     if (a.type == V_UNDEF)
         return interp_undefined_error(r, a);
     if (b.type == V_UNDEF)
@@ -351,16 +353,27 @@ static int binop(struct render *r, int op, struct value a, struct value b, struc
         case OP_DIV: case OP_FLOORDIV: case OP_MOD:
             if (y == 0.0)
                 return rerr(r, "float division by zero");
-            if (op == OP_DIV)
+            if (op == OP_DIV) {
                 *out = v_float(x / y);
-            else if (op == OP_FLOORDIV)
-                *out = v_float(floor(x / y));
-            else {
-                double m = fmod(x, y);
-                if (m != 0.0 && ((m < 0) != (y < 0)))
-                    m += y;
-                *out = v_float(m);
+                return 0;
             }
+            /* Python's float divmod: floor division from the fmod remainder */
+            double m = fmod(x, y), div = (x - m) / y;
+            if (m != 0.0 && ((y < 0) != (m < 0))) {
+                m += y;
+                div -= 1.0;
+            }
+            if (div != 0.0) {
+                double fl = floor(div);
+                if (div - fl > 0.5)
+                    fl += 1.0;
+                div = fl;
+            } else {
+                div = copysign(0.0, x / y);
+            }
+            if (m == 0.0)
+                m = copysign(0.0, y);
+            *out = v_float(op == OP_FLOORDIV ? div : m);
             return 0;
         }
     }
@@ -379,7 +392,7 @@ static int binop(struct render *r, int op, struct value a, struct value b, struc
         return 0;
     }
     if (op == OP_ADD && a.type == V_LIST && b.type == V_LIST && (a.flags & VF_TUPLE) == (b.flags & VF_TUPLE) &&
-        !((a.flags | b.flags) & VF_GEN)) {
+        !((a.flags | b.flags) & (VF_GEN | VF_VIEW))) {
         struct vlist *l = vlist_new(r, a.l->n + b.l->n);
         if (!l)
             return -1;
@@ -391,12 +404,12 @@ static int binop(struct render *r, int op, struct value a, struct value b, struc
         out->flags = a.flags & VF_TUPLE;
         return 0;
     }
-    if (op == OP_MUL && (a.type == V_STR || a.type == V_LIST) && (b.type == V_INT || b.type == V_BOOL))
+    bool a_seq = a.type == V_STR || (a.type == V_LIST && !(a.flags & (VF_GEN | VF_VIEW)));
+    bool b_seq = b.type == V_STR || (b.type == V_LIST && !(b.flags & (VF_GEN | VF_VIEW)));
+    if (op == OP_MUL && a_seq && (b.type == V_INT || b.type == V_BOOL))
         return repeat_value(r, a, b.type == V_BOOL ? b.b : b.i, out);
-    if (op == OP_MUL && (b.type == V_STR || b.type == V_LIST) && (a.type == V_INT || a.type == V_BOOL))
+    if (op == OP_MUL && b_seq && (a.type == V_INT || a.type == V_BOOL))
         return repeat_value(r, b, a.type == V_BOOL ? a.b : a.i, out);
-    if (op == OP_MOD && a.type == V_STR)
-        return rerr(r, "printf-style string formatting ('%%') is not supported");
     return rerr(r, "unsupported operand type(s) for %s: '%s' and '%s'", BINOP_SYM[op], v_type_name(a),
                 v_type_name(b));
 }
@@ -418,7 +431,11 @@ static int contains(struct render *r, struct value item, struct value seq, bool 
             *out = v_equal(l->v[i], item);
         return 0;
     }
-    case V_DICT: *out = vdict_get(seq.d, item) != NULL; return 0;
+    case V_DICT:
+        if ((item.type == V_LIST && !(item.flags & VF_TUPLE)) || item.type == V_DICT)
+            return rerr(r, "unhashable type: '%s'", v_type_name(item));
+        *out = vdict_get(seq.d, item) != NULL;
+        return 0;
     case V_UNDEF: *out = false; return 0;
     default: return rerr(r, "argument of type '%s' is not iterable", v_type_name(seq));
     }

@@ -52,9 +52,7 @@ static int get_attr_path(struct render *r, struct value v, struct value attr, st
             num = num && *c >= '0' && *c <= '9';
         if (num)
             key = v_int(strtoll(s, NULL, 10));
-        if (out->type == V_UNDEF)
-            return 0;
-        if (interp_getitem(r, *out, key, out) < 0)
+        if (interp_getitem(r, *out, key, out) < 0) /* undefined items fail, as in jinja2 */
             return -1;
         s = dot + 1;
     }
@@ -170,24 +168,7 @@ static int f_upper(struct render *r, struct value v, struct value *p, struct val
 static int f_title(struct render *r, struct value v, struct value *p, struct value *x, int nx, struct value *out)
 {
     (void)p, (void)x, (void)nx;
-    struct value s;
-    if (need_str(r, v, &s) < 0 || str_case(r, s, 0, out) < 0)
-        return -1;
-    char *o = (char *)out->s;
-    bool start = true;
-    for (uint32_t i = 0; i < s.n; i++) {
-        char c = s.s[i];
-        bool sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '-' ||
-                   c == '(' || c == '{' || c == '[' || c == '<';
-        if (sep) {
-            start = true;
-            continue;
-        }
-        if (start && c >= 'a' && c <= 'z')
-            o[i] = (char)(c - 32);
-        start = false;
-    }
-    return 0;
+    return f_case(r, v, 4, out);
 }
 static int f_capitalize(struct render *r, struct value v, struct value *p, struct value *x, int nx,
                         struct value *out)
@@ -371,6 +352,7 @@ static int f_reverse(struct render *r, struct value v, struct value *p, struct v
         return 0;
     }
     *out = v_list(o);
+    out->flags = VF_GEN; /* reversed(...): an iterator */
     return 0;
 }
 
@@ -552,6 +534,8 @@ static int parse_number(struct value s, bool want_int, int base, struct value *o
 static int f_int(struct render *r, struct value v, struct value *p, struct value *x, int nx, struct value *out)
 {
     (void)x, (void)nx, (void)r;
+    if (v.type == V_UNDEF) /* int(Undefined) raises in jinja2 */
+        return interp_undefined_error(r, v);
     struct value def = missing(p[0]) ? v_int(0) : p[0];
     int base = !missing(p[1]) && p[1].type == V_INT ? (int)p[1].i : 10;
     if (v.type == V_INT) *out = v;
@@ -567,6 +551,8 @@ static int f_int(struct render *r, struct value v, struct value *p, struct value
 static int f_float(struct render *r, struct value v, struct value *p, struct value *x, int nx, struct value *out)
 {
     (void)x, (void)nx, (void)r;
+    if (v.type == V_UNDEF)
+        return interp_undefined_error(r, v);
     struct value def = missing(p[0]) ? v_float(0.0) : p[0];
     if (v_is_number(v)) *out = v_float(v_as_double(v));
     else if (v.type == V_STR) {
@@ -600,7 +586,25 @@ static int f_round(struct render *r, struct value v, struct value *p, struct val
     double f = v_as_double(v), m = pow(10.0, prec), y;
     const char *method = !missing(p[1]) && p[1].type == V_STR ? p[1].s : "common";
     size_t ml = !missing(p[1]) && p[1].type == V_STR ? p[1].n : 6;
-    if (ml == 6 && memcmp(method, "common", 6) == 0) {
+    bool common = ml == 6 && memcmp(method, "common", 6) == 0;
+    if (common && v.type != V_FLOAT) { /* round(int, n) stays an int (half to even for n < 0) */
+        int64_t i = v.type == V_BOOL ? v.b : v.i, unit = 1;
+        for (int k = 0; k < -prec && unit <= INT64_MAX / 10; k++)
+            unit *= 10;
+        if (unit > 1) {
+            int64_t q = i / unit, rem = i % unit;
+            if (rem < 0) {
+                rem += unit;
+                q--;
+            }
+            if (rem * 2 > unit || (rem * 2 == unit && (q & 1)))
+                q++;
+            i = q * unit;
+        }
+        *out = v_int(i);
+        return 0;
+    }
+    if (common) {
         /* Python round(): half to even, on the exact decimal value */
         char buf[64];
         snprintf(buf, sizeof(buf), "%.*f", prec > 0 ? prec : 0, f);
@@ -619,9 +623,10 @@ static int f_round(struct render *r, struct value v, struct value *p, struct val
 static int f_indent(struct render *r, struct value v, struct value *p, struct value *x, int nx, struct value *out)
 {
     (void)x, (void)nx;
-    struct value s, ind;
-    if (need_str(r, v, &s) < 0)
-        return -1;
+    struct value s = v, ind;
+    if (v.type != V_STR) /* jinja2 does `s += "\n"` on the value itself */
+        return v.type == V_UNDEF ? interp_undefined_error(r, v)
+                                 : rerr(r, "unsupported operand type(s) for +=: '%s' and 'str'", v_type_name(v));
     char spaces[256];
     if (missing(p[0])) {
         ind = v_str("    ", 4);
@@ -741,6 +746,8 @@ static int f_unique(struct render *r, struct value v, struct value *p, struct va
     if (!o || !seen)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
+        if ((a[i].key.type == V_LIST && !(a[i].key.flags & VF_TUPLE)) || a[i].key.type == V_DICT)
+            return rerr(r, "unhashable type: '%s'", v_type_name(a[i].key));
         bool dup = false;
         for (uint32_t k = 0; k < seen->n && !dup; k++)
             dup = v_equal(seen->v[k], a[i].key);
@@ -825,6 +832,7 @@ static int f_batch(struct render *r, struct value v, struct value *p, struct val
             if (vlist_push(r, cur, p[1]) < 0)
                 return -1;
     *out = v_list(o);
+    out->flags = VF_GEN;
     return 0;
 }
 

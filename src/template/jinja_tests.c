@@ -5,6 +5,7 @@
  * are refused at parse time (see parser_stmt.c for the jinja2 exception). */
 #include "template/tpl_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 
@@ -49,7 +50,9 @@ int test_apply(struct render *r, int tid, struct value v, struct value *args, in
     case TS_MAPPING: *out = v.type == V_DICT; return 0;
     case TS_ITERABLE: *out = v.type == V_STR || v.type == V_LIST || v.type == V_DICT || v.type == V_UNDEF; return 0;
     case TS_SEQUENCE:
-        *out = v.type == V_STR || (v.type == V_LIST && !(v.flags & VF_GEN)) || v.type == V_DICT;
+        /* len() and __getitem__ exist: Undefined has both */
+        *out = v.type == V_STR || (v.type == V_LIST && !(v.flags & (VF_GEN | VF_VIEW))) || v.type == V_DICT ||
+               v.type == V_UNDEF;
         return 0;
     case TS_NUMBER: *out = v_is_number(v); return 0;
     case TS_INTEGER: *out = v.type == V_INT; return 0;
@@ -86,34 +89,38 @@ int test_apply(struct render *r, int tid, struct value v, struct value *args, in
             return 0;
         }
         return rerr(r, "argument of type '%s' is not iterable", v_type_name(a));
-    case TS_ODD: case TS_EVEN: case TS_DIVISIBLEBY:
-        if (v.type != V_INT && v.type != V_BOOL)
-            return rerr(r, "test '%s' needs an integer", TESTS[tid]);
-        if (tid == TS_DIVISIBLEBY) {
-            if (a.type != V_INT || a.i == 0)
-                return rerr(r, "divisibleby needs a non-zero integer");
-            *out = (v.type == V_BOOL ? v.b : v.i) % a.i == 0;
+    case TS_ODD: case TS_EVEN: case TS_DIVISIBLEBY: { /* value % n == 0 (or == 1 for odd), Python's % */
+        struct value n = tid == TS_DIVISIBLEBY ? a : v_int(2);
+        if (!v_is_number(v) || !v_is_number(n))
+            return rerr(r, "test '%s' needs numbers, got '%s'", TESTS[tid], v_type_name(v));
+        if (v_as_double(n) == 0.0)
+            return rerr(r, "integer division or modulo by zero");
+        double m;
+        if (v.type != V_FLOAT && n.type != V_FLOAT) {
+            int64_t x = v.type == V_BOOL ? v.b : v.i, y = n.type == V_BOOL ? n.b : n.i;
+            int64_t q = (y == -1) ? 0 : x % y;
+            if (q && ((q < 0) != (y < 0)))
+                q += y;
+            m = (double)q;
         } else {
-            *out = ((v.type == V_BOOL ? v.b : v.i) % 2 != 0) == (tid == TS_ODD);
+            double x = v_as_double(v), y = v_as_double(n);
+            m = fmod(x, y);
+            if (m != 0.0 && ((m < 0) != (y < 0)))
+                m += y;
         }
+        *out = tid == TS_ODD ? m == 1.0 : m == 0.0;
         return 0;
+    }
     case TS_SAMEAS:
         *out = v.type == a.type && (v.type == V_NONE || v.type == V_UNDEF || (v.type == V_BOOL && v.b == a.b) ||
                                     (v.type == V_LIST && v.l == a.l) || ((v.type == V_DICT || v.type == V_NS) &&
                                     v.d == a.d) || (v.type == V_INT && v.i == a.i && v.i >= -5 && v.i <= 256));
         return 0;
-    case TS_LOWER: case TS_UPPER: {
-        if (v.type != V_STR) {
-            *out = false;
-            return 0;
-        }
-        struct value s;
-        if (str_case(r, v, tid == TS_LOWER ? 0 : 1, &s) < 0)
+    case TS_LOWER: case TS_UPPER: { /* str(value).islower() / .isupper() */
+        struct value sv;
+        if (v_to_str(r, v, &sv) < 0)
             return -1;
-        bool cased = false;
-        for (uint32_t i = 0; i < v.n; i++)
-            cased = cased || (v.s[i] >= 'a' && v.s[i] <= 'z') || (v.s[i] >= 'A' && v.s[i] <= 'Z');
-        *out = cased && v_equal(s, v);
+        *out = str_is_case(sv, tid == TS_LOWER);
         return 0;
     }
     case TS_FILTER: *out = v.type == V_STR && filter_lookup(v.s, v.n) >= 0; return 0;

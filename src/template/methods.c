@@ -7,8 +7,9 @@
  * fail when called, as they do under transformers.
  *
  * Strings are UTF-8; positions returned to templates (find, index) count code
- * points like Python. Case mapping (lower/upper/title/capitalize) covers ASCII
- * only; other characters are left unchanged.
+ * points like Python. Case mapping (lower/upper/title/capitalize) covers ASCII,
+ * Latin-1, Latin Extended-A, Greek and Cyrillic; other characters are left
+ * unchanged.
  */
 #include "template/tpl_internal.h"
 
@@ -151,6 +152,123 @@ int str_replace(struct render *r, struct value s, struct value old, struct value
     return 0;
 }
 
+/* Python's printf-style `fmt % args`: %[(key)][flags][width][.prec]type with
+ * types s r a d i u x X o c e E f F g G and %%; args is a tuple, a dict (for
+ * %(key)s) or a single value. Numbers format as C printf does, which matches
+ * Python for these types. */
+int str_percent_format(struct render *r, struct value fmt, struct value args, struct value *out)
+{
+    struct sbuf b = {0};
+    bool tuple = args.type == V_LIST && (args.flags & VF_TUPLE);
+    uint32_t argi = 0, nargs = tuple ? args.l->n : 1;
+    bool used_mapping = false;
+    for (uint32_t i = 0; i < fmt.n; i++) {
+        char c = fmt.s[i];
+        if (c != '%') {
+            if (sb_putc(r, &b, c) < 0)
+                return -1;
+            continue;
+        }
+        if (++i >= fmt.n)
+            return rerr(r, "incomplete format");
+        struct value v;
+        bool have = false;
+        if (fmt.s[i] == '(') {
+            uint32_t j = i + 1;
+            while (j < fmt.n && fmt.s[j] != ')')
+                j++;
+            if (j >= fmt.n)
+                return rerr(r, "incomplete format key");
+            if (args.type != V_DICT)
+                return rerr(r, "format requires a mapping");
+            struct value *pv = vdict_get_str(args.d, fmt.s + i + 1, j - i - 1);
+            if (!pv)
+                return rerr(r, "format key '%.*s' not found", (int)(j - i - 1), fmt.s + i + 1);
+            v = *pv;
+            have = used_mapping = true;
+            i = j + 1;
+        }
+        char spec[32];
+        size_t k = 0;
+        spec[k++] = '%';
+        while (i < fmt.n && strchr("-+ 0#", fmt.s[i]) && k < 8)
+            spec[k++] = fmt.s[i++];
+        while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9' && k < 14)
+            spec[k++] = fmt.s[i++];
+        if (i < fmt.n && fmt.s[i] == '.') {
+            spec[k++] = fmt.s[i++];
+            while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9' && k < 20)
+                spec[k++] = fmt.s[i++];
+        }
+        if (i >= fmt.n)
+            return rerr(r, "incomplete format");
+        char type = fmt.s[i];
+        if (type == '%') {
+            if (sb_putc(r, &b, '%') < 0)
+                return -1;
+            continue;
+        }
+        if (!have) {
+            if (argi >= nargs)
+                return rerr(r, "not enough arguments for format string");
+            v = tuple ? args.l->v[argi] : args;
+            argi++;
+        }
+        char buf[512];
+        int n;
+        switch (type) {
+        case 's': case 'r': case 'a': {
+            struct sbuf t = {0};
+            if ((type == 's' ? v_str_append(r, &t, v) : v_repr_append(r, &t, v)) < 0)
+                return -1;
+            spec[k++] = 's';
+            spec[k] = 0;
+            /* width/precision count code points in Python; only ASCII padding is exact here */
+            char *tmp = ralloc(r, t.n + 512);
+            if (!tmp)
+                return -1;
+            n = snprintf(tmp, t.n + 512, spec, t.p ? t.p : "");
+            if (n < 0 || sb_put(r, &b, tmp, (size_t)n < t.n + 512 ? (size_t)n : t.n + 511) < 0)
+                return -1;
+            continue;
+        }
+        case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c': {
+            if (!v_is_number(v))
+                return rerr(r, "%%%c format: a number is required, not %s", type, v_type_name(v));
+            long long iv = v.type == V_FLOAT ? (long long)v.f : v.type == V_BOOL ? v.b : v.i;
+            if (type == 'c') {
+                spec[k++] = 'c';
+                spec[k] = 0;
+                n = snprintf(buf, sizeof(buf), spec, (int)(iv & 0x7f));
+            } else {
+                spec[k++] = 'l';
+                spec[k++] = 'l';
+                spec[k++] = type == 'i' || type == 'u' ? 'd' : type;
+                spec[k] = 0;
+                n = snprintf(buf, sizeof(buf), spec, iv);
+            }
+            break;
+        }
+        case 'e': case 'E': case 'f': case 'F': case 'g': case 'G':
+            if (!v_is_number(v))
+                return rerr(r, "must be real number, not %s", v_type_name(v));
+            spec[k++] = type;
+            spec[k] = 0;
+            n = snprintf(buf, sizeof(buf), spec, v_as_double(v));
+            break;
+        default: return rerr(r, "unsupported format character '%c'", type);
+        }
+        if (n < 0 || sb_put(r, &b, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0)
+            return -1;
+    }
+    /* Python skips this check when args is a mapping-like non-tuple (dict, list) */
+    if (!used_mapping && args.type != V_DICT && args.type != V_UNDEF && !(args.type == V_LIST && !tuple) &&
+        argi < nargs)
+        return rerr(r, "not all arguments converted during string formatting");
+    *out = v_str(b.p ? b.p : "", b.n);
+    return 0;
+}
+
 int str_html_escape(struct render *r, struct value s, struct value *out)
 {
     struct sbuf b = {0};
@@ -169,30 +287,125 @@ int str_html_escape(struct render *r, struct value s, struct value *out)
 static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
 
+/* Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic
+ * (what chat templates meet in role names and tokens); other code points are
+ * left as they are. */
+static uint32_t cp_upper(uint32_t c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 0xe0 && c <= 0xfe && c != 0xf7) || (c >= 0x3b1 && c <= 0x3c9 && c != 0x3c2) ||
+        (c >= 0x430 && c <= 0x44f))
+        return c - 32;
+    if (c == 0xb5) return 0x39c;
+    if (c == 0xff) return 0x178;
+    if (c == 0x131) return 'I';
+    if (c == 0x17f) return 'S';
+    if (c == 0x3c2) return 0x3a3;
+    if (c == 0x3ac) return 0x386;
+    if (c >= 0x3ad && c <= 0x3af) return c - 37;
+    if (c == 0x3cc) return 0x38c;
+    if (c == 0x3cd || c == 0x3ce) return c - 63;
+    if (c >= 0x450 && c <= 0x45f) return c - 80;
+    if ((c >= 0x100 && c <= 0x12f) || (c >= 0x132 && c <= 0x137) || (c >= 0x14a && c <= 0x177))
+        return c & ~1u;
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e))
+        return (c & 1u) ? c : c - 1;
+    return c;
+}
+
+static uint32_t cp_lower(uint32_t c)
+{
+    if ((c >= 'A' && c <= 'Z') || (c >= 0xc0 && c <= 0xde && c != 0xd7) || (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) ||
+        (c >= 0x410 && c <= 0x42f))
+        return c + 32;
+    if (c == 0x178) return 0xff;
+    if (c == 0x386) return 0x3ac;
+    if (c >= 0x388 && c <= 0x38a) return c + 37;
+    if (c == 0x38c) return 0x3cc;
+    if (c == 0x38e || c == 0x38f) return c + 63;
+    if (c >= 0x400 && c <= 0x40f) return c + 80;
+    if ((c >= 0x100 && c <= 0x12f) || (c >= 0x132 && c <= 0x137) || (c >= 0x14a && c <= 0x177))
+        return c | 1u;
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e))
+        return (c & 1u) ? c + 1 : c;
+    return c;
+}
+
+static int put_cp(struct render *r, struct sbuf *b, uint32_t cp)
+{
+    char u[4];
+    size_t n;
+    if (cp < 0x80) { u[0] = (char)cp; n = 1; }
+    else if (cp < 0x800) { u[0] = (char)(0xc0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 63)); n = 2; }
+    else if (cp < 0x10000) {
+        u[0] = (char)(0xe0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 63)); u[2] = (char)(0x80 | (cp & 63));
+        n = 3;
+    } else {
+        u[0] = (char)(0xf0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 63));
+        u[2] = (char)(0x80 | ((cp >> 6) & 63)); u[3] = (char)(0x80 | (cp & 63));
+        n = 4;
+    }
+    return sb_put(r, b, u, n);
+}
+
+/* mode: 0 lower, 1 upper, 2 title (str.title), 3 capitalize, 4 jinja2's title
+ * filter (upper after whitespace, '-', '(', '{', '[', '<'; lower elsewhere) */
 int str_case(struct render *r, struct value s, int mode, struct value *out)
 {
-    char *p = ralloc(r, (size_t)s.n + 1);
-    if (!p)
-        return -1;
-    bool prev_cased = false;
-    for (uint32_t i = 0; i < s.n; i++) {
-        char c = s.s[i];
-        bool cased = is_lower(c) || is_upper(c);
-        bool up;
-        switch (mode) {
-        case 0: up = false; break;
-        case 1: up = true; break;
-        case 2: up = !prev_cased; break;
-        default: up = i == 0; break;
+    struct sbuf b = {0};
+    bool prev_cased = false, first = true, prev_sep = true;
+    for (size_t i = 0; i < s.n;) {
+        size_t a;
+        uint32_t cp = utf8_decode(s.s + i, s.n - i, &a);
+        bool cased = cp_upper(cp) != cp || cp_lower(cp) != cp || cp == 0xdf;
+        bool sep = py_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+        bool up = mode == 1 || (mode == 2 && !prev_cased) || (mode == 3 && first) || (mode == 4 && prev_sep && !sep);
+        prev_sep = sep;
+        if (cp == 0x3a3 && !up && prev_cased) { /* final sigma: ς when no cased letter follows */
+            bool next_cased = false;
+            if (i + a < s.n) {
+                size_t a2;
+                uint32_t nc = utf8_decode(s.s + i + a, s.n - i - a, &a2);
+                next_cased = cp_upper(nc) != nc || cp_lower(nc) != nc;
+            }
+            if (!next_cased) {
+                if (sb_put(r, &b, "\xcf\x82", 2) < 0)
+                    return -1;
+                prev_cased = true;
+                first = false;
+                i += a;
+                continue;
+            }
         }
-        if (cased)
-            c = up ? (is_lower(c) ? (char)(c - 32) : c) : (is_upper(c) ? (char)(c + 32) : c);
-        p[i] = c;
-        /* title(): non-ASCII bytes count as uncased, as digits and punctuation do */
+        int rc;
+        if (!cased) /* keep the bytes as they were (also invalid UTF-8) */
+            rc = sb_put(r, &b, s.s + i, a);
+        else if (cp == 0xdf && up) /* sharp s: "SS" in upper case, "Ss" in title case */
+            rc = sb_put(r, &b, mode == 1 ? "SS" : "Ss", 2);
+        else
+            rc = put_cp(r, &b, up ? cp_upper(cp) : cp_lower(cp));
+        if (rc < 0)
+            return -1;
         prev_cased = cased;
+        first = false;
+        i += a;
     }
-    *out = v_str(p, s.n);
+    *out = v_str(b.p ? b.p : "", b.n);
     return 0;
+}
+
+bool str_is_case(struct value s, bool lower)
+{
+    bool any = false;
+    for (size_t i = 0; i < s.n;) {
+        size_t a;
+        uint32_t cp = utf8_decode(s.s + i, s.n - i, &a);
+        bool is_lo = cp_upper(cp) != cp || cp == 0xdf, is_up = cp_lower(cp) != cp;
+        if (lower ? is_up : is_lo)
+            return false;
+        any = any || (lower ? is_lo : is_up);
+        i += a;
+    }
+    return any;
 }
 
 int str_splitlines(struct render *r, struct value s, struct vlist **out)
@@ -437,8 +650,27 @@ static int nargs_check(struct render *r, const char *name, int nargs, int lo, in
 
 static int64_t cp_index(struct value s, size_t byte_off) { return (int64_t)utf8_count(s.s, byte_off); }
 
+static int method_call_inner(struct render *r, struct method *m, struct value *args, int nargs, const char **kwn,
+                             const uint32_t *kwl, struct value *kwv, int nkw, struct value *out);
+
+/* Methods of a Markup string return Markup (strings, and the items of split lists). */
 int method_call(struct render *r, struct method *m, struct value *args, int nargs, const char **kwn,
                 const uint32_t *kwl, struct value *kwv, int nkw, struct value *out)
+{
+    if (method_call_inner(r, m, args, nargs, kwn, kwl, kwv, nkw, out) < 0)
+        return -1;
+    if (m->id >= 0 && m->self.type == V_STR && (m->self.flags & VF_SAFE)) {
+        if (out->type == V_STR)
+            out->flags |= VF_SAFE;
+        else if (out->type == V_LIST && (m->id == M_SPLIT || m->id == M_RSPLIT || m->id == M_SPLITLINES))
+            for (uint32_t i = 0; i < out->l->n; i++)
+                out->l->v[i].flags |= VF_SAFE;
+    }
+    return 0;
+}
+
+static int method_call_inner(struct render *r, struct method *m, struct value *args, int nargs, const char **kwn,
+                             const uint32_t *kwl, struct value *kwv, int nkw, struct value *out)
 {
     struct value s = m->self;
     struct value a0 = nargs > 0 ? args[0] : v_none(), a1 = nargs > 1 ? args[1] : v_none();
@@ -560,7 +792,8 @@ int method_call(struct render *r, struct method *m, struct value *args, int narg
             }
         }
         if (m->id == M_ISLOWER || m->id == M_ISUPPER)
-            ok = ok && any_cased;
+            ok = str_is_case(s, m->id == M_ISLOWER);
+        (void)any_cased;
         *out = v_bool(ok);
         return 0;
     }
@@ -585,6 +818,8 @@ int method_call(struct render *r, struct method *m, struct value *args, int narg
             }
         }
         *out = v_list(l);
+        out->flags = VF_VIEW;
+        out->n = m->id == M_ITEMS ? 1 : m->id == M_KEYS ? 2 : 3;
         return 0;
     }
     case M_GET: {

@@ -28,6 +28,7 @@ enum vtype {
 #define VF_UNSAFE 2u /* V_UNDEF standing for a forbidden (mutating) method */
 #define VF_SAFE 4u   /* V_STR that is markupsafe.Markup (from |safe): `+` escapes the other operand */
 #define VF_GEN 8u    /* V_LIST that is a Python generator (map, select, ...): iterates once, no len() */
+#define VF_VIEW 16u  /* V_LIST that is d.items()/keys()/values(): n = 1, 2, 3; prints as dict_items([...]) */
 
 struct vlist;
 struct vdict;
@@ -40,7 +41,7 @@ struct frame;
 struct value {
     uint8_t type;
     uint8_t flags;
-    uint32_t n; /* V_STR: byte length; V_FUNC: builtin id */
+    uint32_t n; /* V_STR: byte length; V_FUNC: builtin id; V_LIST with VF_VIEW: view kind */
     union {
         bool b;
         int64_t i;
@@ -266,6 +267,8 @@ int str_replace(struct render *r, struct value s, struct value old, struct value
                 struct value *out);
 int str_case(struct render *r, struct value s, int mode, struct value *out); /* 0 lower 1 upper 2 title 3 capitalize */
 int str_splitlines(struct render *r, struct value s, struct vlist **out);
+bool str_is_case(struct value s, bool lower); /* str.islower() / str.isupper() */
 int str_html_escape(struct render *r, struct value s, struct value *out); /* markupsafe.escape */
+int str_percent_format(struct render *r, struct value fmt, struct value args, struct value *out);
 
 #endif

@@ -169,7 +169,7 @@ bool v_equal(struct value a, struct value b)
     case V_UNDEF: case V_NONE: return true;
     case V_STR: return a.n == b.n && memcmp(a.s, b.s, a.n) == 0;
     case V_LIST:
-        if ((a.flags | b.flags) & VF_GEN)
+        if ((a.flags | b.flags) & (VF_GEN | VF_VIEW))
             return a.l == b.l;
         if ((a.flags & VF_TUPLE) != (b.flags & VF_TUPLE) || a.l->n != b.l->n)
             return false;
@@ -202,7 +202,10 @@ const char *v_type_name(struct value v)
     case V_INT: return "int";
     case V_FLOAT: return "float";
     case V_STR: return "str";
-    case V_LIST: return v.flags & VF_GEN ? "generator" : v.flags & VF_TUPLE ? "tuple" : "list";
+    case V_LIST:
+        if (v.flags & VF_VIEW)
+            return v.n == 1 ? "dict_items" : v.n == 2 ? "dict_keys" : "dict_values";
+        return v.flags & VF_GEN ? "generator" : v.flags & VF_TUPLE ? "tuple" : "list";
     case V_DICT: return "dict";
     case V_NS: return "Namespace";
     case V_MACRO: return "Macro";
@@ -452,10 +455,24 @@ static int str_or_repr(struct render *r, struct sbuf *b, struct value v, bool re
     case V_BOOL: return v.b ? sb_put(r, b, "True", 4) : sb_put(r, b, "False", 5);
     case V_INT: return sb_printf(r, b, "%lld", (long long)v.i);
     case V_FLOAT: fmt_py_float(v.f, num, sizeof(num)); return sb_put(r, b, num, strlen(num));
-    case V_STR: return repr ? repr_str(r, b, v.s, v.n) : sb_put(r, b, v.s, v.n);
+    case V_STR:
+        if (!repr)
+            return sb_put(r, b, v.s, v.n);
+        if (v.flags & VF_SAFE) /* Markup's repr */
+            return sb_put(r, b, "Markup(", 7) < 0 || repr_str(r, b, v.s, v.n) < 0 ? -1 : sb_putc(r, b, ')');
+        return repr_str(r, b, v.s, v.n);
     case V_LIST: {
         if (v.flags & VF_GEN) /* Python prints "<generator object ... at 0x...>": no stable text */
-            return rerr(r, "cannot print a generator (the result of map/select/reject/unique); add |list");
+            return rerr(r, "cannot print an iterator (the result of map/select/reject/unique/reverse/batch); "
+                           "add |list");
+        if (v.flags & VF_VIEW) {
+            const char *name = v.n == 1 ? "dict_items(" : v.n == 2 ? "dict_keys(" : "dict_values(";
+            struct value plain = v;
+            plain.flags = 0;
+            if (sb_put(r, b, name, strlen(name)) < 0 || str_or_repr(r, b, plain, true) < 0)
+                return -1;
+            return sb_putc(r, b, ')');
+        }
         bool tuple = v.flags & VF_TUPLE;
         if (sb_putc(r, b, tuple ? '(' : '[') < 0)
             return -1;
@@ -596,8 +613,8 @@ int v_tojson(struct render *r, struct sbuf *b, struct value v, const struct json
     size_t indent_len = o->indent_len;
     if (level > r->lim->max_depth)
         return rerr(r, "tojson: nesting deeper than %d", r->lim->max_depth);
-    if (v.type == V_LIST && (v.flags & VF_GEN))
-        return rerr(r, "Object of type generator is not JSON serializable");
+    if (v.type == V_LIST && (v.flags & (VF_GEN | VF_VIEW)))
+        return rerr(r, "Object of type %s is not JSON serializable", v_type_name(v));
     if (v.type == V_LIST || v.type == V_DICT) {
         bool dict = v.type == V_DICT;
         uint32_t n = dict ? v.d->n : v.l->n;

@@ -224,8 +224,13 @@ def memra_render(template_path, context, tmp_path):
     ctx_file.write_text(json.dumps(context, ensure_ascii=False), encoding="utf-8")
     p = subprocess.run([str(template_bin()), "--template", str(template_path), str(ctx_file)],
                        capture_output=True, timeout=60)
+    stderr = p.stderr.decode("utf-8", "replace")
+    # a crash (or a sanitizer report in a MEMRA_SANITIZE build) is never an acceptable "error"
+    assert p.returncode in (0, 1), f"memra-template exited with {p.returncode}: {stderr}"
+    assert "Sanitizer" not in stderr and "runtime error:" not in stderr, stderr
     if p.returncode != 0:
-        return None, p.stderr.decode("utf-8", "replace")
+        assert "template" in stderr, f"unclear error message: {stderr!r}"
+        return None, stderr
     return p.stdout, None
 
 

@@ -6,6 +6,7 @@
  * bytes become U+0100.. in increasing byte order. Byte-level vocabularies are
  * converted back to raw bytes here, once, so encoding works on raw bytes.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +33,19 @@ static int bl_byte_of_cp(uint32_t cp)
     return -1;
 }
 
+static int bl_table[0x144]; /* code point → byte, -1 outside the alphabet */
+static pthread_once_t bl_once = PTHREAD_ONCE_INIT;
+
+static void bl_table_init(void)
+{
+    for (uint32_t cp = 0; cp < 0x144; cp++)
+        bl_table[cp] = bl_byte_of_cp(cp);
+}
+
 long bytelevel_decode(const char *text, size_t len, char *out)
 {
-    static int table[0x144];
-    static int ready; /* benign race: every thread writes the same values */
-    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
-        for (uint32_t cp = 0; cp < 0x144; cp++)
-            table[cp] = bl_byte_of_cp(cp);
-        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-    }
+    pthread_once(&bl_once, bl_table_init);
+    const int *table = bl_table;
     const unsigned char *s = (const unsigned char *)text;
     size_t i = 0, o = 0;
     while (i < len) {

@@ -570,10 +570,90 @@ def main():
         json.dump(c, f, indent=1, sort_keys=True)
     manifest["bad"].append({"path": "bad/hf-missing-field", "expect": "num_attention_heads"})
 
+    print("cli", flush=True)
+    manifest["cli"] = make_cli_fixture(out)
+
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     total = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(out) for fn in fns)
     print(f"wrote {out}: {total / 1e6:.2f} MB")
+
+
+# ---------------------------------------------------------------- CLI fixture
+
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+TEXT = ("The quick brown fox jumps over the lazy dog. A tiny model reads a short text, and the engine "
+        "scores every token of it. Perplexity is the exponential of the mean negative log-likelihood. ") * 4
+
+
+def make_cli_fixture(out):
+    """A Hugging Face folder with a real tokenizer (byte-level BPE trained here with the `tokenizers` package,
+    ChatML special tokens and chat template) for the run-gen and memra-ppl command-line tests, with
+    transformers' greedy answers and perplexity as the expected output."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+    from transformers import PreTrainedTokenizerFast
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tr = trainers.BpeTrainer(vocab_size=300, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                             show_progress=False)
+    tk.train_from_iterator([TEXT, "What is the capital of France? Hello world."], tr)
+    n_vocab = tk.get_vocab_size()
+    # (model_max_length set: transformers' default 1e30 is an integer jansson refuses; reported to the tokenizer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   model_max_length=256)
+    fast.chat_template = CHAT_TEMPLATE
+
+    cls_name, kw, _ = configs()["qwen3"]
+    cfg = getattr(transformers, cls_name)(**dict(kw, vocab_size=n_vocab, eos_token_id=fast.eos_token_id,
+                                                 bos_token_id=None, pad_token_id=fast.pad_token_id))
+    torch.manual_seed(SEED + 7)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if "norm" in pname:
+                p.copy_(1.0 + 0.2 * torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) * (2.0 if "embed" in pname else 1.0) / np.sqrt(p.shape[-1]))
+    model.eval()
+    d = os.path.join(out, "cli", "qwen3-tok")
+    save_hf(d, model, state_np(model), "f32")
+    model.generation_config.eos_token_id = fast.eos_token_id
+    fast.save_pretrained(d)
+
+    cases = []
+    eos = [fast.convert_tokens_to_ids(t) for t in ["<|im_end|>", "<|endoftext|>"]]
+
+    def greedy(ids, n):
+        with torch.no_grad():
+            g = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False, eos_token_id=eos,
+                               pad_token_id=fast.pad_token_id)
+        return fast.decode(g[0, len(ids):], skip_special_tokens=True)
+
+    prompt = "Hello world"
+    cases.append({"args": ["--prompt", prompt, "--max-tokens", "24"], "chat": False,
+                  "expected_stdout": greedy(fast(prompt)["input_ids"], 24)})
+    q = "What is the capital of France?"
+    ids = fast.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True, tokenize=True,
+                                   return_dict=True)["input_ids"]
+    cases.append({"args": ["--prompt", q, "--max-tokens", "24"], "chat": True, "expected_stdout": greedy(ids, 24)})
+
+    # perplexity over TEXT in windows of 32 tokens, as memra-ppl computes it
+    with open(os.path.join(out, "cli", "text.txt"), "w") as f:
+        f.write(TEXT)
+    ids = fast(TEXT)["input_ids"]
+    ctx = 32
+    nll = []
+    with torch.no_grad():
+        for w in range(len(ids) // ctx):
+            win = torch.tensor([ids[w * ctx:(w + 1) * ctx]])
+            lp = torch.log_softmax(model(win).logits[0].double(), -1)
+            nll += [-float(lp[i, win[0, i + 1]]) for i in range(ctx - 1)]
+    ppl = float(np.exp(np.mean(nll)))
+    return {"path": "cli/qwen3-tok", "generate": cases, "ppl_text": "cli/text.txt", "ppl_ctx": ctx,
+            "ppl_windows": len(ids) // ctx, "ppl_tokens": len(ids), "perplexity": ppl}
 
 
 if __name__ == "__main__":

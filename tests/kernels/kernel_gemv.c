@@ -23,6 +23,8 @@
  * run. The table is printed last.
  *
  * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
+ *        kernel_gemv --profile      one lm_head-shaped GEMV (x prepared) per
+ *                                   type, nothing else: for ncu
  */
 #include <inttypes.h>
 #include <math.h>
@@ -502,6 +504,21 @@ int main(int argc, char **argv)
     }
     printf("device: %s, %d SMs, L2 %zu MB, %zu GiB\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx),
            cuda_ctx_l2_bytes(g_ctx) >> 20, cuda_ctx_mem_bytes(g_ctx) >> 30);
+
+    if (argc > 1 && strcmp(argv[1], "--profile") == 0) {
+        for (size_t k = 0; k < NTYPES; k++) {
+            struct bench b;
+            bench_alloc(&b, types[k], 128256, 4096);
+            if (is_quant_block(types[k]))
+                cuda_gemv_prep_x(g_ctx, b.x, b.n, 1);
+            cuda_gemv_variant(g_ctx, b.t, b.w[0], b.rows, b.n, b.x, 1, b.y, 1.0f, 0, 0,
+                              is_quant_block(types[k]) ? CUDA_GEMV_X_PREPARED : 0);
+            cuda_ctx_sync(g_ctx);
+            bench_free(&b);
+        }
+        cuda_ctx_free(g_ctx);
+        return 0;
+    }
 
     /* ---- checks */
     for (size_t k = 0; k < NTYPES; k++) {

@@ -70,3 +70,64 @@ def test_random_expression(source, tmp_path):
         return
     assert got_err is None, f"memra failed: {got_err}\njinja2 gave: {want!r}"
     assert got == want.encode("utf-8"), f"\n--- jinja2: {want!r}\n--- memra:  {got.decode('utf-8', 'replace')!r}"
+
+
+# ---- statements and whitespace: random template text around random tags
+TEXTS = ["", " ", "  ", "\n", "\n\n", "  \n", "\t", "a", "b \n", "\n  c", " d ", "x\n  ", "\r\n", "e\t\n\t"]
+
+
+def make_template(rng, depth=0):
+    parts = []
+    for _ in range(rng.randint(1, 5)):
+        parts.append(rng.choice(TEXTS))
+        r = rng.random()
+        lm, rm = rng.choice(["", "-", "+"]), rng.choice(["", "-", "+"])
+        vlm, vrm = rng.choice(["", "-"]), rng.choice(["", "-"])
+        if r < 0.25:
+            parts.append("{{%s %s %s}}" % (vlm, make_expr(rng, 2), vrm))
+        elif r < 0.35:
+            parts.append("{#%s note %s#}" % (lm, rm))
+        elif r < 0.5 and depth < 2:
+            parts.append("{%%%s if %s %s%%}" % (lm, make_expr(rng, 2), rm))
+            parts.append(make_template(rng, depth + 1))
+            if rng.random() < 0.5:
+                parts.append("{%%%s else %s%%}" % (rng.choice(["", "-", "+"]), rng.choice(["", "-", "+"])))
+                parts.append(make_template(rng, depth + 1))
+            parts.append("{%%%s endif %s%%}" % (rng.choice(["", "-", "+"]), rng.choice(["", "-", "+"])))
+        elif r < 0.65 and depth < 2:
+            parts.append("{%%%s for it in %s %s%%}" % (lm, rng.choice(SEQS), rm))
+            parts.append("{{ loop.index }}" if rng.random() < 0.5 else "{{ it }}")
+            parts.append(make_template(rng, depth + 1))
+            if rng.random() < 0.3:
+                parts.append("{% if loop.first %}{% continue %}{% endif %}")
+            parts.append("{%%%s endfor %s%%}" % (rng.choice(["", "-", "+"]), rng.choice(["", "-", "+"])))
+        elif r < 0.75:
+            parts.append("{%%%s set v = %s %s%%}" % (lm, make_expr(rng, 2), rm))
+            parts.append("{{ v }}")
+        elif r < 0.85 and depth < 2:
+            parts.append("{%%%s macro mm(a, b='B') %s%%}" % (lm, rm))
+            parts.append(make_template(rng, depth + 1))
+            parts.append("{{ a }}{{ b }}{%% endmacro %s%%}" % rng.choice(["", "-"]))
+            parts.append("{{ mm(%s) }}" % make_expr(rng, 2))
+        else:
+            parts.append("{%%%s set ns = namespace(x=%s) %s%%}{%% set ns.x = ns.x ~ 'z' %%}{{ ns.x }}"
+                         % (lm, make_expr(rng, 2), rm))
+    return "".join(parts)
+
+
+def template_cases():
+    rng = random.Random(11302026)
+    return [make_template(rng) for _ in range(300)]
+
+
+@pytest.mark.parametrize("source", template_cases())
+def test_random_template(source, tmp_path):
+    want, want_err = reference_render(source, copy.deepcopy(CONTEXT))
+    tpl = tmp_path / "t.jinja"
+    tpl.write_bytes(source.encode("utf-8"))
+    got, got_err = memra_render(tpl, CONTEXT, tmp_path)
+    if want_err is not None or " object at 0x" in want:
+        assert got_err is not None, f"jinja2 gave {want_err or want!r} but memra rendered {got!r}"
+        return
+    assert got_err is None, f"memra failed: {got_err}\njinja2 gave: {want!r}"
+    assert got == want.encode("utf-8"), f"\n--- jinja2: {want!r}\n--- memra:  {got.decode('utf-8', 'replace')!r}"

@@ -5,7 +5,9 @@
  *                                           into OUT as little-endian float32
  *   memra-quant-check --to F16|BF16 IN OUT  convert float32 IN to f16 / bf16 (RNE)
  *   memra-quant-check --bench TYPE [ROWS N] GB/s of weights streamed by
- *                                           quant_matvec_f32, one core, 4096×4096
+ *                                           quant_matvec_f32 (and by
+ *                                           quant_dequantize_row), one core,
+ *                                           4096×4096; thread CPU time, best run
  *
  * TYPE is a dtype name as core/dtype.c spells it (Q4_K, BF16, F8_E4M3, ...).
  * tests/py/test_quant_reference.py drives the first two forms.
@@ -177,6 +179,10 @@ static int cmd_bench(const char *tname, uint64_t rows, uint64_t n)
                 memcpy(w + 2 * i, &h, 2);
             }
         }
+    } else if (t == DTYPE_F8_E4M3 || t == DTYPE_F8_E5M2) {
+        for (size_t i = 0; i < bytes; i++) /* no NaN / inf codes */
+            if ((t == DTYPE_F8_E4M3 && (w[i] & 0x7f) == 0x7f) || (t == DTYPE_F8_E5M2 && (w[i] & 0x7c) == 0x7c))
+                w[i] &= 0xf3;
     } else if (info->block_size > 1) {
         static const struct { enum dtype t; int off[2]; } scales[] = {
             {DTYPE_Q4_0, {0, -1}}, {DTYPE_Q4_1, {0, 2}}, {DTYPE_Q5_0, {0, -1}}, {DTYPE_Q5_1, {0, 2}},
@@ -207,12 +213,29 @@ static int cmd_bench(const char *tname, uint64_t rows, uint64_t n)
         if (dt < best)
             best = dt;
     }
+    /* the same weights through quant_dequantize_row, one row at a time */
+    float *row = malloc(n * sizeof(float));
+    double best_deq = 1e30, total_deq = 0;
+    int iters_deq = 0;
+    while (row && (total_deq < 0.5 || iters_deq < 3)) {
+        double t0 = now_s();
+        for (uint64_t r = 0; r < rows; r++)
+            quant_dequantize_row(t, w + r * rb, row, n);
+        double dt = now_s() - t0;
+        total_deq += dt;
+        iters_deq++;
+        if (dt < best_deq)
+            best_deq = dt;
+    }
+    free(row);
     double check = 0;
     for (uint64_t r = 0; r < rows; r++)
         check += y[r];
-    printf("%-8s %llux%llu  %8.2f MB  best %8.3f ms  %7.2f GB/s  %7.2f Gelem/s  (%d runs, checksum %.6g)\n",
+    printf("%-8s %llux%llu %7.2f MB  matvec %7.3f ms %6.2f GB/s %5.2f Gelem/s  dequantize_row %6.2f GB/s"
+           "  (CPU time, best of %d; checksum %.6g)\n",
            tname, (unsigned long long)rows, (unsigned long long)n, (double)bytes / 1e6, best * 1e3,
-           (double)bytes / best / 1e9, (double)(rows * n) / best / 1e9, iters, check);
+           (double)bytes / best / 1e9, (double)(rows * n) / best / 1e9, (double)bytes / best_deq / 1e9, iters,
+           check);
     free(w);
     free(x);
     free(y);

@@ -27,9 +27,14 @@
 #define MEMRA_QUANT_INTERNAL_H
 
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 #include "quant/quant.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "quant: the model formats are little-endian and so is this code (memcpy'd loads)"
+#endif
 
 #define QUANT_QK 32   /* elements of a Q*_0 / Q*_1 / IQ4_NL block */
 #define QUANT_QK_K 256 /* elements of a K / IQ4_XS super-block */
@@ -98,6 +103,27 @@ static inline float quant_f8e5m2_to_f32_inline(uint8_t v)
                           (0x7fc00000u & is_nan);
     return quant_bits_f32(bits | (uint32_t)(v & 0x80u) << 24);
 }
+
+/* FP8 decoding tables (256 exact values each, built by the compiler from the
+ * format definitions): one load per element beats the branch-free arithmetic
+ * above on SSE2. The _inline functions stay the reference for single values. */
+#define QUANT_E4M3_MAG(v)                                                              \
+    (((v) & 0x7f) == 0x7f ? NAN                                                        \
+     : ((v) & 0x78) == 0  ? (float)((v) & 7) * 0x1p-9f                                 \
+                          : (float)(8 + ((v) & 7)) * (float)(1 << (((v) >> 3) & 15)) * 0x1p-10f)
+#define QUANT_E5M2_MAG(v)                                                              \
+    (((v) & 0x7f) > 0x7c   ? NAN                                                       \
+     : ((v) & 0x7f) == 0x7c ? INFINITY                                                 \
+     : ((v) & 0x7c) == 0    ? (float)((v) & 3) * 0x1p-16f                              \
+                            : (float)(4 + ((v) & 3)) * (float)(1 << (((v) >> 2) & 31)) * 0x1p-17f)
+#define QUANT_E4M3(v) ((v) & 0x80 ? -QUANT_E4M3_MAG(v) : QUANT_E4M3_MAG(v))
+#define QUANT_E5M2(v) ((v) & 0x80 ? -QUANT_E5M2_MAG(v) : QUANT_E5M2_MAG(v))
+#define QUANT_R4(F, b) F(b), F((b) + 1), F((b) + 2), F((b) + 3)
+#define QUANT_R16(F, b) QUANT_R4(F, b), QUANT_R4(F, (b) + 4), QUANT_R4(F, (b) + 8), QUANT_R4(F, (b) + 12)
+#define QUANT_R64(F, b) QUANT_R16(F, b), QUANT_R16(F, (b) + 16), QUANT_R16(F, (b) + 32), QUANT_R16(F, (b) + 48)
+#define QUANT_R256(F) QUANT_R64(F, 0), QUANT_R64(F, 64), QUANT_R64(F, 128), QUANT_R64(F, 192)
+static const float quant_e4m3_table[256] = {QUANT_R256(QUANT_E4M3)};
+static const float quant_e5m2_table[256] = {QUANT_R256(QUANT_E5M2)};
 
 static inline float quant_load_f16(const uint8_t *p)
 {

@@ -25,6 +25,18 @@
  *
  * Errors: functions that can fail return 0 / -1 and write "what: why" into the
  * caller's err[errlen] (see core/log.h err_set).
+ *
+ * Not supported (refused at load with a message, or noted here):
+ * - tokenizer.json models other than BPE (WordPiece, Unigram, WordLevel), and
+ *   GGUF tokenizer models other than llama / gpt2 / gemma4 (t5, bert, rwkv...);
+ * - added tokens are matched on the raw text ("normalized" is ignored) and
+ *   "single_word" is ignored; the Lowercase normalizer maps characters one by
+ *   one (no final-sigma or İ special casing);
+ * - a run of <0xXX> byte tokens that is not valid UTF-8 decodes to one U+FFFD
+ *   per maximal invalid subpart, where the `tokenizers` ByteFallback decoder
+ *   writes one per byte (valid runs decode identically);
+ * - llama.cpp replaces each invalid input byte by U+FFFD; we follow Python's
+ *   maximal-subpart rule (the `tokenizers` reference) for GGUF files too.
  */
 #ifndef MEMRA_TOKENIZER_TOKENIZER_H
 #define MEMRA_TOKENIZER_TOKENIZER_H

@@ -34,7 +34,8 @@ static void usage(void)
             "               [--top-k K] [--seed S] [--threads N] [--ctx N] [--backend NAME]\n"
             "  PATH: a .gguf file or a Hugging Face model folder\n"
             "  --chat (or MEMRA_CHAT=1): apply the model's chat template to the prompt\n"
-            "  defaults: --max-tokens 256 --temperature 0 (greedy) --top-p 1 --top-k 0 --seed 0 --ctx 4096\n");
+            "  defaults: --max-tokens 256 --temperature 0 (greedy) --top-p 1 --top-k 0 --seed 0\n"
+            "            --ctx: the model's trained context, at most 4096 (0 = that default)\n");
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out)
@@ -53,7 +54,7 @@ int main(int argc, char **argv)
     const char *path = NULL, *prompt = NULL, *backend = NULL;
     const char *env = getenv("MEMRA_CHAT");
     bool chat = env && *env && strcmp(env, "0") != 0;
-    double max_tokens = 256, temperature = 0, top_p = 1, top_k = 0, seed = 0, threads = 0, ctx = 4096;
+    double max_tokens = 256, temperature = 0, top_p = 1, top_k = 0, seed = 0, threads = 0, ctx = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         double *num = NULL, lo = 0, hi = 0;
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--threads") == 0) {
             num = &threads, lo = 0, hi = 1024;
         } else if (strcmp(a, "--ctx") == 0) {
-            num = &ctx, lo = 16, hi = MODEL_MAX_CTX;
+            num = &ctx, lo = 0, hi = MODEL_MAX_CTX;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage();
             return 0;

@@ -29,7 +29,10 @@ int engine_open(struct engine *e, const char *path, const char *backend_name, co
             e->tmpl = NULL;
         }
     }
-    if (backend_open(&e->backend, backend_name ? backend_name : backend_default_name(), &e->model, cfg, err,
+    struct backend_config bc = *cfg;
+    if (bc.max_ctx == 0)
+        bc.max_ctx = e->model.cfg.max_ctx < ENGINE_DEFAULT_CTX ? e->model.cfg.max_ctx : ENGINE_DEFAULT_CTX;
+    if (backend_open(&e->backend, backend_name ? backend_name : backend_default_name(), &e->model, &bc, err,
                      errlen) != 0)
         goto fail;
     return 0;

@@ -27,8 +27,13 @@ struct engine {
     struct backend *backend;
 };
 
+/* Positions per KV slot when the caller leaves backend_config.max_ctx 0 (or the
+ * model's trained context, when shorter). */
+#define ENGINE_DEFAULT_CTX 4096u
+
 /* Open PATH (a .gguf or a Hugging Face folder): model, tokenizer, chat template
- * and the backend `backend_name` (NULL: backend_default_name()) with cfg.
+ * and the backend `backend_name` (NULL: backend_default_name()) with cfg
+ * (max_ctx 0: see ENGINE_DEFAULT_CTX).
  * 0, or -1 with the reason in err; nothing to free on failure. */
 int engine_open(struct engine *e, const char *path, const char *backend_name, const struct backend_config *cfg,
                 char *err, size_t errlen);

@@ -16,7 +16,9 @@
  * - chunked prefill (a prompt in two spans) gives bit-identical logits.
  *
  * And the broken models listed in the manifest are refused with a message
- * naming the tensor or field, and invalid batches are refused.
+ * naming the tensor or field, and invalid batches are refused. When the
+ * default model has been fetched (models/, scripts/fetch-model.sh), 8 prompts
+ * of it alone and in one batch of 8 must give the same greedy tokens too.
  */
 #include "test.h"
 
@@ -271,6 +273,68 @@ static void test_bad_batches(void)
     model_close(&m);
 }
 
+/* The default model (when scripts/fetch-model.sh fetched it): 8 different
+ * prompts alone and in one batch of 8 give the same greedy tokens. */
+static void test_real_model_batch_of_8(void)
+{
+    const char *path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "  %s not fetched: skipped\n", path);
+        return;
+    }
+    fclose(f);
+    char err[512];
+    struct model m;
+    int rc = model_open(&m, path, err, sizeof(err));
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc != 0)
+        return;
+    struct backend *b = open_backend(&m);
+    CHECK(b != NULL);
+    if (!b) {
+        model_close(&m);
+        return;
+    }
+    enum { STEPS = 12 };
+    const uint32_t V = m.cfg.vocab;
+    int32_t toks[N_BATCH][64], alone[N_BATCH][STEPS];
+    uint32_t len[N_BATCH];
+    float *lg = malloc(sizeof(float) * V * N_BATCH);
+    for (uint32_t s = 0; s < N_BATCH; s++) { /* prompts of 3..10 ids from a fixed recurrence */
+        len[s] = 3 + s;
+        for (uint32_t i = 0; i < len[s]; i++)
+            toks[s][i] = (int32_t)((1 + 7919u * (s * 31 + i)) % V);
+    }
+    for (uint32_t s = 0; s < N_BATCH; s++) {
+        CHECK(forward1(b, 0, 0, toks[s], len[s], 1, lg) == 0);
+        int32_t seq[64];
+        for (uint32_t i = 0; i < STEPS; i++) {
+            seq[i] = alone[s][i] = (int32_t)argmax(lg, V);
+            CHECK(forward1(b, 0, len[s] + i, &seq[i], 1, 1, lg) == 0);
+        }
+    }
+    struct backend_seq seqs[N_BATCH];
+    for (uint32_t s = 0; s < N_BATCH; s++)
+        seqs[s] = (struct backend_seq){s, 0, len[s], toks[s], 1, lg + (size_t)s * V};
+    struct backend_batch batch = {N_BATCH, seqs};
+    int same = 1;
+    for (uint32_t i = 0; i < STEPS; i++) {
+        CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
+        for (uint32_t s = 0; s < N_BATCH; s++) {
+            const int32_t t = (int32_t)argmax(lg + (size_t)s * V, V);
+            same &= t == alone[s][i];
+            toks[s][len[s] + i] = t;
+            seqs[s] = (struct backend_seq){s, len[s] + i, 1, &toks[s][len[s] + i], 1, lg + (size_t)s * V};
+        }
+    }
+    CHECK_MSG(same, "default model: batch of 8 greedy differs from alone");
+    fprintf(stderr, "  %s: 8 prompts x %d greedy tokens, batch of 8 %s\n", path, STEPS, same ? "same" : "DIFFERENT");
+    free(lg);
+    b->ops->free(b);
+    model_close(&m);
+}
+
 int main(void)
 {
     json_error_t jerr;
@@ -294,6 +358,7 @@ int main(void)
     RUN(test_fixture_models);
     RUN(test_bad_models);
     RUN(test_bad_batches);
+    RUN(test_real_model_batch_of_8);
     json_decref(g_manifest);
     return test_summary();
 }

@@ -171,3 +171,30 @@ def test_f32_to_bf16_rounding(tmp_path):
     got = np.fromfile(dst, dtype="<u2")
     bad = np.nonzero(got != want)[0]
     assert bad.size == 0, f"{bad.size} differ; first input {inputs[bad[0]]:#010x}: memra {got[bad[0]]:#06x} ml_dtypes {want[bad[0]]:#06x}"
+
+
+MODEL = Path(__file__).resolve().parents[2] / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.mark.skipif(not MODEL.exists(), reason="default model not fetched (scripts/fetch-model.sh)")
+def test_real_model_tensors_bit_exact(tmp_path):
+    """Every quantized tensor of the default model (real Q4_1 / Q8_0 data, as
+    trained weights look), dequantized by gguf-py and by memra: equal bits.
+    Each tensor contributes its first 64 rows; one memra run per type."""
+    reader = gguf.GGUFReader(str(MODEL))
+    by_type = {}
+    for t in reader.tensors:
+        if t.tensor_type.name in BLOCK_TYPES:
+            by_type.setdefault(t.tensor_type.name, []).append(t)
+    assert by_type, "the model holds no block-quantized tensor"
+    for name, tensors in by_type.items():
+        parts = [np.ascontiguousarray(t.data[:64]).reshape(-1) for t in tensors]
+        want = np.concatenate([dequantize(p, tensors[0].tensor_type).astype(np.float32, copy=False)
+                               .view(np.uint32).reshape(-1) for p in parts])
+        got = memra_dequantize(tmp_path, name, np.concatenate(parts))
+        bad = np.nonzero(got != want)[0]
+        if bad.size:
+            block_size, type_size = gguf.GGML_QUANT_SIZES[tensors[0].tensor_type]
+            ends = np.cumsum([p.size // type_size * block_size for p in parts])
+            culprit = tensors[int(np.searchsorted(ends, bad[0], side="right"))].name
+            pytest.fail(f"{name}: {bad.size} values differ, first in {culprit}")

@@ -1,7 +1,8 @@
 /* engine/backend.c — the list of backends built into this binary and the
  * open/close helpers over their vtables. The CUDA backend joins the list when
- * the build has it (MEMRA_HAVE_CUDA); nothing else in the engine names a
- * backend. */
+ * the build has its vtable (MEMRA_HAVE_CUDA_BACKEND: the CUDA kernels are built
+ * whenever nvcc is found, but the backend_cuda_ops forward pass is still to be
+ * written — issue 5); nothing else in the engine names a backend. */
 #include "engine/backend.h"
 #include "backend/cpu/backend_cpu.h"
 #include "core/log.h"
@@ -9,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef MEMRA_HAVE_CUDA
+#ifdef MEMRA_HAVE_CUDA_BACKEND
 extern const struct backend_ops backend_cuda_ops;
 #endif
 
 static const struct backend_ops *const g_backends[] = {
-#ifdef MEMRA_HAVE_CUDA
+#ifdef MEMRA_HAVE_CUDA_BACKEND
     &backend_cuda_ops,
 #endif
     &backend_cpu_ops,

@@ -252,6 +252,10 @@ int model_config_from_gguf(struct model *m, char *err, size_t errlen)
         if (gguf_u32(m, KEY("attention.sliding_window"), &c->sliding_window, false, err, errlen) ||
             gguf_f32(m, KEY("final_logit_softcapping"), &c->final_softcap, false, err, errlen))
             return -1;
+        /* GGUF does not store query_pre_attn_scalar; as llama.cpp does, the
+         * 27B model (62 layers) uses dim / n_heads, the others head_dim */
+        if (c->n_layers == 62 && c->n_heads > 0)
+            c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
         if (model_file_find_kv(&m->file, KEY("attention.query_pre_attn_scalar"))) {
             float s = 0.0f;
             if (gguf_f32(m, key, &s, true, err, errlen))

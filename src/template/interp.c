@@ -462,6 +462,8 @@ int chat_template_render_limited(const struct chat_template *t, const json_t *co
         *out_len = result.n;
     rc = 0;
 done:
+    if (rc < 0 && !r.failed) /* a path that failed without saying why: still give a message */
+        err_set(err, errlen, "template line %d: internal error: failed without a message", r.line);
     arena_free(&r.arena);
     return rc;
 }

@@ -191,7 +191,7 @@ int str_percent_format(struct render *r, struct value fmt, struct value args, st
         char spec[32];
         size_t k = 0;
         spec[k++] = '%';
-        while (i < fmt.n && strchr("-+ 0#", fmt.s[i]) && k < 8)
+        while (i < fmt.n && fmt.s[i] && strchr("-+ 0#", fmt.s[i]) && k < 8)
             spec[k++] = fmt.s[i++];
         while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9' && k < 14)
             spec[k++] = fmt.s[i++];
@@ -228,7 +228,9 @@ int str_percent_format(struct render *r, struct value fmt, struct value args, st
             if (!tmp)
                 return -1;
             n = snprintf(tmp, t.n + 512, spec, t.p ? t.p : "");
-            if (n < 0 || sb_put(r, &b, tmp, (size_t)n < t.n + 512 ? (size_t)n : t.n + 511) < 0)
+            if (n < 0)
+                return rerr(r, "bad format specification");
+            if (sb_put(r, &b, tmp, (size_t)n < t.n + 512 ? (size_t)n : t.n + 511) < 0)
                 return -1;
             continue;
         }
@@ -256,9 +258,11 @@ int str_percent_format(struct render *r, struct value fmt, struct value args, st
             spec[k] = 0;
             n = snprintf(buf, sizeof(buf), spec, v_as_double(v));
             break;
-        default: return rerr(r, "unsupported format character '%c'", type);
+        default: return rerr(r, "unsupported format character 0x%02x", (unsigned char)type);
         }
-        if (n < 0 || sb_put(r, &b, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0)
+        if (n < 0)
+            return rerr(r, "bad format specification");
+        if (sb_put(r, &b, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0)
             return -1;
     }
     /* Python skips this check when args is a mapping-like non-tuple (dict, list) */

@@ -223,3 +223,20 @@ def test_disconnect_mid_stream_frees_the_sequence(server, eog_bias):
     # and the server keeps serving
     status, _, data = server.request("POST", "/v1/completions", {"model": ALIAS, "prompt": "Hi", "max_tokens": 2})
     assert status == 200, data
+
+
+def test_two_models_side_by_side():
+    from conftest import MODEL, Server
+    import openai
+    s = Server("--slots", "2", "--ctx", "256", env={"MEMRA_MODELS": f"first={MODEL},second={MODEL}"})
+    try:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+        assert [m.id for m in c.models.list().data] == ["first", "second"]
+        a = c.completions.create(model="first", prompt="The sky is", max_tokens=4, temperature=0)
+        b = c.completions.create(model="second", prompt="The sky is", max_tokens=4, temperature=0)
+        assert a.model == "first" and b.model == "second"
+        assert a.choices[0].text == b.choices[0].text
+        health = s.request("GET", "/health")[2]
+        assert [m["id"] for m in health["models"]] == ["first", "second"]
+    finally:
+        assert s.stop() == 0, s.log

@@ -265,22 +265,21 @@ struct glu_job {
     enum model_act act;
 };
 
+/* elementwise over the flat (T * n) range, so one decode token still spreads over all threads */
 static void glu_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 {
     (void)thread;
     const struct glu_job *j = ctx;
-    for (uint32_t t = begin; t < end; t++) {
-        float *g = j->hb + (uint64_t)t * j->n;
-        const float *u = j->hb2 + (uint64_t)t * j->n;
-        if (j->act == MODEL_ACT_SILU) {
-            for (uint32_t i = 0; i < j->n; i++)
-                g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-        } else {
-            const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
-            for (uint32_t i = 0; i < j->n; i++) {
-                const float x = g[i];
-                g[i] = 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x))) * u[i];
-            }
+    float *g = j->hb;
+    const float *u = j->hb2;
+    if (j->act == MODEL_ACT_SILU) {
+        for (uint32_t i = begin; i < end; i++)
+            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    } else {
+        const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
+        for (uint32_t i = begin; i < end; i++) {
+            const float x = g[i];
+            g[i] = 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x))) * u[i];
         }
     }
 }
@@ -288,5 +287,6 @@ static void glu_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 void cpu_glu(struct cpu_backend *b, float *hb, const float *hb2, uint32_t n, uint32_t T)
 {
     struct glu_job j = {hb, hb2, n, b->base.model->cfg.act};
-    threadpool_run(&b->pool, T, glu_task, &j);
+    MEMRA_ASSERT((uint64_t)T * n <= UINT32_MAX);
+    threadpool_run(&b->pool, T * n, glu_task, &j);
 }

@@ -6,15 +6,49 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
-#define SPIN_ITERS 2000
+/* How long a worker keeps polling for the next job before it sleeps, and how
+ * long the caller polls for the end of a job. Decode issues a job every few
+ * tens of microseconds with short serial parts in between, so the window must
+ * cover those; polling yields the core (sched_yield), so on an oversubscribed
+ * machine the thread doing real work still gets it. */
+#define SPIN_NS 300000
+#define SPIN_CHECK 64 /* polls between clock reads */
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+/* Poll until (*v != value) == differ, or stop is set, or the spin window
+ * ends; returns the last value seen. */
+static unsigned spin_on(atomic_uint *v, unsigned value, bool differ, const atomic_bool *stop)
+{
+    const uint64_t t0 = now_ns();
+    for (unsigned i = 1;; i++) {
+        unsigned cur = atomic_load_explicit(v, memory_order_acquire);
+        if ((cur != value) == differ || (stop && atomic_load_explicit(stop, memory_order_relaxed)))
+            return cur;
+        if (i % SPIN_CHECK == 0) {
+            if (now_ns() - t0 > SPIN_NS)
+                return cur;
+            sched_yield();
+        } else {
+            cpu_relax();
+        }
+    }
 }
 
 struct worker_arg {
@@ -38,11 +72,7 @@ static void *worker_main(void *arg)
     free(wa);
     unsigned seen = 0;
     for (;;) {
-        unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
-        for (int i = 0; i < SPIN_ITERS && g == seen && !atomic_load(&p->stop); i++) {
-            cpu_relax();
-            g = atomic_load_explicit(&p->generation, memory_order_acquire);
-        }
+        unsigned g = spin_on(&p->generation, seen, true, &p->stop);
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
             while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
@@ -109,9 +139,9 @@ void threadpool_run(struct threadpool *p, uint32_t n, threadpool_fn fn, void *ct
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     run_range(p, 0);
-    for (int i = 0; i < SPIN_ITERS && atomic_load_explicit(&p->pending, memory_order_acquire) != 0; i++)
-        cpu_relax();
-    if (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
+    if (spin_on(&p->pending, 0, false, NULL) == 0)
+        return;
+    {
         pthread_mutex_lock(&p->mu);
         while (atomic_load(&p->pending) != 0)
             pthread_cond_wait(&p->done, &p->mu);

@@ -45,30 +45,11 @@ __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restric
     gemv_prep_x4(v, valid, threadIdx.x & 31, xq, n, (uint32_t)(e / n), (uint32_t)(e % n));
 }
 
-/* Plain 16-byte loads (generic: shared or global memory). */
-template <int N> __device__ __forceinline__ void ld_x(const uint8_t *p, uint32_t *o)
-{
-#pragma unroll
-    for (int i = 0; i < N / 4; i++) {
-        const uint4 v = reinterpret_cast<const uint4 *>(p)[i];
-        o[4 * i] = v.x, o[4 * i + 1] = v.y, o[4 * i + 2] = v.z, o[4 * i + 3] = v.w;
-    }
-}
-
-/* Bytes of one prepared vector the kernel reads (planes, scales, Σx), 16-rounded. */
-__host__ __device__ inline uint32_t xq_used(uint64_t n) { return (uint32_t)((xq_sum_off(n) + n / 4 + 15) & ~(uint64_t)15); }
-
 /* KS = 1: each of the block's 4 warps owns its own R rows and walks them whole.
  * KS = 4: the 4 warps share R rows, warp i taking blocks i·BPS.. of every 4·BPS
  * (a quarter of each row): 4× more, 4× shorter work units, so the grid has
- * more waves and a shorter tail, at the price of one shared-memory sum.
- * XSM (batch 1): the block first copies the prepared activations (3.4 bytes an
- * element) into shared memory and then loops over row groups (a persistent
- * grid of a few blocks per SM): the activations cross L2 once per block, not
- * once per warp step — without this L2 carried ~2.6× the DRAM traffic (ncu:
- * Q4_K lm_head at 82 % of L2 throughput, 64 % of DRAM), weights evicting the
- * activations from L1. */
-template <class Q, int R, int NB, int KS, bool XSM>
+ * more waves and a shorter tail, at the price of one shared-memory sum. */
+template <class Q, int R, int NB, int KS>
 __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                        uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
                                                        uint32_t nb, float *__restrict__ y, float scale)
@@ -77,139 +58,107 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     constexpr int BPS = 32 / S;     /* blocks per warp step */
     constexpr int W = NT / 32;
     static_assert(KS == 1 || KS == W, "KS: 1 or all warps of the block");
-    static_assert(!XSM || NB == 1, "shared-memory activations: batch 1");
-    extern __shared__ uint4 xsm[];
     const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
-    const uint8_t *xv = xq;
-    if constexpr (XSM) {
-        const uint32_t n16 = xq_used(n) / 16;
-        for (uint32_t i = threadIdx.x; i < n16; i += NT)
-            xsm[i] = __ldg(reinterpret_cast<const uint4 *>(xq) + i);
-        __syncthreads();
-        xv = reinterpret_cast<const uint8_t *>(xsm);
-    }
+    const uint32_t row0 = KS == 1 ? (blockIdx.x * W + wi) * R : blockIdx.x * R;
+    if (row0 >= rows)
+        return; /* with KS = W the whole block leaves together */
     const uint32_t kstart = (KS == 1 ? 0 : wi * BPS) + lane / S, kstep = BPS * KS;
     const int seg = (int)(lane % S);
     const typename Q::lane_t L = Q::lane(seg);
+    const uint8_t *wr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) /* tail rows re-read the last row */
+        wr[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + (uint64_t)kstart * Q::BS;
     const uint64_t xstride = xq_stride(n);
     const uint32_t nblk = n / Q::QK;
-    const uint32_t groups = (rows + R - 1) / R;
-    const uint32_t g0 = KS == 1 ? blockIdx.x * W + wi : blockIdx.x, gstep = KS == 1 ? gridDim.x * W : gridDim.x;
 
-    for (uint32_t grp = g0; grp < groups; grp += gstep) { /* KS = W: the same groups for the whole block */
-        const uint32_t row0 = grp * R;
-        const uint8_t *wr[R];
+    float acc[R * NB];
 #pragma unroll
-        for (int r = 0; r < R; r++) /* tail rows re-read the last row */
-            wr[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + (uint64_t)kstart * Q::BS;
-
-        float acc[R * NB];
-#pragma unroll
-        for (int k = 0; k < R * NB; k++)
-            acc[k] = 0.0f;
+    for (int k = 0; k < R * NB; k++)
+        acc[k] = 0.0f;
 
 #pragma unroll 2
-        for (uint32_t blk = kstart; blk < nblk; blk += kstep) {
-            uint32_t q[R][8];
-            float d[R][2], m[R][2];
+    for (uint32_t blk = kstart; blk < nblk; blk += kstep) {
+        uint32_t q[R][8];
+        float d[R][2], m[R][2];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            Q::get(wr[r], L, q[r], d[r], m[r]);
+            wr[r] += kstep * Q::BS;
+        }
+        const uint32_t e = blk * Q::QK + 32 * seg; /* first element of the segment */
+#pragma unroll
+        for (int b = 0; b < NB; b++) {
+            if (b >= (int)nb)
+                break;
+            const uint8_t *xb = xq + (uint64_t)b * xstride;
+            uint32_t x0[8], x1[8], x2[8];
+            ld_a16<8>(xb + e, x0);
+            ld_a16<8>(xb + n + e, x1);
+            ld_a16<8>(xb + 2 * (uint64_t)n + e, x2);
+            const float *sc = reinterpret_cast<const float *>(xb + 3 * (uint64_t)n);
+            const float sx = __ldg(sc + e / 32);
+            float2 xs = make_float2(0.0f, 0.0f);
+            if constexpr (Q::HAS_M)
+                xs = __ldg(reinterpret_cast<const float2 *>(xb + xq_sum_off(n)) + e / 32); /* Σx of each 16 */
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                Q::get(wr[r], L, q[r], d[r], m[r]);
-                wr[r] += kstep * Q::BS;
-            }
-            const uint32_t e = blk * Q::QK + 32 * seg; /* first element of the segment */
-#pragma unroll
-            for (int b = 0; b < NB; b++) {
-                if (b >= (int)nb)
-                    break;
-                const uint8_t *xb = xv + (uint64_t)b * xstride;
-                uint32_t x0[8], x1[8], x2[8];
-                ld_x<8>(xb + e, x0);
-                ld_x<8>(xb + n + e, x1);
-                ld_x<8>(xb + 2 * (uint64_t)n + e, x2);
-                const float sx = reinterpret_cast<const float *>(xb + 3 * (uint64_t)n)[e / 32];
-                float2 xs = make_float2(0.0f, 0.0f);
-                if constexpr (Q::HAS_M)
-                    xs = reinterpret_cast<const float2 *>(xb + xq_sum_off(n))[e / 32]; /* Σx of each 16 */
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float a = acc[r * NB + b];
-                    if constexpr (Q::TWO_SCALES) {
-                        const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
-                        const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
-                        a = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), a);
-                        a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
-                    } else {
-                        a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), a);
-                        if constexpr (Q::HAS_M)
-                            a = fmaf(m[r][0], xs.x + xs.y, a);
-                    }
-                    acc[r * NB + b] = a;
+                float a = acc[r * NB + b];
+                if constexpr (Q::TWO_SCALES) {
+                    const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
+                    const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
+                    a = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), a);
+                    a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
+                } else {
+                    a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), a);
+                    if constexpr (Q::HAS_M)
+                        a = fmaf(m[r][0], xs.x + xs.y, a);
                 }
+                acc[r * NB + b] = a;
             }
         }
+    }
 #pragma unroll
-        for (int k = 0; k < R * NB; k++)
-            acc[k] = warp_sum(acc[k]);
-        if constexpr (KS > 1) {
-            __shared__ float red[W][R * NB];
-            if (lane == 0) {
+    for (int k = 0; k < R * NB; k++)
+        acc[k] = warp_sum(acc[k]);
+    if constexpr (KS > 1) {
+        __shared__ float red[W][R * NB];
+        if (lane == 0) {
 #pragma unroll
-                for (int k = 0; k < R * NB; k++)
-                    red[wi][k] = acc[k];
-            }
-            __syncthreads();
-#pragma unroll
-            for (int k = 0; k < R * NB; k++) {
-                float t = 0.0f;
-#pragma unroll
-                for (int i = 0; i < W; i++)
-                    t += red[i][k];
-                acc[k] = t;
-            }
-            __syncthreads(); /* red is rewritten for the next group */
+            for (int k = 0; k < R * NB; k++)
+                red[wi][k] = acc[k];
         }
-        if (lane == 0 && (KS == 1 || wi == 0)) {
+        __syncthreads();
+        if (wi != 0)
+            return;
 #pragma unroll
-            for (int r = 0; r < R; r++)
+        for (int k = 0; k < R * NB; k++) {
+            float t = 0.0f;
 #pragma unroll
-                for (int b = 0; b < NB; b++)
-                    if (row0 + r < rows && b < (int)nb)
-                        y[(uint64_t)b * rows + row0 + r] = scale * acc[r * NB + b];
+            for (int i = 0; i < W; i++)
+                t += red[i][k];
+            acc[k] = t;
         }
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int b = 0; b < NB; b++)
+                if (row0 + r < rows && b < (int)nb)
+                    y[(uint64_t)b * rows + row0 + r] = scale * acc[r * NB + b];
     }
 }
 
 template <class Q, int R, int NB, int KS>
-void launch_q(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
-              float *y, float scale)
+void launch_q(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
+              float scale)
 {
     const uint64_t row_bytes = n / Q::QK * Q::BS;
     const uint64_t groups = (rows + R - 1) / R;
-    const uint64_t blocks = KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups;
-    const size_t smem = xq_used(n);
-    if (NB == 1 && smem <= 200 * 1024) {
-        auto kern = kernel_gemv_q<Q, R, 1, KS, true>;
-        /* per instantiation: the shared-memory opt-in above 48 KB and the
-         * resident blocks per SM, for the largest n seen (first call: outside
-         * any graph capture — the engine's warm-up) */
-        static size_t smem_set = 0;
-        static int per_sm = 0;
-        if (smem > smem_set) {
-            CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, NT, smem));
-            smem_set = smem;
-            if (per_sm < 1)
-                CUDA_FAIL("gemv: no block of %s fits an SM with %zu bytes of shared memory", "kernel_gemv_q", smem);
-        }
-        const uint64_t grid = blocks < (uint64_t)per_sm * sms ? blocks : (uint64_t)per_sm * sms;
-        kern<<<(unsigned)grid, NT, smem, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows, (uint32_t)n, xq, nb, y,
-                                               scale);
-    } else {
-        kernel_gemv_q<Q, R, NB, KS, false><<<(unsigned)blocks, NT, 0, st>>>((const uint8_t *)w, row_bytes,
-                                                                            (uint32_t)rows, (uint32_t)n, xq, nb, y,
-                                                                            scale);
-    }
+    const uint32_t blocks = (uint32_t)(KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups);
+    kernel_gemv_q<Q, R, NB, KS><<<blocks, NT, 0, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows, (uint32_t)n, xq,
+                                                       nb, y, scale);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -218,11 +167,11 @@ void dispatch_q(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t
                 float *y, float scale, int rpw, int ks)
 {
     if (nb > 4) {
-        launch_q<Q, 2, 8, 1>(st, sms, w, rows, n, xq, nb, y, scale);
+        launch_q<Q, 2, 8, 1>(st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (nb > 1) {
-        launch_q<Q, 2, 4, 1>(st, sms, w, rows, n, xq, nb, y, scale);
+        launch_q<Q, 2, 4, 1>(st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (rpw == 0)
@@ -232,12 +181,12 @@ void dispatch_q(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t
     if (ks != 1 && ks != 4)
         CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
     switch (rpw * 8 + ks) {
-    case 9: launch_q<Q, 1, 1, 1>(st, sms, w, rows, n, xq, nb, y, scale); break;
-    case 17: launch_q<Q, 2, 1, 1>(st, sms, w, rows, n, xq, nb, y, scale); break;
-    case 33: launch_q<Q, 4, 1, 1>(st, sms, w, rows, n, xq, nb, y, scale); break;
-    case 12: launch_q<Q, 1, 1, 4>(st, sms, w, rows, n, xq, nb, y, scale); break;
-    case 20: launch_q<Q, 2, 1, 4>(st, sms, w, rows, n, xq, nb, y, scale); break;
-    case 36: launch_q<Q, 4, 1, 4>(st, sms, w, rows, n, xq, nb, y, scale); break;
+    case 9: launch_q<Q, 1, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 17: launch_q<Q, 2, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 33: launch_q<Q, 4, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
+    case 12: launch_q<Q, 1, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
+    case 20: launch_q<Q, 2, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
+    case 36: launch_q<Q, 4, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
     default: CUDA_FAIL("gemv: rows_per_warp %d not in {1,2,4}", rpw);
     }
 }

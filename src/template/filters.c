@@ -1,4 +1,4 @@
-/* template/filters.c — jinja2's builtin filters and tests that chat templates use,
+/* template/filters.c — jinja2's builtin filters that chat templates use,
  * with their parameter names (so keyword arguments work) and Python results;
  * `tojson` is transformers' json.dumps version (ensure_ascii=False, indent,
  * separators, no HTML escaping). Filters that return generators in jinja2 (map,

@@ -38,10 +38,16 @@ void chat_template_limits_default(struct chat_template_limits *lim);
  * runs, as jinja2 does). */
 int chat_template_parse(struct chat_template **out, const char *src, size_t len, char *err, size_t errlen);
 
-/* Render with a jansson object as the context (messages, tools,
- * add_generation_prompt, bos_token, eos_token, enable_thinking, ...; every key is
- * a template variable). *out is malloc'd, NUL-terminated, *out_len bytes; the
- * caller frees it. A template's raise_exception("msg") becomes an error whose text
+/* Render with a jansson object as the context; every key is a template
+ * variable. To match transformers' apply_chat_template, pass: "messages" (role,
+ * content as a string or a list of parts, tool_calls with function.arguments as
+ * an object, tool_call_id, reasoning_content), "tools" (the list, or null when
+ * there are none: transformers passes None, and templates test `tools is not
+ * none`), "documents" (null), "add_generation_prompt", the special tokens
+ * ("bos_token", "eos_token", "unk_token", "pad_token" as strings) and any extra
+ * template kwargs ("enable_thinking", ...). The context is only read, and must
+ * outlive the call. *out is malloc'd, NUL-terminated, *out_len bytes; the caller
+ * frees it. A template's raise_exception("msg") becomes an error whose text
  * contains msg. Uses the default limits. */
 int chat_template_render(const struct chat_template *t, const json_t *context, char **out, size_t *out_len,
                          char *err, size_t errlen);

@@ -1,6 +1,7 @@
 /* template/tpl_internal.h — shared by the template interpreter's files: tokens
- * (lexer.c), the syntax tree (parser.c), values (value.c), the render state
- * (interp.c) and the builtin filters, tests and methods (filters.c, methods.c).
+ * (lexer.c), the syntax tree (parser_expr.c, parser_stmt.c), values (value.c),
+ * the render state (interp.c, expr.c) and the builtins (filters.c,
+ * jinja_tests.c, methods.c).
  *
  * Values are 16-byte structs passed by value. Strings are (pointer, length)
  * slices that point into the template, the context copy or the render arena;
@@ -68,7 +69,7 @@ struct vdict {
 
 struct method {
     struct value self;
-    int id; /* enum method_id (methods.c) */
+    int id; /* enum method_id (methods.c); -1: loop.cycle */
 };
 
 struct macroval {
@@ -110,7 +111,7 @@ int tpl_lex(struct arena *a, const char *src, size_t len, struct token_list *out
 enum node_kind {
     /* statements */
     N_TEXT, N_OUTPUT, N_IF, N_FOR, N_SET, N_SET_NS, N_SET_BLOCK, N_MACRO, N_BREAK, N_CONTINUE, N_FILTER_BLOCK,
-    N_GENERATION, N_CALL_BLOCK,
+    N_GENERATION,
     /* expressions */
     E_CONST, E_NAME, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_NEG, E_POS, E_NOT, E_BIN, E_AND, E_OR,
     E_COMPARE, E_COND, E_LIST, E_TUPLE, E_DICT,
@@ -246,7 +247,7 @@ int interp_getattr(struct render *r, struct value obj, const char *name, size_t 
 int interp_getitem(struct render *r, struct value obj, struct value key, struct value *out);
 int interp_iterate(struct render *r, struct value v, struct vlist **out);
 
-/* filters.c: builtin filters and tests, looked up by name at parse time. */
+/* filters.c, jinja_tests.c: builtin filters and tests, looked up by name at parse time. */
 int filter_lookup(const char *name, size_t n);
 int test_lookup(const char *name, size_t n);
 int filter_apply(struct render *r, int fid, struct value v, struct value *args, int nargs, const char **kwn,
@@ -254,7 +255,7 @@ int filter_apply(struct render *r, int fid, struct value v, struct value *args, 
 int test_apply(struct render *r, int tid, struct value v, struct value *args, int nargs, bool *out);
 
 /* methods.c: str/dict/list methods, global functions. */
-enum builtin_fn { FN_RANGE, FN_NAMESPACE, FN_RAISE, FN_STRFTIME, FN_DICT, FN_LOOP_CYCLE, FN_COUNT };
+enum builtin_fn { FN_RANGE, FN_NAMESPACE, FN_RAISE, FN_STRFTIME, FN_DICT }; /* globals, in BUILTINS order */
 int method_lookup(struct value self, const char *name, size_t n, int *id, bool *unsafe);
 int method_call(struct render *r, struct method *m, struct value *args, int nargs, const char **kwn,
                 const uint32_t *kwl, struct value *kwv, int nkw, struct value *out);
@@ -265,7 +266,8 @@ int builtin_call(struct render *r, int id, struct value self, struct value *args
 int str_strip(struct render *r, struct value s, struct value chars, int mode, struct value *out);
 int str_replace(struct render *r, struct value s, struct value old, struct value new_, int64_t count,
                 struct value *out);
-int str_case(struct render *r, struct value s, int mode, struct value *out); /* 0 lower 1 upper 2 title 3 capitalize */
+/* mode: 0 lower, 1 upper, 2 str.title, 3 capitalize, 4 jinja2's |title */
+int str_case(struct render *r, struct value s, int mode, struct value *out);
 int str_splitlines(struct render *r, struct value s, struct vlist **out);
 bool str_is_case(struct value s, bool lower); /* str.islower() / str.isupper() */
 int str_html_escape(struct render *r, struct value s, struct value *out); /* markupsafe.escape */

@@ -659,6 +659,8 @@ int v_from_json(struct render *r, const json_t *j, struct value *out, int depth)
         return rerr(r, "context nested too deeply");
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
+        if (json_object_size(j) > (1u << 26))
+            return rerr(r, "context object too large");
         struct vdict *d = vdict_new(r, (uint32_t)json_object_size(j));
         if (!d)
             return -1;
@@ -677,6 +679,8 @@ int v_from_json(struct render *r, const json_t *j, struct value *out, int depth)
     }
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
+        if (n > (1u << 26))
+            return rerr(r, "context array of %zu items is too large", n);
         struct vlist *l = vlist_new(r, (uint32_t)n);
         if (!l)
             return -1;
@@ -686,7 +690,11 @@ int v_from_json(struct render *r, const json_t *j, struct value *out, int depth)
         *out = v_list(l);
         return 0;
     }
-    case JSON_STRING: *out = v_str(json_string_value(j), json_string_length(j)); return 0;
+    case JSON_STRING:
+        if (json_string_length(j) > UINT32_MAX - 1)
+            return rerr(r, "context string too long");
+        *out = v_str(json_string_value(j), json_string_length(j));
+        return 0;
     case JSON_INTEGER: *out = v_int((int64_t)json_integer_value(j)); return 0;
     case JSON_REAL: *out = v_float(json_real_value(j)); return 0;
     case JSON_TRUE: *out = v_bool(true); return 0;

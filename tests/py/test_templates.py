@@ -203,6 +203,16 @@ def conversations():
     # firefunction-v2 reads its tools from `functions` (a JSON string)
     add("functions_kwarg", [SYSTEM, USER_WEATHER], functions=json.dumps([WEATHER_TOOL["function"]], indent=2),
         datetime="2026-11-30")
+    # documents (RAG), image parts, developer role, template kwargs some templates read
+    ctx_docs = [{"title": "Paris weather", "text": "Sunny, 21 \u00b0C."},
+                {"title": "Note", "text": "Bring a hat & <glasses>."}]
+    add("documents", [USER_WEATHER], documents=ctx_docs)
+    add("image_parts", [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is this?"}]},
+                        {"role": "assistant", "content": "A cat."}, USER2])
+    add("developer_role", [{"role": "developer", "content": "Answer in JSON."}, USER1])
+    add("kwargs", [SYSTEM, USER_WEATHER], tools=[WEATHER_TOOL], reasoning_effort="high",
+        builtin_tools=["code_interpreter", "wolfram_alpha"], model_identity="You are Memra.",
+        date_string="30 Nov 2026", tools_in_user_message=False)
     return out
 
 

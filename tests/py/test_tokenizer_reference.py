@@ -245,3 +245,113 @@ def test_component_coverage_tokenizers(path):
         assert json.loads(line) == ref, s
         assert decode(path, ref) == ref_tok.decode(ref), s
         assert decode(path, ref, special=True) == ref_tok.decode(ref, skip_special_tokens=False), s
+
+
+def gguf_vocab(path):
+    """tokens, token types and merges of a GGUF, read with a small parser of
+    the GGUF layout (the gguf package's reader takes minutes on these arrays)."""
+    import struct
+    data = pathlib.Path(path).read_bytes()
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    pos = 8
+    n_tensors, n_kv = struct.unpack_from("<QQ", data, pos)
+    pos += 16
+
+    def read_str(p):
+        (n,) = struct.unpack_from("<Q", data, p)
+        return data[p + 8:p + 8 + n], p + 8 + n
+
+    def skip_value(t, p):
+        if t == 8:
+            return read_str(p)[1]
+        if t == 9:
+            et, n = struct.unpack_from("<IQ", data, p)
+            p += 12
+            if et in sizes:
+                return p + n * sizes[et]
+            for _ in range(n):
+                p = skip_value(et, p)
+            return p
+        return p + sizes[t]
+
+    out = {}
+    for _ in range(n_kv):
+        key, pos = read_str(pos)
+        (t,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        key = key.decode()
+        if key in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges"):
+            et, n = struct.unpack_from("<IQ", data, pos)
+            p, items = pos + 12, []
+            for _ in range(n):
+                s_, p = read_str(p)
+                items.append(s_.decode("utf-8"))
+            out[key] = items
+        elif key == "tokenizer.ggml.token_type":
+            et, n = struct.unpack_from("<IQ", data, pos)
+            out[key] = list(struct.unpack_from(f"<{n}i", data, pos + 12))
+        pos = skip_value(t, pos)
+    merges = [tuple(m.split(" ", 1)) for m in out["tokenizer.ggml.merges"]]
+    return out["tokenizer.ggml.tokens"], out["tokenizer.ggml.token_type"], merges
+
+
+HF_LLAMA3_RX = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+
+
+def hf_equivalent(kind):
+    """A tokenizer.json built with the `tokenizers` API from a vocab GGUF's
+    vocabulary and merges, in the style of a real model family's file."""
+    from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers, processors
+    vocab_dir = SHARED / "testdata" / "vocab"
+    if kind == "llama3":  # byte-level, ignore_merges, BOS by TemplateProcessing
+        tokens, types, merges = gguf_vocab(vocab_dir / "ggml-vocab-llama-bpe.gguf")
+        tok = tokenizers.Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens) if types[i] == 1},
+                                              merges=merges, ignore_merges=True))
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(HF_LLAMA3_RX), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok.decoder = decoders.ByteLevel()
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t, ty in zip(tokens, types) if ty == 3])
+        tok.post_processor = processors.TemplateProcessing(
+            single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", tokens.index("<|begin_of_text|>"))])
+    elif kind == "gemma":  # ▁-escaped BPE on characters with <0xXX> byte fallback
+        tokens, types, merges = gguf_vocab(vocab_dir / "ggml-vocab-gemma-4.gguf")
+        tok = tokenizers.Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens) if types[i] in (1, 6)},
+                                              merges=merges, byte_fallback=True))
+        tok.normalizer = normalizers.Replace(" ", "▁")
+        tok.pre_tokenizer = pre_tokenizers.Split(Regex("[^\\n]+|[\\n]+"), behavior="isolated")
+        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t, ty in zip(tokens, types) if ty == 3])
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, ty in zip(tokens, types) if ty == 4])
+    else:  # deepseek-llm: a Sequence of six Split steps, then byte-level
+        tokens, types, merges = gguf_vocab(vocab_dir / "ggml-vocab-deepseek-llm.gguf")
+        tok = tokenizers.Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens) if types[i] == 1},
+                                              merges=merges))
+        rx = [r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", r"[一-龥ࠀ-一가-퟿]+", r"\p{N}+", r"\s+$"]
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(x), behavior="isolated") for x in rx] +
+            [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok.decoder = decoders.ByteLevel()
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t, ty in zip(tokens, types) if ty == 3])
+    return tok
+
+
+@pytest.mark.parametrize("kind", ["llama3", "gemma", "deepseek"])
+def test_hf_loader_on_other_families(tmp_path, corpus, kind):
+    """The tokenizer.json loader beyond Qwen3: Llama-3-style (ignore_merges,
+    TemplateProcessing BOS), Gemma-style (byte fallback, ▁ normalizer, ByteFallback
+    decoder, non-special added tokens) and a six-step Split sequence, each
+    compared with `tokenizers` running the very same file."""
+    ref_tok = hf_equivalent(kind)
+    path = tmp_path / "tokenizer.json"
+    ref_tok.save(str(path))
+    ref_tok = tokenizers.Tokenizer.from_file(str(path))
+    text = corpus[:250_000]
+    ref = ref_tok.encode(text).ids
+    ours = encode(path, text.encode())
+    assert_same_ids(ref_tok, ours, ref, kind)
+    assert decode(path, ref, special=True) == ref_tok.decode(ref, skip_special_tokens=False)
+    assert decode(path, ref) == ref_tok.decode(ref)

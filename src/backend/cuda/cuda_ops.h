@@ -15,7 +15,10 @@
  * is bound by reading the weights (n·rows weight bytes against 4·n activation
  * bytes, which stay in L1/L2), so f32 activations cost nothing measurable and
  * keep the result within f32 rounding of the CPU reference (quant_matvec_f32,
- * which also takes f32 activations): tolerance max|Δ| / max|ref| ≤ 1e-4.
+ * which also takes f32 activations): tolerance max|Δ| / max|ref| ≤ 1e-4
+ * (tests/kernels/kernel_gemv.c; seen ≤ 4e-7). The quantized types convert x
+ * internally to 24-bit integers (see cuda_gemv_prep_x), which keeps that.
+ * Measured speeds: bench/GEMV.md.
  */
 #ifndef MEMRA_BACKEND_CUDA_OPS_H
 #define MEMRA_BACKEND_CUDA_OPS_H
@@ -135,14 +138,15 @@ void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const f
 /* cuda_rmsnorm / cuda_swiglu that also prepare their output for the quantized
  * GEMVs reading it next, bit for bit as cuda_gemv_prep_x(out) would: follow
  * with cuda_gemv_variant(..., CUDA_GEMV_X_PREPARED) and no prep kernel runs.
- * n % 32 == 0 and rows ≤ CUDA_GEMV_MAX_BATCH (aborts otherwise). */
+ * n % 32 == 0, rows ≤ CUDA_GEMV_MAX_BATCH, 16-byte aligned pointers, and for
+ * rmsnorm n ≤ 16384 (aborts otherwise). */
 void cuda_rmsnorm_prep(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                        uint32_t nrows, uint32_t n, float eps);
 void cuda_swiglu_prep(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n);
 
-/* SwiGLU: out[i] = silu(gate[i]) · up[i], silu(g) = g / (1 + e^-g), over
- * `count` floats. `gu` holds (rows, 2·n): per row, the n gate values then the n
- * up values (the fused gate+up GEMV's output, rows = batch); out is (rows, n). */
+/* SwiGLU: out[r][i] = silu(gate[r][i]) · up[r][i], silu(g) = g / (1 + e^-g).
+ * `gu` holds (rows, 2·n): per row, the n gate values then the n up values (the
+ * fused gate+up GEMV's output, rows = batch); out is (rows, n). */
 void cuda_swiglu(struct cuda_ctx *ctx, const float *gu /* (rows, 2n) */, float *out /* (rows, n) */,
                  uint32_t rows, uint32_t n);
 

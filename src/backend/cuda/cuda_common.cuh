@@ -1,7 +1,7 @@
 /* backend/cuda/cuda_common.cuh — what every .cu file of the CUDA backend shares:
  * the abort-on-error check macros, the context struct behind the opaque
  * struct cuda_ctx of cuda_ops.h, and small device helpers (16-byte loads that
- * bypass L1, cp.async, warp/block sums).
+ * bypass L1, warp/block sums).
  *
  * CUDA_CHECK(call) / CUBLAS_CHECK(call): on failure print
  * "file:line: call: reason" and abort (DESIGN.md §3.2: device errors are fatal).
@@ -71,18 +71,6 @@ static __device__ __forceinline__ uint4 ldg_stream16(const void *p)
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
     return v;
-}
-
-/* cp.async 16 bytes global → shared, bypassing L1 and registers. */
-static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-static __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void cp_async_wait(void)
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 static __device__ __forceinline__ float warp_sum(float v)

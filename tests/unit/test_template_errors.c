@@ -139,6 +139,13 @@ static void test_recursion_limit(void)
     lim.max_depth = 10;
     const char *src2 = "{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(20) }}";
     expect_render_error(src2, "{}", &lim, "recursion limit of 10", "line 1");
+    /* deep expressions inside recursive macros: the C recursion cap stops it before the stack runs out */
+    char deep[1024];
+    size_t k = (size_t)snprintf(deep, sizeof(deep), "{%% macro f(n) %%}{{ ");
+    for (int i = 0; i < 150; i++)
+        deep[k++] = '-';
+    snprintf(deep + k, sizeof(deep) - k, "(f(n + 1) | length) }}{%% endmacro %%}\n{{ f(0) }}");
+    expect_render_error(deep, "{}", NULL, "nesting limit", "line 1");
 }
 
 static void test_output_limit(void)

@@ -433,6 +433,10 @@ int model_config_from_hf(struct model *m, char *err, size_t errlen)
         return -1;
     }
 
+    json_t *sw = json_object_get(cfg, "use_sliding_window");
+    if (c->arch != MODEL_ARCH_GEMMA3 && json_is_true(sw))
+        return err_set(err, errlen, "%s: config.json use_sliding_window = true is not supported for %s",
+                       m->file.path, json_string_value(mt));
     /* tie_word_embeddings defaults differ per model class; the file decides:
      * without lm_head.weight the output projection is the embedding. */
     c->tied_embeddings = model_file_find_tensor(&m->file, "lm_head.weight") == NULL;

@@ -168,6 +168,7 @@ static void e_type(json_t *c) { json_object_set_new(c, "model_type", json_string
 static void e_eps(json_t *c) { json_object_set_new(c, "rms_norm_eps", json_string("small")); }
 static void e_ffn(json_t *c) { json_object_set_new(c, "intermediate_size", json_integer(96)); }
 static void e_layers(json_t *c) { json_object_set_new(c, "num_hidden_layers", json_integer(3)); }
+static void e_swa(json_t *c) { json_object_set_new(c, "use_sliding_window", json_true()); }
 static void e_tied(json_t *c) { json_object_set_new(c, "vocab_size", json_integer(300)); }
 
 static void test_config_errors(void)
@@ -185,6 +186,7 @@ static void test_config_errors(void)
         {"ffn", e_ffn, "model.layers.0.mlp.gate_proj.weight"},
         {"layers", e_layers, "model.layers.2."},
         {"vocab", e_tied, "model.embed_tokens.weight"},
+        {"swa", e_swa, "use_sliding_window"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[512] = "";

@@ -124,6 +124,27 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
     return -1;
 }
 
+/* Setting values are copied (parsing writes into them) and live until exit. */
+static char *g_copies[64];
+static size_t g_n_copies;
+
+static char *keep(const char *v)
+{
+    if (g_n_copies == sizeof(g_copies) / sizeof(g_copies[0]))
+        return NULL;
+    char *c = strdup(v);
+    if (c)
+        g_copies[g_n_copies++] = c;
+    return c;
+}
+
+static void free_copies(void)
+{
+    for (size_t i = 0; i < g_n_copies; i++)
+        free(g_copies[i]);
+    g_n_copies = 0;
+}
+
 int main(int argc, char **argv)
 {
     struct server_config c;
@@ -138,9 +159,10 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < N_OPTS; k++) {
         const char *v = getenv(opts[k].env);
         if (v && *v) {
-            char *copy = strdup(v);
+            char *copy = keep(v);
             if (!copy || apply(&c, &opts[k], copy, err, sizeof(err))) {
-                fprintf(stderr, "memra-server: %s\n", copy ? err : "out of memory");
+                fprintf(stderr, "memra-server: %s\n", copy ? err : "too many settings");
+                free_copies();
                 return 2;
             }
         }
@@ -166,20 +188,22 @@ int main(int argc, char **argv)
             fprintf(stderr, "memra-server: --%s needs a value\n", o->flag);
             return 2;
         }
-        char *copy = strdup(v);
+        char *copy = keep(v);
         if (!copy || apply(&c, o, copy, err, sizeof(err))) {
-            fprintf(stderr, "memra-server: %s\n", copy ? err : "out of memory");
+            fprintf(stderr, "memra-server: %s\n", copy ? err : "too many settings");
+            free_copies();
             return 2;
         }
     }
     if (c.n_models == 0) {
         fprintf(stderr, "memra-server: no model given: set MEMRA_MODELS=alias=PATH (or --models)\n\n");
         usage(stderr);
+        free_copies();
         return 2;
     }
-    if (server_run(&c, err, sizeof(err))) {
+    int rc = server_run(&c, err, sizeof(err));
+    if (rc)
         fprintf(stderr, "memra-server: %s\n", err);
-        return 1;
-    }
-    return 0;
+    free_copies();
+    return rc ? 1 : 0;
 }

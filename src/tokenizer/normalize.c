@@ -97,6 +97,31 @@ int utf8_repair(const char *str, size_t len, struct tok_buf *out)
     return 0;
 }
 
+/* True when NFC leaves s unchanged whatever surrounds it: no character has a
+ * decomposition, a non-zero combining class, or composes as the second of a
+ * pair, and none is Hangul (composed by rule, not by table). Most CJK, emoji
+ * and many other scripts pass, and skip utf8proc. */
+static bool nfc_inert(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0)
+            return false;
+        i += (size_t)k;
+        if (cp < 0x80)
+            continue;
+        if ((cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0xAC00 && cp <= 0xD7A3))
+            return false;
+        const utf8proc_property_t *p = utf8proc_get_property(cp);
+        if (p->decomp_seqindex != UINT16_MAX || p->combining_class != 0 ||
+            (p->comb_index != UINT16_MAX && p->comb_index >= 0x8000))
+            return false;
+    }
+    return true;
+}
+
 /* One NF* form over s into out (appended). */
 static int nf_chunked(const char *s, size_t n, utf8proc_option_t opts, unsigned char threshold,
                       struct tok_buf *out)
@@ -120,6 +145,12 @@ static int nf_chunked(const char *s, size_t n, utf8proc_option_t opts, unsigned 
         size_t e = j;
         while (e < n && (unsigned char)s[e] >= 0x80)
             e++;
+        if (threshold == 0xCC && nfc_inert(s + st, e - st)) {
+            if (tok_buf_append(out, s + st, e - st) != 0)
+                return -1;
+            i = e;
+            continue;
+        }
         utf8proc_uint8_t *res = NULL;
         utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s + st, (utf8proc_ssize_t)(e - st), &res, opts);
         if (r < 0) { /* cannot happen on repaired input; keep the text as it is */

@@ -127,6 +127,23 @@ def test_qwen3_pieces(corpus, qwen3):
         assert_same_ids(qwen3, json.loads(line), ref.ids, f"piece {k} {piece[:40]!r}")
 
 
+def test_qwen3_nfc_stress(qwen3):
+    """3000 random strings of characters that NFC composes, reorders or maps
+    (combining marks, Hangul jamo and syllables, kana voicing marks, CJK
+    compatibility ideographs, singletons like U+212B) mixed with inert ones."""
+    r = random.Random(11)
+    pool = ([chr(c) for c in range(0x4E00, 0x4E40)] + [chr(c) for c in range(0x1100, 0x1113)] +
+            [chr(c) for c in range(0x1161, 0x1176)] + [chr(c) for c in range(0x11A8, 0x11C3)] +
+            [chr(c) for c in range(0xAC00, 0xAC20)] + [chr(c) for c in range(0x300, 0x370)] +
+            ["\u3099", "\u309a", "か", "は", "ヒ", "\uf900", "\uf901", "\u212b", "e", "A", "ا", "\u0653", "\u0654",
+             "😀", "\u200d", "\ufe0f", "ﬁ", " ", "x", "\u0958", "\u0915", "\u093c"])
+    strs = ["".join(r.choice(pool) for _ in range(r.randint(1, 30))) for _ in range(3000)]
+    p = run(["--jsonl", str(QWEN3)], "".join(json.dumps(s) + "\n" for s in strs).encode())
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    for s, line, ref in zip(strs, p.stdout.decode().splitlines(), qwen3.encode_batch(strs)):
+        assert json.loads(line) == ref.ids, s
+
+
 def test_qwen3_decode(corpus, qwen3):
     ids = qwen3.encode(corpus).ids
     assert decode(QWEN3, ids, special=True) == qwen3.decode(ids, skip_special_tokens=False)

@@ -8,7 +8,7 @@ import time
 import openai
 import pytest
 
-from conftest import ALIAS, Server
+from memra_server import ALIAS, Server
 
 MSG = [{"role": "user", "content": "hi"}]
 

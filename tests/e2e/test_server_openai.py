@@ -8,7 +8,7 @@ import json
 import socket
 import time
 
-from conftest import ALIAS, wait_until
+from memra_server import ALIAS, wait_until
 
 USER = [{"role": "user", "content": "What is the capital of France?"}]
 
@@ -226,7 +226,7 @@ def test_disconnect_mid_stream_frees_the_sequence(server, eog_bias):
 
 
 def test_two_models_side_by_side():
-    from conftest import MODEL, Server
+    from memra_server import MODEL, Server
     import openai
     s = Server("--slots", "2", "--ctx", "256", env={"MEMRA_MODELS": f"first={MODEL},second={MODEL}"})
     try:

@@ -262,7 +262,7 @@ int method_call(struct render *r, struct method *m, struct value *args, int narg
 int builtin_lookup(const char *name, size_t n);
 int builtin_call(struct render *r, int id, struct value self, struct value *args, int nargs, const char **kwn,
                  const uint32_t *kwl, struct value *kwv, int nkw, struct value *out);
-/* Python str methods shared with filters. */
+/* pystr.c: Python str behaviour shared by methods and filters. */
 int str_strip(struct render *r, struct value s, struct value chars, int mode, struct value *out);
 int str_replace(struct render *r, struct value s, struct value old, struct value new_, int64_t count,
                 struct value *out);
@@ -272,5 +272,9 @@ int str_splitlines(struct render *r, struct value s, struct vlist **out);
 bool str_is_case(struct value s, bool lower); /* str.islower() / str.isupper() */
 int str_html_escape(struct render *r, struct value s, struct value *out); /* markupsafe.escape */
 int str_percent_format(struct render *r, struct value fmt, struct value args, struct value *out);
+int str_split(struct render *r, struct value s, struct value sep, int64_t maxsplit, bool right, struct value *out);
+int str_affix_match(struct render *r, struct value s, struct value affix, bool end, bool *out);
+int str_format(struct render *r, struct value fmt, struct value *args, int nargs, const char **kwn,
+               const uint32_t *kwl, struct value *kwv, int nkw, struct value *out);
 
 #endif

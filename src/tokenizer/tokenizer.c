@@ -153,6 +153,15 @@ enum tokenizer_token_type tokenizer_token_type(const struct tokenizer *tok, int3
     return (enum tokenizer_token_type)tok->m->tokens[id].type;
 }
 
+const char *tokenizer_token_piece(const struct tokenizer *tok, int32_t id, size_t *len)
+{
+    if (!tok->m || id < 0 || (uint32_t)id >= tok->m->n_vocab)
+        return NULL;
+    if (len)
+        *len = tok->m->tokens[id].piece_len;
+    return tok->m->tokens[id].piece;
+}
+
 size_t tokenizer_max_piece_len(const struct tokenizer *tok) { return tok->m ? tok->m->max_piece : 0; }
 
 int32_t tokenizer_find_token(const struct tokenizer *tok, const char *text, size_t len)

@@ -133,6 +133,11 @@ uint32_t tokenizer_n_vocab(const struct tokenizer *tok);
 /* The token's text as stored in the file (byte-level or ▁ form), or NULL. */
 const char *tokenizer_token_text(const struct tokenizer *tok, int32_t id, size_t *len);
 enum tokenizer_token_type tokenizer_token_type(const struct tokenizer *tok, int32_t id);
+/* The bytes the token decodes to on its own (byte-level text mapped back to
+ * bytes, ▁ as a space, <0xXX> as the byte; may be part of a UTF-8 character,
+ * and is not NUL-terminated), or NULL for an id out of range. For stop
+ * strings and constrained decoding; text for people goes through decode. */
+const char *tokenizer_token_piece(const struct tokenizer *tok, int32_t id, size_t *len);
 /* Longest decoded piece of any token, in bytes. */
 size_t tokenizer_max_piece_len(const struct tokenizer *tok);
 /* Id of a token given its stored text, or -1. */

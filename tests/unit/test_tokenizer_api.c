@@ -95,6 +95,19 @@ static void stream_suite(const char *rel)
     if (!load(&tok, rel))
         return;
     char err[256];
+    /* a token's piece is what decoding it alone gives, when it is whole characters */
+    for (int32_t id = 0; id < (int32_t)tokenizer_n_vocab(&tok) && id < 3000; id++) {
+        size_t plen, dlen;
+        const char *piece = tokenizer_token_piece(&tok, id, &plen);
+        char *text;
+        CHECK(piece != NULL && plen <= tokenizer_max_piece_len(&tok));
+        if (!piece || !valid_utf8(piece, plen) || (plen && piece[0] == ' '))
+            continue; /* (a leading space may be stripped by SPM decoders) */
+        CHECK(tokenizer_decode(&tok, &id, 1, true, &text, &dlen, err, sizeof(err)) == 0);
+        CHECK(dlen == plen && memcmp(text, piece, plen) == 0);
+        free(text);
+    }
+    CHECK(tokenizer_token_piece(&tok, -1, NULL) == NULL);
     for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
         int32_t *ids;
         size_t n;

@@ -74,6 +74,29 @@ static int add_norm(struct hf_ctx *c, enum tok_norm_op op, const char *a, const 
     return 0;
 }
 
+/* s as a PCRE2 pattern that matches it literally: \Q...\E, with any "\E"
+ * inside s split out. malloc'd; NULL when out of memory. */
+static char *quote_literal(const char *s)
+{
+    size_t n = strlen(s);
+    char *q = malloc(n * 6 + 8);
+    if (!q)
+        return NULL;
+    char *p = q;
+    p += sprintf(p, "\\Q");
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\' && s[i + 1] == 'E') {
+            p += sprintf(p, "\\E\\\\E\\Q");
+            i++;
+        } else {
+            *p++ = s[i];
+        }
+    }
+    p += sprintf(p, "\\E");
+    *p = '\0';
+    return q;
+}
+
 /* {"String": s} or {"Regex": r} → a PCRE2 pattern (strings quoted). */
 static int pattern_of(struct hf_ctx *c, const json_t *pat, const char *where, char **out, bool *is_regex)
 {
@@ -82,28 +105,7 @@ static int pattern_of(struct hf_ctx *c, const json_t *pat, const char *where, ch
         return err_set(c->err, c->errlen, "%s: %s.pattern must be {\"String\": ...} or {\"Regex\": ...}", c->path,
                        where);
     *is_regex = r != NULL;
-    if (r) {
-        *out = strdup(r);
-    } else {
-        /* \Q...\E quoting, with any \E inside the string split out */
-        size_t n = strlen(s);
-        char *q = malloc(n * 6 + 8);
-        if (q) {
-            char *p = q;
-            p += sprintf(p, "\\Q");
-            for (size_t i = 0; i < n; i++) {
-                if (s[i] == '\\' && s[i + 1] == 'E') {
-                    p += sprintf(p, "\\E\\\\E\\Q");
-                    i++;
-                } else {
-                    *p++ = s[i];
-                }
-            }
-            p += sprintf(p, "\\E");
-            *p = '\0';
-        }
-        *out = q;
-    }
+    *out = r ? strdup(r) : quote_literal(s);
     return *out ? 0 : err_set(c->err, c->errlen, "%s: out of memory", c->path);
 }
 
@@ -229,9 +231,12 @@ static int parse_pretok(struct hf_ctx *c, const json_t *p)
         if (mode >= 0 && add_norm(c, NORM_PREFIX_SPACE, rep, NULL, mode, false) != 0)
             return -1;
         if (jbool(p, "split", true)) {
-            char rx[64];
-            snprintf(rx, sizeof(rx), "\\Q%s\\E", rep);
-            return add_split(c, rx, SPLIT_MERGED_NEXT, false);
+            char *rx = quote_literal(rep);
+            if (!rx)
+                return err_set(c->err, c->errlen, "%s: out of memory", c->path);
+            int rc = add_split(c, rx, SPLIT_MERGED_NEXT, false);
+            free(rx);
+            return rc;
         }
         return 0;
     }
@@ -319,6 +324,8 @@ static int parse_post(struct hf_ctx *c, const json_t *p)
         if (pair_id(c, json_object_get(p, "cls"), "cls", &cls) != 0 ||
             pair_id(c, json_object_get(p, "sep"), "sep", &sep) != 0)
             return -1;
+        if (m->n_post_prefix >= TOK_MAX_POST || m->n_post_suffix >= TOK_MAX_POST)
+            return err_set(c->err, c->errlen, "%s: post_processor adds too many tokens", c->path);
         m->post_prefix[m->n_post_prefix++] = cls;
         m->post_suffix[m->n_post_suffix++] = sep;
         return 0;

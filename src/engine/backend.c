@@ -1,8 +1,9 @@
 /* engine/backend.c — the list of backends built into this binary and the
  * open/close helpers over their vtables. The CUDA backend joins the list when
- * the build has its vtable (MEMRA_HAVE_CUDA_BACKEND: the CUDA kernels are built
- * whenever nvcc is found, but the backend_cuda_ops forward pass is still to be
- * written — issue 5); nothing else in the engine names a backend. */
+ * the build has it (MEMRA_HAVE_CUDA_BACKEND, set by CMake whenever nvcc is
+ * found); it is the default only when a device is actually usable, so a CUDA
+ * build on a machine without a GPU still runs on the CPU. Nothing else in the
+ * engine names a backend. */
 #include "engine/backend.h"
 #include "backend/cpu/backend_cpu.h"
 #include "core/log.h"
@@ -11,7 +12,7 @@
 #include <string.h>
 
 #ifdef MEMRA_HAVE_CUDA_BACKEND
-extern const struct backend_ops backend_cuda_ops;
+#include "backend/cuda/backend_cuda.h"
 #endif
 
 static const struct backend_ops *const g_backends[] = {
@@ -34,7 +35,11 @@ const char *backend_default_name(void)
     const char *env = getenv("MEMRA_BACKEND");
     if (env && *env)
         return env;
-    return g_backends[0]->name;
+#ifdef MEMRA_HAVE_CUDA_BACKEND
+    if (backend_cuda_usable())
+        return backend_cuda_ops.name;
+#endif
+    return backend_cpu_ops.name;
 }
 
 int backend_open(struct backend **out, const char *name, const struct model *m, const struct backend_config *cfg,

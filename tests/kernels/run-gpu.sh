@@ -1,10 +1,14 @@
 #!/bin/bash
 # tests/kernels/run-gpu.sh — what the GPU machine runs for the kernel tests:
 # the GPU's identity and clocks, then every tests/kernels/kernel_* executable
-# of the build (checks against the CPU reference first, timing tables last).
+# of the build (checks against the CPU reference first, timing tables last),
+# then run-gen's generation speed on the default model with the CUDA backend.
 # Nothing is compiled there: build here (cmake --build build-cuda) and carry
 # the build folder. Usage: tests/kernels/run-gpu.sh [build-dir] ; logs go to
-# $OUT when set (the device tool's output folder), else /tmp.
+# $OUT when set (the device tool's output folder), else /tmp. Run it from the
+# repository root: kernel_forward reads tests/fixtures/engine/ and the default
+# model gpu/SmolLM2-135M-Instruct.Q4_1.gguf (copy it there: ../shared and
+# models/ do not travel); MEMRA_FORWARD_PART=fixtures|default runs a part.
 set -uo pipefail
 B=${1:-build-cuda}
 LOG=${OUT:-/tmp}
@@ -23,4 +27,20 @@ for k in "$B"/kernels/kernel_*; do
     sed -n '/^## /,$p' "$LOG/$name.log"
     echo "== $name exit $r"
 done
+
+# run-gen on the default model with the CUDA backend: end-to-end generation
+# speed (the prompt and generation tok/s lines run-gen prints on stderr).
+# MEMRA_GPU_MODEL overrides the model path.
+M=${MEMRA_GPU_MODEL:-gpu/SmolLM2-135M-Instruct.Q4_1.gguf}
+if [ -x "$B/bin/run-gen" ] && [ -f "$M" ]; then
+    echo "== run-gen $M (cuda)"
+    for i in 1 2; do # the first run includes the upload and first-use costs
+        MEMRA_BACKEND=cuda "$B/bin/run-gen" "$M" --prompt "The history of the city of Paris begins" \
+            --max-tokens 256 > "$LOG/run-gen-cuda.txt" 2> "$LOG/run-gen-cuda.log"
+        r=$?
+        [ $r -ne 0 ] && rc=$r
+        grep -E "tok/s|error|cuda" "$LOG/run-gen-cuda.log"
+    done
+    echo "== run-gen exit $r"
+fi
 exit $rc

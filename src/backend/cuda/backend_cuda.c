@@ -1,0 +1,460 @@
+/* backend/cuda/backend_cuda.c — the CUDA backend's lifecycle and forward driver
+ * (host C; the GPU is reached only through cuda_ops.h and cuda_fwd.h).
+ *
+ * Same structure as the CPU backend (src/backend/cpu/cpu_backend.c): the
+ * batch's tokens are laid out one after another, every kernel works on that
+ * (T, ·) layout, and only the attention kernels look up each token's slot and
+ * position (uploaded per batch with the embedding rows).
+ *
+ * Matmuls: the decode GEMV of the weight's type for ≤ 8 tokens at a time; a
+ * longer span (prefill) loops over chunks of 8 tokens (correct, not fast: a
+ * GEMM path is future work). Quantized GEMVs always run with ksplit 1, the
+ * shape whose summation order does not depend on the batch size, so a token's
+ * result is the same alone or in any batch (the plain-type kernels have that
+ * property for every launch shape). Weights with no GEMV kernel are float32.
+ *
+ * Embedding: the token rows are dequantized on the host from the model's map
+ * (as the CPU backend does) and uploaded with the batch — T·dim floats per
+ * forward, negligible next to the weights.
+ */
+#include "backend/cuda/backend_cuda.h"
+#include "backend/cuda/cuda_fwd.h"
+#include "backend/cuda/cuda_ops.h"
+#include "core/checked.h"
+#include "core/log.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A weight on the device: the file's bytes (GEMV types), or float32. */
+struct cuda_weight {
+    enum dtype dtype; /* DTYPE_F32: expanded, read by cuda_fwd_matmul_f32 */
+    uint32_t rows, cols;
+    float scale;
+    void *d; /* (rows, row bytes) */
+};
+
+struct cuda_layer {
+    float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm; /* (dim) or NULL */
+    float *bq, *bk, *bv;                                           /* qwen2 biases or NULL */
+    float *q_norm, *k_norm;                                        /* (head_dim) or NULL */
+    float *inv_freq;                                               /* (head_dim/2) */
+    struct cuda_weight wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+struct cuda_backend {
+    struct backend base;
+    struct cuda_ctx *ctx;
+    uint32_t q_dim, kv_dim;
+    struct cuda_layer *layers; /* (n_layers) host array of device pointers */
+    float *out_norm;           /* (dim) */
+    struct cuda_weight output; /* (vocab, dim) */
+    void **allocs;             /* every weight / vector allocation, for free */
+    size_t n_allocs, cap_allocs;
+
+    /* KV: slot s, layer l, kind k, position p →
+     * kv + (((s·n_layers + l)·2 + k)·max_ctx + p)·kv_dim */
+    float *kv;          /* device (n_slots, n_layers, 2, max_ctx, kv_dim) */
+    uint32_t *slot_len; /* host (n_slots) */
+
+    /* device scratch, T = cfg.max_batch_tokens */
+    uint32_t *d_meta;   /* (2, T): positions, then slots */
+    float *x, *xb, *xb2; /* (T, dim) */
+    float *q, *att;     /* (T, q_dim) */
+    float *k, *v;       /* (T, kv_dim) */
+    float *hb, *hb2;    /* (T, ffn_dim) */
+    float *logits;      /* (CUDA_GEMV_MAX_BATCH, vocab) */
+    /* host staging */
+    uint32_t *h_meta;   /* (2, T) */
+    float *h_x;         /* (T, dim) embedding rows */
+};
+
+bool backend_cuda_usable(void) { return cuda_fwd_device_usable(); }
+
+static void cuda_be_free(struct backend *base)
+{
+    struct cuda_backend *b = (struct cuda_backend *)base;
+    if (!b)
+        return;
+    if (b->ctx) {
+        cuda_ctx_sync(b->ctx);
+        for (size_t i = 0; i < b->n_allocs; i++)
+            cuda_free(b->allocs[i]);
+        cuda_ctx_free(b->ctx);
+    }
+    free(b->allocs);
+    free(b->layers);
+    free(b->slot_len);
+    free(b->h_meta);
+    free(b->h_x);
+    free(b);
+}
+
+/* cuda_alloc that remembers the pointer for free; bytes already checked. */
+static void *dev_alloc(struct cuda_backend *b, uint64_t bytes)
+{
+    if (b->n_allocs == b->cap_allocs) {
+        size_t cap = b->cap_allocs ? 2 * b->cap_allocs : 64;
+        void **p = realloc(b->allocs, cap * sizeof(*p));
+        if (!p)
+            die("cuda backend: out of host memory");
+        b->allocs = p;
+        b->cap_allocs = cap;
+    }
+    void *p = cuda_alloc((size_t)bytes);
+    b->allocs[b->n_allocs++] = p;
+    return p;
+}
+
+static float *dev_floats(struct cuda_backend *b, uint64_t a, uint64_t c, bool *ok)
+{
+    uint64_t n;
+    if (checked_mul_u64(a, c, &n) || checked_mul_u64(n, 4, &n) || n > ((uint64_t)1 << 40)) {
+        *ok = false;
+        return NULL;
+    }
+    return *ok ? dev_alloc(b, n) : NULL;
+}
+
+static int cuda_be_init(struct backend **out, const struct model *m, const struct backend_config *cfg, char *err,
+                        size_t errlen)
+{
+    *out = NULL;
+    const struct model_config *c = &m->cfg;
+    if (c->n_experts > 0)
+        return err_set(err, errlen, "cuda backend: architecture %s not yet supported, use MEMRA_BACKEND=cpu",
+                       m->arch_name ? m->arch_name : model_arch_name(c->arch));
+    if (c->head_dim == 0 || c->head_dim % 2 || c->head_dim > CUDA_FWD_MAX_HEAD_DIM)
+        return err_set(err, errlen, "cuda backend: head_dim %u not supported (even, at most %u), use "
+                       "MEMRA_BACKEND=cpu", c->head_dim, CUDA_FWD_MAX_HEAD_DIM);
+    if (!cuda_fwd_device_usable())
+        return err_set(err, errlen, "cuda backend: no usable CUDA device, use MEMRA_BACKEND=cpu");
+    struct cuda_backend *b = calloc(1, sizeof(*b));
+    if (!b)
+        return err_set(err, errlen, "cuda backend: out of memory");
+    b->base.ops = &backend_cuda_ops;
+    b->base.model = m;
+    b->base.cfg = *cfg;
+    struct backend_config *bc = &b->base.cfg;
+    if (bc->n_slots == 0)
+        bc->n_slots = 1;
+    if (bc->max_ctx == 0)
+        bc->max_ctx = c->max_ctx;
+    if (bc->max_batch_tokens == 0)
+        bc->max_batch_tokens = 512;
+    bc->n_threads = 1;
+    if (bc->n_slots > 4096 || bc->max_ctx > MODEL_MAX_CTX || bc->max_batch_tokens > (1u << 20)) {
+        cuda_be_free(&b->base);
+        return err_set(err, errlen, "cuda backend: n_slots %u / max_ctx %u / max_batch_tokens %u out of range",
+                       bc->n_slots, bc->max_ctx, bc->max_batch_tokens);
+    }
+    b->ctx = cuda_ctx_init(0, err, errlen);
+    if (!b->ctx) {
+        cuda_be_free(&b->base);
+        return -1;
+    }
+    b->q_dim = c->n_heads * c->head_dim;
+    b->kv_dim = c->n_kv_heads * c->head_dim;
+    const uint64_t T = bc->max_batch_tokens;
+    uint64_t kv_rows, kv_bytes = 0;
+    bool ok = true;
+    if (checked_mul_u64((uint64_t)bc->n_slots * c->n_layers * 2, bc->max_ctx, &kv_rows) ||
+        checked_mul_u64(kv_rows, (uint64_t)b->kv_dim * 4, &kv_bytes) ||
+        kv_bytes > cuda_ctx_mem_bytes(b->ctx) / 10 * 9) {
+        cuda_be_free(&b->base);
+        return err_set(err, errlen, "cuda backend: KV for %u slots of %u positions (%u layers × %u) does not fit "
+                       "in %zu MiB of device memory", bc->n_slots, bc->max_ctx, c->n_layers, b->kv_dim,
+                       cuda_ctx_mem_bytes(b->ctx) >> 20);
+    }
+    b->kv = dev_floats(b, kv_rows, b->kv_dim, &ok);
+    b->d_meta = (uint32_t *)dev_floats(b, 2, T, &ok);
+    b->x = dev_floats(b, T, c->dim, &ok);
+    b->xb = dev_floats(b, T, c->dim, &ok);
+    b->xb2 = dev_floats(b, T, c->dim, &ok);
+    b->q = dev_floats(b, T, b->q_dim, &ok);
+    b->att = dev_floats(b, T, b->q_dim, &ok);
+    b->k = dev_floats(b, T, b->kv_dim, &ok);
+    b->v = dev_floats(b, T, b->kv_dim, &ok);
+    b->hb = dev_floats(b, T, c->ffn_dim, &ok);
+    b->hb2 = dev_floats(b, T, c->ffn_dim, &ok);
+    b->logits = dev_floats(b, CUDA_GEMV_MAX_BATCH, c->vocab, &ok);
+    b->slot_len = calloc(bc->n_slots, sizeof(uint32_t));
+    b->h_meta = calloc(2 * T, sizeof(uint32_t));
+    b->h_x = calloc(T * c->dim, sizeof(float));
+    b->layers = calloc(c->n_layers, sizeof(*b->layers));
+    if (!ok || !b->slot_len || !b->h_meta || !b->h_x || !b->layers) {
+        cuda_be_free(&b->base);
+        return err_set(err, errlen, "cuda backend: out of memory for %u slots of %u positions", bc->n_slots,
+                       bc->max_ctx);
+    }
+    *out = &b->base;
+    return 0;
+}
+
+static float *upload_vec(struct cuda_backend *b, const float *h, uint64_t n)
+{
+    if (!h)
+        return NULL;
+    float *d = dev_alloc(b, n * 4);
+    cuda_upload(b->ctx, d, h, n * 4);
+    return d;
+}
+
+/* Expand rows [r0, r0 + n) of w to float32 (block and tensor scales folded in). */
+static int expand_rows(const struct model_weight *w, uint64_t r0, uint64_t n, float *dst)
+{
+    const uint64_t nbc = (w->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
+    for (uint64_t r = r0; r < r0 + n; r++) {
+        float *row = dst + (r - r0) * w->cols;
+        if (quant_dequantize_row(w->dtype, w->data + r * w->row_bytes, row, w->cols) != 0)
+            return -1;
+        if (w->block_scale) {
+            const float *s = w->block_scale + (r / MODEL_FP8_BLOCK) * nbc;
+            for (uint64_t i = 0; i < w->cols; i++)
+                row[i] *= s[i / MODEL_FP8_BLOCK];
+        }
+        if (w->scale != 1.0f)
+            for (uint64_t i = 0; i < w->cols; i++)
+                row[i] *= w->scale;
+    }
+    return 0;
+}
+
+static int upload_weight(struct cuda_backend *b, const struct model_weight *w, struct cuda_weight *o, char *err,
+                         size_t errlen)
+{
+    if (w->rows > UINT32_MAX / 4 || w->cols > UINT32_MAX / 4)
+        return err_set(err, errlen, "cuda backend: tensor '%s' too large", w->name);
+    o->rows = (uint32_t)w->rows;
+    o->cols = (uint32_t)w->cols;
+    if (!w->block_scale && w->dtype != DTYPE_F32 && cuda_gemv_supported(w->dtype, w->rows, w->cols)) {
+        o->dtype = w->dtype;
+        o->scale = w->scale;
+        o->d = dev_alloc(b, w->rows * w->row_bytes);
+        cuda_upload(b->ctx, o->d, w->data, w->rows * w->row_bytes);
+        return 0;
+    }
+    /* float32 path, expanded in slices of ≤ 16 MiB */
+    o->dtype = DTYPE_F32;
+    o->scale = 1.0f;
+    o->d = dev_alloc(b, w->rows * w->cols * 4);
+    uint64_t per = ((uint64_t)16 << 20) / (w->cols * 4);
+    per = per ? per : 1;
+    float *tmp = malloc(per * w->cols * 4);
+    if (!tmp)
+        return err_set(err, errlen, "cuda backend: out of host memory expanding '%s'", w->name);
+    for (uint64_t r = 0; r < w->rows; r += per) {
+        const uint64_t n = w->rows - r < per ? w->rows - r : per;
+        if (expand_rows(w, r, n, tmp) != 0) {
+            free(tmp);
+            return err_set(err, errlen, "cuda backend: tensor '%s': type %s cannot be expanded", w->name,
+                           dtype_name(w->dtype));
+        }
+        cuda_upload(b->ctx, (float *)o->d + r * w->cols, tmp, n * w->cols * 4);
+    }
+    free(tmp);
+    return 0;
+}
+
+static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
+{
+    struct cuda_backend *b = (struct cuda_backend *)base;
+    const struct model *m = base->model;
+    const struct model_config *c = &m->cfg;
+    uint64_t n_max = c->dim > c->ffn_dim ? c->dim : c->ffn_dim;
+    n_max = n_max > b->q_dim ? n_max : b->q_dim;
+    cuda_fwd_reserve_gemv_scratch(b->ctx, n_max);
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        const struct model_layer *L = &m->layers[l];
+        struct cuda_layer *D = &b->layers[l];
+        D->attn_norm = upload_vec(b, L->attn_norm, c->dim);
+        D->ffn_norm = upload_vec(b, L->ffn_norm, c->dim);
+        D->post_attn_norm = upload_vec(b, L->post_attn_norm, c->dim);
+        D->post_ffn_norm = upload_vec(b, L->post_ffn_norm, c->dim);
+        D->bq = upload_vec(b, L->bq, b->q_dim);
+        D->bk = upload_vec(b, L->bk, b->kv_dim);
+        D->bv = upload_vec(b, L->bv, b->kv_dim);
+        D->q_norm = upload_vec(b, L->q_norm, c->head_dim);
+        D->k_norm = upload_vec(b, L->k_norm, c->head_dim);
+        D->inv_freq = upload_vec(b, L->inv_freq, c->head_dim / 2);
+        const struct model_weight *src[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        struct cuda_weight *dst[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
+        for (int i = 0; i < 7; i++)
+            if (upload_weight(b, src[i], dst[i], err, errlen) != 0)
+                return -1;
+    }
+    b->out_norm = upload_vec(b, m->out_norm, c->dim);
+    if (upload_weight(b, &m->output, &b->output, err, errlen) != 0)
+        return -1;
+    cuda_ctx_sync(b->ctx);
+    return 0;
+}
+
+static void cuda_be_kv_reset(struct backend *base, uint32_t slot)
+{
+    struct cuda_backend *b = (struct cuda_backend *)base;
+    MEMRA_ASSERT(slot < base->cfg.n_slots);
+    b->slot_len[slot] = 0;
+}
+
+static uint32_t cuda_be_kv_len(const struct backend *base, uint32_t slot)
+{
+    const struct cuda_backend *b = (const struct cuda_backend *)base;
+    MEMRA_ASSERT(slot < base->cfg.n_slots);
+    return b->slot_len[slot];
+}
+
+static bool is_quantized(enum dtype t)
+{
+    return t != DTYPE_F32 && t != DTYPE_BF16 && t != DTYPE_F16 && t != DTYPE_F8_E4M3;
+}
+
+/* ys[i] (T, ws[i].rows) = x (T, cols) · ws[i]ᵀ for weights sharing the input;
+ * the quantized ones share one preparation of x per chunk of 8 tokens. */
+static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                         const float *x, uint32_t T)
+{
+    const uint32_t cols = ws[0]->cols;
+    bool any_q = false;
+    for (int i = 0; i < n; i++) {
+        MEMRA_ASSERT(ws[i]->cols == cols);
+        if (ws[i]->dtype == DTYPE_F32)
+            cuda_fwd_matmul_f32(b->ctx, ws[i]->d, ws[i]->rows, cols, x, T, ys[i], ws[i]->scale);
+        any_q |= is_quantized(ws[i]->dtype);
+    }
+    for (uint32_t t0 = 0; t0 < T; t0 += CUDA_GEMV_MAX_BATCH) {
+        const uint32_t nb = T - t0 < CUDA_GEMV_MAX_BATCH ? T - t0 : CUDA_GEMV_MAX_BATCH;
+        const float *xc = x + (uint64_t)t0 * cols;
+        if (any_q)
+            cuda_gemv_prep_x(b->ctx, xc, cols, nb);
+        for (int i = 0; i < n; i++) {
+            const struct cuda_weight *w = ws[i];
+            if (w->dtype == DTYPE_F32)
+                continue;
+            const bool q = is_quantized(w->dtype);
+            /* ksplit 1 for quantized types: batch-independent summation order */
+            cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, cols, xc, nb, ys[i] + (uint64_t)t0 * w->rows,
+                              w->scale, 0, q ? 1 : 0, q ? CUDA_GEMV_X_PREPARED : 0);
+        }
+    }
+}
+
+static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const float *x, float *y, uint32_t T)
+{
+    matmul_multi(b, &w, &y, 1, x, T);
+}
+
+/* Embedding rows and (position, slot) of every batch token into the staging
+ * buffers, then up to the device. */
+static void embed_upload(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
+{
+    const struct model *m = b->base.model;
+    const struct model_weight *e = &m->tok_embd;
+    const uint32_t dim = m->cfg.dim;
+    uint32_t g = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        for (uint32_t t = 0; t < s->n_tokens; t++, g++) {
+            float *x = b->h_x + (uint64_t)g * dim;
+            int rc = quant_dequantize_row(e->dtype, e->data + (uint64_t)s->tokens[t] * e->row_bytes, x, e->cols);
+            MEMRA_ASSERT(rc == 0);
+            const float scale = e->scale * m->cfg.embed_scale;
+            if (e->block_scale) {
+                const uint64_t nbc = (e->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
+                const float *bs = e->block_scale + (uint64_t)(s->tokens[t] / MODEL_FP8_BLOCK) * nbc;
+                for (uint32_t c = 0; c < dim; c++)
+                    x[c] *= bs[c / MODEL_FP8_BLOCK];
+            }
+            if (scale != 1.0f)
+                for (uint32_t c = 0; c < dim; c++)
+                    x[c] *= scale;
+            b->h_meta[g] = s->pos + t;
+            b->h_meta[T + g] = s->slot;
+        }
+    }
+    cuda_upload(b->ctx, b->x, b->h_x, (size_t)T * dim * 4);
+    cuda_upload(b->ctx, b->d_meta, b->h_meta, (size_t)T * 2 * 4);
+}
+
+static int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen)
+{
+    struct cuda_backend *b = (struct cuda_backend *)base;
+    if (backend_batch_check(base, batch, b->slot_len, err, errlen) != 0)
+        return -1;
+    const struct model *m = base->model;
+    const struct model_config *c = &m->cfg;
+    uint32_t T = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++)
+        T += batch->seqs[i].n_tokens;
+    embed_upload(b, batch, T);
+    const uint32_t *tok_pos = b->d_meta, *tok_slot = b->d_meta + T;
+    const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
+    const uint64_t kind_stride = (uint64_t)base->cfg.max_ctx * b->kv_dim;
+    const uint64_t layer_stride = 2 * kind_stride;
+    const uint64_t slot_stride = layer_stride * c->n_layers;
+    const uint64_t nx = (uint64_t)T * c->dim;
+
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        const struct model_layer *L = &m->layers[l];
+        const struct cuda_layer *D = &b->layers[l];
+        /* attention block */
+        cuda_rmsnorm(b->ctx, b->x, NULL, D->attn_norm, b->xb, T, c->dim, c->norm_eps);
+        const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
+        float *qkv_out[3] = {b->q, b->k, b->v};
+        matmul_multi(b, qkv, qkv_out, 3, b->xb, T);
+        const struct cuda_kv_view kv = {b->kv + l * layer_stride, slot_stride, kind_stride};
+        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, tok_slot, D->bq, D->bk, D->bv, D->q_norm,
+                            D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
+        cuda_fwd_attention(b->ctx, b->q, b->att, T, tok_pos, tok_slot, sh, kv, c->attn_scale,
+                           L->sliding ? c->sliding_window : 0);
+        matmul(b, &D->wo, b->att, b->xb2, T);
+        if (D->post_attn_norm)
+            cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
+        cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
+        /* feed-forward block */
+        cuda_rmsnorm(b->ctx, b->x, NULL, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
+        const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
+        float *gu_out[2] = {b->hb, b->hb2};
+        matmul_multi(b, gu, gu_out, 2, b->xb, T);
+        cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, c->act == MODEL_ACT_GELU_TANH);
+        matmul(b, &D->w_down, b->hb, b->xb2, T);
+        if (D->post_ffn_norm)
+            cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
+        cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
+    }
+
+    /* logits for the last n_logits tokens of each sequence, 8 rows at a time */
+    uint32_t g = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        g += s->n_tokens;
+        b->slot_len[s->slot] = s->pos + s->n_tokens;
+        if (s->n_logits == 0)
+            continue;
+        const float *h = b->x + (uint64_t)(g - s->n_logits) * c->dim;
+        cuda_rmsnorm(b->ctx, h, NULL, b->out_norm, b->xb, s->n_logits, c->dim, c->norm_eps);
+        for (uint32_t r0 = 0; r0 < s->n_logits; r0 += CUDA_GEMV_MAX_BATCH) {
+            const uint32_t nr = s->n_logits - r0 < CUDA_GEMV_MAX_BATCH ? s->n_logits - r0 : CUDA_GEMV_MAX_BATCH;
+            matmul(b, &b->output, b->xb + (uint64_t)r0 * c->dim, b->logits, nr);
+            float *dst = s->logits + (uint64_t)r0 * c->vocab;
+            cuda_download(b->ctx, dst, b->logits, (size_t)nr * c->vocab * 4);
+            if (c->final_softcap > 0.0f)
+                for (uint64_t k = 0; k < (uint64_t)nr * c->vocab; k++)
+                    dst[k] = c->final_softcap * tanhf(dst[k] / c->final_softcap);
+        }
+    }
+    cuda_ctx_sync(b->ctx);
+    return 0;
+}
+
+const struct backend_ops backend_cuda_ops = {
+    .name = "cuda",
+    .init = cuda_be_init,
+    .load_weights = cuda_be_load_weights,
+    .forward = cuda_be_forward,
+    .kv_reset = cuda_be_kv_reset,
+    .kv_len = cuda_be_kv_len,
+    .free = cuda_be_free,
+};

@@ -1,0 +1,87 @@
+/* backend/cuda/cuda_fwd.h — the forward-pass kernels of the CUDA backend that
+ * are not GEMVs (those are in cuda_ops.h): the float32 matmul for weights no
+ * GEMV kernel reads, the per-token attention prologue (bias, q/k RMSNorm, RoPE,
+ * KV append), attention over a slot's KV, the gated activation and the
+ * residual add. Plain C declarations (no CUDA types); the definitions are in
+ * fwd.cu. The C driver (backend_cuda.c) calls these.
+ *
+ * Every kernel computes each output element by the same float operations
+ * whatever T (the number of batch tokens) is and wherever the token sits in the
+ * batch: a sequence's results do not depend on the rest of the batch.
+ *
+ * Device-side buffers are named with their shapes; all are device memory.
+ */
+#ifndef MEMRA_BACKEND_CUDA_FWD_H
+#define MEMRA_BACKEND_CUDA_FWD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cuda_ctx;
+
+/* Largest head_dim the attention kernels take. */
+#define CUDA_FWD_MAX_HEAD_DIM 256u
+
+/* True when the CUDA runtime sees at least one device; never aborts (the
+ * engine asks this to pick its default backend on machines without a GPU). */
+bool cuda_fwd_device_usable(void);
+
+/* Grow the quantized-GEMV activation scratch now, for vectors up to n_max and
+ * a batch of CUDA_GEMV_MAX_BATCH, so that forward never allocates. */
+void cuda_fwd_reserve_gemv_scratch(struct cuda_ctx *ctx, uint64_t n_max);
+
+/* y (T, rows) = scale · x (T, n) · wᵀ, w (rows, n) float32 row-major: the path
+ * for weights stored (or expanded at load) as float32. One warp per (row,
+ * token), lane-strided products, warp-shuffle sum. */
+void cuda_fwd_matmul_f32(struct cuda_ctx *ctx, const float *w, uint32_t rows, uint32_t n, const float *x, uint32_t T,
+                         float *y, float scale);
+
+/* One layer's KV as seen by the attention kernels: the row of (slot, kind,
+ * pos) is base + slot·slot_stride + kind·kind_stride + pos·kv_dim floats
+ * (kind 0 keys, 1 values). */
+struct cuda_kv_view {
+    float *base;
+    uint64_t slot_stride;
+    uint64_t kind_stride;
+};
+
+struct cuda_attn_shape {
+    uint32_t n_heads, n_kv_heads, head_dim; /* head_dim even, ≤ CUDA_FWD_MAX_HEAD_DIM */
+};
+
+/* Per token t: q += bq, k += bk, v += bv (biases may be NULL); RMSNorm of each
+ * q head with q_norm and each k head with k_norm (NULL: none); RoPE on q and k
+ * at position tok_pos[t] with inv_freq (head_dim/2), adjacent pairs (neox
+ * false) or halves (neox true); then k and v are stored in the KV of slot
+ * tok_slot[t] at that position.
+ * q (T, n_heads·hd), k and v (T, n_kv_heads·hd); tok_pos, tok_slot (T). */
+void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T, const uint32_t *tok_pos,
+                         const uint32_t *tok_slot, const float *bq, const float *bk, const float *bv,
+                         const float *q_norm, const float *k_norm, const float *inv_freq, bool neox, float eps,
+                         struct cuda_attn_shape sh, struct cuda_kv_view kv);
+
+/* att[t, h] = softmax_s(scale · q[t, h] · K[s]) · V[s] over the positions s of
+ * slot tok_slot[t] from p0 to p = tok_pos[t] (causal), p0 = p + 1 − window
+ * when window > 0 and p + 1 > window, else 0; kv head h / (n_heads/n_kv_heads)
+ * (GQA). q, att: (T, n_heads·hd). */
+void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T, const uint32_t *tok_pos,
+                        const uint32_t *tok_slot, struct cuda_attn_shape sh, struct cuda_kv_view kv, float scale,
+                        uint32_t window);
+
+/* hb[i] = act(hb[i]) · hb2[i] over n elements; act silu (gelu false) or
+ * gelu-tanh (gelu true). */
+void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu);
+
+/* x[i] += y[i] over n elements. */
+void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

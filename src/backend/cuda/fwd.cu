@@ -1,0 +1,276 @@
+/* backend/cuda/fwd.cu — the non-GEMV kernels of the forward pass (cuda_fwd.h):
+ * float32 matmul, attention prologue (bias, q/k norm, RoPE, KV append),
+ * attention over a slot's KV (causal, sliding window, GQA), gated activation,
+ * residual add, and the device probe.
+ *
+ * Simple, correct first versions (issue 5 part 1): the attention kernel is one
+ * thread block of 4 warps per (token, head); each warp walks every 4th visible
+ * position with an online softmax (running max, running sum, f32 accumulator of
+ * head_dim/32 values per lane) and the 4 partial states are merged at the end.
+ * It serves decode and prefill alike (prefill is T blocks of causal lengths).
+ * No tiling over keys shared between heads, no tensor cores yet.
+ */
+#include <math.h>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_fwd.h"
+#include "backend/cuda/gemv_internal.cuh"
+
+namespace {
+
+constexpr uint32_t MAX_GRID_Y = 65535;
+constexpr int ATT_WARPS = 4;
+constexpr int ATT_J = CUDA_FWD_MAX_HEAD_DIM / 32; /* head elements per lane */
+
+__global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict__ w, uint32_t rows, uint32_t n,
+                                                         const float *__restrict__ x, uint32_t T,
+                                                         float *__restrict__ y, float scale)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t r = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
+    if (r >= rows)
+        return;
+    const float *wr = w + (uint64_t)r * n;
+    for (uint32_t t = blockIdx.y; t < T; t += gridDim.y) {
+        const float *xt = x + (uint64_t)t * n;
+        float acc = 0.0f;
+        for (uint32_t i = lane; i < n; i += 32)
+            acc = fmaf(wr[i], xt[i], acc);
+        acc = warp_sum(acc);
+        if (lane == 0)
+            y[(uint64_t)t * rows + r] = scale * acc;
+    }
+}
+
+/* One block per token; warp w handles heads w, w + 8, ... of q then k. */
+__global__ void __launch_bounds__(256) kernel_qk_rope_kv(float *q, float *k, float *v, const uint32_t *tok_pos,
+                                                         const uint32_t *tok_slot, const float *bq, const float *bk,
+                                                         const float *bv, const float *q_norm, const float *k_norm,
+                                                         const float *inv_freq, bool neox, float eps,
+                                                         cuda_attn_shape sh, cuda_kv_view kv)
+{
+    const uint32_t t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const uint32_t hd = sh.head_dim, half = hd / 2;
+    const uint32_t q_dim = sh.n_heads * hd, kv_dim = sh.n_kv_heads * hd;
+    const uint32_t pos = tok_pos[t];
+    for (uint32_t h = warp; h < sh.n_heads + sh.n_kv_heads; h += nw) {
+        const bool isq = h < sh.n_heads;
+        const uint32_t off = (isq ? h : h - sh.n_heads) * hd;
+        float *p = isq ? q + (uint64_t)t * q_dim + off : k + (uint64_t)t * kv_dim + off;
+        const float *bias = isq ? bq : bk;
+        const float *nw_ = isq ? q_norm : k_norm;
+        float ss = 0.0f;
+        for (uint32_t i = lane; i < hd; i += 32) {
+            float val = p[i];
+            if (bias)
+                val += bias[off + i];
+            p[i] = val;
+            ss = fmaf(val, val, ss);
+        }
+        if (nw_) {
+            ss = warp_sum(ss);
+            const float inv = 1.0f / sqrtf(ss / (float)hd + eps);
+            for (uint32_t i = lane; i < hd; i += 32)
+                p[i] = nw_[i] * (p[i] * inv);
+        }
+        __syncwarp();
+        for (uint32_t i = lane; i < half; i += 32) {
+            const float a = (float)pos * inv_freq[i];
+            const float c = cosf(a), s = sinf(a);
+            const uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            const float x0 = p[i0], x1 = p[i1];
+            p[i0] = x0 * c - x1 * s;
+            p[i1] = x1 * c + x0 * s;
+        }
+    }
+    __syncthreads();
+    float *kc = kv.base + tok_slot[t] * kv.slot_stride + (uint64_t)pos * kv_dim;
+    float *vc = kc + kv.kind_stride;
+    const float *kt = k + (uint64_t)t * kv_dim;
+    float *vt = v + (uint64_t)t * kv_dim;
+    for (uint32_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+        float vv = vt[i];
+        if (bv)
+            vv += bv[i];
+        vt[i] = vv;
+        kc[i] = kt[i];
+        vc[i] = vv;
+    }
+}
+
+__global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *__restrict__ q, float *__restrict__ att,
+                                                                   uint32_t T, const uint32_t *__restrict__ tok_pos,
+                                                                   const uint32_t *__restrict__ tok_slot,
+                                                                   cuda_attn_shape sh, cuda_kv_view kv, float scale,
+                                                                   uint32_t window)
+{
+    __shared__ float s_m[ATT_WARPS], s_l[ATT_WARPS];
+    __shared__ float s_acc[ATT_WARPS][CUDA_FWD_MAX_HEAD_DIM];
+    const uint32_t h = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t hd = sh.head_dim, q_dim = sh.n_heads * hd, kv_dim = sh.n_kv_heads * hd;
+    const uint32_t kvh = h / (sh.n_heads / sh.n_kv_heads);
+    for (uint32_t t = blockIdx.y; t < T; t += gridDim.y) {
+        const uint32_t p = tok_pos[t];
+        const uint32_t p0 = window > 0 && p + 1 > window ? p + 1 - window : 0;
+        const float *qh = q + (uint64_t)t * q_dim + (uint64_t)h * hd;
+        const float *kbase = kv.base + tok_slot[t] * kv.slot_stride + (uint64_t)kvh * hd;
+        const float *vbase = kbase + kv.kind_stride;
+        float qv[ATT_J], acc[ATT_J];
+#pragma unroll
+        for (int j = 0; j < ATT_J; j++) {
+            const uint32_t i = lane + 32 * j;
+            qv[j] = i < hd ? qh[i] : 0.0f;
+            acc[j] = 0.0f;
+        }
+        float m = -INFINITY, l = 0.0f;
+        for (uint32_t s = p0 + warp; s <= p; s += ATT_WARPS) {
+            const float *kr = kbase + (uint64_t)s * kv_dim;
+            float d = 0.0f;
+#pragma unroll
+            for (int j = 0; j < ATT_J; j++) {
+                const uint32_t i = lane + 32 * j;
+                if (i < hd)
+                    d = fmaf(qv[j], kr[i], d);
+            }
+            d = warp_sum(d) * scale;
+            const float mn = fmaxf(m, d);
+            const float corr = expf(m - mn), e = expf(d - mn);
+            l = l * corr + e;
+            const float *vr = vbase + (uint64_t)s * kv_dim;
+#pragma unroll
+            for (int j = 0; j < ATT_J; j++) {
+                const uint32_t i = lane + 32 * j;
+                if (i < hd)
+                    acc[j] = fmaf(e, vr[i], acc[j] * corr);
+            }
+            m = mn;
+        }
+        if (lane == 0) {
+            s_m[warp] = m;
+            s_l[warp] = l;
+        }
+#pragma unroll
+        for (int j = 0; j < ATT_J; j++) {
+            const uint32_t i = lane + 32 * j;
+            if (i < hd)
+                s_acc[warp][i] = acc[j];
+        }
+        __syncthreads();
+        float M = s_m[0];
+        for (int w = 1; w < ATT_WARPS; w++)
+            M = fmaxf(M, s_m[w]);
+        float f[ATT_WARPS], L = 0.0f;
+        for (int w = 0; w < ATT_WARPS; w++) {
+            f[w] = s_l[w] > 0.0f ? expf(s_m[w] - M) : 0.0f;
+            L += s_l[w] * f[w];
+        }
+        const float invL = 1.0f / L;
+        float *out = att + (uint64_t)t * q_dim + (uint64_t)h * hd;
+        for (uint32_t i = threadIdx.x; i < hd; i += blockDim.x) {
+            float o = 0.0f;
+            for (int w = 0; w < ATT_WARPS; w++)
+                o += s_acc[w][i] * f[w];
+            out[i] = o * invL;
+        }
+        __syncthreads();
+    }
+}
+
+__global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float g = hb[i];
+        if (gelu) {
+            const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
+            hb[i] = 0.5f * g * (1.0f + tanhf(k0 * (g + k1 * g * g * g))) * hb2[i];
+        } else {
+            hb[i] = g / (1.0f + expf(-g)) * hb2[i];
+        }
+    }
+}
+
+__global__ void kernel_add(float *x, const float *__restrict__ y, uint64_t n)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        x[i] += y[i];
+}
+
+unsigned grid_1d(uint64_t n)
+{
+    const uint64_t b = (n + 255) / 256;
+    return (unsigned)(b < 8192 ? (b ? b : 1) : 8192);
+}
+
+} // namespace
+
+extern "C" bool cuda_fwd_device_usable(void)
+{
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+        return false;
+    }
+    return count > 0;
+}
+
+extern "C" void cuda_fwd_reserve_gemv_scratch(struct cuda_ctx *ctx, uint64_t n_max)
+{
+    n_max = (n_max + 31) / 32 * 32;
+    gemv_quant_xq_reserve(ctx, n_max, CUDA_GEMV_MAX_BATCH);
+}
+
+extern "C" void cuda_fwd_matmul_f32(struct cuda_ctx *ctx, const float *w, uint32_t rows, uint32_t n, const float *x,
+                                    uint32_t T, float *y, float scale)
+{
+    if (T == 0)
+        return;
+    const dim3 grid((rows + 7) / 8, T < MAX_GRID_Y ? T : MAX_GRID_Y);
+    kernel_matmul_f32<<<grid, 256, 0, ctx->stream>>>(w, rows, n, x, T, y, scale);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T,
+                                    const uint32_t *tok_pos, const uint32_t *tok_slot, const float *bq,
+                                    const float *bk, const float *bv, const float *q_norm, const float *k_norm,
+                                    const float *inv_freq, bool neox, float eps, struct cuda_attn_shape sh,
+                                    struct cuda_kv_view kv)
+{
+    if (sh.head_dim == 0 || sh.head_dim % 2 || sh.head_dim > CUDA_FWD_MAX_HEAD_DIM || sh.n_kv_heads == 0 ||
+        sh.n_heads % sh.n_kv_heads)
+        CUDA_FAIL("qk_rope_kv: head_dim %u, heads %u / %u not supported", sh.head_dim, sh.n_heads, sh.n_kv_heads);
+    if (T == 0)
+        return;
+    kernel_qk_rope_kv<<<T, 256, 0, ctx->stream>>>(q, k, v, tok_pos, tok_slot, bq, bk, bv, q_norm, k_norm, inv_freq,
+                                                   neox, eps, sh, kv);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,
+                                   const uint32_t *tok_pos, const uint32_t *tok_slot, struct cuda_attn_shape sh,
+                                   struct cuda_kv_view kv, float scale, uint32_t window)
+{
+    if (sh.head_dim == 0 || sh.head_dim > CUDA_FWD_MAX_HEAD_DIM || sh.n_kv_heads == 0 || sh.n_heads % sh.n_kv_heads)
+        CUDA_FAIL("attention: head_dim %u, heads %u / %u not supported", sh.head_dim, sh.n_heads, sh.n_kv_heads);
+    if (T == 0)
+        return;
+    const dim3 grid(sh.n_heads, T < MAX_GRID_Y ? T : MAX_GRID_Y);
+    kernel_attention<<<grid, ATT_WARPS * 32, 0, ctx->stream>>>(q, att, T, tok_pos, tok_slot, sh, kv, scale, window);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu)
+{
+    if (n == 0)
+        return;
+    kernel_glu<<<grid_1d(n), 256, 0, ctx->stream>>>(hb, hb2, n, gelu);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n)
+{
+    if (n == 0)
+        return;
+    kernel_add<<<grid_1d(n), 256, 0, ctx->stream>>>(x, y, n);
+    CUDA_CHECK_LAUNCH();
+}

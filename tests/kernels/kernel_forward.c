@@ -1,0 +1,621 @@
+/* tests/kernels/kernel_forward.c — the CUDA backend's forward pass against the
+ * CPU backend (the reference), kernel by kernel and model by model.
+ *
+ * 1. Kernels of cuda_fwd.h on fresh random inputs, outputs poisoned with NaN
+ *    first, against C reference loops written here after the CPU backend
+ *    (src/backend/cpu/cpu_ops.c): float32 matmul (max|Δ| / max|ref| ≤ 1e-5:
+ *    f32 sums of ≤ 100 products in another order than the double reference),
+ *    attention prologue — bias, q/k RMSNorm, RoPE (both styles), KV append —
+ *    (≤ 1e-5 of max|ref|: cosf/sinf and the norm's sum order differ), attention
+ *    with causal and sliding-window masks over two slots (≤ 1e-4 of max|ref|:
+ *    online softmax in 4 warps vs the two-pass softmax), gated activation (both
+ *    activations) and residual add (≤ 1e-5).
+ * 2. Every engine fixture (tests/fixtures/engine/manifest.json) and the default
+ *    model (gpu/SmolLM2-135M-Instruct.Q4_1.gguf, else models/): the same
+ *    prompts through the CPU and the CUDA backend (16 slots, the same config):
+ *    - logits at every prompt position: max|Δ| / (max − min of the CPU
+ *      logits of that model) ≤ 1e-3 (the fixtures' metric against
+ *      transformers, which is also printed); GPU output buffer NaN-poisoned;
+ *    - greedy 64 tokens (prompt 0, decoded one at a time through the KV
+ *      cache) identical on CPU and GPU;
+ *    - batch independence on the GPU: 16 sequences (the prompts, cut to
+ *      different lengths) prefilled in one batch and decoded 8 steps in one
+ *      batch give bit-identical logits to each sequence run alone;
+ *    - rollback: prefilling a slot again from position 0 over a longer state
+ *      gives bit-identical logits to the first prefill.
+ *    Models the CUDA backend refuses (qwen3_moe) must be refused with the
+ *    "not yet supported" message; they are listed as such in the table.
+ * The table is printed last. Run from the repository root (fixture paths);
+ * MEMRA_FORWARD_PART (see main) runs a part only.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "backend/cpu/backend_cpu.h"
+#include "backend/cuda/backend_cuda.h"
+#include "backend/cuda/cuda_fwd.h"
+#include "backend/cuda/cuda_ops.h"
+#include "model/model.h"
+#include "test.h"
+
+#define FX "tests/fixtures/engine/"
+#define N_SEQ 16
+#define MAX_PROMPTS 8
+#define GREEDY_N 64
+#define BATCH_STEPS 8
+
+static struct cuda_ctx *g_ctx;
+static uint64_t g_rng = 0x243F6A8885A308D3ull;
+
+static float rng_unit(void) /* [-1, 1) */
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (float)((double)(g_rng >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+static float *rand_vec(size_t n, float amp)
+{
+    float *p = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        p[i] = amp * rng_unit();
+    return p;
+}
+
+static float *to_dev(const float *h, size_t n)
+{
+    float *d = cuda_alloc(n * 4);
+    cuda_upload(g_ctx, d, h, n * 4);
+    return d;
+}
+
+static float *from_dev(const float *d, size_t n)
+{
+    float *h = malloc(n * 4);
+    cuda_download(g_ctx, h, d, n * 4);
+    return h;
+}
+
+/* max|got − ref| / max|ref|; a NaN anywhere gives +inf */
+static double rel_err(const float *got, const float *ref, size_t n)
+{
+    double md = 0.0, mr = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)got[i] - ref[i]);
+        if (!(d == d) || !isfinite(got[i]))
+            return INFINITY;
+        md = d > md ? d : md;
+        mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
+    }
+    return mr > 0 ? md / mr : md;
+}
+
+/* ---- 1. kernels ------------------------------------------------------------ */
+
+static void test_matmul_f32(void)
+{
+    const uint32_t shapes[][3] = {{37, 100, 5}, {64, 64, 1}, {300, 33, 17}};
+    for (size_t s = 0; s < 3; s++) {
+        const uint32_t rows = shapes[s][0], n = shapes[s][1], T = shapes[s][2];
+        float *w = rand_vec((size_t)rows * n, 1.0f), *x = rand_vec((size_t)T * n, 1.0f);
+        float *ref = malloc(sizeof(float) * rows * T);
+        for (uint32_t t = 0; t < T; t++)
+            for (uint32_t r = 0; r < rows; r++) {
+                double a = 0;
+                for (uint32_t i = 0; i < n; i++)
+                    a += (double)w[(size_t)r * n + i] * x[(size_t)t * n + i];
+                ref[(size_t)t * rows + r] = (float)(0.5 * a);
+            }
+        float *dw = to_dev(w, (size_t)rows * n), *dx = to_dev(x, (size_t)T * n), *dy = cuda_alloc(4 * rows * T);
+        cuda_fill_nan_f32(g_ctx, dy, (size_t)rows * T);
+        cuda_fwd_matmul_f32(g_ctx, dw, rows, n, dx, T, dy, 0.5f);
+        float *got = from_dev(dy, (size_t)rows * T);
+        const double e = rel_err(got, ref, (size_t)rows * T);
+        CHECK_MSG(e <= 1e-5, "matmul_f32 %ux%u T=%u: %.3g", rows, n, T, e);
+        fprintf(stderr, "  matmul_f32 %ux%u T=%u: %.2e\n", rows, n, T, e);
+        cuda_free(dw), cuda_free(dx), cuda_free(dy);
+        free(w), free(x), free(ref), free(got);
+    }
+}
+
+static void ref_rmsnorm(float *v, const float *w, uint32_t n, float eps)
+{
+    double ss = 0.0;
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)v[i] * v[i];
+    const float inv = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (uint32_t i = 0; i < n; i++)
+        v[i] = w[i] * (v[i] * inv);
+}
+
+static void ref_rope(float *v, uint32_t hd, uint32_t pos, const float *inv_freq, bool neox)
+{
+    const uint32_t half = hd / 2;
+    for (uint32_t i = 0; i < half; i++) {
+        const float a = (float)pos * inv_freq[i];
+        const float c = cosf(a), s = sinf(a);
+        const uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        const float x0 = v[i0], x1 = v[i1];
+        v[i0] = x0 * c - x1 * s;
+        v[i1] = x1 * c + x0 * s;
+    }
+}
+
+struct att_case {
+    uint32_t n_heads, n_kv_heads, hd;
+    bool neox, bias, norm;
+    uint32_t window;
+};
+
+/* Tokens: slot 0 positions 0..2, then slot 1 positions 0..32, all in one call. */
+static void run_att_case(const struct att_case *tc)
+{
+    const uint32_t n_slots = 2, max_ctx = 40, T = 36;
+    const uint32_t hd = tc->hd, qd = tc->n_heads * hd, kvd = tc->n_kv_heads * hd;
+    const float eps = 1e-6f, scale = 1.0f / sqrtf((float)hd);
+    uint32_t pos[36], slot[36];
+    for (uint32_t t = 0; t < T; t++) {
+        slot[t] = t < 3 ? 0 : 1;
+        pos[t] = t < 3 ? t : t - 3;
+    }
+    float *q = rand_vec((size_t)T * qd, 2.0f), *k = rand_vec((size_t)T * kvd, 2.0f);
+    float *v = rand_vec((size_t)T * kvd, 1.0f);
+    float *bq = tc->bias ? rand_vec(qd, 0.5f) : NULL, *bk = tc->bias ? rand_vec(kvd, 0.5f) : NULL;
+    float *bv = tc->bias ? rand_vec(kvd, 0.5f) : NULL;
+    float *qn = tc->norm ? rand_vec(hd, 1.0f) : NULL, *kn = tc->norm ? rand_vec(hd, 1.0f) : NULL;
+    float *inv_freq = malloc(sizeof(float) * hd / 2);
+    for (uint32_t i = 0; i < hd / 2; i++)
+        inv_freq[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+
+    /* device run */
+    float *dq = to_dev(q, (size_t)T * qd), *dk = to_dev(k, (size_t)T * kvd), *dv = to_dev(v, (size_t)T * kvd);
+    float *dbq = bq ? to_dev(bq, qd) : NULL, *dbk = bk ? to_dev(bk, kvd) : NULL, *dbv = bv ? to_dev(bv, kvd) : NULL;
+    float *dqn = qn ? to_dev(qn, hd) : NULL, *dkn = kn ? to_dev(kn, hd) : NULL, *dif = to_dev(inv_freq, hd / 2);
+    uint32_t *dmeta = cuda_alloc(4 * 2 * T);
+    cuda_upload(g_ctx, dmeta, pos, 4 * T);
+    cuda_upload(g_ctx, dmeta + T, slot, 4 * T);
+    const size_t kv_n = (size_t)n_slots * 2 * max_ctx * kvd;
+    float *dkv = cuda_alloc(kv_n * 4), *datt = cuda_alloc((size_t)T * qd * 4);
+    cuda_fill_nan_f32(g_ctx, dkv, kv_n);
+    cuda_fill_nan_f32(g_ctx, datt, (size_t)T * qd);
+    const struct cuda_attn_shape sh = {tc->n_heads, tc->n_kv_heads, hd};
+    const struct cuda_kv_view kv = {dkv, 2ull * max_ctx * kvd, (uint64_t)max_ctx * kvd};
+    cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, T, dmeta, dmeta + T, dbq, dbk, dbv, dqn, dkn, dif, tc->neox, eps, sh, kv);
+    cuda_fwd_attention(g_ctx, dq, datt, T, dmeta, dmeta + T, sh, kv, scale, tc->window);
+    float *gq = from_dev(dq, (size_t)T * qd), *gkv = from_dev(dkv, kv_n), *gatt = from_dev(datt, (size_t)T * qd);
+
+    /* reference */
+    float *rkv = calloc(kv_n, sizeof(float)), *gkv_w = calloc(kv_n, sizeof(float));
+    float *ratt = calloc((size_t)T * qd, sizeof(float)), *sc = malloc(sizeof(float) * max_ctx);
+    for (uint32_t t = 0; t < T; t++) {
+        float *qt = q + (size_t)t * qd, *kt = k + (size_t)t * kvd, *vt = v + (size_t)t * kvd;
+        if (tc->bias) {
+            for (uint32_t i = 0; i < qd; i++)
+                qt[i] += bq[i];
+            for (uint32_t i = 0; i < kvd; i++)
+                kt[i] += bk[i], vt[i] += bv[i];
+        }
+        for (uint32_t h = 0; h < tc->n_heads; h++) {
+            if (qn)
+                ref_rmsnorm(qt + h * hd, qn, hd, eps);
+            ref_rope(qt + h * hd, hd, pos[t], inv_freq, tc->neox);
+        }
+        for (uint32_t h = 0; h < tc->n_kv_heads; h++) {
+            if (kn)
+                ref_rmsnorm(kt + h * hd, kn, hd, eps);
+            ref_rope(kt + h * hd, hd, pos[t], inv_freq, tc->neox);
+        }
+        const size_t kr = ((size_t)slot[t] * 2 * max_ctx + pos[t]) * kvd, vr = kr + (size_t)max_ctx * kvd;
+        memcpy(rkv + kr, kt, kvd * 4);
+        memcpy(rkv + vr, vt, kvd * 4);
+        memcpy(gkv_w + kr, gkv + kr, kvd * 4); /* only the rows written are compared */
+        memcpy(gkv_w + vr, gkv + vr, kvd * 4);
+    }
+    for (uint32_t t = 0; t < T; t++)
+        for (uint32_t h = 0; h < tc->n_heads; h++) {
+            const uint32_t p = pos[t], kvh = h / (tc->n_heads / tc->n_kv_heads);
+            const uint32_t p0 = tc->window && p + 1 > tc->window ? p + 1 - tc->window : 0;
+            const float *qh = q + (size_t)t * qd + h * hd;
+            float mx = -INFINITY;
+            for (uint32_t s = p0; s <= p; s++) {
+                const float *kr = rkv + ((size_t)slot[t] * 2 * max_ctx + s) * kvd + kvh * hd;
+                double d = 0;
+                for (uint32_t i = 0; i < hd; i++)
+                    d += (double)qh[i] * kr[i];
+                sc[s - p0] = (float)d * scale;
+                mx = sc[s - p0] > mx ? sc[s - p0] : mx;
+            }
+            double sum = 0;
+            for (uint32_t s = 0; s <= p - p0; s++)
+                sum += sc[s] = expf(sc[s] - mx);
+            float *o = ratt + (size_t)t * qd + h * hd;
+            for (uint32_t s = p0; s <= p; s++) {
+                const float *vr = rkv + (((size_t)slot[t] * 2 + 1) * max_ctx + s) * kvd + kvh * hd;
+                for (uint32_t i = 0; i < hd; i++)
+                    o[i] += (float)(sc[s - p0] / sum) * vr[i];
+            }
+        }
+    const double eq = rel_err(gq, q, (size_t)T * qd), ek = rel_err(gkv_w, rkv, kv_n);
+    const double ea = rel_err(gatt, ratt, (size_t)T * qd);
+    CHECK_MSG(eq <= 1e-5 && ek <= 1e-5, "qk_rope_kv heads %u/%u hd %u: q %.3g kv %.3g", tc->n_heads, tc->n_kv_heads,
+              hd, eq, ek);
+    CHECK_MSG(ea <= 1e-4, "attention heads %u/%u hd %u window %u: %.3g", tc->n_heads, tc->n_kv_heads, hd,
+              tc->window, ea);
+    fprintf(stderr, "  heads %u/%u hd %3u %s%s%s window %2u: q %.2e kv %.2e att %.2e\n", tc->n_heads,
+            tc->n_kv_heads, hd, tc->neox ? "neox" : "norm", tc->bias ? " bias" : "", tc->norm ? " qknorm" : "",
+            tc->window, eq, ek, ea);
+    void *dev[] = {dq, dk, dv, dbq, dbk, dbv, dqn, dkn, dif, dmeta, dkv, datt};
+    for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
+        cuda_free(dev[i]);
+    void *host[] = {q, k, v, bq, bk, bv, qn, kn, inv_freq, gq, gkv, gatt, rkv, gkv_w, ratt, sc};
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        free(host[i]);
+}
+
+static void test_attention(void)
+{
+    const struct att_case cases[] = {
+        {4, 2, 64, false, true, false, 0},  /* llama-like (GGUF pair RoPE), qwen2 biases */
+        {4, 1, 16, true, false, true, 5},   /* qwen3-like q/k norm, sliding window */
+        {2, 2, 256, true, false, true, 0},  /* gemma-like head_dim 256 */
+        {9, 3, 64, false, false, false, 0}, /* SmolLM2 shape */
+        {6, 2, 48, true, true, true, 7},    /* head_dim not a multiple of 32 */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_att_case(&cases[i]);
+}
+
+static void test_glu_add(void)
+{
+    const uint64_t n = 3 * 1000 + 7;
+    for (int gelu = 0; gelu < 2; gelu++) {
+        float *g = rand_vec(n, 6.0f), *u = rand_vec(n, 2.0f), *ref = malloc(n * 4);
+        for (uint64_t i = 0; i < n; i++) {
+            const double x = g[i];
+            ref[i] = gelu ? (float)(0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i])
+                          : (float)(x / (1.0 + exp(-x)) * u[i]);
+        }
+        float *dg = to_dev(g, n), *du = to_dev(u, n);
+        cuda_fwd_glu(g_ctx, dg, du, n, gelu);
+        float *got = from_dev(dg, n);
+        const double e = rel_err(got, ref, n);
+        CHECK_MSG(e <= 1e-5, "glu %s: %.3g", gelu ? "gelu" : "silu", e);
+        fprintf(stderr, "  glu %s: %.2e\n", gelu ? "gelu-tanh" : "silu", e);
+        /* add: x += y */
+        for (uint64_t i = 0; i < n; i++)
+            ref[i] = g[i] + u[i];
+        float *dx = to_dev(g, n);
+        cuda_fwd_add(g_ctx, dx, du, n);
+        free(got);
+        got = from_dev(dx, n);
+        const double ea = rel_err(got, ref, n);
+        CHECK_MSG(ea <= 1e-6, "add: %.3g", ea);
+        cuda_free(dg), cuda_free(du), cuda_free(dx);
+        free(g), free(u), free(ref), free(got);
+    }
+}
+
+/* ---- 2. whole models ------------------------------------------------------- */
+
+static json_t *g_manifest;
+static int32_t g_prompts[MAX_PROMPTS][64];
+static uint32_t g_prompt_len[MAX_PROMPTS], g_n_prompts;
+
+struct row {
+    char name[48], dtype[28];
+    const char *status;
+    double err_cpu, err_ref;
+    int greedy_same; /* tokens equal of 64 */
+    bool batch_same, rollback_same;
+};
+static struct row g_rows[40];
+static int g_n_rows;
+
+static uint32_t argmax(const float *x, uint32_t n)
+{
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+static void poison(float *p, size_t n)
+{
+    memset(p, 0xff, n * sizeof(float)); /* all-ones bits: a NaN */
+}
+
+static int fwd(struct backend *b, uint32_t slot, uint32_t pos, const int32_t *toks, uint32_t n, uint32_t n_logits,
+               float *logits)
+{
+    char err[512];
+    struct backend_seq s = {slot, pos, n, toks, n_logits, logits};
+    struct backend_batch batch = {1, &s};
+    if (logits)
+        poison(logits, (size_t)n_logits * b->model->cfg.vocab);
+    int rc = b->ops->forward(b, &batch, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "forward (%s): %s\n", b->ops->name, err);
+    return rc;
+}
+
+static int greedy(struct backend *b, int32_t *out, float *lg)
+{
+    const uint32_t V = b->model->cfg.vocab;
+    int32_t seq[64 + GREEDY_N];
+    uint32_t n = g_prompt_len[0];
+    memcpy(seq, g_prompts[0], n * sizeof(int32_t));
+    if (fwd(b, 0, 0, seq, n, 1, lg) != 0)
+        return -1;
+    for (uint32_t i = 0; i < GREEDY_N; i++) {
+        seq[n] = out[i] = (int32_t)argmax(lg, V);
+        if (i + 1 < GREEDY_N && fwd(b, 0, n, &seq[n], 1, 1, lg) != 0)
+            return -1;
+        n++;
+    }
+    return 0;
+}
+
+static struct backend *open_be(const struct backend_ops *ops, const struct model *m, uint32_t max_ctx, char *err,
+                               size_t errlen)
+{
+    struct backend *b = NULL;
+    struct backend_config cfg = {.n_slots = N_SEQ, .max_ctx = max_ctx, .max_batch_tokens = 1024, .n_threads = 0};
+    if (ops->init(&b, m, &cfg, err, errlen) != 0)
+        return NULL;
+    if (ops->load_weights(b, err, errlen) != 0) {
+        ops->free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* 16 sequences in one batch (prefill, then BATCH_STEPS decode steps) against
+ * each alone in slot 0: bit-identical logits at every step. */
+static bool batch_vs_alone(struct backend *g)
+{
+    const uint32_t V = g->model->cfg.vocab;
+    const uint32_t steps = 1 + BATCH_STEPS;
+    int32_t toks[N_SEQ][64 + BATCH_STEPS];
+    uint32_t len[N_SEQ];
+    float *bl = malloc(sizeof(float) * N_SEQ * V * steps), *al = malloc(sizeof(float) * V);
+    struct backend_seq seqs[N_SEQ];
+    for (uint32_t s = 0; s < N_SEQ; s++) {
+        const uint32_t p = s % g_n_prompts, cut = s / g_n_prompts;
+        len[s] = g_prompt_len[p] > cut + 1 ? g_prompt_len[p] - cut : 1;
+        memcpy(toks[s], g_prompts[p], len[s] * sizeof(int32_t));
+        seqs[s] = (struct backend_seq){s, 0, len[s], toks[s], 1, bl + (size_t)s * V};
+    }
+    char err[512];
+    bool same = true;
+    for (uint32_t st = 0; st < steps; st++) {
+        for (uint32_t s = 0; s < N_SEQ; s++)
+            poison(seqs[s].logits, V);
+        struct backend_batch batch = {N_SEQ, seqs};
+        if (g->ops->forward(g, &batch, err, sizeof(err)) != 0) {
+            fprintf(stderr, "batch forward: %s\n", err);
+            free(bl), free(al);
+            return false;
+        }
+        for (uint32_t s = 0; s < N_SEQ; s++) {
+            const uint32_t n = seqs[s].pos + seqs[s].n_tokens;
+            toks[s][n] = (int32_t)argmax(seqs[s].logits, V);
+            seqs[s] = (struct backend_seq){s, n, 1, &toks[s][n], 1, bl + ((size_t)(st + 1) * N_SEQ + s) * V};
+        }
+    }
+    for (uint32_t s = 0; s < N_SEQ && same; s++) {
+        g->ops->kv_reset(g, 0);
+        for (uint32_t st = 0; st < steps && same; st++) {
+            const uint32_t pos = st == 0 ? 0 : len[s] + st - 1, n = st == 0 ? len[s] : 1;
+            if (fwd(g, 0, pos, toks[s] + pos, n, 1, al) != 0)
+                same = false;
+            else if (memcmp(al, bl + ((size_t)st * N_SEQ + s) * V, sizeof(float) * V) != 0)
+                same = false;
+        }
+    }
+    free(bl), free(al);
+    return same;
+}
+
+static void check_model(const char *path, const char *name, const char *dtype, const char *ref_file,
+                        uint32_t max_ctx)
+{
+    char err[512];
+    struct row *R = &g_rows[g_n_rows++];
+    snprintf(R->name, sizeof(R->name), "%s", name);
+    snprintf(R->dtype, sizeof(R->dtype), "%s", dtype);
+    R->err_ref = -1;
+    struct model m;
+    if (model_open(&m, path, err, sizeof(err)) != 0) {
+        CHECK_MSG(0, "%s: %s", path, err);
+        R->status = "OPEN FAILED";
+        return;
+    }
+    if (max_ctx > m.cfg.max_ctx)
+        max_ctx = m.cfg.max_ctx;
+    struct backend *g = open_be(&backend_cuda_ops, &m, max_ctx, err, sizeof(err));
+    if (!g) {
+        if (m.cfg.n_experts > 0) {
+            CHECK_CONTAINS(err, "not yet supported");
+            R->status = "refused (MoE)";
+        } else {
+            CHECK_MSG(0, "%s: cuda backend: %s", path, err);
+            R->status = "INIT FAILED";
+        }
+        model_close(&m);
+        return;
+    }
+    struct backend *c = open_be(&backend_cpu_ops, &m, max_ctx, err, sizeof(err));
+    CHECK_MSG(c != NULL, "%s: cpu backend: %s", path, err);
+    if (!c) {
+        g->ops->free(g);
+        model_close(&m);
+        R->status = "CPU FAILED";
+        return;
+    }
+    const uint32_t V = m.cfg.vocab;
+    size_t total = 0;
+    for (uint32_t p = 0; p < g_n_prompts; p++)
+        total += g_prompt_len[p];
+    float *lc = malloc(sizeof(float) * total * V), *lg = malloc(sizeof(float) * total * V);
+    float *first = malloc(sizeof(float) * g_prompt_len[0] * V);
+    bool ok = true;
+    size_t off = 0;
+    for (uint32_t p = 0; p < g_n_prompts && ok; p++) {
+        ok &= fwd(c, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], lc + off * V) == 0;
+        ok &= fwd(g, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], lg + off * V) == 0;
+        off += g_prompt_len[p];
+    }
+    CHECK_MSG(ok, "%s: forward failed", name);
+    float mn = INFINITY, mx = -INFINITY;
+    double md = 0;
+    for (size_t i = 0; ok && i < total * V; i++) {
+        mn = lc[i] < mn ? lc[i] : mn;
+        mx = lc[i] > mx ? lc[i] : mx;
+        const double d = fabs((double)lg[i] - lc[i]);
+        md = d > md || d != d ? d : md;
+    }
+    R->err_cpu = ok ? md / (mx - mn) : INFINITY;
+    CHECK_MSG(R->err_cpu <= 1e-3, "%s: GPU vs CPU max|dlogit|/range %.3g", name, R->err_cpu);
+    if (ref_file) {
+        float *want = malloc(sizeof(float) * total * V);
+        FILE *f = fopen(ref_file, "rb");
+        if (f && fread(want, sizeof(float), total * V, f) == total * V) {
+            float rmn = INFINITY, rmx = -INFINITY;
+            double rd = 0;
+            for (size_t i = 0; i < total * V; i++) {
+                rmn = want[i] < rmn ? want[i] : rmn;
+                rmx = want[i] > rmx ? want[i] : rmx;
+                const double d = fabs((double)lg[i] - want[i]);
+                rd = d > rd || d != d ? d : rd;
+            }
+            R->err_ref = rd / (rmx - rmn);
+        }
+        if (f)
+            fclose(f);
+        free(want);
+    }
+    /* rollback: slot 0 now holds prompt 2 (longest); prompt 0 again from 0 */
+    memcpy(first, lg, sizeof(float) * g_prompt_len[0] * V);
+    ok &= fwd(g, 0, 0, g_prompts[0], g_prompt_len[0], g_prompt_len[0], lg) == 0;
+    R->rollback_same = ok && memcmp(first, lg, sizeof(float) * g_prompt_len[0] * V) == 0;
+    CHECK_MSG(R->rollback_same, "%s: re-prefill from 0 differs", name);
+    CHECK_EQ_INT(g->ops->kv_len(g, 0), g_prompt_len[0]);
+
+    int32_t tc[GREEDY_N], tg[GREEDY_N];
+    ok = greedy(c, tc, lc) == 0 && greedy(g, tg, lg) == 0;
+    R->greedy_same = 0;
+    while (ok && R->greedy_same < GREEDY_N && tc[R->greedy_same] == tg[R->greedy_same])
+        R->greedy_same++;
+    CHECK_MSG(R->greedy_same == GREEDY_N, "%s: greedy differs from token %d", name, R->greedy_same);
+
+    R->batch_same = batch_vs_alone(g);
+    CHECK_MSG(R->batch_same, "%s: batch of 16 differs from alone", name);
+    R->status = "ok";
+    fprintf(stderr, "  %-26s GPU vs CPU %.2e  greedy %d/64  batch16 %s  rollback %s\n", name, R->err_cpu,
+            R->greedy_same, R->batch_same ? "same" : "DIFF", R->rollback_same ? "same" : "DIFF");
+    free(lc), free(lg), free(first);
+    c->ops->free(c);
+    g->ops->free(g);
+    model_close(&m);
+}
+
+static int load_manifest(void)
+{
+    json_error_t je;
+    g_manifest = json_load_file(FX "manifest.json", 0, &je);
+    if (!g_manifest)
+        return -1;
+    json_t *prompts = json_object_get(g_manifest, "prompts");
+    for (size_t p = 0; p < json_array_size(prompts) && p < MAX_PROMPTS; p++) {
+        json_t *a = json_array_get(prompts, p);
+        for (size_t i = 0; i < json_array_size(a) && i < 64; i++)
+            g_prompts[p][i] = (int32_t)json_integer_value(json_array_get(a, i));
+        g_prompt_len[p] = (uint32_t)(json_array_size(a) < 64 ? json_array_size(a) : 64);
+        g_n_prompts++;
+    }
+    return g_n_prompts > 0 ? 0 : -1;
+}
+
+static void test_fixture_models(void)
+{
+    CHECK(load_manifest() == 0);
+    json_t *models = json_object_get(g_manifest, "models");
+    CHECK(json_array_size(models) >= 20);
+    for (size_t i = 0; i < json_array_size(models); i++) {
+        json_t *e = json_array_get(models, i);
+        const char *rel = json_string_value(json_object_get(e, "path"));
+        json_t *ref = json_object_get(json_object_get(g_manifest, "refs"),
+                                      json_string_value(json_object_get(e, "ref")));
+        char path[512], rpath[512];
+        snprintf(path, sizeof(path), FX "%s", rel);
+        snprintf(rpath, sizeof(rpath), FX "%s", json_string_value(json_object_get(ref, "file")));
+        check_model(path, rel, json_string_value(json_object_get(e, "dtype")), rpath, 128);
+    }
+}
+
+static void test_default_model(void)
+{
+    const char *cands[] = {"gpu/SmolLM2-135M-Instruct.Q4_1.gguf", "models/SmolLM2-135M-Instruct.Q4_1.gguf"};
+    for (size_t i = 0; i < 2; i++) {
+        FILE *f = fopen(cands[i], "rb");
+        if (!f)
+            continue;
+        fclose(f);
+        check_model(cands[i], "SmolLM2-135M Q4_1", "Q4_1 (GGUF)", NULL, 256);
+        return;
+    }
+    CHECK_MSG(0, "default model not found (gpu/ or models/SmolLM2-135M-Instruct.Q4_1.gguf)");
+}
+
+/* MEMRA_FORWARD_PART=fixtures: kernels and fixtures only; =default: the
+ * default model only; unset: everything (the default model must be there). */
+int main(void)
+{
+    const char *part = getenv("MEMRA_FORWARD_PART");
+    const bool only_default = part && strcmp(part, "default") == 0;
+    const bool no_default = part && strcmp(part, "fixtures") == 0;
+    char err[256];
+    g_ctx = cuda_ctx_init(0, err, sizeof(err));
+    if (!g_ctx) {
+        fprintf(stderr, "kernel_forward: %s\n", err);
+        return 1;
+    }
+    if (!only_default) {
+        RUN(test_matmul_f32);
+        RUN(test_attention);
+        RUN(test_glu_add);
+        RUN(test_fixture_models);
+    } else {
+        CHECK(load_manifest() == 0);
+    }
+    if (!no_default)
+        RUN(test_default_model);
+
+    printf("## forward: CUDA backend vs CPU backend (logits: max|dlogit| / (max-min of the CPU logits), "
+           "tolerance 1e-3)\n\n");
+    printf("| model | weights | status | GPU vs CPU | GPU vs transformers | greedy 64 | batch 16 vs 1 | rollback |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < g_n_rows; i++) {
+        const struct row *r = &g_rows[i];
+        if (strcmp(r->status, "ok") != 0) {
+            printf("| %s | %s | %s | | | | | |\n", r->name, r->dtype, r->status);
+            continue;
+        }
+        char ref[32] = "n/a";
+        if (r->err_ref >= 0)
+            snprintf(ref, sizeof(ref), "%.2e", r->err_ref);
+        printf("| %s | %s | ok | %.2e | %s | %d/64 | %s | %s |\n", r->name, r->dtype, r->err_cpu, ref,
+               r->greedy_same, r->batch_same ? "identical" : "DIFFERENT", r->rollback_same ? "identical" : "DIFF");
+    }
+    fflush(stdout);
+    json_decref(g_manifest);
+    cuda_ctx_free(g_ctx);
+    return test_summary();
+}

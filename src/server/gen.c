@@ -16,6 +16,12 @@
  * (": keep-alive", which SSE clients ignore) when nothing was written for half
  * the timeout. A client that stops reading still hits the write timeout.
  *
+ * Disconnects: evhttp notices a closed connection only when a write fails, and
+ * a non-streamed request writes nothing until it is done. So the same timer
+ * (every second, or half the timeout if shorter) peeks at the socket
+ * (recv MSG_PEEK, which takes nothing from libevent): an orderly close (0) or a
+ * reset cancels the request's jobs at once.
+ *
  * Seeds: with "seed", choice j uses seed + j (distinct, reproducible samples);
  * without, each choice draws a random seed.
  */
@@ -23,7 +29,10 @@
 
 #include "core/log.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <sys/socket.h>
 #include <event2/http.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +67,10 @@ struct gen_req {
     struct gen_choice *ch;     /* (n_ch) */
     uint32_t n_ch, n_done;
     struct event *wake;
-    struct event *beat;        /* stream heartbeat timer (EV_PERSIST) */
-    bool wrote;                /* a chunk went out since the last heartbeat */
-    bool gone;                 /* the client disconnected */
+    struct event *beat;        /* heartbeat / disconnect check timer (EV_PERSIST) */
+    struct timeval last_write; /* last chunk sent (stream) */
+    bool gone;                 /* evhttp closed the connection (the request is detached) */
+    bool peer_closed;          /* the peek saw the client close; the request is still attached */
 };
 
 static void gen_free(struct gen_req *g)
@@ -80,6 +90,8 @@ static void gen_free(struct gen_req *g)
     free(g);
 }
 
+static void cancel_all(struct gen_req *g);
+
 static void wake_notify(void *arg) { event_active((struct event *)arg, EV_READ, 0); }
 
 static void on_close(struct evhttp_connection *conn, void *arg)
@@ -88,9 +100,7 @@ static void on_close(struct evhttp_connection *conn, void *arg)
     struct gen_req *g = arg;
     g->gone = true;
     g->conn = NULL;
-    for (uint32_t i = 0; i < g->n_ch; i++)
-        if (!g->ch[i].done)
-            sched_job_cancel(g->ch[i].job);
+    cancel_all(g);
     log_debug("%s: client disconnected; %u choice(s) cancelled", g->id, g->n_ch - g->n_done);
 }
 
@@ -273,7 +283,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct gen_req *g = arg;
-    struct evbuffer *buf = g->r.stream && !g->gone ? evbuffer_new() : NULL;
+    bool dead = g->gone || g->peer_closed;
+    struct evbuffer *buf = g->r.stream && !dead ? evbuffer_new() : NULL;
     for (uint32_t i = 0; i < g->n_ch; i++) {
         struct gen_choice *c = &g->ch[i];
         if (c->done)
@@ -288,7 +299,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
             snprintf(c->error, sizeof(c->error), "%s", c->out.error);
             g->n_done++;
         }
-        if (g->gone)
+        if (dead)
             continue;
         if (buf)
             stream_output(g, c, buf);
@@ -312,7 +323,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     if (buf) {
         if (evbuffer_get_length(buf)) {
             evhttp_send_reply_chunk(g->req, buf);
-            g->wrote = true;
+            event_base_gettimeofday_cached(g->s->base, &g->last_write);
         }
         evbuffer_free(buf);
     }
@@ -327,20 +338,52 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     gen_free(g);
 }
 
+static void cancel_all(struct gen_req *g)
+{
+    for (uint32_t i = 0; i < g->n_ch; i++)
+        if (!g->ch[i].done)
+            sched_job_cancel(g->ch[i].job);
+}
+
+/* True when the client has closed its end (orderly or reset). */
+static bool peer_gone(struct evhttp_connection *conn)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0)
+        return false;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static void on_beat(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct gen_req *g = arg;
-    if (!g->wrote && !g->gone) {
+    if (g->gone || g->peer_closed)
+        return;
+    if (g->conn && peer_gone(g->conn)) {
+        g->peer_closed = true;
+        cancel_all(g);
+        log_debug("%s: client closed the connection; %u choice(s) cancelled", g->id, g->n_ch - g->n_done);
+        return;
+    }
+    if (!g->r.stream)
+        return;
+    struct timeval now, idle;
+    event_base_gettimeofday_cached(g->s->base, &now);
+    evutil_timersub(&now, &g->last_write, &idle);
+    if ((uint64_t)idle.tv_sec * 1000 + (uint64_t)idle.tv_usec / 1000 >= (uint64_t)g->s->cfg->timeout_s * 500) {
         struct evbuffer *buf = evbuffer_new();
         if (buf) {
             evbuffer_add(buf, ": keep-alive\n\n", 14);
             evhttp_send_reply_chunk(g->req, buf);
             evbuffer_free(buf);
+            g->last_write = now;
         }
     }
-    g->wrote = false;
 }
 
 static uint64_t random_seed(void)
@@ -438,11 +481,7 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
         evhttp_add_header(h, "Content-Type", "text/event-stream");
         evhttp_add_header(h, "Cache-Control", "no-cache");
         evhttp_send_reply_start(req, 200, "OK");
-        uint32_t half_ms = s->cfg->timeout_s * 500;
-        struct timeval tv = {.tv_sec = half_ms / 1000, .tv_usec = (half_ms % 1000) * 1000};
-        g->beat = event_new(s->base, -1, EV_PERSIST, on_beat, g);
-        if (g->beat)
-            event_add(g->beat, &tv);
+        event_base_gettimeofday_cached(s->base, &g->last_write);
         if (r->kind == API_KIND_CHAT) {
             struct evbuffer *buf = evbuffer_new();
             for (uint32_t i = 0; buf && i < g->n_ch; i++)
@@ -453,6 +492,12 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
             }
         }
     }
+    /* heartbeat and disconnect check: every second, or half the timeout if shorter */
+    uint32_t period_ms = s->cfg->timeout_s * 500 < 1000 ? s->cfg->timeout_s * 500 : 1000;
+    struct timeval tv = {.tv_sec = period_ms / 1000, .tv_usec = (period_ms % 1000) * 1000};
+    g->beat = event_new(s->base, -1, EV_PERSIST, on_beat, g);
+    if (g->beat)
+        event_add(g->beat, &tv);
     return;
 fail:
     for (uint32_t i = 0; prompts && i < n_prompts; i++)

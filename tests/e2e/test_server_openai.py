@@ -240,3 +240,17 @@ def test_two_models_side_by_side():
         assert [m["id"] for m in health["models"]] == ["first", "second"]
     finally:
         assert s.stop() == 0, s.log
+
+
+def test_disconnect_while_not_streaming_frees_the_sequence(server, eog_bias):
+    assert wait_until(lambda: server.health()["running"] == 0, timeout=30)
+    body = json.dumps({"model": ALIAS, "prompt": "Once upon a time", "max_tokens": 400,
+                       "logit_bias": eog_bias}).encode()
+    s = socket.create_connection((server.host, server.port), timeout=30)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert wait_until(lambda: server.health()["running"] == 1, timeout=30)
+    s.close()  # the server wrote nothing yet: it must notice the close by itself
+    assert wait_until(lambda: server.health()["running"] == 0, timeout=10), "the sequence was not freed"
+    status, _, data = server.request("POST", "/v1/completions", {"model": ALIAS, "prompt": "Hi", "max_tokens": 2})
+    assert status == 200, data

@@ -22,8 +22,8 @@
  *     ("none"), response_format ({"type":"text"}), modalities (["text"]),
  *     echo (false), suffix (null or ""), best_of (null or = n). Fields that only
  *     concern OpenAI's bookkeeping are accepted and ignored: store, metadata,
- *     service_tier, parallel_tool_calls. audio, prediction, reasoning_effort,
- *     web_search_options, logprobs-by-token-ids etc. are rejected.
+ *     service_tier, parallel_tool_calls. audio, prediction, reasoning_effort and
+ *     web_search_options are rejected.
  *   - null for an optional field means "not given" (the openai client sends null
  *     for None).
  *   - Integer fields accept a JSON integer or an integral real (2.0); anything

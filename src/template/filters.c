@@ -119,8 +119,7 @@ static int f_tojson(struct render *r, struct value v, struct value *p, struct va
         o.item_sep = is;
         o.key_sep = ks;
     }
-    if (opt_true(p[3]))
-        return rerr(r, "tojson: sort_keys=True is not supported");
+    o.sort_keys = opt_true(p[3]);
     struct sbuf b = {0};
     if (v_tojson(r, &b, v, &o, 0) < 0)
         return -1;

@@ -9,6 +9,7 @@
  *     not `+%}`).
  * A tag ends only where its brackets are balanced, so `{{ {'a': 1} }}` works.
  * String literals are decoded here (Python escapes); numbers are parsed here.
+ * {% raw %} blocks become plain text here.
  */
 #include "template/tpl_internal.h"
 
@@ -298,6 +299,83 @@ static int lex_tag(struct lexer *lx, int kind, int open_line)
     }
 }
 
+/* {% raw %}...{% endraw %}: the text between is data. As in jinja2, the opening
+ * tag may end with "-%}" (eats the whitespace after) but gets no trim_blocks
+ * newline; "{%- endraw", lstrip_blocks and "endraw -%}"/"%}\n" apply as for any
+ * block. Returns 1 when a raw block was consumed, 0 when the tag is not "raw". */
+static int lex_raw(struct lexer *lx, size_t body, bool *line_starting)
+{
+    const char *s = lx->s;
+    size_t n = lx->n, q = body;
+    while (q < n && is_ws(s[q]))
+        q++;
+    if (q + 3 > n || memcmp(s + q, "raw", 3) != 0)
+        return 0;
+    q += 3;
+    while (q < n && is_ws(s[q]))
+        q++;
+    size_t start;
+    if (q + 2 < n && s[q] == '-' && s[q + 1] == '%' && s[q + 2] == '}') {
+        start = q + 3;
+        while (start < n && is_ws(s[start]))
+            start++;
+    } else if (q + 1 < n && s[q] == '%' && s[q + 1] == '}') {
+        start = q + 2;
+    } else {
+        return 0;
+    }
+    int open_line = lx->line;
+    for (size_t e = start; e + 1 < n; e++) {
+        if (s[e] != '{' || s[e + 1] != '%')
+            continue;
+        size_t k = e + 2;
+        char sign = k < n && (s[k] == '-' || s[k] == '+') ? s[k] : 0;
+        k += sign != 0;
+        while (k < n && is_ws(s[k]))
+            k++;
+        if (k + 6 > n || memcmp(s + k, "endraw", 6) != 0)
+            continue;
+        k += 6;
+        while (k < n && is_ws(s[k]))
+            k++;
+        size_t end;
+        if (k + 2 < n && (s[k] == '+' || s[k] == '-') && s[k + 1] == '%' && s[k + 2] == '}') {
+            end = k + 3;
+            if (s[k] == '-')
+                while (end < n && is_ws(s[end]))
+                    end++;
+        } else if (k + 1 < n && s[k] == '%' && s[k + 1] == '}') {
+            end = k + 2;
+            if (end < n && s[end] == '\n')
+                end++;
+        } else {
+            continue;
+        }
+        size_t tl = e - start;
+        if (sign == '-') {
+            tl = rstrip_len(s + start, tl);
+        } else if (sign != '+') {
+            size_t l_pos = tl;
+            while (l_pos > 0 && s[start + l_pos - 1] != '\n')
+                l_pos--;
+            bool all_ws = l_pos < tl;
+            for (size_t i = l_pos; i < tl; i++)
+                all_ws = all_ws && is_ws(s[start + i]);
+            if (all_ws && (l_pos > 0 || (start > 0 && s[start - 1] == '\n')))
+                tl = l_pos;
+        }
+        lx->line = line_at(s, body, start, lx->line);
+        if (emit_text(lx, s + start, tl, lx->line) < 0)
+            return -1;
+        lx->line = line_at(s, start, end, lx->line);
+        lx->pos = end;
+        *line_starting = end > 0 && s[end - 1] == '\n';
+        return 1;
+    }
+    return err_set(lx->err, lx->errlen, "template line %d: '{%% raw %%}' is never closed (missing '{%% endraw %%}')",
+                   open_line);
+}
+
 int tpl_lex(struct arena *a, const char *src, size_t len, struct token_list *out, char *err, size_t errlen)
 {
     /* normalize newlines; drop one trailing newline (keep_trailing_newline=False) */
@@ -374,6 +452,13 @@ int tpl_lex(struct arena *a, const char *src, size_t len, struct token_list *out
             lx.pos = end;
             line_starting = end > 0 && s[end - 1] == '\n';
             continue;
+        }
+        if (kind == 0) {
+            int rc = lex_raw(&lx, body, &line_starting);
+            if (rc < 0)
+                return -1;
+            if (rc > 0)
+                continue;
         }
         struct token *t = lex_push(&lx, kind ? T_VAR_BEGIN : T_BLOCK_BEGIN, open_line);
         if (!t)

@@ -3,7 +3,8 @@
  * name the line where an unclosed block was opened, and the check of filter and
  * test names after parsing (jinja2's rule: unknown names are errors, except inside
  * an if or inline if-expression, where they fail only when run). Tags outside the
- * subset (include, extends, import, raw, call, do, with, ...) are errors.
+ * subset (include, extends, import, call, do, with, ...) are errors; raw
+ * blocks are turned into text by the lexer.
  */
 #include "template/parser.h"
 

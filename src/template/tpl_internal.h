@@ -217,12 +217,13 @@ int sb_printf(struct render *r, struct sbuf *b, const char *fmt, ...) __attribut
 int v_to_str(struct render *r, struct value v, struct value *out);
 int v_str_append(struct render *r, struct sbuf *b, struct value v);
 int v_repr_append(struct render *r, struct sbuf *b, struct value v);
-/* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys=False). */
+/* json.dumps(v, ensure_ascii, indent, separators, sort_keys). */
 struct json_opts {
     const char *indent; /* NULL: one line */
     size_t indent_len;
     const char *item_sep, *key_sep;
     bool ascii;         /* ensure_ascii: non-ASCII as \uXXXX */
+    bool sort_keys;     /* objects in key order */
 };
 int v_tojson(struct render *r, struct sbuf *b, struct value v, const struct json_opts *o, int level);
 void fmt_py_float(double f, char *buf, size_t n);

@@ -622,8 +622,29 @@ int v_tojson(struct render *r, struct sbuf *b, struct value v, const struct json
             return -1;
         if (n == 0)
             return sb_putc(r, b, dict ? '}' : ']');
-        for (uint32_t i = 0; i < n; i++) {
-            if (i && sb_put(r, b, item_sep, strlen(item_sep)) < 0)
+        uint32_t *order = NULL; /* sort_keys: dict positions in key order (keys must all be strings) */
+        if (dict && o->sort_keys) {
+            if (!(order = ralloc(r, (size_t)n * sizeof(*order))))
+                return -1;
+            for (uint32_t i = 0; i < n; i++) {
+                if (v.d->keys[i].type != V_STR)
+                    return rerr(r, "tojson(sort_keys=True) needs string keys");
+                uint32_t j = i; /* insertion sort: dicts in templates are small */
+                while (j > 0) {
+                    int c;
+                    if (v_compare(r, v.d->keys[order[j - 1]], v.d->keys[i], &c) < 0)
+                        return -1;
+                    if (c <= 0)
+                        break;
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = i;
+            }
+        }
+        for (uint32_t idx = 0; idx < n; idx++) {
+            uint32_t i = order ? order[idx] : idx;
+            if (idx && sb_put(r, b, item_sep, strlen(item_sep)) < 0)
                 return -1;
             if (indent && json_newline(r, b, indent, indent_len, level + 1) < 0)
                 return -1;

@@ -98,6 +98,12 @@ CASES = [
     ("{{ d | tojson(separators=(',', ':')) }} {{ d | tojson(indent='\\t') }} {{ 1.0 | tojson }} {{ none | tojson }}",
      {"d": D}),
     ("{{ x | tojson }}", {}),
+    ("{{ d | tojson(sort_keys=true) }} {{ d | tojson(sort_keys=true, indent=1) }}",
+     {"d": {"b": 1, "a": {"z": 1, "B": 2}, "é": 3}}),
+    # raw blocks and their whitespace
+    ("a\n  {% raw %}{{ not parsed }} {% if %}\n  {% endraw %}\nb", {}),
+    ("a {%- raw -%}  x {{ y }}  {%- endraw -%}  b\n{% raw %}\n{% endraw %}c", {}),
+    ("{% raw %}never closed", {}),
     ("{% for k, v in d | items %}{{ k }}{{ v }}{% endfor %}{{ d | dictsort }} {{ d | dictsort(reverse=true) }}",
      {"d": {"b": 1, "A": 2, "a": 3}}),
     ("{{ d | dictsort(by='value') }} {{ d | dictsort(case_sensitive=true) }}", {"d": {"b": 1, "A": 2, "a": 3}}),

@@ -613,7 +613,10 @@ int tok_load_hf(struct tok_model *m, const char *json_path, const char *config_p
         m->eos = m->post_suffix[m->n_post_suffix - 1];
 
     if (config_path) {
-        cfg = json_load_file(config_path, 0, &je);
+        /* Only string fields are read here. Integers decode as reals because
+         * transformers writes "model_max_length": 1000000000000000019884624838656
+         * (its "no limit"), which overflows jansson's integers. */
+        cfg = json_load_file(config_path, JSON_DECODE_INT_AS_REAL, &je);
         if (!cfg) {
             err_set(err, errlen, "%s:%d:%d: malformed JSON: %s", config_path, je.line, je.column, je.text);
             goto out;

@@ -373,6 +373,30 @@ static void test_load_through_model_file(void)
     }
 }
 
+/* transformers writes its "no limit" model_max_length, an integer beyond 64 bits,
+ * into many real tokenizer_config.json files: loading must not refuse it. */
+static void test_config_huge_integer(void)
+{
+    char err[512];
+    const char *dir = test_tmp_path("hfdir-huge-int");
+    char path[4200], target[4200], abs[4096];
+    mkdir(dir, 0755);
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    snprintf(target, sizeof(target), "%s/tokenizer.json", test_shared_path("testdata/tokenizers/qwen3"));
+    unlink(path);
+    CHECK(realpath(target, abs) != NULL && symlink(abs, path) == 0);
+    snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
+    const char *cfg = "{\"model_max_length\": 1000000000000000019884624838656, \"eos_token\": \"<|im_end|>\"}";
+    write_file(path, cfg, strlen(cfg));
+    struct tokenizer tok;
+    int rc = tokenizer_load(&tok, NULL, dir, err, sizeof(err));
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        CHECK_EQ_INT(tokenizer_eos(&tok), tokenizer_find_token(&tok, "<|im_end|>", 10));
+        tokenizer_free(&tok);
+    }
+}
+
 int main(void)
 {
     RUN(test_stream_qwen3);
@@ -383,5 +407,6 @@ int main(void)
     RUN(test_bos_per_file);
     RUN(test_errors);
     RUN(test_load_through_model_file);
+    RUN(test_config_huge_integer);
     return test_summary();
 }

@@ -5,6 +5,9 @@
  *   memra-tokenize --bench FILE [options] PATH   encode FILE repeatedly, print MB/s as JSON
  *   memra-tokenize --jsonl [options] PATH    one JSON string per stdin line → one JSON array
  *                                            of ids per stdout line (many texts, one load)
+ *   memra-tokenize --chat FILE.json [--template FILE.jinja] PATH
+ *                                            render the model's chat template (or FILE.jinja)
+ *                                            and print the text
  *
  * PATH is a Hugging Face folder, a tokenizer.json, or a .gguf file.
  * Encoding follows the Python `tokenizers` package by default: the model's
@@ -21,15 +24,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "template/template.h"
 #include "tokenizer/tokenizer.h"
+
+/* Bounds for --chat inputs (a conversation file and a template are small). */
+#define CHAT_MAX_JSON_BYTES (64u << 20)
+#define CHAT_MAX_TEMPLATE_BYTES (4u << 20)
 
 enum mode {
     MODE_ENCODE,
     MODE_DECODE,
     MODE_BENCH,
     MODE_JSONL,
-    /* MODE_CHAT: `--chat FILE.json` (render a conversation with the model's
-     * chat template, then encode it) is added by the template helper's API. */
+    MODE_CHAT,
 };
 
 static void usage(void)
@@ -41,7 +48,12 @@ static void usage(void)
             "  encode (default): UTF-8 text on stdin -> JSON array of ids on stdout\n"
             "  --decode: JSON array of ids on stdin -> text on stdout\n"
             "  --bench FILE: encode FILE repeatedly and print the speed as JSON\n"
-            "  --jsonl: one JSON string per input line -> one JSON array of ids per output line\n");
+            "  --jsonl: one JSON string per input line -> one JSON array of ids per output line\n"
+            "  --chat FILE.json [--template FILE.jinja]: render the chat template (the model's own, or\n"
+            "      FILE.jinja) with FILE.json's keys as its variables, as transformers'\n"
+            "      apply_chat_template passes them ({\"messages\": [...], \"tools\": [...],\n"
+            "      \"add_generation_prompt\": true, ...}); bos_token/eos_token/unk_token/pad_token come\n"
+            "      from the tokenizer unless FILE.json sets them; prints the text\n");
 }
 
 /* All of f into a malloc'd buffer. */
@@ -219,11 +231,116 @@ static int do_bench(const struct tokenizer *tok, const char *file, int runs, boo
     return 0;
 }
 
+/* FILE into a malloc'd, NUL-terminated buffer of at most max bytes; NULL with
+ * the reason in err. */
+static char *read_file_bounded(const char *file, size_t max, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open", file);
+        return NULL;
+    }
+    char *buf = read_all(f, len);
+    fclose(f);
+    if (!buf) {
+        snprintf(err, errlen, "%s: cannot read", file);
+        return NULL;
+    }
+    if (*len > max) {
+        snprintf(err, errlen, "%s: %zu bytes, more than the %zu allowed", file, *len, max);
+        free(buf);
+        return NULL;
+    }
+    char *z = realloc(buf, *len + 1);
+    if (!z) {
+        free(buf);
+        snprintf(err, errlen, "%s: out of memory", file);
+        return NULL;
+    }
+    z[*len] = '\0';
+    return z;
+}
+
+static const char *special_text(const struct tokenizer *tok, int32_t id)
+{
+    size_t len;
+    return id >= 0 ? tokenizer_token_text(tok, id, &len) : NULL;
+}
+
+static int do_chat(const struct tokenizer *tok, const char *chat_file, const char *template_file)
+{
+    char err[512];
+    size_t len = 0;
+    int rc = 1;
+    char *src = NULL, *out = NULL;
+    struct chat_template *t = NULL;
+    json_t *ctx = NULL;
+    char *text = read_file_bounded(chat_file, CHAT_MAX_JSON_BYTES, &len, err, sizeof(err));
+    if (!text)
+        goto fail;
+    json_error_t je;
+    ctx = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!ctx) {
+        snprintf(err, sizeof(err), "%s:%d:%d: %s", chat_file, je.line, je.column, je.text);
+        goto fail;
+    }
+    if (!json_is_object(ctx)) {
+        snprintf(err, sizeof(err), "%s: expected a JSON object whose keys are the template's variables", chat_file);
+        goto fail;
+    }
+    const char *tmpl_name = template_file;
+    if (template_file) {
+        src = read_file_bounded(template_file, CHAT_MAX_TEMPLATE_BYTES, &len, err, sizeof(err));
+        if (!src)
+            goto fail;
+    } else {
+        const char *own = tokenizer_chat_template(tok);
+        if (!own) {
+            snprintf(err, sizeof(err), "the model has no chat template; give one with --template FILE.jinja");
+            goto fail;
+        }
+        src = strdup(own);
+        len = src ? strlen(src) : 0;
+        tmpl_name = "the model's chat template";
+    }
+    if (!src) {
+        snprintf(err, sizeof(err), "out of memory");
+        goto fail;
+    }
+    if (chat_template_parse(&t, src, len, err, sizeof(err)) != 0)
+        goto fail_template;
+    struct chat_special_tokens sp = {
+        special_text(tok, tokenizer_bos(tok)), special_text(tok, tokenizer_eos(tok)),
+        special_text(tok, tokenizer_unk(tok)), special_text(tok, tokenizer_pad(tok)),
+    };
+    if (chat_template_context_defaults(ctx, &sp) != 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        goto fail;
+    }
+    if (chat_template_render(t, ctx, &out, &len, err, sizeof(err)) != 0)
+        goto fail_template;
+    fwrite(out, 1, len, stdout);
+    rc = 0;
+    goto done;
+fail_template:
+    fprintf(stderr, "memra-tokenize: %s: %s\n", tmpl_name, err);
+    goto done;
+fail:
+    fprintf(stderr, "memra-tokenize: %s\n", err);
+done:
+    free(out);
+    free(src);
+    chat_template_free(t);
+    json_decref(ctx);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     enum mode mode = MODE_ENCODE;
     bool add_special = true, parse_special = true, render_special = false;
-    const char *path = NULL, *bench_file = NULL;
+    const char *path = NULL, *bench_file = NULL, *chat_file = NULL, *template_file = NULL;
     int runs = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -234,6 +351,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--bench") && i + 1 < argc) {
             mode = MODE_BENCH;
             bench_file = argv[++i];
+        } else if (!strcmp(a, "--chat") && i + 1 < argc) {
+            mode = MODE_CHAT;
+            chat_file = argv[++i];
+        } else if (!strcmp(a, "--template") && i + 1 < argc) {
+            template_file = argv[++i];
         } else if (!strcmp(a, "--runs") && i + 1 < argc) {
             runs = atoi(argv[++i]);
             if (runs < 1)
@@ -254,7 +376,7 @@ int main(int argc, char **argv)
             path = a;
         }
     }
-    if (!path) {
+    if (!path || (template_file && mode != MODE_CHAT)) {
         usage();
         return 2;
     }
@@ -272,6 +394,7 @@ int main(int argc, char **argv)
     case MODE_DECODE: rc = do_decode(&tok, render_special); break;
     case MODE_BENCH: rc = do_bench(&tok, bench_file, runs, add_special, parse_special, load_s); break;
     case MODE_JSONL: rc = do_jsonl(&tok, add_special, parse_special); break;
+    case MODE_CHAT: rc = do_chat(&tok, chat_file, template_file); break;
     }
     tokenizer_free(&tok);
     return rc;

@@ -69,11 +69,20 @@ int engine_prefill(struct engine *e, uint32_t slot, uint32_t pos, const int32_t 
     return 0;
 }
 
+/* A special token's text, or NULL when the tokenizer has no such token (the
+ * template then sees the variable undefined, as with transformers). */
 static const char *special_text(const struct tokenizer *tok, int32_t id)
 {
     size_t len;
-    const char *s = id >= 0 ? tokenizer_token_text(tok, id, &len) : NULL;
-    return s ? s : "";
+    return id >= 0 ? tokenizer_token_text(tok, id, &len) : NULL;
+}
+
+void engine_special_tokens(const struct engine *e, struct chat_special_tokens *sp)
+{
+    sp->bos = special_text(&e->tok, tokenizer_bos(&e->tok));
+    sp->eos = special_text(&e->tok, tokenizer_eos(&e->tok));
+    sp->unk = special_text(&e->tok, tokenizer_unk(&e->tok));
+    sp->pad = special_text(&e->tok, tokenizer_pad(&e->tok));
 }
 
 int engine_render_chat(const struct engine *e, const json_t *messages, char **out, size_t *out_len, char *err,
@@ -81,11 +90,13 @@ int engine_render_chat(const struct engine *e, const json_t *messages, char **ou
 {
     if (!e->tmpl)
         return err_set(err, errlen, "%s: the model has no usable chat template", e->model.file.path);
-    json_t *ctx = json_pack("{s:O, s:b, s:s, s:s}", "messages", (json_t *)messages, "add_generation_prompt", 1, "bos_token",
-                            special_text(&e->tok, tokenizer_bos(&e->tok)), "eos_token",
-                            special_text(&e->tok, tokenizer_eos(&e->tok)));
-    if (!ctx)
+    struct chat_special_tokens sp;
+    engine_special_tokens(e, &sp);
+    json_t *ctx = json_pack("{s:O, s:b}", "messages", (json_t *)messages, "add_generation_prompt", 1);
+    if (!ctx || chat_template_context_defaults(ctx, &sp) != 0) {
+        json_decref(ctx);
         return err_set(err, errlen, "chat: out of memory");
+    }
     int rc = chat_template_render(e->tmpl, ctx, out, out_len, err, errlen);
     json_decref(ctx);
     return rc;

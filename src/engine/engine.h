@@ -16,6 +16,7 @@
 
 #include "engine/backend.h"
 #include "model/model.h"
+#include "template/template.h"
 #include "tokenizer/tokenizer.h"
 
 struct chat_template;
@@ -47,6 +48,8 @@ int engine_prefill(struct engine *e, uint32_t slot, uint32_t pos, const int32_t 
 
 /* Render messages (a JSON array of {role, content}) with the model's chat
  * template and add_generation_prompt; *out is malloc'd (free it). */
+/* The tokenizer's special tokens' text for a template context (NULL where absent). */
+void engine_special_tokens(const struct engine *e, struct chat_special_tokens *sp);
 int engine_render_chat(const struct engine *e, const json_t *messages, char **out, size_t *out_len, char *err,
                        size_t errlen);
 

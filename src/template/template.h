@@ -57,4 +57,15 @@ int chat_template_render_limited(const struct chat_template *t, const json_t *co
 
 void chat_template_free(struct chat_template *t);
 
+/* The special tokens' text (NULL where the tokenizer has none). */
+struct chat_special_tokens {
+    const char *bos, *eos, *unk, *pad;
+};
+
+/* Complete a context as transformers' apply_chat_template does: "tools" and
+ * "documents" default to null, "add_generation_prompt" to false, and the
+ * special tokens that exist to their text; keys already present are kept.
+ * 0, or -1 when ctx is not an object or memory runs out. */
+int chat_template_context_defaults(json_t *ctx, const struct chat_special_tokens *sp);
+
 #endif

@@ -109,7 +109,11 @@ static struct api_token_logprob *build_logprobs(const struct served_model *sm, c
                                                 uint32_t n, char **pool, struct api_top_logprob **tops)
 {
     size_t cap = tokenizer_max_piece_len(&sm->tok) + 16;
-    *pool = malloc((size_t)(n ? n : 1) * (1 + SAMPLE_MAX_LOGPROBS) * cap);
+    uint32_t max_top = 0; /* pieces per position: the token and its alternatives */
+    for (uint32_t i = 0; i < n; i++)
+        if (t[i].n_top > 0 && (uint32_t)t[i].n_top > max_top)
+            max_top = t[i].n_top > SAMPLE_MAX_LOGPROBS ? SAMPLE_MAX_LOGPROBS : (uint32_t)t[i].n_top;
+    *pool = malloc((size_t)(n ? n : 1) * (1 + max_top) * cap);
     *tops = malloc((size_t)(n ? n : 1) * SAMPLE_MAX_LOGPROBS * sizeof(**tops));
     struct api_token_logprob *lp = calloc(n ? n : 1, sizeof(*lp));
     if (!*pool || !*tops || !lp) {
@@ -134,7 +138,7 @@ static struct api_token_logprob *build_logprobs(const struct served_model *sm, c
             p += cap;
         }
         lp[i].top = top;
-        lp[i].n_top = t[i].n_top > 0 ? (uint32_t)t[i].n_top : 0;
+        lp[i].n_top = t[i].n_top <= 0 ? 0 : t[i].n_top > SAMPLE_MAX_LOGPROBS ? SAMPLE_MAX_LOGPROBS : (uint32_t)t[i].n_top;
     }
     return lp;
 }

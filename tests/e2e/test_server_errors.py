@@ -152,3 +152,64 @@ def test_slow_client_times_out():
         assert s.request("GET", "/health")[0] == 200
     finally:
         assert s.stop() == 0, s.log
+
+
+# malformed HTTP is answered by libevent's parser (HTML bodies): 400, or 501 for a
+# method HTTP does not define (RFC 9110 §9.1) — never a 500 — and the server goes on
+@pytest.mark.parametrize("junk,status", [
+    (b"\x00\x01\x02garbage\r\n\r\n", 400), (b"GET\r\n\r\n", 400), (b"GET /health HTTP/9.9\r\n\r\n", 400),
+    (b"POST /tokenize HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400), (b"BREW /coffee HTTP/1.1\r\n\r\n", 501)])
+def test_malformed_http(server, junk, status):
+    s = socket.create_connection((server.host, server.port), timeout=30)
+    s.sendall(junk)
+    reply = s.recv(65536)
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 %d " % status), reply[:100]
+    assert server.request("GET", "/health")[0] == 200
+
+
+def test_http_1_0(server):
+    s = socket.create_connection((server.host, server.port), timeout=30)
+    s.sendall(b"GET /v1/models HTTP/1.0\r\n\r\n")
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    s.close()
+    assert out.startswith(b"HTTP/1.0 200") and out.endswith(b"]}"), out[:300]
+
+
+def test_chunked_request_body(server):
+    body = b'{"prompt": "Hello there"}'
+    half = len(body) // 2
+    req = (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+           b"Connection: close\r\n\r\n" + b"%x\r\n" % half + body[:half] + b"\r\n" + b"%x\r\n" % (len(body) - half) +
+           body[half:] + b"\r\n0\r\n\r\n")
+    s = socket.create_connection((server.host, server.port), timeout=30)
+    s.sendall(req)
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    s.close()
+    assert out.startswith(b"HTTP/1.1 200"), out[:200]
+    assert b'"count":2' in out
+
+
+def test_pipelined_requests(server):
+    one = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+    last = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    s = socket.create_connection((server.host, server.port), timeout=30)
+    s.sendall(one + one + last)
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    s.close()
+    assert out.count(b"HTTP/1.1 200") == 3, out[:500]

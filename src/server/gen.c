@@ -108,7 +108,7 @@ static void on_close(struct evhttp_connection *conn, void *arg)
 static struct api_token_logprob *build_logprobs(const struct served_model *sm, const struct sample_result *t,
                                                 uint32_t n, char **pool, struct api_top_logprob **tops)
 {
-    size_t cap = tokenizer_max_piece_len(&sm->tok) + 16;
+    size_t cap = tokenizer_max_piece_len(&sm->eng.tok) + 16;
     uint32_t max_top = 0; /* pieces per position: the token and its alternatives */
     for (uint32_t i = 0; i < n; i++)
         if (t[i].n_top > 0 && (uint32_t)t[i].n_top > max_top)
@@ -423,7 +423,7 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
         goto fail;
     }
     struct served_model *sm = g->sm;
-    if (api_request_check_vocab(r, tokenizer_n_vocab(&sm->tok), &e))
+    if (api_request_check_vocab(r, tokenizer_n_vocab(&sm->eng.tok), &e))
         goto fail;
     prompts = calloc(n_prompts, sizeof(*prompts));
     prompt_len = calloc(n_prompts, sizeof(*prompt_len));

@@ -170,7 +170,7 @@ static void send_tokenize(struct server *s, struct evhttp_request *req, struct a
     }
     struct api_piece *strs = NULL;
     char *pool = NULL;
-    size_t cap = tokenizer_max_piece_len(&sm->tok) + 16;
+    size_t cap = tokenizer_max_piece_len(&sm->eng.tok) + 16;
     if (r->return_token_strs) {
         strs = calloc(n ? n : 1, sizeof(*strs));
         pool = malloc((size_t)(n ? n : 1) * cap);
@@ -202,13 +202,13 @@ static void send_detokenize(struct server *s, struct evhttp_request *req, struct
 {
     struct api_error e;
     struct served_model *sm = request_model(s, r, &e);
-    if (!sm || api_request_check_vocab(r, tokenizer_n_vocab(&sm->tok), &e)) {
+    if (!sm || api_request_check_vocab(r, tokenizer_n_vocab(&sm->eng.tok), &e)) {
         server_send_error(req, &e);
         return;
     }
     char *text = NULL, err[256];
     size_t len = 0;
-    if (tokenizer_decode(&sm->tok, r->prompts[0].tokens, r->prompts[0].n_tokens, false, &text, &len, err,
+    if (tokenizer_decode(&sm->eng.tok, r->prompts[0].tokens, r->prompts[0].n_tokens, false, &text, &len, err,
                          sizeof(err))) {
         api_error_set(&e, 400, "invalid_token_id", "tokens", "%s", err);
         server_send_error(req, &e);
@@ -348,7 +348,7 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
         if (served_model_load(&s.models[i], c, err, errlen))
             goto out;
     }
-    snprintf(s.fingerprint, sizeof(s.fingerprint), "fp_memra_%s", s.models[0].backend->ops->name);
+    snprintf(s.fingerprint, sizeof(s.fingerprint), "fp_memra_%s", s.models[0].eng.backend->ops->name);
 
     s.base = event_base_new();
     s.http = s.base ? evhttp_new(s.base) : NULL;

@@ -14,9 +14,8 @@
 /* Read every page of the weights once, so that the first requests do not pay
  * for page faults (and the CUDA upload reads from the page cache), with a
  * progress bar on stderr when it is a terminal. */
-static void weights_prefault(const struct model *m, const char *alias, bool show)
+static void weights_prefault(const struct model_file *mf, const char *alias, bool show)
 {
-    const struct model_file *mf = &m->file;
     uint64_t total = 0, done = 0;
     for (uint64_t i = 0; i < mf->n_tensors; i++)
         total += mf->tensors[i].n_bytes;
@@ -45,53 +44,36 @@ static void weights_prefault(const struct model *m, const char *alias, bool show
                 (double)total / (1 << 20));
 }
 
-static char *token_text_special(const struct tokenizer *tok, int32_t id)
-{
-    char *text = NULL;
-    size_t len;
-    char err[128];
-    if (id < 0 || tokenizer_decode(tok, &id, 1, true, &text, &len, err, sizeof(err)))
-        return strdup("");
-    return text;
-}
-
 int served_model_load(struct served_model *sm, const struct server_config *cfg, char *err, size_t errlen)
 {
     char e2[512];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (model_open(&sm->model, sm->path, e2, sizeof(e2)))
-        return err_set(err, errlen, "model '%s': %s", sm->alias, e2);
-    sm->model_open = true;
-    if (tokenizer_load(&sm->tok, &sm->model.file, NULL, e2, sizeof(e2)))
-        return err_set(err, errlen, "model '%s': tokenizer: %s", sm->alias, e2);
-    const char *src = tokenizer_chat_template(&sm->tok);
-    if (src && chat_template_parse(&sm->tmpl, src, strlen(src), e2, sizeof(e2))) {
-        log_warn("model '%s': its chat template does not parse (%s); /v1/chat/completions is disabled for it",
-                 sm->alias, e2);
-        sm->tmpl = NULL;
+    /* read the weights once with a progress bar; engine_open then finds them in
+     * the page cache (a file that does not open is reported by engine_open) */
+    struct model_file mf;
+    if (model_file_open(&mf, sm->path, e2, sizeof(e2)) == 0) {
+        weights_prefault(&mf, sm->alias, cfg->progress);
+        model_file_close(&mf);
     }
-    sm->bos_text = token_text_special(&sm->tok, tokenizer_bos(&sm->tok));
-    sm->eos_text = token_text_special(&sm->tok, tokenizer_eos(&sm->tok));
-    weights_prefault(&sm->model, sm->alias, cfg->progress);
-
-    uint32_t ctx = cfg->ctx ? cfg->ctx : sm->model.cfg.max_ctx;
-    if (!cfg->ctx && ctx > 4096)
-        ctx = 4096;
-    if (ctx > sm->model.cfg.max_ctx && sm->model.cfg.max_ctx)
-        log_warn("model '%s': context %u is beyond its trained context %u", sm->alias, ctx, sm->model.cfg.max_ctx);
-    struct backend_config bc = {.n_slots = cfg->n_slots, .max_ctx = ctx, .max_batch_tokens = cfg->batch_tokens,
+    struct backend_config bc = {.n_slots = cfg->n_slots, .max_ctx = cfg->ctx, .max_batch_tokens = cfg->batch_tokens,
                                 .n_threads = cfg->threads};
     const char *bname = cfg->backend ? cfg->backend : backend_default_name();
-    if (backend_open(&sm->backend, bname, &sm->model, &bc, e2, sizeof(e2)))
-        return err_set(err, errlen, "model '%s': backend %s: %s", sm->alias, bname, e2);
-    sm->max_ctx = sm->backend->cfg.max_ctx;
+    if (engine_open(&sm->eng, sm->path, bname, &bc, e2, sizeof(e2)))
+        return err_set(err, errlen, "model '%s': %s", sm->alias, e2);
+    sm->eng_open = true;
+    if (!sm->eng.tmpl)
+        log_warn("model '%s': no usable chat template; /v1/chat/completions answers 400 for it", sm->alias);
+    sm->max_ctx = sm->eng.backend->cfg.max_ctx;
+    if (sm->eng.model.cfg.max_ctx && sm->max_ctx > sm->eng.model.cfg.max_ctx)
+        log_warn("model '%s': context %u is beyond its trained context %u", sm->alias, sm->max_ctx,
+                 sm->eng.model.cfg.max_ctx);
     struct sched_config sc = {.max_batch_tokens = cfg->batch_tokens, .prefix_reuse = cfg->prefix_reuse};
-    if (sched_start(&sm->sched, sm->backend, &sm->tok, &sc, e2, sizeof(e2)))
+    if (sched_start(&sm->sched, sm->eng.backend, &sm->eng.tok, &sc, e2, sizeof(e2)))
         return err_set(err, errlen, "model '%s': engine: %s", sm->alias, e2);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     log_info("model '%s' ready: %s, %s, %s backend, %u slots of %u positions, %.1f s", sm->alias, sm->path,
-             sm->model.arch_name, bname, sm->backend->cfg.n_slots, sm->max_ctx,
+             sm->eng.model.arch_name, sm->eng.backend->ops->name, sm->eng.backend->cfg.n_slots, sm->max_ctx,
              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     return 0;
 }
@@ -100,18 +82,9 @@ void served_model_unload(struct served_model *sm)
 {
     sched_stop(sm->sched);
     sm->sched = NULL;
-    backend_close(sm->backend);
-    sm->backend = NULL;
-    if (sm->tmpl)
-        chat_template_free(sm->tmpl);
-    sm->tmpl = NULL;
-    tokenizer_free(&sm->tok);
-    free(sm->bos_text);
-    free(sm->eos_text);
-    sm->bos_text = sm->eos_text = NULL;
-    if (sm->model_open)
-        model_close(&sm->model);
-    sm->model_open = false;
+    if (sm->eng_open)
+        engine_close(&sm->eng);
+    sm->eng_open = false;
 }
 
 struct served_model *server_find_model(struct server *s, const char *alias)
@@ -127,20 +100,20 @@ struct served_model *server_find_model(struct server *s, const char *alias)
 static int render_chat(struct served_model *sm, const struct api_request *r, char **text, size_t *len,
                        struct api_error *e)
 {
-    if (!sm->tmpl)
+    if (!sm->eng.tmpl)
         return api_error_set(e, 400, "no_chat_template", "messages",
                              "The model '%s' has no usable chat template; use /v1/completions.", sm->alias);
-    json_t *ctx = json_object();
+    /* the context transformers' apply_chat_template builds (engine.h: one place) */
+    struct chat_special_tokens sp;
+    engine_special_tokens(&sm->eng, &sp);
     bool gen_prompt = r->kind == API_KIND_CHAT ? true : r->add_generation_prompt;
-    if (!ctx || json_object_set(ctx, "messages", r->messages) ||
-        json_object_set_new(ctx, "add_generation_prompt", json_boolean(gen_prompt)) ||
-        json_object_set_new(ctx, "bos_token", json_string(sm->bos_text)) ||
-        json_object_set_new(ctx, "eos_token", json_string(sm->eos_text))) {
+    json_t *ctx = json_pack("{s:O,s:b}", "messages", r->messages, "add_generation_prompt", gen_prompt);
+    if (!ctx || chat_template_context_defaults(ctx, &sp)) {
         json_decref(ctx);
         return api_error_set(e, 500, NULL, NULL, "out of memory");
     }
     char err[512];
-    int rc = chat_template_render(sm->tmpl, ctx, text, len, err, sizeof(err));
+    int rc = chat_template_render(sm->eng.tmpl, ctx, text, len, err, sizeof(err));
     json_decref(ctx);
     if (rc)
         return api_error_set(e, 400, "template_error", "messages", "The chat template rejected the messages: %s",
@@ -162,7 +135,7 @@ int server_prompt_tokens(struct served_model *sm, const struct api_request *r, u
             return -1;
         /* the template writes BOS itself when the model wants one (as HF's
          * apply_chat_template, which encodes with add_special_tokens=False) */
-        int rc = tokenizer_encode_alloc(&sm->tok, text, len, false, true, ids, &count, err, sizeof(err));
+        int rc = tokenizer_encode_alloc(&sm->eng.tok, text, len, false, true, ids, &count, err, sizeof(err));
         free(text);
         if (rc)
             return api_error_set(e, 500, NULL, NULL, "tokenizer: %s", err);
@@ -170,7 +143,7 @@ int server_prompt_tokens(struct served_model *sm, const struct api_request *r, u
         const struct api_prompt *p = &r->prompts[i];
         if (p->text) {
             bool add_special = r->kind == API_KIND_TOKENIZE ? r->add_special_tokens : true;
-            if (tokenizer_encode_alloc(&sm->tok, p->text, p->text_len, add_special, true, ids, &count, err,
+            if (tokenizer_encode_alloc(&sm->eng.tok, p->text, p->text_len, add_special, true, ids, &count, err,
                                        sizeof(err)))
                 return api_error_set(e, 500, NULL, NULL, "tokenizer: %s", err);
         } else {
@@ -194,7 +167,7 @@ int server_prompt_tokens(struct served_model *sm, const struct api_request *r, u
 size_t server_token_piece(const struct served_model *sm, int32_t id, char *buf, size_t cap)
 {
     struct detok_stream ds;
-    detok_stream_init(&ds, &sm->tok, false);
+    detok_stream_init(&ds, &sm->eng.tok, false);
     ds.at_start = false; /* a piece inside a text: keep its leading space */
     ds.n_strip = 0;
     size_t n = 0, m;

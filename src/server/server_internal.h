@@ -1,7 +1,8 @@
 /* server/server_internal.h — what the server's files share (internal to server/).
  *
- * A served_model is one alias: the model file, its tokenizer and chat template,
- * the backend and the engine thread (sched) over it. A struct server holds the
+ * A served_model is one alias: an engine (engine/engine.h: the model, its
+ * tokenizer and chat template, the backend) and the engine thread (sched) over
+ * it. A struct server holds the
  * loop, the evhttp instance and the models. http.c routes and answers the small
  * endpoints, gen.c runs /v1/chat/completions and /v1/completions, models.c loads
  * models and turns requests into prompt tokens.
@@ -12,6 +13,7 @@
 #include "api/api_request.h"
 #include "api/api_response.h"
 #include "engine/backend.h"
+#include "engine/engine.h"
 #include "engine/sched.h"
 #include "model/model.h"
 #include "server/server.h"
@@ -24,13 +26,9 @@
 struct served_model {
     const char *alias;
     const char *path;
-    struct model model;
-    bool model_open;
-    struct tokenizer tok;
-    struct chat_template *tmpl; /* NULL: the model has no chat template */
-    char *bos_text, *eos_text;  /* template variables bos_token / eos_token ("" when none) */
-    struct backend *backend;
-    struct sched *sched;
+    struct engine eng;          /* model, tokenizer, chat template (NULL: none), backend */
+    bool eng_open;
+    struct sched *sched;        /* the engine thread over eng.backend */
     uint32_t max_ctx;           /* positions per sequence */
 };
 

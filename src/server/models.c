@@ -166,14 +166,14 @@ int server_prompt_tokens(struct served_model *sm, const struct api_request *r, u
 
 size_t server_token_piece(const struct served_model *sm, int32_t id, char *buf, size_t cap)
 {
-    struct detok_stream ds;
-    detok_stream_init(&ds, &sm->eng.tok, false);
-    ds.at_start = false; /* a piece inside a text: keep its leading space */
-    ds.n_strip = 0;
-    size_t n = 0, m;
-    char err[64];
-    if (detok_stream_push(&ds, id, buf, cap, &n, err, sizeof(err)))
-        n = 0;
-    m = detok_stream_flush(&ds, buf + n, cap - n);
-    return n + m;
+    /* the token's own bytes, a partial UTF-8 character included (api/ writes it
+     * as U+FFFD in "token" and the raw bytes in "bytes") */
+    size_t len = 0;
+    const char *piece = tokenizer_token_piece(&sm->eng.tok, id, &len);
+    if (!piece)
+        return 0;
+    if (len > cap)
+        len = cap;
+    memcpy(buf, piece, len);
+    return len;
 }

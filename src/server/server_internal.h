@@ -53,8 +53,9 @@ struct served_model *server_find_model(struct server *s, const char *alias);
  * add_special come from the request for /tokenize. */
 int server_prompt_tokens(struct served_model *sm, const struct api_request *r, uint32_t i, int32_t **ids,
                          uint32_t *n, struct api_error *e);
-/* The text of one token as it reads inside a text (no leading-space stripping),
- * into buf (cap ≥ tokenizer_max_piece_len + 16); returns its length. */
+/* The bytes of one token as they read inside a text (no leading-space
+ * stripping; maybe part of a UTF-8 character), into buf (cap ≥
+ * tokenizer_max_piece_len + 16); returns its length. */
 size_t server_token_piece(const struct served_model *sm, int32_t id, char *buf, size_t cap);
 
 /* http.c */

@@ -254,3 +254,15 @@ def test_disconnect_while_not_streaming_frees_the_sequence(server, eog_bias):
     assert wait_until(lambda: server.health()["running"] == 0, timeout=10), "the sequence was not freed"
     status, _, data = server.request("POST", "/v1/completions", {"model": ALIAS, "prompt": "Hi", "max_tokens": 2})
     assert status == 200, data
+
+
+def test_logprob_bytes_join_into_the_text(client):
+    # byte-level tokens may hold part of a character: "token" reads U+FFFD there,
+    # and the raw "bytes" of all tokens join into the message text
+    r = client.chat.completions.create(model=ALIAS, messages=[{"role": "user", "content":
+                                       "Write the Japanese word for cat in hiragana and kanji: "}],
+                                       max_tokens=12, temperature=0, logprobs=True)
+    content = r.choices[0].logprobs.content
+    joined = b"".join(bytes(t.bytes) for t in content)
+    assert joined.decode("utf-8", "replace") == r.choices[0].message.content
+    assert any(ord(ch) > 127 for ch in r.choices[0].message.content)

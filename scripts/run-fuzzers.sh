@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_BUILD=${1:-build-fuzz}; SECONDS_EACH=${2:-60}
 CC=clang cmake -S . -B "$FUZZ_BUILD" -DMEMRA_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$FUZZ_BUILD" -j "$(nproc)"
+if ! cmake --build "$FUZZ_BUILD" -j "$(nproc)" >"$FUZZ_BUILD/build.log" 2>&1; then
+  echo "run-fuzzers: the fuzz build failed; last lines of $FUZZ_BUILD/build.log:" >&2
+  tail -40 "$FUZZ_BUILD/build.log" >&2
+  exit 1
+fi
 shopt -s nullglob
 targets=("$FUZZ_BUILD"/fuzz/fuzz_*)
 if [ ${#targets[@]} -eq 0 ]; then

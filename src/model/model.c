@@ -128,3 +128,22 @@ uint64_t model_decode_bytes(const struct model *m)
     }
     return n;
 }
+
+void model_embed_row(const struct model *m, int32_t token, float *x)
+{
+    const struct model_weight *e = &m->tok_embd;
+    const uint32_t dim = m->cfg.dim;
+    MEMRA_ASSERT(token >= 0 && (uint32_t)token < m->cfg.vocab);
+    int rc = quant_dequantize_row(e->dtype, e->data + (uint64_t)token * e->row_bytes, x, e->cols);
+    MEMRA_ASSERT(rc == 0);
+    if (e->block_scale) {
+        const uint64_t nbc = (e->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
+        const float *bs = e->block_scale + (uint64_t)(token / MODEL_FP8_BLOCK) * nbc;
+        for (uint32_t c = 0; c < dim; c++)
+            x[c] *= bs[c / MODEL_FP8_BLOCK];
+    }
+    const float scale = e->scale * m->cfg.embed_scale;
+    if (scale != 1.0f)
+        for (uint32_t c = 0; c < dim; c++)
+            x[c] *= scale;
+}

@@ -190,6 +190,11 @@ bool model_arch_from_name(const char *name, enum model_arch *out);
  * aside; for MoE only the experts a token uses), for GB/s reports. */
 uint64_t model_decode_bytes(const struct model *m);
 
+/* The input vector of token id `token` (< vocab): its embedding row as f32,
+ * with the FP8 scales and the architecture's embedding scale applied. Every
+ * backend starts its forward pass from this. x: (dim). */
+void model_embed_row(const struct model *m, int32_t token, float *x);
+
 /* --- internal to src/model/ (config.c, weights.c) --- */
 int model_config_from_gguf(struct model *m, char *err, size_t errlen);
 int model_config_from_hf(struct model *m, char *err, size_t errlen);

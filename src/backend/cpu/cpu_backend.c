@@ -154,24 +154,11 @@ static uint32_t cpu_kv_len(const struct backend *base, uint32_t slot)
 static void embed_tokens(struct cpu_backend *b, const struct backend_batch *batch)
 {
     const struct model *m = b->base.model;
-    const struct model_weight *e = &m->tok_embd;
     uint32_t g = 0;
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
         for (uint32_t t = 0; t < s->n_tokens; t++, g++) {
-            float *x = b->x + (uint64_t)g * m->cfg.dim;
-            int rc = quant_dequantize_row(e->dtype, e->data + (uint64_t)s->tokens[t] * e->row_bytes, x, e->cols);
-            MEMRA_ASSERT(rc == 0);
-            const float scale = e->scale * m->cfg.embed_scale;
-            if (e->block_scale) {
-                const uint64_t nbc = (e->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
-                const float *bs = e->block_scale + (uint64_t)(s->tokens[t] / MODEL_FP8_BLOCK) * nbc;
-                for (uint32_t c = 0; c < m->cfg.dim; c++)
-                    x[c] *= bs[c / MODEL_FP8_BLOCK];
-            }
-            if (scale != 1.0f)
-                for (uint32_t c = 0; c < m->cfg.dim; c++)
-                    x[c] *= scale;
+            model_embed_row(m, s->tokens[t], b->x + (uint64_t)g * m->cfg.dim);
             b->tok_pos[g] = s->pos + t;
             b->tok_slot[g] = s->slot;
         }

@@ -351,25 +351,12 @@ static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const fl
 static void embed_upload(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
 {
     const struct model *m = b->base.model;
-    const struct model_weight *e = &m->tok_embd;
     const uint32_t dim = m->cfg.dim;
     uint32_t g = 0;
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
         for (uint32_t t = 0; t < s->n_tokens; t++, g++) {
-            float *x = b->h_x + (uint64_t)g * dim;
-            int rc = quant_dequantize_row(e->dtype, e->data + (uint64_t)s->tokens[t] * e->row_bytes, x, e->cols);
-            MEMRA_ASSERT(rc == 0);
-            const float scale = e->scale * m->cfg.embed_scale;
-            if (e->block_scale) {
-                const uint64_t nbc = (e->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
-                const float *bs = e->block_scale + (uint64_t)(s->tokens[t] / MODEL_FP8_BLOCK) * nbc;
-                for (uint32_t c = 0; c < dim; c++)
-                    x[c] *= bs[c / MODEL_FP8_BLOCK];
-            }
-            if (scale != 1.0f)
-                for (uint32_t c = 0; c < dim; c++)
-                    x[c] *= scale;
+            model_embed_row(m, s->tokens[t], b->h_x + (uint64_t)g * dim);
             b->h_meta[g] = s->pos + t;
             b->h_meta[T + g] = s->slot;
         }

@@ -14,6 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
+
 static volatile uint64_t g_sink;
 
 static uint64_t walk_str(const struct mf_str *s)
@@ -60,15 +62,8 @@ static uint64_t walk_value(const struct mf_value *v)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int fd = -1;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("fuzz.gguf", 0);
-        if (fd < 0)
-            return 0;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) != 0 || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
+    const char *path = fuzz_input_path(data, size, NULL);
+    if (!path)
         return 0;
     struct model_file mf;
     char err[512];

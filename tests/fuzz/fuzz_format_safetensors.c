@@ -15,32 +15,19 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static volatile uint64_t g_sink;
-static char g_link[64];
+#include "fuzz_input.h"
 
-static void remove_link(void) { unlink(g_link); }
+static volatile uint64_t g_sink;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int fd = -1;
-    if (fd < 0) {
-        fd = memfd_create("fuzz.safetensors", 0);
-        if (fd < 0)
-            return 0;
-        char target[64];
-        snprintf(target, sizeof(target), "/proc/%d/fd/%d", (int)getpid(), fd);
-        snprintf(g_link, sizeof(g_link), "/tmp/memra-fuzz-%d.safetensors", (int)getpid());
-        unlink(g_link);
-        if (symlink(target, g_link) != 0)
-            abort();
-        atexit(remove_link);
-    }
-    if (ftruncate(fd, 0) != 0 || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
+    const char *path = fuzz_input_path(data, size, ".safetensors");
+    if (!path)
         return 0;
     struct model_file mf;
     char err[512];
-    if (model_file_open(&mf, g_link, err, sizeof(err)) != 0) {
-        if (!err[0] || !strstr(err, g_link))
+    if (model_file_open(&mf, path, err, sizeof(err)) != 0) {
+        if (!err[0] || !strstr(err, path))
             __builtin_trap(); /* every failure says which file and why */
         return 0;
     }

@@ -12,20 +12,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
+
 #include "format/model_file.h"
 #include "tokenizer_exercise.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int fd = -1;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("vocab.gguf", 0);
-        if (fd < 0)
-            return 0;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) != 0 || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
+    const char *path = fuzz_input_path(data, size, NULL);
+    if (!path)
         return 0;
     char err[512] = "";
     struct model_file mf;

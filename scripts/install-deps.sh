@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # Build: compiler, cmake, and the libraries we link statically.
 # Fuzzing: clang with libFuzzer (libclang-rt-14-dev).
 DEB_PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
-          libjansson-dev libpcre2-dev libutf8proc-dev libevent-dev
+          libjansson-dev libpcre2-dev libutf8proc-dev libevent-dev nettle-dev
           python3 python3-pip ca-certificates unzip)
 
 missing=()

@@ -6,9 +6,11 @@
  * lists them, and docs/FLAGS.md describes them. The work is in src/server/.
  */
 #include "core/log.h"
+#include "server/auth.h"
 #include "server/server.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,15 @@ static const struct opt {
     {"timeout", "MEMRA_TIMEOUT", OPT_U32, "seconds a client may stall reading or writing (default 60)"},
     {"progress", "MEMRA_PROGRESS", OPT_BOOL, "progress bar while weights load, on a terminal (1/0, default 1)"},
     {"log-level", "MEMRA_LOG_LEVEL", OPT_LOG, "debug, info, warn or error (default info)"},
+    {"api-key", "MEMRA_API_KEY", OPT_STR, "the one API key clients must send (Authorization: Bearer KEY); prefer "
+                                          "the variable (a flag shows in ps)"},
+    {"api-keys", "MEMRA_API_KEYS", OPT_STR, "API keyring file (JSON: sha256 of each key -> tenant, lane, enabled, "
+                                            "limits), reloaded when it changes; see --gen-key"},
+    {"metrics-auth", "MEMRA_METRICS_AUTH", OPT_BOOL, "with keys configured, /metrics needs a key too (1/0, "
+                                                     "default 0)"},
+    {"max-running", "MEMRA_MAX_RUNNING", OPT_U32, "generation requests handed to the engines at once (default 0: "
+                                                  "slots x models); more wait"},
+    {"max-queue", "MEMRA_MAX_QUEUE", OPT_U32, "generation requests waiting, all tenants (default 256; beyond: 429)"},
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -47,7 +58,8 @@ static void usage(FILE *f)
                "Settings (environment variable, or the flag, which wins):\n");
     for (size_t i = 0; i < N_OPTS; i++)
         fprintf(f, "  --%-14s %-20s %s\n", opts[i].flag, opts[i].env, opts[i].help);
-    fprintf(f, "  --help                              this text\n\nSee docs/SERVING.md and docs/FLAGS.md.\n");
+    fprintf(f, "  --gen-key TENANT                    print a new API key and its keyring entry, then exit\n"
+               "  --help                              this text\n\nSee docs/SERVING.md and docs/FLAGS.md.\n");
 }
 
 static int parse_u64(const char *v, uint64_t max, uint64_t *out)
@@ -68,7 +80,12 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
     case OPT_STR:
         if (!strcmp(o->flag, "models"))
             return server_parse_models(c, v, err, errlen);
-        c->backend = v;
+        if (!strcmp(o->flag, "api-key"))
+            c->api_key = v;
+        else if (!strcmp(o->flag, "api-keys"))
+            c->api_keys = v;
+        else
+            c->backend = v;
         return 0;
     case OPT_U32:
         if (parse_u64(v, UINT32_MAX, &x))
@@ -81,6 +98,10 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
             c->batch_tokens = (uint32_t)x;
         else if (!strcmp(o->flag, "threads"))
             c->threads = (uint32_t)x;
+        else if (!strcmp(o->flag, "max-running"))
+            c->max_running = (uint32_t)x;
+        else if (!strcmp(o->flag, "max-queue"))
+            c->max_queue = (uint32_t)x;
         else
             c->timeout_s = (uint32_t)x;
         if ((!strcmp(o->flag, "slots") || !strcmp(o->flag, "batch-tokens") || !strcmp(o->flag, "timeout")) && !x)
@@ -99,6 +120,8 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
             return err_set(err, errlen, "--%s / %s: '%s' is not 0 or 1", o->flag, o->env, v);
         if (!strcmp(o->flag, "prefix-reuse"))
             c->prefix_reuse = v[0] == '1';
+        else if (!strcmp(o->flag, "metrics-auth"))
+            c->metrics_auth = v[0] == '1';
         else
             c->progress = v[0] == '1';
         return 0;
@@ -145,6 +168,48 @@ static void free_copies(void)
     g_n_copies = 0;
 }
 
+/* --gen-key TENANT: the key (shown once, never stored) and the keyring entry
+ * that admits it (its sha256 only). */
+static int gen_key(const char *tenant)
+{
+    char key[AUTH_GEN_KEY_LEN], err[256], hex[65];
+    if (!tenant || !*tenant || strlen(tenant) >= AUTH_TENANT_MAX) {
+        fprintf(stderr, "memra-server: --gen-key needs a tenant name (1..%d bytes)\n", AUTH_TENANT_MAX - 1);
+        return 2;
+    }
+    /* the same rules as the keyring: check the entry we print parses */
+    struct auth_keyring ring = {0};
+    uint8_t h[32];
+    if (auth_gen_key(key, err, sizeof(err))) {
+        fprintf(stderr, "memra-server: %s\n", err);
+        return 1;
+    }
+    auth_sha256(key, strlen(key), h);
+    auth_hex(h, hex);
+    json_t *e = json_pack("{s:s,s:s,s:s,s:b,s:i,s:i}", "sha256", hex, "tenant", tenant, "lane", "interactive",
+                          "enabled", 1, "max_concurrent", 0, "max_queued", AUTH_DEFAULT_MAX_QUEUED);
+    json_t *doc = json_pack("{s:[O]}", "keys", e);
+    char *entry = e ? json_dumps(e, JSON_PRESERVE_ORDER) : NULL, *text = doc ? json_dumps(doc, 0) : NULL;
+    json_decref(e);
+    json_decref(doc);
+    if (!entry || !text)
+        snprintf(err, sizeof(err), "cannot build the keyring entry (is the tenant UTF-8?)");
+    int bad = !entry || !text || auth_keyring_parse(&ring, text, strlen(text), "--gen-key", err, sizeof(err));
+    free(text);
+    if (bad) {
+        fprintf(stderr, "memra-server: %s\n", err);
+        free(entry);
+        return 2;
+    }
+    auth_keyring_free(&ring);
+    printf("%s\n", key);
+    printf("%s\n", entry);
+    free(entry);
+    fprintf(stderr, "memra-server: line 1 is the API key for tenant '%s' (shown only now); add line 2 to the\n"
+                    "\"keys\" array of the MEMRA_API_KEYS file (it holds only the key's sha256).\n", tenant);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct server_config c;
@@ -155,6 +220,9 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--gen-key"))
+            return gen_key(i + 1 < argc ? argv[i + 1] : NULL);
     /* environment first, then flags */
     for (size_t k = 0; k < N_OPTS; k++) {
         const char *v = getenv(opts[k].env);

@@ -71,6 +71,7 @@ struct gen_req {
     struct timeval last_write; /* last chunk sent (stream) */
     bool gone;                 /* evhttp closed the connection (the request is detached) */
     bool peer_closed;          /* the peek saw the client close; the request is still attached */
+    struct adm_tenant *tenant; /* who sent it (tenant->name labels metrics); admission_done at the end */
 };
 
 static void gen_free(struct gen_req *g)
@@ -87,6 +88,8 @@ static void gen_free(struct gen_req *g)
         event_free(g->beat);
     free(g->ch);
     api_request_free(&g->r);
+    if (g->tenant)
+        admission_done(&g->s->adm, g->tenant);
     free(g);
 }
 
@@ -398,7 +401,7 @@ static uint64_t random_seed(void)
     return x;
 }
 
-void gen_handle(struct server *s, struct evhttp_request *req, struct api_request *r)
+void gen_handle(struct server *s, struct evhttp_request *req, struct api_request *r, struct adm_tenant *t)
 {
     struct api_error e;
     struct gen_req *g = calloc(1, sizeof(*g));
@@ -406,9 +409,12 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
         api_request_free(r);
         api_error_set(&e, 500, NULL, NULL, "out of memory");
         server_send_error(req, &e);
+        if (t)
+            admission_done(&s->adm, t);
         return;
     }
     g->s = s;
+    g->tenant = t;
     g->req = req;
     g->r = *r; /* g owns the request now */
     memset(r, 0, sizeof(*r));

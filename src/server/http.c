@@ -33,6 +33,7 @@ void server_config_default(struct server_config *c)
     c->max_headers = 64u << 10;
     c->timeout_s = 60;
     c->progress = true;
+    c->max_queue = 256;
 }
 
 int server_parse_models(struct server_config *c, char *spec, char *err, size_t errlen)
@@ -250,6 +251,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     while (plen > 1 && path[plen - 1] == '/') /* "/v1/models/" is "/v1/models" */
         plen--;
 
+    bool open_path;
+    struct adm_tenant *tenant = admission_authenticate(&s->adm, req, path, plen, &open_path);
+    if (!tenant)
+        return; /* 401 / 403 sent */
+
     const struct route *rt = NULL;
     bool path_known = false;
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -310,7 +316,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     else if (rt->kind == API_KIND_DETOKENIZE)
         send_detokenize(s, req, &r);
     else {
-        gen_handle(s, req, &r); /* takes r */
+        admission_submit(&s->adm, req, &r, tenant); /* takes r */
         return;
     }
     api_request_free(&r);
@@ -342,6 +348,8 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
     s.models = calloc(c->n_models, sizeof(*s.models));
     if (!s.models)
         return err_set(err, errlen, "out of memory");
+    if (auth_state_init(&s.auth, c->api_key, c->api_keys, err, errlen))
+        goto out;
     for (uint32_t i = 0; i < c->n_models; i++) {
         s.models[i].alias = c->models[i].alias;
         s.models[i].path = c->models[i].path;
@@ -363,6 +371,9 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
                                             EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_default_content_type(s.http, "application/json");
     evhttp_set_gencb(s.http, on_request, &s);
+    if (admission_init(&s.adm, &s, c->max_running ? c->max_running : c->n_slots * c->n_models, c->max_queue, err,
+                       errlen))
+        goto out;
     sock = evhttp_bind_socket_with_handle(s.http, c->host, c->port);
     if (!sock) {
         err_set(err, errlen, "cannot listen on %s:%u", c->host, c->port);
@@ -384,6 +395,11 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
         goto out;
     }
     log_info("listening on http://%s:%u (%u model%s)", c->host, port, c->n_models, c->n_models > 1 ? "s" : "");
+    if (s.auth.open)
+        log_warn("no API keys configured (MEMRA_API_KEY / MEMRA_API_KEYS): the server is open to anyone who can "
+                 "reach it");
+    else
+        log_info("API keys: %u (%s)", s.auth.ring.n, c->api_keys ? c->api_keys : "MEMRA_API_KEY");
     printf("memra-server: listening on http://%s:%u\n", c->host, port);
     fflush(stdout);
     event_base_dispatch(s.base);
@@ -396,10 +412,12 @@ out:
     /* engines first: their jobs end as cancelled and no longer wake the loop */
     for (uint32_t i = 0; i < c->n_models; i++)
         served_model_unload(&s.models[i]);
+    admission_free(&s.adm); /* waiting requests: evhttp_free frees their HTTP side */
     if (s.http)
         evhttp_free(s.http);
     if (s.base)
         event_base_free(s.base);
     free(s.models);
+    auth_state_free(&s.auth);
     return rc;
 }

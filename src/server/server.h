@@ -45,10 +45,17 @@ struct server_config {
     size_t max_headers;          /* request header bytes */
     uint32_t timeout_s;          /* HTTP read/write timeout for slow clients */
     bool progress;               /* a progress bar while weights load (on a terminal) */
+    /* API keys and admission (auth.h, admission.h) */
+    const char *api_key;         /* MEMRA_API_KEY: the one key; NULL: none */
+    const char *api_keys;        /* MEMRA_API_KEYS: keyring file; NULL: none */
+    bool metrics_auth;           /* /metrics needs a key too (when keys are configured) */
+    uint32_t max_running;        /* generation requests handed to the engines at once; 0: slots × models */
+    uint32_t max_queue;          /* generation requests waiting, all tenants (256) */
 };
 
 /* Defaults: 127.0.0.1:8080, 16 slots, ctx 0, 512 tokens per step, prefix reuse on,
- * 8 MiB bodies, 64 KiB headers, 60 s timeout, progress on. No models. */
+ * 8 MiB bodies, 64 KiB headers, 60 s timeout, progress on, no API keys, queue 256.
+ * No models. */
 void server_config_default(struct server_config *c);
 
 /* Parse "alias=PATH[,alias2=PATH2]" into c->models (borrowing from spec, which

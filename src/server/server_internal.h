@@ -12,6 +12,8 @@
 
 #include "api/api_request.h"
 #include "api/api_response.h"
+#include "server/admission.h"
+#include "server/auth.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "engine/sched.h"
@@ -41,6 +43,8 @@ struct server {
     struct api_limits limits;
     int64_t started;             /* unix seconds: "created" of /v1/models */
     char fingerprint[64];        /* system_fingerprint: "fp_memra_<backend>" */
+    struct auth_state auth;      /* API keys (auth.h) */
+    struct admission adm;        /* caps and queues of generation requests (admission.h) */
 };
 
 /* models.c */
@@ -62,7 +66,8 @@ size_t server_token_piece(const struct served_model *sm, int32_t id, char *buf, 
 void server_send_json(struct evhttp_request *req, int status, const char *json);
 void server_send_error(struct evhttp_request *req, const struct api_error *e);
 
-/* gen.c: POST /v1/chat/completions and /v1/completions, body already parsed */
-void gen_handle(struct server *s, struct evhttp_request *req, struct api_request *r);
+/* gen.c: POST /v1/chat/completions and /v1/completions, body already parsed;
+ * started by admission_submit for tenant t (admission_done when it ends) */
+void gen_handle(struct server *s, struct evhttp_request *req, struct api_request *r, struct adm_tenant *t);
 
 #endif

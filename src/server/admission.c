@@ -211,8 +211,9 @@ static void send_429(struct admission *a, struct evhttp_request *req, struct adm
 }
 
 /* 0 when every prompt of r fits the model's context with max_tokens, else -1
- * with the 400 (or 404) in *e. */
-static int check_fits(struct server *s, const struct api_request *r, struct api_error *e)
+ * with the 400 (or 404) in *e. Without tokenize, only what needs no
+ * tokenizing: the model, token ids, and max_tokens alone. */
+static int check_fits(struct server *s, const struct api_request *r, bool tokenize, struct api_error *e)
 {
     struct served_model *sm = server_find_model(s, r->model);
     if (!sm)
@@ -227,7 +228,7 @@ static int check_fits(struct server *s, const struct api_request *r, struct api_
                              "tokens in the completion alone. Please reduce the completion.", sm->max_ctx,
                              (unsigned long long)out);
     uint32_t n_prompts = r->kind == API_KIND_CHAT ? 1 : r->n_prompts;
-    for (uint32_t i = 0; i < n_prompts; i++) {
+    for (uint32_t i = 0; tokenize && i < n_prompts; i++) {
         int32_t *ids = NULL;
         uint32_t n = 0;
         if (server_prompt_tokens(sm, r, i, &ids, &n, e))
@@ -252,6 +253,11 @@ void admission_submit(struct admission *a, struct evhttp_request *req, struct ap
         start(a, req, r, t);
         return;
     }
+    if (check_fits(a->s, r, false, &e)) { /* never fits: 400 before any 429 */
+        api_request_free(r);
+        server_send_error(req, &e);
+        return;
+    }
     if (t->queued >= t->max_queued || a->queued >= a->max_queued) {
         char why[128];
         if (!tenant_has_room(t))
@@ -262,7 +268,7 @@ void admission_submit(struct admission *a, struct evhttp_request *req, struct ap
         send_429(a, req, t, why);
         return;
     }
-    if (check_fits(a->s, r, &e)) {
+    if (check_fits(a->s, r, true, &e)) {
         api_request_free(r);
         server_send_error(req, &e);
         return;
@@ -288,6 +294,7 @@ void admission_submit(struct admission *a, struct evhttp_request *req, struct ap
     a->tail[q->lane] = q;
     a->queued++;
     t->queued++;
+    log_debug("tenant %s: request queued (%u of the tenant's, %u in all waiting)", t->name, t->queued, a->queued);
     q->conn = evhttp_request_get_connection(req);
     if (q->conn)
         evhttp_connection_set_closecb(q->conn, on_queued_close, q);

@@ -36,6 +36,9 @@ static const struct opt {
     {"max-body", "MEMRA_MAX_BODY", OPT_SIZE, "largest request body in bytes (default 8388608; larger: 413)"},
     {"max-headers", "MEMRA_MAX_HEADERS", OPT_SIZE, "largest request header block in bytes (default 65536)"},
     {"timeout", "MEMRA_TIMEOUT", OPT_U32, "seconds a client may stall reading or writing (default 60)"},
+    {"drain", "MEMRA_DRAIN_S", OPT_U32, "seconds in-flight requests get to finish after SIGTERM (default 30)"},
+    {"stall", "MEMRA_STALL_S", OPT_U32, "seconds an engine with work may go without a step before /livez and "
+                                        "/readyz say stalled (default 60; 0: off)"},
     {"progress", "MEMRA_PROGRESS", OPT_BOOL, "progress bar while weights load, on a terminal (1/0, default 1)"},
     {"log-level", "MEMRA_LOG_LEVEL", OPT_LOG, "debug, info, warn or error (default info)"},
     {"api-key", "MEMRA_API_KEY", OPT_STR, "the one API key clients must send (Authorization: Bearer KEY); prefer "
@@ -54,7 +57,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: MEMRA_MODELS=alias=PATH[,alias2=PATH2] memra-server [--flag VALUE ...]\n\n"
                "Serves the models over an OpenAI-compatible HTTP API: POST /v1/chat/completions,\n"
-               "POST /v1/completions, GET /v1/models, POST /tokenize, POST /detokenize, GET /health.\n\n"
+               "POST /v1/completions, GET /v1/models, POST /tokenize, POST /detokenize,\n"
+               "GET /health, /livez, /readyz, /metrics.\n\n"
                "Settings (environment variable, or the flag, which wins):\n");
     for (size_t i = 0; i < N_OPTS; i++)
         fprintf(f, "  --%-14s %-20s %s\n", opts[i].flag, opts[i].env, opts[i].help);
@@ -98,6 +102,10 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
             c->batch_tokens = (uint32_t)x;
         else if (!strcmp(o->flag, "threads"))
             c->threads = (uint32_t)x;
+        else if (!strcmp(o->flag, "drain"))
+            c->drain_s = (uint32_t)x;
+        else if (!strcmp(o->flag, "stall"))
+            c->stall_s = (uint32_t)x;
         else if (!strcmp(o->flag, "max-running"))
             c->max_running = (uint32_t)x;
         else if (!strcmp(o->flag, "max-queue"))

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum job_state { JOB_WAITING, JOB_PREFILL, JOB_DECODE, JOB_DONE };
 
@@ -28,6 +29,7 @@ struct sched_job {
     uint32_t n_prompt;
     uint32_t max_tokens;      /* 0: until the context is full */
     bool want_logprobs;
+    uint64_t submit_ns;       /* CLOCK_MONOTONIC at submit */
 
     /* engine thread only */
     enum job_state state;
@@ -65,6 +67,7 @@ struct sched {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stopping;
+    bool idle;                /* the engine thread waits for work; guarded by mu */
     struct sched_job *incoming, *incoming_tail; /* guarded by mu */
 
     struct sched_job *waiting, *waiting_tail;   /* engine thread */
@@ -76,7 +79,15 @@ struct sched {
 
     _Atomic uint32_t st_running, st_waiting;
     _Atomic uint64_t st_steps, st_generated, st_prefilled;
+    _Atomic uint64_t st_progress_ns;
 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* ---- output (job mutex held by the caller) ---- */
 
@@ -208,6 +219,7 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
     j->notify = p->notify;
     j->notify_arg = p->notify_arg;
     j->out.n_prompt = p->n_prompt;
+    j->submit_ns = now_ns();
     atomic_init(&j->cancel, false);
 
     pthread_mutex_lock(&s->mu);
@@ -222,6 +234,8 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
     else
         s->incoming = j;
     s->incoming_tail = j;
+    if (s->idle) /* an idle engine showed no progress because it had nothing to do */
+        atomic_store(&s->st_progress_ns, j->submit_ns);
     atomic_fetch_add(&s->st_waiting, 1);
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
@@ -269,6 +283,7 @@ void sched_get_stats(const struct sched *s, struct sched_stats *out)
     out->steps = atomic_load(&((struct sched *)s)->st_steps);
     out->tokens_generated = atomic_load(&((struct sched *)s)->st_generated);
     out->tokens_prefilled = atomic_load(&((struct sched *)s)->st_prefilled);
+    out->progress_ns = atomic_load(&((struct sched *)s)->st_progress_ns);
 }
 
 /* ---- engine thread ---- */
@@ -304,6 +319,9 @@ static void job_admit(struct sched *s, struct sched_job *j)
     sampler_add_prompt(&j->sampler, j->prompt, j->n_prompt);
     pthread_mutex_lock(&j->mu);
     j->out.n_cached = best_lcp;
+    j->out.admitted = true;
+    uint64_t now = now_ns();
+    j->out.queue_ns = now > j->submit_ns ? now - j->submit_ns : 0;
     pthread_mutex_unlock(&j->mu);
     atomic_fetch_sub(&s->st_waiting, 1);
     atomic_fetch_add(&s->st_running, 1);
@@ -452,6 +470,7 @@ static bool sched_step(struct sched *s)
         return true;
     }
     atomic_fetch_add(&s->st_steps, 1);
+    atomic_store(&s->st_progress_ns, now_ns());
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
         struct sched_job *j = s->seq_job[i];
@@ -489,7 +508,10 @@ static void *sched_thread(void *arg)
                 busy = s->slots[i].job != NULL;
             if (s->stopping || busy)
                 break;
+            s->idle = true;
             pthread_cond_wait(&s->cv, &s->mu);
+            s->idle = false;
+            atomic_store(&s->st_progress_ns, now_ns());
         }
         bool stopping = s->stopping;
         pthread_mutex_unlock(&s->mu);
@@ -565,6 +587,7 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
         goto fail;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    atomic_init(&s->st_progress_ns, now_ns());
     if (pthread_create(&s->thread, NULL, sched_thread, s) != 0) {
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);

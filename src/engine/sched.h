@@ -74,6 +74,8 @@ struct sched_output {
     uint32_t n_prompt;             /* prompt tokens */
     uint32_t n_cached;             /* prompt tokens whose KV was reused */
     uint32_t n_generated;          /* tokens generated so far */
+    bool admitted;                 /* the job has had a KV slot (then queue_ns is set) */
+    uint64_t queue_ns;             /* submission → admission into a KV slot, nanoseconds */
     enum sched_finish finish;      /* SCHED_RUNNING until the job ends; then no more output */
     char error[256];
 };
@@ -115,10 +117,14 @@ void sched_job_cancel(struct sched_job *j);
 void sched_job_release(struct sched_job *j);
 void sched_output_free(struct sched_output *o);
 
-/* Counters for /health and metrics (read without locks; approximate). */
+/* Counters for /health and metrics (read without locks; approximate).
+ * progress_ns (CLOCK_MONOTONIC) is when the engine last showed progress: the
+ * end of a step, a wake-up with work, or a job arriving while it idled; an
+ * engine with work and an old progress_ns is stalled (server/health.h). */
 struct sched_stats {
     uint32_t running, waiting, n_slots;
     uint64_t steps, tokens_generated, tokens_prefilled;
+    uint64_t progress_ns;
 };
 void sched_get_stats(const struct sched *s, struct sched_stats *out);
 

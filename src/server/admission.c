@@ -57,6 +57,7 @@ static void on_queued_close(struct evhttp_connection *conn, void *arg)
     e->conn = NULL;
     unlink_entry(e->a, e);
     log_debug("tenant %s: a waiting client disconnected", e->t->name);
+    server_request_dropped(e->a->s, e->req); /* no longer in flight (health.c) */
     if (!evhttp_request_get_connection(e->req))
         evhttp_send_reply_end(e->req);
     drop_entry(e);
@@ -127,6 +128,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
                 continue;
             unlink_entry(a, e);
             log_debug("tenant %s: a waiting client closed its connection", e->t->name);
+            server_request_dropped(a->s, e->req); /* no longer in flight (health.c) */
             struct api_error err;
             api_error_set(&err, 503, NULL, NULL, "The client closed the connection while waiting.");
             server_send_error(e->req, &err);

@@ -22,6 +22,13 @@
  * (recv MSG_PEEK, which takes nothing from libevent): an orderly close (0) or a
  * reset cancels the request's jobs at once.
  *
+ * Metrics (metrics.h), seen on this loop: TTFT from the request's arrival to a
+ * choice's first token; inter-token latency per choice between wakes that
+ * brought tokens (k tokens in one wake count k times, at 1/k of the gap each);
+ * end-to-end at the last choice; queue time from arrival (admission's queue)
+ * to a KV slot (the engine's FIFO, as the engine measured it). Token
+ * counters add the request's usage when it is freed.
+ *
  * Seeds: with "seed", choice j uses seed + j (distinct, reproducible samples);
  * without, each choice draws a random seed.
  */
@@ -49,6 +56,8 @@ struct gen_choice {
     char error[256];
     uint32_t n_prompt, n_cached, n_generated;
     uint64_t text_offset;      /* completions stream: code points sent so far */
+    uint64_t t_last;           /* metrics: when its latest tokens arrived (monotonic ns) */
+    bool queue_seen;           /* metrics: queue time observed */
     /* non-streamed: everything so far */
     char *text;
     size_t len, cap;
@@ -71,11 +80,23 @@ struct gen_req {
     struct timeval last_write; /* last chunk sent (stream) */
     bool gone;                 /* evhttp closed the connection (the request is detached) */
     bool peer_closed;          /* the peek saw the client close; the request is still attached */
+    bool dropped;              /* reported to server_request_dropped */
+    uint64_t t_start;          /* arrival (monotonic ns), for TTFT and end-to-end latency */
+    uint64_t t_submit;         /* handed to the engine (monotonic ns) */
     struct adm_tenant *tenant; /* who sent it (tenant->name labels metrics); admission_done at the end */
 };
 
+static void usage_of(const struct gen_req *g, struct api_usage *u);
+
 static void gen_free(struct gen_req *g)
 {
+    if (g->sm && g->ch) {
+        struct api_usage u;
+        usage_of(g, &u);
+        atomic_fetch_add(&g->sm->metrics.prompt_tokens, u.prompt_tokens);
+        atomic_fetch_add(&g->sm->metrics.cached_tokens, u.cached_tokens);
+        atomic_fetch_add(&g->sm->metrics.generated_tokens, u.completion_tokens);
+    }
     for (uint32_t i = 0; i < g->n_ch; i++) {
         sched_job_release(g->ch[i].job); /* no notify after this */
         sched_output_free(&g->ch[i].out);
@@ -95,6 +116,15 @@ static void gen_free(struct gen_req *g)
 
 static void cancel_all(struct gen_req *g);
 
+/* The client is gone before its answer was written: no longer in flight. */
+static void gen_drop(struct gen_req *g)
+{
+    if (!g->dropped) {
+        g->dropped = true;
+        server_request_dropped(g->s, g->req);
+    }
+}
+
 static void wake_notify(void *arg) { event_active((struct event *)arg, EV_READ, 0); }
 
 static void on_close(struct evhttp_connection *conn, void *arg)
@@ -104,6 +134,7 @@ static void on_close(struct evhttp_connection *conn, void *arg)
     g->gone = true;
     g->conn = NULL;
     cancel_all(g);
+    gen_drop(g);
     log_debug("%s: client disconnected; %u choice(s) cancelled", g->id, g->n_ch - g->n_done);
 }
 
@@ -285,18 +316,38 @@ static void send_final(struct gen_req *g)
     free(j);
 }
 
+/* Latency metrics of choice c from the output just taken (before its counters move). */
+static void gen_observe(struct gen_req *g, struct gen_choice *c, uint64_t now)
+{
+    struct metrics_model *m = &g->sm->metrics;
+    if (c->out.admitted && !c->queue_seen) {
+        c->queue_seen = true;
+        metrics_hist_observe(&m->hist[METRICS_QUEUE], g->t_submit - g->t_start + c->out.queue_ns, 1);
+    }
+    uint32_t k = c->out.n_generated > c->n_generated ? c->out.n_generated - c->n_generated : 0;
+    if (!k)
+        return;
+    if (c->n_generated == 0) /* the first token (others in the same wake have no gap we saw) */
+        metrics_hist_observe(&m->hist[METRICS_TTFT], now - g->t_start, 1);
+    else
+        metrics_hist_observe(&m->hist[METRICS_ITL], (now - c->t_last) / k, k);
+    c->t_last = now;
+}
+
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct gen_req *g = arg;
     bool dead = g->gone || g->peer_closed;
+    uint64_t now = metrics_now_ns();
     struct evbuffer *buf = g->r.stream && !dead ? evbuffer_new() : NULL;
     for (uint32_t i = 0; i < g->n_ch; i++) {
         struct gen_choice *c = &g->ch[i];
         if (c->done)
             continue;
         sched_job_take(c->job, &c->out);
+        gen_observe(g, c, now);
         c->n_prompt = c->out.n_prompt;
         c->n_cached = c->out.n_cached;
         c->n_generated = c->out.n_generated;
@@ -314,6 +365,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
             log_error("%s: out of memory collecting output", g->id);
     }
     bool all_done = g->n_done == g->n_ch;
+    if (all_done && !dead && !failed_choice(g))
+        metrics_hist_observe(&g->sm->metrics.hist[METRICS_E2E], now - g->t_start, 1);
     if (buf && all_done) {
         const struct gen_choice *bad = failed_choice(g);
         if (bad) {
@@ -374,6 +427,7 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
     if (g->conn && peer_gone(g->conn)) {
         g->peer_closed = true;
         cancel_all(g);
+        gen_drop(g);
         log_debug("%s: client closed the connection; %u choice(s) cancelled", g->id, g->n_ch - g->n_done);
         return;
     }
@@ -416,6 +470,7 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
     g->s = s;
     g->tenant = t;
     g->req = req;
+    g->t_start = server_request_arrival(s, req); /* before any wait in admission's queue */
     g->r = *r; /* g owns the request now */
     memset(r, 0, sizeof(*r));
     r = &g->r;
@@ -463,6 +518,7 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
                                          .system_fingerprint = s->fingerprint, .logprobs = r->logprobs,
                                          .include_usage = r->include_usage};
     uint64_t base_seed = r->has_seed ? r->sample.seed : 0;
+    g->t_submit = metrics_now_ns();
     for (uint32_t i = 0; i < g->n_ch; i++) {
         struct gen_choice *c = &g->ch[i];
         c->index = i;

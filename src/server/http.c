@@ -33,6 +33,8 @@ void server_config_default(struct server_config *c)
     c->max_headers = 64u << 10;
     c->timeout_s = 60;
     c->progress = true;
+    c->drain_s = 30;
+    c->stall_s = 60;
     c->max_queue = 256;
 }
 
@@ -128,29 +130,6 @@ static void send_models(struct server *s, struct evhttp_request *req, const char
     free(j);
 }
 
-static void send_health(struct server *s, struct evhttp_request *req)
-{
-    json_t *root = json_object(), *models = json_array();
-    for (uint32_t i = 0; i < s->n_models; i++) {
-        struct sched_stats st;
-        sched_get_stats(s->models[i].sched, &st);
-        json_array_append_new(models, json_pack("{s:s,s:i,s:i,s:i,s:I,s:I}", "id", s->models[i].alias, "running",
-                                                (int)st.running, "waiting", (int)st.waiting, "slots",
-                                                (int)st.n_slots, "tokens_generated",
-                                                (json_int_t)st.tokens_generated, "steps", (json_int_t)st.steps));
-    }
-    json_object_set_new(root, "status", json_string("ok"));
-    json_object_set_new(root, "models", models);
-    char *j = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    if (!j) {
-        evhttp_send_error(req, 500, "out of memory");
-        return;
-    }
-    server_send_json(req, 200, j);
-    free(j);
-}
-
 static struct served_model *request_model(struct server *s, const struct api_request *r, struct api_error *e)
 {
     struct served_model *sm = server_find_model(s, r->model);
@@ -236,6 +215,9 @@ static const struct route {
     {"/detokenize", EVHTTP_REQ_POST, API_KIND_DETOKENIZE},
     {"/v1/models", EVHTTP_REQ_GET, -1},
     {"/health", EVHTTP_REQ_GET, -1},
+    {"/livez", EVHTTP_REQ_GET, -1},
+    {"/readyz", EVHTTP_REQ_GET, -1},
+    {"/metrics", EVHTTP_REQ_GET, -1},
 };
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -251,10 +233,12 @@ static void on_request(struct evhttp_request *req, void *arg)
     while (plen > 1 && path[plen - 1] == '/') /* "/v1/models/" is "/v1/models" */
         plen--;
 
+    struct health_req *tracked = server_request_begin(s, req, path, plen); /* in flight until answered */
     bool open_path;
     struct adm_tenant *tenant = admission_authenticate(&s->adm, req, path, plen, &open_path);
     if (!tenant)
         return; /* 401 / 403 sent */
+    server_request_set_tenant(tracked, tenant->name);
 
     const struct route *rt = NULL;
     bool path_known = false;
@@ -293,10 +277,14 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (rt->kind < 0) {
         if (!strcmp(rt->path, "/v1/models"))
             send_models(s, req, NULL);
+        else if (!strcmp(rt->path, "/metrics"))
+            metrics_send(s, req);
         else
-            send_health(s, req);
+            health_send(s, req, rt->path);
         return;
     }
+    if (server_refuse_draining(s, req)) /* POST routes: 503 once SIGTERM started the drain */
+        return;
 
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
@@ -325,9 +313,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
-    struct server *s = arg;
-    log_info("signal %d: shutting down", (int)sig);
-    event_base_loopexit(s->base, NULL);
+    server_on_signal(arg, (int)sig); /* health.c: drain, or exit on a second signal */
 }
 
 int server_run(const struct server_config *c, char *err, size_t errlen)
@@ -345,6 +331,8 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
     s.limits.max_body = c->max_body;
     s.limits.max_n = c->n_slots * 8 > 128 ? 128 : c->n_slots * 8;
     s.started = (int64_t)time(NULL);
+    metrics_init(&s.metrics);
+    health_init(&s);
     s.models = calloc(c->n_models, sizeof(*s.models));
     if (!s.models)
         return err_set(err, errlen, "out of memory");
@@ -353,6 +341,7 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
     for (uint32_t i = 0; i < c->n_models; i++) {
         s.models[i].alias = c->models[i].alias;
         s.models[i].path = c->models[i].path;
+        metrics_model_init(&s.models[i].metrics);
         if (served_model_load(&s.models[i], c, err, errlen))
             goto out;
     }
@@ -415,8 +404,10 @@ out:
     admission_free(&s.adm); /* waiting requests: evhttp_free frees their HTTP side */
     if (s.http)
         evhttp_free(s.http);
+    health_free(&s);
     if (s.base)
         event_base_free(s.base);
+    metrics_free(&s.metrics);
     free(s.models);
     auth_state_free(&s.auth);
     return rc;

@@ -6,7 +6,8 @@
  *   POST /v1/chat/completions, POST /v1/completions   (streamed with SSE or not)
  *   GET  /v1/models, GET /v1/models/{id}
  *   POST /tokenize, POST /detokenize                   (vLLM's bodies)
- *   GET  /health                                       ({"status":"ok", ...})
+ *   GET  /health, /livez, /readyz                      (health.h: probes, drain)
+ *   GET  /metrics                                      (Prometheus text, metrics.h)
  * Request JSON is parsed and validated by api/ (api_request.h); errors use
  * OpenAI's error shape. See docs/SERVING.md for the behaviour and
  * docs/FLAGS.md for the settings.
@@ -45,6 +46,8 @@ struct server_config {
     size_t max_headers;          /* request header bytes */
     uint32_t timeout_s;          /* HTTP read/write timeout for slow clients */
     bool progress;               /* a progress bar while weights load (on a terminal) */
+    uint32_t drain_s;            /* seconds in-flight requests get after SIGTERM (30) */
+    uint32_t stall_s;            /* an engine with work and no step for longer is stalled (60; 0: off) */
     /* API keys and admission (auth.h, admission.h) */
     const char *api_key;         /* MEMRA_API_KEY: the one key; NULL: none */
     const char *api_keys;        /* MEMRA_API_KEYS: keyring file; NULL: none */

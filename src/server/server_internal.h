@@ -17,6 +17,8 @@
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "engine/sched.h"
+#include "server/health.h"
+#include "server/metrics.h"
 #include "model/model.h"
 #include "server/server.h"
 #include "template/template.h"
@@ -32,6 +34,7 @@ struct served_model {
     bool eng_open;
     struct sched *sched;        /* the engine thread over eng.backend */
     uint32_t max_ctx;           /* positions per sequence */
+    struct metrics_model metrics; /* token counters and latency histograms (metrics.h) */
 };
 
 struct server {
@@ -43,6 +46,8 @@ struct server {
     struct api_limits limits;
     int64_t started;             /* unix seconds: "created" of /v1/models */
     char fingerprint[64];        /* system_fingerprint: "fp_memra_<backend>" */
+    struct metrics metrics;      /* requests by route, status, tenant (metrics.h) */
+    struct health health;        /* in-flight requests, drain state (health.h) */
     struct auth_state auth;      /* API keys (auth.h) */
     struct admission adm;        /* caps and queues of generation requests (admission.h) */
 };
@@ -69,5 +74,28 @@ void server_send_error(struct evhttp_request *req, const struct api_error *e);
 /* gen.c: POST /v1/chat/completions and /v1/completions, body already parsed;
  * started by admission_submit for tenant t (admission_done when it ends) */
 void gen_handle(struct server *s, struct evhttp_request *req, struct api_request *r, struct adm_tenant *t);
+
+/* metrics.c: GET /metrics */
+void metrics_send(struct server *s, struct evhttp_request *req);
+
+/* health.c: probes, in-flight requests, drain (health.h) */
+void health_init(struct server *s);
+void health_free(struct server *s);
+void health_send(struct server *s, struct evhttp_request *req, const char *route); /* /health, /livez, /readyz */
+/* Count a routed request (path: plen bytes) in flight until its response is
+ * written; NULL when out of memory (then it is not counted). */
+struct health_req *server_request_begin(struct server *s, struct evhttp_request *req, const char *path,
+                                        size_t plen);
+/* The tenant that labels its metrics (a string that outlives the request). r may be NULL. */
+void server_request_set_tenant(struct health_req *r, const char *tenant);
+/* When req arrived (monotonic ns; now if it is not tracked). */
+uint64_t server_request_arrival(struct server *s, struct evhttp_request *req);
+/* The client left before req's response was written (counted as status 499);
+ * call before the request is freed. */
+void server_request_dropped(struct server *s, struct evhttp_request *req);
+/* While draining: answer 503 server_shutting_down and return true. */
+bool server_refuse_draining(struct server *s, struct evhttp_request *req);
+/* SIGTERM/SIGINT: the first starts the drain, the second exits at once. */
+void server_on_signal(struct server *s, int sig);
 
 #endif

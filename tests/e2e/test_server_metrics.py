@@ -2,12 +2,16 @@
 /health, /livez and /readyz on a memra-server of its own, so the counters can
 be matched exactly against what this test sent. The model alias holds a
 double quote and a backslash, so the label escaping goes through the real
-parser too."""
+parser too. Also: a client that leaves mid-stream counts as 499, and the
+tenant label comes from the API key."""
+import json
+import socket
+
 import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memra_server import MODEL, Server
+from memra_server import MODEL, Server, wait_until
 
 ALIAS = 'sm"o\\l'  # escaped in label values as sm\"o\\l
 
@@ -136,3 +140,39 @@ def test_health_livez_readyz(srv):
     assert (status, r) == (200, {"status": "ready"})
     status, headers, _ = srv.request("POST", "/readyz")
     assert status == 405 and headers["Allow"] == "GET, HEAD"
+
+
+def test_client_gone_mid_stream_counts_499(srv):
+    """A stream whose client leaves is counted as 499 and is no longer in flight."""
+    before = scrape(srv)
+    body = json.dumps({"model": ALIAS, "prompt": "Once upon a time", "max_tokens": 200, "stream": True,
+                        "temperature": 1.0, "logit_bias": {"0": -100, "2": -100}})
+    sock = socket.create_connection((srv.host, srv.port), timeout=30)
+    sock.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    assert b"200 OK" in sock.recv(4096)
+    sock.close()
+
+    def settled():
+        f = scrape(srv)
+        return (value(f, "memra_requests", "memra_requests_total", route="/v1/completions", status="499")
+                - value(before, "memra_requests", "memra_requests_total", route="/v1/completions", status="499")
+                == 1 and value(f, "memra_requests_in_flight", "memra_requests_in_flight") == 1)
+
+    assert wait_until(settled, timeout=30)
+
+
+def test_tenant_label_from_api_key():
+    s = Server("--slots", "2", "--ctx", "256", env={"MEMRA_API_KEY": "k-metrics-test"})
+    try:
+        ok = s.request("POST", "/v1/completions", {"model": "smol", "prompt": "Hi", "max_tokens": 2},
+                       headers={"Authorization": "Bearer k-metrics-test"})
+        assert ok[0] == 200, ok
+        assert s.request("POST", "/v1/completions", {"model": "smol", "prompt": "Hi", "max_tokens": 2})[0] == 401
+        f = scrape(s)  # /metrics is open by default
+        req = "memra_requests_total"
+        # MEMRA_API_KEY's tenant is "default"; a request refused before its key is known is "none"
+        assert value(f, "memra_requests", req, route="/v1/completions", status="200", tenant="default") == 1
+        assert value(f, "memra_requests", req, route="/v1/completions", status="401", tenant="none") == 1
+    finally:
+        assert s.stop() == 0, s.log

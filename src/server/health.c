@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,7 +118,7 @@ struct health_req *server_request_begin(struct server *s, struct evhttp_request 
 void server_request_set_tenant(struct health_req *r, const char *tenant)
 {
     if (r && tenant)
-        r->tenant = tenant;
+        snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);
 }
 
 uint64_t server_request_arrival(struct server *s, struct evhttp_request *req)

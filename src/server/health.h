@@ -30,7 +30,8 @@ struct health_req {
     struct server *s;
     struct evhttp_request *req;
     const char *route;             /* static label (health_route_label) */
-    const char *tenant;            /* adm_tenant name (kept for the server's life), or "none" before auth */
+    char tenant[64];               /* a copy of the adm_tenant's name (tenants are freed before evhttp's
+                                      last close callbacks), "none" before auth */
     uint64_t arrival_ns;           /* monotonic */
     struct health_req *prev, *next;
 };

@@ -86,7 +86,7 @@ void health_send(struct server *s, struct evhttp_request *req, const char *route
  * written; NULL when out of memory (then it is not counted). */
 struct health_req *server_request_begin(struct server *s, struct evhttp_request *req, const char *path,
                                         size_t plen);
-/* The tenant that labels its metrics (a string that outlives the request). r may be NULL. */
+/* The tenant that labels its metrics (copied). r may be NULL. */
 void server_request_set_tenant(struct health_req *r, const char *tenant);
 /* When req arrived (monotonic ns; now if it is not tracked). */
 uint64_t server_request_arrival(struct server *s, struct evhttp_request *req);

@@ -96,7 +96,7 @@ def test_sigterm_drains_in_flight_streams():
             s.join(120)
         for s in streams:
             assert s.error is None, s.error
-            assert s.finish == "length" and s.done, (s.finish, s.done, s.n_chunks)
+            assert s.finish == "length" and s.done, (s.finish, s.done, s.n_chunks, srv.log)
         assert srv.proc.wait(timeout=30) == 0, srv.log
         assert "every request answered" in srv.log
     finally:

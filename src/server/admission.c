@@ -102,18 +102,6 @@ void admission_done(struct admission *a, struct adm_tenant *t)
         event_active(a->pump, EV_READ, 0);
 }
 
-/* True when the client has closed its end (orderly or reset). */
-static bool peer_gone(struct evhttp_connection *conn)
-{
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
-    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-    if (fd < 0)
-        return false;
-    char c;
-    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -124,7 +112,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         struct adm_entry *next;
         for (struct adm_entry *e = a->head[lane]; e; e = next) {
             next = e->next;
-            if (!e->conn || !peer_gone(e->conn))
+            if (!e->conn || !server_peer_gone(e->conn))
                 continue;
             unlink_entry(a, e);
             log_debug("tenant %s: a waiting client closed its connection", e->t->name);

@@ -405,8 +405,8 @@ static void cancel_all(struct gen_req *g)
             sched_job_cancel(g->ch[i].job);
 }
 
-/* True when the client has closed its end (orderly or reset). */
-static bool peer_gone(struct evhttp_connection *conn)
+/* See server_internal.h. */
+bool server_peer_gone(struct evhttp_connection *conn)
 {
     struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
     evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
@@ -424,7 +424,7 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
     struct gen_req *g = arg;
     if (g->gone || g->peer_closed)
         return;
-    if (g->conn && peer_gone(g->conn)) {
+    if (g->conn && server_peer_gone(g->conn)) {
         g->peer_closed = true;
         cancel_all(g);
         gen_drop(g);

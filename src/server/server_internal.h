@@ -98,4 +98,8 @@ bool server_refuse_draining(struct server *s, struct evhttp_request *req);
 /* SIGTERM/SIGINT: the first starts the drain, the second exits at once. */
 void server_on_signal(struct server *s, int sig);
 
+/* True when the client has closed its end of conn (orderly or reset): a
+ * non-blocking peek, for requests that are waiting and write nothing yet. */
+bool server_peer_gone(struct evhttp_connection *conn);
+
 #endif

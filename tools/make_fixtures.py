@@ -37,6 +37,8 @@ import gguf
 from gguf import GGMLQuantizationType as QT
 from safetensors.numpy import save_file
 
+from rope_llama3 import llama3_rope_factors
+
 VOCAB = 256
 PROMPT_LENS = [7, 16, 33]
 GREEDY_TOKENS = 64
@@ -418,15 +420,7 @@ def save_gguf(path, model, sd, qt, arch_override=None, drop=(), reshape=None, dt
         w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
     eff = {}
     if rp.get("rope_type") == "llama3":
-        # llama.cpp stores Llama 3.1 scaling as per-frequency divisors
-        hd, base = cfg.head_dim, rp["rope_theta"]
-        inv = 1.0 / (base ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
-        wl = 2 * np.pi / inv
-        lo, hi, f, orig = rp["low_freq_factor"], rp["high_freq_factor"], rp["factor"], \
-            rp["original_max_position_embeddings"]
-        smooth = (orig / wl - lo) / (hi - lo)
-        fac = np.where(wl < orig / hi, 1.0, np.where(wl > orig / lo, f, 1.0 / ((1 - smooth) / f + smooth)))
-        w.add_tensor("rope_freqs.weight", fac.astype(np.float32))
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(cfg.head_dim, rp))
     for name, arr in sd.items():
         for gname, t in gguf_names(name, cfg):
             a = t(arr) if t else arr

@@ -34,6 +34,8 @@ import numpy as np
 import torch
 import transformers
 import gguf
+
+from rope_llama3 import llama3_rope_factors
 from gguf import GGMLQuantizationType as QT
 
 SEED = 0
@@ -222,15 +224,7 @@ def save_gguf(path, cfg, sd, fmt):
     w.add_vocab_size(cfg.vocab_size)
     rp = cfg.rope_parameters if hasattr(cfg, "rope_parameters") else dict(cfg.rope_scaling, rope_theta=cfg.rope_theta)
     w.add_rope_freq_base(rp["rope_theta"])
-    # llama.cpp stores Llama 3.1 scaling as per-frequency divisors (as tools/make_fixtures.py does)
-    hd, base = cfg.head_dim, rp["rope_theta"]
-    inv = 1.0 / (base ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
-    wl = 2 * np.pi / inv
-    lo, hi, f, orig = rp["low_freq_factor"], rp["high_freq_factor"], rp["factor"], \
-        rp["original_max_position_embeddings"]
-    smooth = (orig / wl - lo) / (hi - lo)
-    fac = np.where(wl < orig / hi, 1.0, np.where(wl > orig / lo, f, 1.0 / ((1 - smooth) / f + smooth)))
-    w.add_tensor("rope_freqs.weight", fac.astype(np.float32))
+    w.add_tensor("rope_freqs.weight", llama3_rope_factors(cfg.head_dim, rp))
     counts = {}
     for name, t in sd.items():
         gname = gguf_name(name)

@@ -98,7 +98,8 @@ def test_keyring_two_tenants_reload(tmp_path):
     write_ring(ring, [ea, eb, ed])
     s = Server("--slots", "2", "--ctx", "256", env={"MEMRA_API_KEYS": str(ring)})
     try:
-        assert "API keys: 3" in s.log
+        # the server's stderr is read by another thread: wait for the line, don't race it
+        assert wait_until(lambda: "API keys: 3" in s.log, timeout=5), s.log
         assert chat(s, ka).usage.completion_tokens >= 1
         assert chat(s, kb).usage.completion_tokens >= 1
         with pytest.raises(openai.PermissionDeniedError) as ei:
@@ -114,7 +115,7 @@ def test_keyring_two_tenants_reload(tmp_path):
         ed["enabled"] = True
         write_ring(ring, [ea, ed, ec])
         assert wait_until(lambda: s.request("GET", "/v1/models", headers=auth(kc))[0] == 200, timeout=10), s.log
-        assert "reloaded: 3 keys" in s.log
+        assert wait_until(lambda: "reloaded: 3 keys" in s.log, timeout=5), s.log
         assert s.request("GET", "/v1/models", headers=auth(kb))[0] == 401
         assert s.request("GET", "/v1/models", headers=auth(kd))[0] == 200
         assert chat(s, kc).usage.completion_tokens >= 1
@@ -123,7 +124,7 @@ def test_keyring_two_tenants_reload(tmp_path):
         with open(ring, "w") as f:
             f.write('{"keys": [{"sha256": "nothex", "tenant": "x"}]}')
         assert wait_until(lambda: "not reloaded" in s.log, timeout=10), s.log
-        assert "keys[0].sha256" in s.log
+        assert wait_until(lambda: "keys[0].sha256" in s.log, timeout=5), s.log
         assert s.request("GET", "/v1/models", headers=auth(kc))[0] == 200
         assert s.request("GET", "/v1/models", headers=auth(ka))[0] == 200
         assert s.request("GET", "/v1/models", headers=auth(kb))[0] == 401

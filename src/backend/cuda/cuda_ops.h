@@ -126,6 +126,46 @@ void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
 void cuda_blas_gemv_bf16(struct cuda_ctx *ctx, const uint16_t *w, uint64_t rows, uint64_t n,
                          const uint16_t *x, float *y);
 
+/* ---- GEMM for spans of many tokens (gemm.cu): cuBLASLt on the tensor cores
+ *
+ *   y (T, rows) f32 = scale · x (T, n) f32 · Wᵀ,  W as stored (same as cuda_gemv)
+ *
+ * Modes (gemm.cu's header has the numerics):
+ *   CUDA_GEMM_FAST  x rounded to bf16 (f16 for F16 weights), one GEMM; GGUF
+ *                   quants dequantized to bf16; f32 weights in TF32.
+ *   CUDA_GEMM_EXACT x split into bf16 hi + lo (two GEMMs), GGUF weights split
+ *                   too (a third); f32 weights in f32. ~2× / 3× the FLOPs.
+ * A struct cuda_gemm owns the cuBLASLt handle, a fixed 32 MiB workspace, the
+ * per-shape algorithm cache and its scratches, all allocated at init:
+ * max_x elements of converted activations (T·n of the largest call) and
+ * max_w of dequantized weight (rows·n of the largest FP8 / GGUF matrix, see
+ * cuda_gemm_scratch_w_elems; 0 when there is none). A call beyond them aborts.
+ * The same (dtype, rows, n, T) always runs the same algorithm: a span's bits
+ * do not depend on where it sits in a batch. w 256-byte aligned (cudaMalloc),
+ * x and y 16-byte aligned, and y's offset from an aligned base a multiple of
+ * rows floats. */
+enum cuda_gemm_mode { CUDA_GEMM_FAST = 0, CUDA_GEMM_EXACT = 1 };
+struct cuda_gemm;
+struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode, uint64_t max_x, uint64_t max_w);
+void cuda_gemm_free(struct cuda_gemm *g);
+enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g);
+
+/* Types with a GEMM: BF16, F16 (n % 8 == 0), F8_E4M3 (n % 8), F32 (n % 4),
+ * and the GGUF block types the GEMV reads (whole blocks a row). */
+bool cuda_gemm_supported(enum dtype t, uint64_t rows, uint64_t n);
+/* Dequantization scratch elements a weight needs (rows·n for FP8 / GGUF, else 0). */
+uint64_t cuda_gemm_scratch_w_elems(enum dtype t, uint64_t rows, uint64_t n);
+
+void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                   const float *x /* (T, n) */, uint32_t T, float *y /* (T, rows) */, float scale, unsigned flags);
+#define CUDA_GEMM_X_PREPARED 1u /* flag: reuse the conversion of this x (same pointer, n, T) made by the last
+                                   cuda_gemm_prep_x / cuda_gemm_run of a weight type with the same input type */
+/* Convert x for the weights of type t now (so that several GEMMs reading the
+ * same x — q/k/v, gate/up — convert it once); and the weight dequantization
+ * step alone (for the benchmark). */
+void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);
+void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n);
+
 /* ---- elementwise (norm.cu) ------------------------------------------------
  * RMSNorm over rows of length n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w.
  * With residual != NULL the residual is added first and written back:

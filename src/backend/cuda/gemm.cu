@@ -1,0 +1,458 @@
+/* backend/cuda/gemm.cu — prefill GEMMs on the tensor cores through cuBLASLt:
+ *
+ *   y (T, rows) f32 = scale · x (T, n) f32 · Wᵀ,   W (rows, n) as stored on the device
+ *
+ * for spans of many tokens (the decode GEMVs of gemv*.cu read the weights once
+ * per 8 tokens; a GEMM reads them once per span and runs at the matrix rate).
+ *
+ * Layout: W (rows, n) row-major is, to column-major cuBLASLt, an (n, rows)
+ * matrix with leading dimension n; x (T, n) row-major is (n, T) with ld n;
+ * y (T, rows) row-major is (rows, T) with ld rows. So D = op(A)·B with
+ * A = W, transa = T ("TN", the tensor cores' native layout), m = rows,
+ * n = T, k = n.
+ *
+ * Activations are f32 in the backend (cuda_ops.h says why), the tensor cores
+ * take 16-bit inputs. Two modes (enum cuda_gemm_mode):
+ *  - FAST: x rounded once to bf16 (f16 for F16 weights: saturated at ±65504),
+ *    one GEMM. f32 weights: TF32 (CUBLAS_COMPUTE_32F_FAST_TF32).
+ *  - EXACT: x = x_hi + x_lo, both bf16 (or f16), x_lo = x − x_hi exactly, so
+ *    x is kept to ~16 significant bits: two GEMMs accumulated in f32 (beta 1).
+ *    f32 weights: plain f32 GEMM (CUBLAS_COMPUTE_32F, no TF32).
+ * Weights: BF16 and F16 are read as stored. FP8 E4M3 is widened to bf16 into a
+ * scratch (exact: 3 mantissa bits), its per-tensor scale goes into alpha. The
+ * GGUF block types (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, IQ4_XS) are
+ * dequantized (decoders of gemv_quant_types.cuh, f32 values as the CPU
+ * computes them, no contracted FMA) into a bf16 scratch, one matrix at a time,
+ * then multiplied. bf16 holds 8 significant bits and a dequantized value up to
+ * ~21, so in EXACT mode the weight is split too (w_hi + w_lo) and a third GEMM
+ * adds w_lo · x_hi (w_lo · x_lo, ~2^-16 relative, is dropped).
+ *
+ * Determinism and batch invariance: the algorithm for a GEMM is chosen by the
+ * cuBLASLt heuristic once per (types, m, n, k, alignments) and cached, with a
+ * fixed workspace; the alignments asked for are derived from the shape only
+ * (the weight, the x scratch and y's base are 256-byte aligned; a span's y
+ * starts at a multiple of rows floats), so a span of a given length gets the
+ * same algorithm — hence the same bits — wherever it sits in a batch. cuBLAS
+ * is bit-reproducible run to run for a fixed algorithm on one GPU model.
+ */
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/gemv_quant_types.cuh"
+
+#define GEMM_WS_BYTES ((size_t)32 << 20)
+#define GEMM_PLANS 128
+
+#define CUBLASLT_CHECK(call) CUBLAS_CHECK(call)
+
+namespace {
+
+/* What the activations are converted to before a GEMM. */
+enum xkind { XK_BF16, XK_F16, XK_F32 };
+
+struct plan_key {
+    cudaDataType_t at, bt;
+    cublasComputeType_t ct;
+    uint64_t m, n, k;
+    uint32_t align_a, align_b, align_d;
+};
+
+struct plan {
+    struct plan_key key;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, d;
+    cublasLtMatmulAlgo_t algo;
+};
+
+/* ---- activations ----------------------------------------------------------- */
+
+/* hi = round(x) to bf16, lo = round(x − hi) (x − hi is exact in f32). */
+__global__ void kernel_x_split_bf16(const float4 *__restrict__ x, uint64_t n4, uint2 *__restrict__ hi,
+                                    uint2 *__restrict__ lo)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float4 v = x[i];
+        const __nv_bfloat162 h01 = __floats2bfloat162_rn(v.x, v.y), h23 = __floats2bfloat162_rn(v.z, v.w);
+        hi[i] = make_uint2(*reinterpret_cast<const uint32_t *>(&h01), *reinterpret_cast<const uint32_t *>(&h23));
+        if (lo) {
+            const float2 f01 = __bfloat1622float2(h01), f23 = __bfloat1622float2(h23);
+            const __nv_bfloat162 l01 = __floats2bfloat162_rn(__fsub_rn(v.x, f01.x), __fsub_rn(v.y, f01.y));
+            const __nv_bfloat162 l23 = __floats2bfloat162_rn(__fsub_rn(v.z, f23.x), __fsub_rn(v.w, f23.y));
+            lo[i] = make_uint2(*reinterpret_cast<const uint32_t *>(&l01), *reinterpret_cast<const uint32_t *>(&l23));
+        }
+    }
+}
+
+static __device__ __forceinline__ float sat_f16(float v) { return fminf(fmaxf(v, -65504.0f), 65504.0f); }
+
+/* The same in f16, saturating at ±65504 (F16 weights). */
+__global__ void kernel_x_split_f16(const float4 *__restrict__ x, uint64_t n4, uint2 *__restrict__ hi,
+                                   uint2 *__restrict__ lo)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float4 v = x[i];
+        const float s[4] = {sat_f16(v.x), sat_f16(v.y), sat_f16(v.z), sat_f16(v.w)};
+        const __half2 h01 = __floats2half2_rn(s[0], s[1]), h23 = __floats2half2_rn(s[2], s[3]);
+        hi[i] = make_uint2(*reinterpret_cast<const uint32_t *>(&h01), *reinterpret_cast<const uint32_t *>(&h23));
+        if (lo) {
+            const float2 f01 = __half22float2(h01), f23 = __half22float2(h23);
+            const __half2 l01 = __floats2half2_rn(__fsub_rn(s[0], f01.x), __fsub_rn(s[1], f01.y));
+            const __half2 l23 = __floats2half2_rn(__fsub_rn(s[2], f23.x), __fsub_rn(s[3], f23.y));
+            lo[i] = make_uint2(*reinterpret_cast<const uint32_t *>(&l01), *reinterpret_cast<const uint32_t *>(&l23));
+        }
+    }
+}
+
+/* ---- weights ----------------------------------------------------------------- */
+
+static __device__ __forceinline__ uint32_t pack_bf16(float a, float b)
+{
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+
+/* One thread per 32-element segment (row r, segment j of n/32): decode with
+ * the GEMV's block decoder, value = d·q + m with one rounding each (no FMA,
+ * as the CPU's dequantization), then hi = bf16(value), lo = bf16(value − hi).
+ * Output (rows, n) bf16 row-major; 64 bytes a thread, 16-byte stores. */
+template <class Q>
+__global__ void __launch_bounds__(256) kernel_dequant_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
+                                                        uint64_t rows, uint64_t n, uint4 *__restrict__ hi,
+                                                        uint4 *__restrict__ lo)
+{
+    constexpr int S = Q::QK / 32;
+    const uint64_t segs = n / 32;
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (t >= rows * segs)
+        return;
+    const uint64_t r = t / segs, j = t % segs;
+    const uint8_t *blk = w + r * row_bytes + (j / S) * Q::BS;
+    const typename Q::lane_t L = Q::lane((int)(j % S));
+    uint32_t q[8];
+    float d[2], m[2];
+    Q::get(blk, L, q, d, m);
+    float v[32];
+#pragma unroll
+    for (int e = 0; e < 32; e++) {
+        const uint32_t byte = (q[e / 4] >> (8 * (e % 4))) & 0xFFu;
+        const float qf = Q::QSIGNED ? (float)(int8_t)byte : (float)byte;
+        const float p = __fmul_rn(d[e / 16], qf);
+        v[e] = Q::HAS_M ? __fadd_rn(p, m[e / 16]) : p;
+    }
+#pragma unroll
+    for (int s = 0; s < 4; s++) { /* 8 elements a 16-byte store */
+        uint32_t h[4], l[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float a = v[8 * s + 2 * i], b = v[8 * s + 2 * i + 1];
+            h[i] = pack_bf16(a, b);
+            const __nv_bfloat162 hb = *reinterpret_cast<const __nv_bfloat162 *>(&h[i]);
+            const float2 hf = __bfloat1622float2(hb);
+            l[i] = pack_bf16(__fsub_rn(a, hf.x), __fsub_rn(b, hf.y));
+        }
+        hi[t * 4 + s] = make_uint4(h[0], h[1], h[2], h[3]);
+        if (lo)
+            lo[t * 4 + s] = make_uint4(l[0], l[1], l[2], l[3]);
+    }
+}
+
+/* FP8 E4M3 → bf16, exact (every e4m3 value is a bf16 value); 8 a thread. */
+__global__ void kernel_dequant_f8(const uint2 *__restrict__ w, uint64_t n8, uint4 *__restrict__ out)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n8; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint2 v = w[i];
+        const uint32_t b[2] = {v.x, v.y};
+        uint32_t o[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint32_t word = b[k / 2] >> (16 * (k % 2));
+            __nv_fp8_e4m3 e0, e1;
+            e0.__x = (__nv_fp8_storage_t)(word & 0xFF);
+            e1.__x = (__nv_fp8_storage_t)((word >> 8) & 0xFF);
+            o[k] = pack_bf16(float(e0), float(e1));
+        }
+        out[i] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+bool is_gguf_block(enum dtype t)
+{
+    switch (t) {
+    case DTYPE_Q8_0: case DTYPE_Q4_0: case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: case DTYPE_Q6_K:
+    case DTYPE_IQ4_XS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+enum xkind xkind_of(enum dtype t)
+{
+    return t == DTYPE_F16 ? XK_F16 : t == DTYPE_F32 ? XK_F32 : XK_BF16;
+}
+
+unsigned grid_for(uint64_t items, unsigned threads)
+{
+    const uint64_t b = (items + threads - 1) / threads;
+    return (unsigned)(b < 8192 ? (b ? b : 1) : 8192);
+}
+
+/* Largest power of two ≤ 256 dividing bytes (the alignment every offset that
+ * is a multiple of `bytes` from a 256-aligned base keeps). */
+uint32_t align_of(uint64_t bytes)
+{
+    uint32_t a = 256;
+    while (a > 1 && bytes % a)
+        a >>= 1;
+    return a;
+}
+
+} // namespace
+
+struct cuda_gemm {
+    struct cuda_ctx *ctx;
+    enum cuda_gemm_mode mode;
+    cublasLtHandle_t lt;
+    void *ws;                /* GEMM_WS_BYTES, fixed: part of the algorithm's identity */
+    uint64_t max_x, max_w;   /* elements the scratches hold */
+    uint16_t *xhi, *xlo;     /* (T, n) bf16/f16 of the current x; xlo EXACT only */
+    uint16_t *whi, *wlo;     /* (rows, n) bf16 dequantized weight; wlo EXACT only */
+    struct {                 /* what xhi/xlo hold (cuda_gemm_prep_x) */
+        const float *x;
+        uint64_t n;
+        uint32_t T;
+        int kind; /* enum xkind, -1 none */
+    } prep;
+    struct plan plans[GEMM_PLANS];
+    int n_plans, evict;
+};
+
+extern "C" struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode, uint64_t max_x,
+                                            uint64_t max_w)
+{
+    struct cuda_gemm *g = (struct cuda_gemm *)calloc(1, sizeof *g);
+    if (!g)
+        CUDA_FAIL("out of host memory");
+    g->ctx = ctx;
+    g->mode = mode;
+    g->max_x = max_x;
+    g->max_w = max_w;
+    g->prep.kind = -1;
+    CUBLASLT_CHECK(cublasLtCreate(&g->lt));
+    CUDA_CHECK(cudaMalloc(&g->ws, GEMM_WS_BYTES));
+    const bool exact = mode == CUDA_GEMM_EXACT;
+    if (max_x) {
+        CUDA_CHECK(cudaMalloc(&g->xhi, 2 * max_x));
+        if (exact)
+            CUDA_CHECK(cudaMalloc(&g->xlo, 2 * max_x));
+    }
+    if (max_w) {
+        CUDA_CHECK(cudaMalloc(&g->whi, 2 * max_w));
+        if (exact)
+            CUDA_CHECK(cudaMalloc(&g->wlo, 2 * max_w));
+    }
+    return g;
+}
+
+extern "C" void cuda_gemm_free(struct cuda_gemm *g)
+{
+    if (!g)
+        return;
+    CUDA_CHECK(cudaStreamSynchronize(g->ctx->stream));
+    for (int i = 0; i < g->n_plans; i++) {
+        cublasLtMatmulDescDestroy(g->plans[i].op);
+        cublasLtMatrixLayoutDestroy(g->plans[i].a);
+        cublasLtMatrixLayoutDestroy(g->plans[i].b);
+        cublasLtMatrixLayoutDestroy(g->plans[i].d);
+    }
+    cublasLtDestroy(g->lt);
+    void *bufs[] = {g->ws, g->xhi, g->xlo, g->whi, g->wlo};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            CUDA_CHECK(cudaFree(bufs[i]));
+    free(g);
+}
+
+extern "C" enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g) { return g->mode; }
+
+extern "C" bool cuda_gemm_supported(enum dtype t, uint64_t rows, uint64_t n)
+{
+    if (rows == 0 || n == 0 || rows > 0x7FFFFFFFull || n > 0x7FFFFFFFull || rows * n >= (1ull << 40))
+        return false;
+    switch (t) {
+    case DTYPE_BF16: case DTYPE_F16: case DTYPE_F8_E4M3: return n % 8 == 0;
+    case DTYPE_F32: return n % 4 == 0;
+    default: return is_gguf_block(t) && n % dtype_info(t)->block_size == 0;
+    }
+}
+
+extern "C" uint64_t cuda_gemm_scratch_w_elems(enum dtype t, uint64_t rows, uint64_t n)
+{
+    return t == DTYPE_F8_E4M3 || is_gguf_block(t) ? rows * n : 0;
+}
+
+static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T, bool reuse)
+{
+    if (kind == XK_F32)
+        return;
+    if (reuse && g->prep.x == x && g->prep.n == n && g->prep.T == T && g->prep.kind == (int)kind)
+        return;
+    const uint64_t cnt = n * T;
+    if (cnt > g->max_x)
+        CUDA_FAIL("cuda_gemm: x of %u×%llu exceeds the scratch (%llu elements)", T, (unsigned long long)n,
+                  (unsigned long long)g->max_x);
+    if (n % 4 || (uintptr_t)x % 16)
+        CUDA_FAIL("cuda_gemm: x must be 16-byte aligned with n %% 4 == 0");
+    uint2 *lo = g->mode == CUDA_GEMM_EXACT ? (uint2 *)g->xlo : NULL;
+    if (kind == XK_BF16)
+        kernel_x_split_bf16<<<grid_for(cnt / 4, 256), 256, 0, g->ctx->stream>>>((const float4 *)x, cnt / 4,
+                                                                                 (uint2 *)g->xhi, lo);
+    else
+        kernel_x_split_f16<<<grid_for(cnt / 4, 256), 256, 0, g->ctx->stream>>>((const float4 *)x, cnt / 4,
+                                                                                (uint2 *)g->xhi, lo);
+    CUDA_CHECK_LAUNCH();
+    g->prep.x = x;
+    g->prep.n = n;
+    g->prep.T = T;
+    g->prep.kind = (int)kind;
+}
+
+extern "C" void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T)
+{
+    prep_x(g, xkind_of(t), x, n, T, false);
+}
+
+template <class Q>
+static void launch_dequant_q(struct cuda_gemm *g, const void *w, uint64_t rows, uint64_t n)
+{
+    const uint64_t threads = rows * (n / 32), row_bytes = n / Q::QK * Q::BS;
+    const uint64_t blocks = (threads + 255) / 256;
+    kernel_dequant_q<Q><<<(unsigned)blocks, 256, 0, g->ctx->stream>>>((const uint8_t *)w, row_bytes, rows, n,
+                                                                       (uint4 *)g->whi, (uint4 *)g->wlo);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n)
+{
+    if (rows * n > g->max_w)
+        CUDA_FAIL("cuda_gemm: weight %llu×%llu exceeds the dequantization scratch (%llu elements)",
+                  (unsigned long long)rows, (unsigned long long)n, (unsigned long long)g->max_w);
+    switch (t) {
+    case DTYPE_F8_E4M3:
+        kernel_dequant_f8<<<grid_for(rows * n / 8, 256), 256, 0, g->ctx->stream>>>((const uint2 *)w, rows * n / 8,
+                                                                                    (uint4 *)g->whi);
+        CUDA_CHECK_LAUNCH();
+        break;
+    case DTYPE_Q8_0: launch_dequant_q<qt_q8_0>(g, w, rows, n); break;
+    case DTYPE_Q4_0: launch_dequant_q<qt_q4_0>(g, w, rows, n); break;
+    case DTYPE_Q4_1: launch_dequant_q<qt_q4_1>(g, w, rows, n); break;
+    case DTYPE_Q4_K: launch_dequant_q<qt_q4_k>(g, w, rows, n); break;
+    case DTYPE_Q5_K: launch_dequant_q<qt_q5_k>(g, w, rows, n); break;
+    case DTYPE_Q6_K: launch_dequant_q<qt_q6_k>(g, w, rows, n); break;
+    case DTYPE_IQ4_XS: launch_dequant_q<qt_iq4_xs>(g, w, rows, n); break;
+    default: CUDA_FAIL("cuda_gemm_dequant: %s is not dequantized", dtype_name(t));
+    }
+}
+
+/* The cached plan for a key, made (descriptors + heuristic's first choice) on
+ * first use. A full cache evicts round-robin; the heuristic answers the same
+ * for the same key, so a re-made plan is the same plan. */
+static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k)
+{
+    for (int i = 0; i < g->n_plans; i++)
+        if (memcmp(&g->plans[i].key, k, sizeof *k) == 0)
+            return &g->plans[i];
+    struct plan *p;
+    if (g->n_plans < GEMM_PLANS) {
+        p = &g->plans[g->n_plans++];
+    } else {
+        p = &g->plans[g->evict];
+        g->evict = (g->evict + 1) % GEMM_PLANS;
+        cublasLtMatmulDescDestroy(p->op);
+        cublasLtMatrixLayoutDestroy(p->a);
+        cublasLtMatrixLayoutDestroy(p->b);
+        cublasLtMatrixLayoutDestroy(p->d);
+    }
+    memset(p, 0, sizeof *p);
+    p->key = *k;
+    CUBLASLT_CHECK(cublasLtMatmulDescCreate(&p->op, k->ct, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    /* A: (k, m) ld k; B: (k, n) ld k; C = D: (m, n) ld m */
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->a, k->at, k->k, k->m, (int64_t)k->k));
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->b, k->bt, k->k, k->n, (int64_t)k->k));
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->d, CUDA_R_32F, k->m, k->n, (int64_t)k->m));
+    cublasLtMatmulPreference_t pref;
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = GEMM_WS_BYTES;
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &k->align_a,
+                                                        sizeof k->align_a));
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &k->align_b,
+                                                        sizeof k->align_b));
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &k->align_d,
+                                                        sizeof k->align_d));
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &k->align_d,
+                                                        sizeof k->align_d));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->d, p->d, pref, 1, &res, &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found < 1)
+        CUDA_FAIL("cuda_gemm: cuBLASLt has no algorithm for m=%llu n=%llu k=%llu", (unsigned long long)k->m,
+                  (unsigned long long)k->n, (unsigned long long)k->k);
+    p->algo = res.algo;
+    return p;
+}
+
+/* D (m = rows, n = T) f32 = alpha · A·B + beta · D. */
+static void gemm_one(struct cuda_gemm *g, cudaDataType_t at, const void *a, cudaDataType_t bt, const void *b,
+                     cublasComputeType_t ct, uint64_t rows, uint64_t n, uint32_t T, float *y, float alpha, float beta,
+                     uint32_t align_b)
+{
+    const struct plan_key key = {at, bt, ct, rows, T, n, 256, align_b, align_of(rows * 4)};
+    if ((uintptr_t)a % key.align_a || (uintptr_t)b % key.align_b || (uintptr_t)y % key.align_d)
+        CUDA_FAIL("cuda_gemm: operand alignment (A %p, B %p, D %p) below the plan's %u/%u/%u", a, b, (void *)y,
+                  key.align_a, key.align_b, key.align_d);
+    const struct plan *p = plan_get(g, &key);
+    CUBLASLT_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, a, p->a, b, p->b, &beta, y, p->d, y, p->d, &p->algo, g->ws,
+                                  GEMM_WS_BYTES, g->ctx->stream));
+}
+
+extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                              const float *x, uint32_t T, float *y, float scale, unsigned flags)
+{
+    if (!cuda_gemm_supported(t, rows, n))
+        CUDA_FAIL("cuda_gemm: %s %llu×%llu not supported", dtype_name(t), (unsigned long long)rows,
+                  (unsigned long long)n);
+    if (T == 0)
+        return;
+    if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
+        CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
+    const bool exact = g->mode == CUDA_GEMM_EXACT;
+    if (t == DTYPE_F32) { /* TF32 (FAST) or f32 (EXACT), x read as is */
+        gemm_one(g, CUDA_R_32F, w, CUDA_R_32F, x, exact ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32, rows, n,
+                 T, y, scale, 0.0f, align_of(n * 4));
+        return;
+    }
+    const enum xkind xk = xkind_of(t);
+    prep_x(g, xk, x, n, T, (flags & CUDA_GEMM_X_PREPARED) != 0);
+    const cudaDataType_t dt = xk == XK_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    const void *a = w;
+    const bool deq = t != DTYPE_BF16 && t != DTYPE_F16;
+    if (deq) {
+        cuda_gemm_dequant(g, t, w, rows, n);
+        a = g->whi;
+    }
+    gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
+    if (exact) {
+        gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+        if (is_gguf_block(t)) /* the weight's own low part */
+            gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+    }
+}

@@ -1,0 +1,422 @@
+/* tests/kernels/kernel_gemm.c — the prefill GEMMs (gemm.cu, cuBLASLt) checked
+ * against the CPU reference, then timed on the Llama-3-8B shapes.
+ *
+ * Checks (exit status 1 if any fails), both modes, every weight type the GEMM
+ * takes (BF16, F16, F8_E4M3 with a tensor scale, F32, Q8_0, Q4_0, Q4_1, Q4_K,
+ * Q5_K, Q6_K, IQ4_XS), fresh random inputs each time (weights: random valid
+ * blocks as in kernel_gemv.c; x uniform in [-1, 1)), output NaN-poisoned first,
+ * against quant_dequantize_row + a double-precision dot. Metric max|Δ| /
+ * max|ref| over the output, every output finite. Shapes: 256×4096 at T = 64,
+ * 300 × an odd length (not a multiple of 256 / 4096 where the format allows)
+ * at T = 17, 96×1024 at T = 130. Tolerances (from the rounding each mode
+ * makes, with margin ×3–5 over the expected max):
+ *   FAST  bf16 x (2^-9 relative a value), bf16 dequantized weight: 5e-3;
+ *         f16 x (F16 weights, 2^-12): 1e-3; TF32 (F32 weights, 2^-11 both): 3e-3
+ *   EXACT x hi+lo (2^-17), weight hi+lo for GGUF: 2e-5; f32: 1e-5
+ * Batch invariance: the same 40 tokens computed alone and as rows 23..62 of a
+ * larger buffer (x and y at an offset, as a span inside a batch) give
+ * bit-identical outputs, for BF16, Q4_K and F32 in both modes.
+ *
+ * Timing (CUDA events, warm-up then the median of 9): the whole call as the
+ * backend makes it (x conversion + dequantization + GEMM) and its parts, on
+ * the 8B shapes at T = 512 and 4096, in TFLOP/s (2·rows·n·T / time) and % of
+ * 790 TFLOP/s; the crossover of the decode GEMV (⌈T/8⌉ launches of 8 tokens)
+ * against the GEMM at small T, which sets the backend's span threshold.
+ *
+ * Usage: kernel_gemm [--quick]   (--quick: checks only)
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_ops.h"
+#include "core/log.h"
+#include "quant/quant.h"
+#include "test.h"
+
+#define PEAK_TFLOPS 790.0
+
+static struct cuda_ctx *g_ctx;
+static uint64_t g_rng = 0xD1B54A32D192ED03ull;
+
+static uint64_t rng_u64(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+
+static float rng_unit(void) /* [-1, 1) */
+{
+    return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static uint16_t rng_scale_f16(void) /* finite, 2^-7 .. 2^-6, random sign */
+{
+    float v = (0.5f + 0.5f * fabsf(rng_unit())) * 0x1p-6f;
+    return quant_f32_to_f16(rng_u64() & 1 ? -v : v);
+}
+
+/* Random valid data of type t (bytes a whole number of blocks / elements). */
+static void fill_random(enum dtype t, uint8_t *w, size_t bytes)
+{
+    if (t == DTYPE_F32) {
+        for (size_t k = 0; k + 4 <= bytes; k += 4) {
+            const float v = rng_unit();
+            memcpy(w + k, &v, 4);
+        }
+        return;
+    }
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t r = rng_u64();
+        memcpy(w + i, &r, 8);
+    }
+    for (; i < bytes; i++)
+        w[i] = (uint8_t)rng_u64();
+    if (t == DTYPE_BF16 || t == DTYPE_F16) { /* |v| in [2^-8, 2) */
+        for (size_t k = 0; k + 1 < bytes; k += 2) {
+            uint16_t v = (uint16_t)(w[k] | w[k + 1] << 8);
+            if (t == DTYPE_BF16)
+                v = (uint16_t)((v & 0x807Fu) | (uint16_t)(119 + (v >> 7 & 7)) << 7);
+            else
+                v = (uint16_t)((v & 0x83FFu) | (uint16_t)(7 + (v >> 10 & 7)) << 10);
+            put_u16(w + k, v);
+        }
+        return;
+    }
+    if (t == DTYPE_F8_E4M3) {
+        for (size_t k = 0; k < bytes; k++)
+            if ((w[k] & 0x7F) == 0x7F) /* NaN code */
+                w[k] ^= 1;
+        return;
+    }
+    static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, d208[] = {208, -1};
+    const int *f = t == DTYPE_Q4_1 || t == DTYPE_Q4_K || t == DTYPE_Q5_K ? d02 : t == DTYPE_Q6_K ? d208 : d0;
+    const size_t bs = dtype_info(t)->type_size;
+    for (size_t b = 0; b + bs <= bytes; b += bs)
+        for (int k = 0; f[k] >= 0; k++)
+            put_u16(w + b + f[k], rng_scale_f16());
+}
+
+static uint64_t row_bytes_of(enum dtype t, uint64_t n)
+{
+    uint64_t rb = 0;
+    if (dtype_row_bytes(t, n, &rb) != 0)
+        die("row bytes of %s n=%" PRIu64, dtype_name(t), n);
+    return rb;
+}
+
+static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16, DTYPE_F8_E4M3, DTYPE_F32,  DTYPE_Q8_0,  DTYPE_Q4_0,
+                                   DTYPE_Q4_1, DTYPE_Q4_K, DTYPE_Q5_K,    DTYPE_Q6_K, DTYPE_IQ4_XS};
+#define NTYPES (sizeof types / sizeof types[0])
+
+static double tolerance(enum cuda_gemm_mode mode, enum dtype t)
+{
+    if (mode == CUDA_GEMM_EXACT)
+        return t == DTYPE_F32 ? 1e-5 : 2e-5;
+    return t == DTYPE_F16 ? 1e-3 : t == DTYPE_F32 ? 3e-3 : 5e-3;
+}
+
+static const char *mode_name(enum cuda_gemm_mode m) { return m == CUDA_GEMM_EXACT ? "exact" : "fast"; }
+
+/* ---- correctness ----------------------------------------------------------- */
+
+static double g_worst[2][NTYPES]; /* per mode and type, for the table */
+
+static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n, uint32_t T)
+{
+    const enum dtype t = types[ti];
+    const enum cuda_gemm_mode mode = cuda_gemm_mode_of(g);
+    const uint64_t rb = row_bytes_of(t, n);
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(4 * n * T), *y = malloc(4 * rows * T), *row = malloc(4 * n);
+    MEMRA_ASSERT(w && x && y && row);
+    fill_random(t, w, rows * rb);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = rng_unit();
+    const float scale = t == DTYPE_F8_E4M3 ? 0.5f + fabsf(rng_unit()) : 1.0f;
+    void *dw = cuda_alloc(rows * rb);
+    float *dx = cuda_alloc(4 * n * T), *dy = cuda_alloc(4 * rows * T);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dx, x, 4 * n * T);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_gemm_run(g, t, dw, rows, n, dx, T, dy, scale, 0);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, 4 * rows * T);
+    double maxref = 0, maxdiff = 0;
+    int bad = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
+        for (uint32_t b = 0; b < T; b++) {
+            double s = 0;
+            for (uint64_t i = 0; i < n; i++)
+                s += (double)row[i] * (double)x[b * n + i];
+            s *= scale;
+            maxref = fmax(maxref, fabs(s));
+            const double got = y[b * rows + r];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - s));
+        }
+    }
+    const double rel = maxref > 0 ? maxdiff / maxref : maxdiff, tol = tolerance(mode, t);
+    g_worst[mode][ti] = fmax(g_worst[mode][ti], bad ? INFINITY : rel);
+    CHECK_MSG(bad == 0 && rel <= tol, "%s %s %" PRIu64 "x%" PRIu64 " T=%u: %d not finite, max|d|/max|ref| %.3g (tol %.0e)",
+              mode_name(mode), dtype_name(t), rows, n, T, bad, rel, tol);
+    printf("check %-5s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u rel err %.2e (tol %.0e)%s\n", mode_name(mode),
+           dtype_name(t), rows, n, T, rel, tol, bad || rel > tol ? "  FAIL" : "");
+    cuda_free(dw), cuda_free(dx), cuda_free(dy);
+    free(w), free(x), free(y), free(row);
+}
+
+/* 40 tokens alone vs the same tokens at rows 23..62 of an 80-row buffer. */
+static void check_invariance(struct cuda_gemm *g, enum dtype t)
+{
+    const uint64_t rows = 300, n = 4096, rb = row_bytes_of(t, n);
+    const uint32_t T = 40, off = 23, TB = 80;
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(4 * n * TB), *y1 = malloc(4 * rows * T), *y2 = malloc(4 * rows * T);
+    MEMRA_ASSERT(w && x && y1 && y2);
+    fill_random(t, w, rows * rb);
+    for (uint64_t i = 0; i < n * TB; i++)
+        x[i] = rng_unit();
+    void *dw = cuda_alloc(rows * rb);
+    float *dx1 = cuda_alloc(4 * n * T), *dx2 = cuda_alloc(4 * n * TB);
+    float *dy1 = cuda_alloc(4 * rows * T), *dy2 = cuda_alloc(4 * rows * TB);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dx1, x + (uint64_t)off * n, 4 * n * T);
+    cuda_upload(g_ctx, dx2, x, 4 * n * TB);
+    cuda_fill_nan_f32(g_ctx, dy1, rows * T);
+    cuda_fill_nan_f32(g_ctx, dy2, rows * TB);
+    cuda_gemm_run(g, t, dw, rows, n, dx1, T, dy1, 1.0f, 0);
+    cuda_gemm_run(g, t, dw, rows, n, dx2 + (uint64_t)off * n, T, dy2 + (uint64_t)off * rows, 1.0f, 0);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y1, dy1, 4 * rows * T);
+    cuda_download(g_ctx, y2, dy2 + (uint64_t)off * rows, 4 * rows * T);
+    const bool same = memcmp(y1, y2, 4 * rows * T) == 0;
+    CHECK_MSG(same, "%s %s: a span at row %u differs from the same span alone", mode_name(cuda_gemm_mode_of(g)),
+              dtype_name(t), off);
+    printf("check %-5s %-7s span alone vs at row %u: %s\n", mode_name(cuda_gemm_mode_of(g)), dtype_name(t), off,
+           same ? "bit-identical" : "DIFFERENT");
+    cuda_free(dw), cuda_free(dx1), cuda_free(dx2), cuda_free(dy1), cuda_free(dy2);
+    free(w), free(x), free(y1), free(y2);
+}
+
+static void run_checks(void)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        struct cuda_gemm *g = cuda_gemm_init(g_ctx, (enum cuda_gemm_mode)mode, 130 * 4352, 300 * 4352);
+        for (size_t k = 0; k < NTYPES; k++) {
+            const enum dtype t = types[k];
+            const uint64_t qk = dtype_info(t)->block_size;
+            const uint64_t n_odd = qk == 1 ? 4104 : qk == 32 ? 4128 : 4352;
+            test_current = dtype_name(t);
+            test_cases++;
+            check_gemm(g, k, 256, 4096, 64);
+            check_gemm(g, k, 300, n_odd, 17);
+            check_gemm(g, k, 96, 1024, 130);
+        }
+        test_current = "invariance";
+        test_cases++;
+        check_invariance(g, DTYPE_BF16);
+        check_invariance(g, DTYPE_Q4_K);
+        check_invariance(g, DTYPE_F32);
+        cuda_gemm_free(g);
+    }
+}
+
+/* ---- timing ------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+enum what { W_CALL, W_PREP, W_DEQUANT, W_GEMV };
+
+struct tcase {
+    struct cuda_gemm *g;
+    enum dtype t;
+    uint64_t rows, n;
+    uint32_t T;
+    void *w[2]; /* two copies: small-T runs must read the weight from memory */
+    float *x, *y;
+};
+
+static void launch(struct tcase *c, enum what wh, int copy)
+{
+    switch (wh) {
+    case W_CALL: cuda_gemm_run(c->g, c->t, c->w[copy], c->rows, c->n, c->x, c->T, c->y, 1.0f, 0); break;
+    case W_PREP: cuda_gemm_prep_x(c->g, c->t, c->x, c->n, c->T); break;
+    case W_DEQUANT: cuda_gemm_dequant(c->g, c->t, c->w[copy], c->rows, c->n); break;
+    case W_GEMV: /* the backend's decode path for T tokens: chunks of 8, ksplit 1 for the block types */
+        for (uint32_t t0 = 0; t0 < c->T; t0 += CUDA_GEMV_MAX_BATCH) {
+            const uint32_t nb = c->T - t0 < CUDA_GEMV_MAX_BATCH ? c->T - t0 : CUDA_GEMV_MAX_BATCH;
+            const bool q = dtype_info(c->t)->block_size > 1;
+            cuda_gemv_variant(g_ctx, c->t, c->w[copy], c->rows, c->n, c->x + (uint64_t)t0 * c->n, nb,
+                              c->y + (uint64_t)t0 * c->rows, 1.0f, 0, q ? 1 : 0, 0);
+        }
+        break;
+    }
+}
+
+/* Median ms of one launch (9 timed after 2 warm-ups). */
+static double time_ms(struct tcase *c, enum what wh)
+{
+    struct cuda_timer *tm = cuda_timer_new();
+    launch(c, wh, 0);
+    launch(c, wh, 1);
+    double ms[9];
+    for (int r = 0; r < 9; r++) {
+        cuda_timer_start(g_ctx, tm);
+        launch(c, wh, r & 1);
+        cuda_timer_stop(g_ctx, tm);
+        ms[r] = cuda_timer_ms(tm);
+    }
+    cuda_timer_free(tm);
+    qsort(ms, 9, sizeof ms[0], cmp_double);
+    return ms[4];
+}
+
+static void tcase_init(struct tcase *c, struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n, uint32_t T)
+{
+    memset(c, 0, sizeof *c);
+    c->g = g, c->t = t, c->rows = rows, c->n = n, c->T = T;
+    const uint64_t bytes = rows * row_bytes_of(t, n);
+    const size_t pat = bytes < (16u << 20) ? bytes : (size_t)(16u << 20) / dtype_info(t)->type_size * dtype_info(t)->type_size;
+    uint8_t *h = malloc(bytes), *p = malloc(pat);
+    MEMRA_ASSERT(h && p);
+    fill_random(t, p, pat);
+    for (uint64_t o = 0; o < bytes; o += pat)
+        memcpy(h + o, p, bytes - o < pat ? bytes - o : pat);
+    for (int i = 0; i < 2; i++) {
+        c->w[i] = cuda_alloc(bytes);
+        cuda_upload(g_ctx, c->w[i], h, bytes);
+    }
+    free(h), free(p);
+    float *x = malloc(4 * n * T);
+    MEMRA_ASSERT(x);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = rng_unit();
+    c->x = cuda_alloc(4 * n * T);
+    c->y = cuda_alloc(4 * rows * T);
+    cuda_upload(g_ctx, c->x, x, 4 * n * T);
+    free(x);
+}
+
+static void tcase_free(struct tcase *c)
+{
+    cuda_free(c->w[0]), cuda_free(c->w[1]), cuda_free(c->x), cuda_free(c->y);
+}
+
+static const struct shape {
+    const char *name;
+    uint64_t rows, n;
+} shapes[] = {
+    {"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"gate/up", 14336, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096},
+};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+static double tflops(uint64_t rows, uint64_t n, uint32_t T, double ms) { return 2.0 * rows * n * T / (ms * 1e9); }
+
+static void run_timing(void)
+{
+    const uint64_t max_x = 4096ull * 14336, max_w = 128256ull * 4096;
+    struct cuda_gemm *gf = cuda_gemm_init(g_ctx, CUDA_GEMM_FAST, max_x, max_w);
+    struct cuda_gemm *ge = cuda_gemm_init(g_ctx, CUDA_GEMM_EXACT, max_x, max_w);
+    static const struct { enum dtype t; int exact; } cfgs[] = {
+        {DTYPE_BF16, 0}, {DTYPE_BF16, 1}, {DTYPE_F16, 0}, {DTYPE_F8_E4M3, 0}, {DTYPE_Q8_0, 0}, {DTYPE_Q4_K, 0},
+        {DTYPE_Q6_K, 0}, {DTYPE_Q4_K, 1},
+    };
+    const size_t ncfg = sizeof cfgs / sizeof cfgs[0];
+    const uint32_t Ts[2] = {512, 4096};
+    printf("\n## Prefill GEMM (cuBLASLt), 8B shapes: whole call = x conversion + dequantization + GEMM(s); "
+           "TFLOP/s = 2*rows*n*T / time of the whole call; %% of %.0f TFLOP/s\n\n", PEAK_TFLOPS);
+    printf("| type | mode | shape | T | call ms | TFLOP/s | %% peak | x prep ms | dequant ms |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    double layer_ms[8][2] = {{0}};
+    for (size_t ci = 0; ci < ncfg; ci++)
+        for (size_t s = 0; s < NSHAPES; s++) {
+            struct tcase c; /* one weight upload serves both T */
+            tcase_init(&c, cfgs[ci].exact ? ge : gf, cfgs[ci].t, shapes[s].rows, shapes[s].n, Ts[1]);
+            for (int ti = 0; ti < 2; ti++) {
+                const uint32_t T = c.T = Ts[ti];
+                const double call = time_ms(&c, W_CALL), prep = time_ms(&c, W_PREP);
+                const bool deq = cuda_gemm_scratch_w_elems(c.t, c.rows, c.n) > 0;
+                const double dq = deq ? time_ms(&c, W_DEQUANT) : 0.0;
+                const double tf = tflops(c.rows, c.n, T, call);
+                printf("| %s | %s | %s %" PRIu64 "x%" PRIu64 " | %u | %.3f | %.0f | %.1f | %.3f | %s%.3f |\n",
+                       dtype_name(c.t), cfgs[ci].exact ? "exact" : "fast", shapes[s].name, c.rows, c.n, T, call, tf,
+                       100.0 * tf / PEAK_TFLOPS, prep, deq ? "" : "-", dq);
+                fflush(stdout);
+                /* one 8B layer: q, o, k, v, gate, up, down */
+                const int mult = s == 0 ? 2 : s == 1 ? 2 : s == 2 ? 2 : s == 3 ? 1 : 0;
+                layer_ms[ci][ti] += mult * call;
+            }
+            tcase_free(&c);
+        }
+    printf("\n## One Llama-3-8B layer of GEMMs (q, k, v, o, gate, up, down: 218 M params), projected pp (GEMMs of "
+           "32 layers only, no attention / norms / lm_head)\n\n| type | mode | T | layer ms | TFLOP/s | tok/s |\n"
+           "|---|---|---|---|---|---|\n");
+    for (size_t ci = 0; ci < ncfg; ci++)
+        for (int ti = 0; ti < 2; ti++) {
+            const double p = 2.0 * 4096 * 4096 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096;
+            printf("| %s | %s | %u | %.3f | %.0f | %.0f |\n", dtype_name(cfgs[ci].t), cfgs[ci].exact ? "exact" : "fast",
+                   Ts[ti], layer_ms[ci][ti], 2.0 * p * Ts[ti] / (layer_ms[ci][ti] * 1e9),
+                   Ts[ti] / (32.0 * layer_ms[ci][ti] / 1e3));
+        }
+
+    /* crossover: the decode GEMV path against the GEMM at small T */
+    static const enum dtype xt[] = {DTYPE_BF16, DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q6_K};
+    static const uint32_t xT[] = {8, 16, 24, 32, 48, 64, 96, 128};
+    printf("\n## GEMV (chunks of 8 tokens) vs GEMM at small T, ms; gate/up 14336x4096 and q/o 4096x4096\n\n"
+           "| type | shape | T | GEMV | GEMM fast | GEMM exact |\n|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < sizeof xt / sizeof xt[0]; k++)
+        for (int s = 0; s < 3; s += 2)
+            for (size_t i = 0; i < sizeof xT / sizeof xT[0]; i++) {
+                struct tcase c;
+                tcase_init(&c, gf, xt[k], shapes[s].rows, shapes[s].n, xT[i]);
+                const double gv = time_ms(&c, W_GEMV), fast = time_ms(&c, W_CALL);
+                c.g = ge;
+                const double ex = time_ms(&c, W_CALL);
+                printf("| %s | %s | %u | %.4f | %.4f | %.4f |\n", dtype_name(c.t), shapes[s].name, c.T, gv, fast, ex);
+                fflush(stdout);
+                tcase_free(&c);
+            }
+    cuda_gemm_free(gf);
+    cuda_gemm_free(ge);
+}
+
+int main(int argc, char **argv)
+{
+    const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    char err[256];
+    g_ctx = cuda_ctx_init(0, err, sizeof err);
+    if (!g_ctx) {
+        fprintf(stderr, "kernel_gemm: %s\n", err);
+        return 2;
+    }
+    printf("device: %s, %d SMs\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx));
+    run_checks();
+    printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of 3 shapes)\n\n| type | fast | exact |\n"
+           "|---|---|---|\n");
+    for (size_t k = 0; k < NTYPES; k++)
+        printf("| %s | %.2e | %.2e |\n", dtype_name(types[k]), g_worst[0][k], g_worst[1][k]);
+    if (!quick && !test_failures)
+        run_timing();
+    cuda_ctx_free(g_ctx);
+    return test_summary();
+}

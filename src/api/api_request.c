@@ -241,6 +241,12 @@ static int f_user(struct api_parser *p, struct seen *s, const char *key, const j
     return api_get_string(p->err, key, v, 0, API_MAX_USER_LEN, &p->req->user, NULL);
 }
 
+static int f_cache_salt(struct api_parser *p, struct seen *s, const char *key, const json_t *v)
+{
+    (void)s; /* no NUL inside: the body is parsed without JSON_ALLOW_NUL (the namespace compares C strings) */
+    return api_get_string(p->err, key, v, 1, API_MAX_CACHE_SALT_LEN, &p->req->cache_salt, NULL);
+}
+
 static int f_stream(struct api_parser *p, struct seen *s, const char *key, const json_t *v)
 {
     (void)s;
@@ -357,6 +363,7 @@ static const struct field {
     {"top_logprobs", K_CHAT, f_top_logprobs},
     {"logit_bias", K_GEN, f_logit_bias},
     {"user", K_GEN, f_user},
+    {"cache_salt", K_GEN, f_cache_salt},
     {"stream", K_GEN, f_stream},
     {"stream_options", K_GEN, f_stream_options},
     {"add_special_tokens", K_TOK, f_bool_opt},

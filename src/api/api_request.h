@@ -36,7 +36,8 @@
  *     1..1024 bytes (OpenAI: 4; a superset, as vLLM), logit_bias: up to 1024
  *     entries, keys decimal token ids, values [-100,100], seed any int64,
  *     max_tokens / max_completion_tokens ≥ 1 (max_completion_tokens wins when
- *     both are given), stream_options only with stream:true.
+ *     both are given), stream_options only with stream:true, cache_salt a
+ *     string of 1..256 bytes without NUL (both completion routes).
  *   - Chat messages are normalised for the chat template: content given as an
  *     array of text parts is joined with "\n" into one string (as vLLM does); a
  *     "developer" message is given to the template as "system" (OpenAI's newer
@@ -71,6 +72,7 @@ enum api_kind {
 #define API_MAX_TOP_LOGPROBS SAMPLE_MAX_LOGPROBS    /* 20 */
 #define API_MAX_MODEL_LEN 256                       /* bytes of "model" */
 #define API_MAX_USER_LEN 512                        /* bytes of "user" */
+#define API_MAX_CACHE_SALT_LEN 256                  /* bytes of "cache_salt" */
 
 /* Server-chosen bounds on what one request may ask for. */
 struct api_limits {
@@ -132,6 +134,9 @@ struct api_request {
     bool logprobs;             /* report logprobs (chat: logprobs:true; completions:
                                   logprobs given, sample.top_logprobs = its value) */
     const char *user;          /* NULL or ≤ API_MAX_USER_LEN bytes, borrowed */
+    const char *cache_salt;    /* NULL or 1..API_MAX_CACHE_SALT_LEN bytes without NUL, borrowed:
+                                  the prefix cache shares KV only between requests with the same
+                                  salt (and tenant and model) — vLLM's field */
 };
 
 /* Parse and validate body[0..len) as a request of `kind`. On success returns 0 and

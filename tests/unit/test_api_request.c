@@ -342,7 +342,36 @@ static const struct bad {
     {CMPL, "{\"model\":\"m\",\"prompt\":[-1]}", 400, "integer_below_min_value", "prompt[0]"},
     {CMPL, "{\"model\":\"m\",\"prompt\":[2147483648]}", 400, "integer_above_max_value", "prompt[0]"},
     {CMPL, "{\"model\":\"m\",\"prompt\":[\"a\",\"b\",\"c\"],\"n\":50}", 400, "integer_above_max_value", "n"},
+    {CMPL, "{\"model\":\"m\",\"prompt\":\"a\",\"cache_salt\":7}", 400, "invalid_type", "cache_salt"},
+    {CMPL, "{\"model\":\"m\",\"prompt\":\"a\",\"cache_salt\":\"\"}", 400, "empty_string", "cache_salt"},
 };
+
+/* cache_salt on both completion routes; a salt of the maximum length passes, one byte more is a 400 */
+static void test_cache_salt(void)
+{
+    struct api_request r;
+    struct api_error e;
+    CHECK_EQ_INT(parse(&r, API_KIND_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                       "\"cache_salt\":\"s1\"}", &e), 0);
+    CHECK_EQ_STR(r.cache_salt, "s1");
+    api_request_free(&r);
+    CHECK_EQ_INT(parse(&r, API_KIND_COMPLETION, "{\"model\":\"m\",\"prompt\":\"a\"}", &e), 0);
+    CHECK(r.cache_salt == NULL);
+    api_request_free(&r);
+    char body[API_MAX_CACHE_SALT_LEN + 100], salt[API_MAX_CACHE_SALT_LEN + 2];
+    memset(salt, 'z', sizeof(salt));
+    salt[API_MAX_CACHE_SALT_LEN] = '\0';
+    snprintf(body, sizeof(body), "{\"model\":\"m\",\"prompt\":\"a\",\"cache_salt\":\"%s\"}", salt);
+    CHECK_EQ_INT(parse(&r, API_KIND_COMPLETION, body, &e), 0);
+    CHECK_EQ_INT(strlen(r.cache_salt), API_MAX_CACHE_SALT_LEN);
+    api_request_free(&r);
+    salt[API_MAX_CACHE_SALT_LEN] = 'z';
+    salt[API_MAX_CACHE_SALT_LEN + 1] = '\0';
+    snprintf(body, sizeof(body), "{\"model\":\"m\",\"prompt\":\"a\",\"cache_salt\":\"%s\"}", salt);
+    CHECK_EQ_INT(parse(&r, API_KIND_COMPLETION, body, &e), -1);
+    CHECK_EQ_STR(e.code, "string_above_max_length");
+    CHECK_EQ_STR(e.param, "cache_salt");
+}
 
 static void test_bad_bodies(void)
 {
@@ -423,6 +452,7 @@ int main(void)
     RUN(test_tokenize_bodies);
     RUN(test_bad_bodies);
     RUN(test_body_limit);
+    RUN(test_cache_salt);
     RUN(test_error_json_shape);
     return test_summary();
 }

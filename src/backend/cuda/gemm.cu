@@ -378,7 +378,7 @@ static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k
         cublasLtMatrixLayoutDestroy(p->d);
     }
     memset(p, 0, sizeof *p);
-    p->key = *k;
+    memcpy(&p->key, k, sizeof *k);
     CUBLASLT_CHECK(cublasLtMatmulDescCreate(&p->op, k->ct, CUDA_R_32F));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
@@ -415,7 +415,11 @@ static void gemm_one(struct cuda_gemm *g, cudaDataType_t at, const void *a, cuda
                      cublasComputeType_t ct, uint64_t rows, uint64_t n, uint32_t T, float *y, float alpha, float beta,
                      uint32_t align_b)
 {
-    const struct plan_key key = {at, bt, ct, rows, T, n, 256, align_b, align_of(rows * 4)};
+    struct plan_key key;
+    memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
+    key.at = at, key.bt = bt, key.ct = ct;
+    key.m = rows, key.n = T, key.k = n;
+    key.align_a = 256, key.align_b = align_b, key.align_d = align_of(rows * 4);
     if ((uintptr_t)a % key.align_a || (uintptr_t)b % key.align_b || (uintptr_t)y % key.align_d)
         CUDA_FAIL("cuda_gemm: operand alignment (A %p, B %p, D %p) below the plan's %u/%u/%u", a, b, (void *)y,
                   key.align_a, key.align_b, key.align_d);

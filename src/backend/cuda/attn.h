@@ -1,0 +1,88 @@
+/* backend/cuda/attn.h — attention over the paged KV cache on the GPU: the
+ * split-K decode kernel (attn_decode.cu) and the tensor-core prefill kernel
+ * (attn_prefill.cu). Plain C declarations (no CUDA types) for backend_cuda.c
+ * and the kernel tests.
+ *
+ * Paged KV (one layer): K and V each (kv_blocks, CUDA_ATTN_BLOCK, kv_dim) f32,
+ * kv_dim = n_kv_heads·head_dim; the row of position p of a sequence whose
+ * block table is `tab` is (tab[p / 16]·16 + p % 16)·kv_dim floats from the
+ * base. Block tables are rows of one device array: table r starts at
+ * tables + r·table_stride.
+ *
+ * Attention of a query row at position p: softmax_s(scale · q·K[s]) · V[s] over
+ * s in [p0, p], p0 = p + 1 − window when window > 0 and p + 1 > window, else 0;
+ * query head h reads kv head h / (n_heads / n_kv_heads) (GQA).
+ *
+ * Batch invariance: every output row is computed by the same float operations
+ * in the same order whatever else is in the launch (the split of positions is
+ * fixed by position, the combine runs in a fixed order): a sequence's bits do
+ * not depend on the batch. Numerics and measured speeds: bench/FORWARD.md.
+ */
+#ifndef MEMRA_BACKEND_CUDA_ATTN_H
+#define MEMRA_BACKEND_CUDA_ATTN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cuda_ctx;
+
+#define CUDA_ATTN_BLOCK 16u      /* positions per KV block */
+#define CUDA_ATTN_MAX_HEAD_DIM 256u
+#define CUDA_ATTN_SPLITS 32u     /* decode: fixed number of position splits */
+#define CUDA_ATTN_CHUNK 32u      /* decode: positions a split takes at a time */
+
+struct cuda_attn_dims {
+    uint32_t n_heads, n_kv_heads, head_dim; /* head_dim even, ≤ 256; n_heads % n_kv_heads == 0 */
+};
+
+/* One layer's paged KV and the block tables of the launch (device memory). */
+struct cuda_attn_kv {
+    const float *k, *v;       /* (kv_blocks, 16, kv_dim) each */
+    const uint32_t *tables;   /* (n_tables, table_stride) block ids */
+    uint32_t table_stride;
+};
+
+/* ---- decode (attn_decode.cu): any number of independent query rows --------
+ * Row t has position tok_pos[t] and block table tok_table[t] (both device
+ * arrays of T). Flash-decoding: the grid is (kv heads × head groups of 8,
+ * CUDA_ATTN_SPLITS, T) whatever the lengths — split s takes the chunks of
+ * CUDA_ATTN_CHUNK positions c ≡ s (mod CUDA_ATTN_SPLITS) — so the launch does
+ * not depend on the current lengths (CUDA-graph safe); one CTA serves all the
+ * query heads of a kv head (each K/V byte read once), 16-byte loads when
+ * head_dim % 4 == 0. A combine kernel merges the splits' (max, sum, acc) in
+ * split order. f32 throughout (exp2f with log2(e) folded into the scale).
+ * q, att: (T, n_heads·head_dim). scratch: cuda_attn_decode_scratch_floats(T)
+ * floats of device memory (nothing else may use it during the call). */
+size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d);
+void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T, const uint32_t *tok_pos,
+                      const uint32_t *tok_table, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
+                      uint32_t window, float *scratch);
+
+/* ---- prefill (attn_prefill.cu): spans of consecutive query rows ------------
+ * Span i: query rows q0 .. q0 + n − 1 of q/att at positions pos0 .. pos0 + n −
+ * 1 of the sequence of block table `table` (positions below pos0 are the
+ * cached prefix, already in the KV; the span's own K/V are written before the
+ * call). Flash attention on the tensor cores (mma.sync m16n8k16, bf16 inputs
+ * converted from f32 on load, f32 accumulation and softmax), 64 query rows ×
+ * one head a CTA, causal mask + window. head_dim 64 and 128 only
+ * (cuda_attn_prefill_supported); other head dims run the decode kernel per
+ * row. spans: device array of n_spans; max_n ≥ every span's n (sizes the grid).
+ * Tolerance against an f64 reference: see tests/kernels/kernel_attn.c. */
+struct cuda_attn_span {
+    uint32_t q0, n, pos0, table;
+};
+bool cuda_attn_prefill_supported(struct cuda_attn_dims d);
+void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *att, const struct cuda_attn_span *spans,
+                       uint32_t n_spans, uint32_t max_n, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
+                       uint32_t window);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

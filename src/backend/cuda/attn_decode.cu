@@ -1,0 +1,326 @@
+/* backend/cuda/attn_decode.cu — decode attention over the paged KV cache:
+ * split-K flash-decoding (declared in attn.h).
+ *
+ * kernel_attn_decode: one CTA of 4 warps per (kv head, group of ≤ 8 query
+ * heads sharing it, split s, query row t). Split s takes the chunks of 32
+ * positions c ≡ s (mod 32) that overlap the row's visible range [p0, p]; the
+ * grid never depends on the lengths (CTAs with nothing to do write an empty
+ * partial and exit), so a captured CUDA graph stays valid as sequences grow.
+ * Inside a chunk warp w takes positions 8w .. 8w + 7; a position's K and V row
+ * slice (head_dim floats) is read by LPP lanes with 16-byte loads (LPP = 16
+ * for head_dim ≤ 64, else 32; float2 loads when head_dim % 4 != 0), once for
+ * all the query heads of the group: each lane keeps those heads' q slices,
+ * online-softmax states (max m, sum l, f32 accumulator) in registers. The
+ * states of the lanes' position slots, then of the 4 warps, are merged in a
+ * fixed order and the CTA writes one partial (m, l, acc[head_dim]) per query
+ * head into the scratch.
+ *
+ * kernel_attn_combine: one CTA per (query head, row): the 32 partials merged in
+ * split order. Every float operation of a row depends only on its position,
+ * its q and its KV — not on T or the other rows — so a sequence's result is
+ * bit-identical alone or in any batch.
+ *
+ * Scores are kept in base 2: q is multiplied by scale·log2(e) on load and
+ * exp2f replaces expf (same result within f32 rounding).
+ */
+#include <math.h>
+
+#include "backend/cuda/attn.h"
+#include "backend/cuda/cuda_common.cuh"
+
+namespace {
+
+constexpr int NW = 4;                              /* warps per CTA */
+constexpr uint32_t NS = CUDA_ATTN_SPLITS;          /* splits */
+constexpr uint32_t CH = CUDA_ATTN_CHUNK;           /* positions of a chunk */
+constexpr int PW = (int)CH / NW;                   /* positions of a chunk per warp (8) */
+constexpr float LOG2E = 1.4426950408889634f;
+static_assert(CH % (NW * 2) == 0, "chunk must split evenly over the warps");
+
+/* VEC floats of a K/V row slice: 16-byte streaming load (read once) or 8-byte. */
+template <int VEC>
+static __device__ __forceinline__ void load_slice(const float *p, float (&o)[VEC])
+{
+    if constexpr (VEC == 4) {
+        uint4 u = ldg_stream16(p);
+        o[0] = __uint_as_float(u.x);
+        o[1] = __uint_as_float(u.y);
+        o[2] = __uint_as_float(u.z);
+        o[3] = __uint_as_float(u.w);
+    } else {
+        float2 f = __ldg(reinterpret_cast<const float2 *>(p));
+        o[0] = f.x;
+        o[1] = f.y;
+    }
+}
+
+/* exp2f(m - M) that is 0 (not NaN) for an empty state m = -inf. */
+static __device__ __forceinline__ float weight_of(float m, float M)
+{
+    return m == -INFINITY ? 0.0f : exp2f(m - M);
+}
+
+/* VEC floats a load; NJ loads a lane covers a row slice; LPP lanes a position;
+ * GM query heads a CTA at most. Columns of lane li: (li + LPP·j)·VEC + e. */
+template <int VEC, int NJ, int LPP, int GM>
+__global__ void __launch_bounds__(NW * 32)
+    kernel_attn_decode(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
+                       const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
+                       uint32_t window, float *__restrict__ part_acc /* (T, n_heads, NS, hd) */,
+                       float *__restrict__ part_ml /* (T, n_heads, NS, 2) */)
+{
+    constexpr int PPW = 32 / LPP;               /* positions a warp takes at once */
+    constexpr int UNR = NJ == 1 ? 2 : 1;        /* such rounds whose loads are issued together */
+    static_assert(PW % (PPW * UNR) == 0, "positions per warp");
+    __shared__ float s_acc[NW][GM][CUDA_ATTN_MAX_HEAD_DIM];
+    __shared__ float s_m[NW][GM], s_l[NW][GM];
+
+    const uint32_t hd = d.head_dim, G = d.n_heads / d.n_kv_heads, n_groups = (G + GM - 1) / GM;
+    const uint32_t kvh = blockIdx.x / n_groups, hg = blockIdx.x % n_groups;
+    const uint32_t h0 = kvh * G + hg * GM;
+    const int ng = (int)min((uint32_t)GM, G - hg * GM);
+    const uint32_t s = blockIdx.y, t = blockIdx.z;
+    const uint32_t kv_dim = d.n_kv_heads * hd, q_dim = d.n_heads * hd;
+    const uint32_t p = tok_pos[t];
+    const uint32_t p0 = window > 0 && p + 1 > window ? p + 1 - window : 0;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane / LPP, li = lane % LPP;
+    const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + s; /* + g·NS for head h0 + g */
+
+    /* first chunk of this split overlapping [p0, p] */
+    uint32_t c = s;
+    const uint32_t cmin = p0 / CH, clast = p / CH;
+    if (cmin > s)
+        c = s + (cmin - s + NS - 1) / NS * NS;
+    if (c > clast) {
+        if (threadIdx.x < (uint32_t)ng) {
+            part_ml[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
+            part_ml[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
+        }
+        return;
+    }
+
+    float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        const float *qh = q + (uint64_t)t * q_dim + (uint64_t)(h0 + g) * hd;
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const uint32_t col = (li + LPP * j) * VEC + e;
+                qr[g][j][e] = g < ng && col < hd ? qh[col] * scale2 : 0.0f;
+                acc[g][j][e] = 0.0f;
+            }
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+    }
+
+    const uint32_t *tab = kv.tables + (uint64_t)tok_table[t] * kv.table_stride;
+    const float *kb = kv.k + (uint64_t)kvh * hd, *vb = kv.v + (uint64_t)kvh * hd;
+    for (; c <= clast; c += NS) {
+        const uint32_t base = c * CH + warp * PW;
+#pragma unroll
+        for (int r0 = 0; r0 < PW; r0 += PPW * UNR) {
+            float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
+            bool ok[UNR];
+#pragma unroll
+            for (int u = 0; u < UNR; u++) {
+                const uint32_t pos = base + r0 + u * PPW + sub;
+                ok[u] = pos >= p0 && pos <= p;
+                const uint64_t row = ok[u] ? (uint64_t)tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK +
+                                                 pos % CUDA_ATTN_BLOCK
+                                           : 0;
+#pragma unroll
+                for (int j = 0; j < NJ; j++) {
+                    const uint32_t col = (li + LPP * j) * VEC;
+                    if (ok[u] && col < hd) {
+                        load_slice<VEC>(kb + row * kv_dim + col, kr[u][j]);
+                        load_slice<VEC>(vb + row * kv_dim + col, vr[u][j]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < VEC; e++)
+                            kr[u][j][e] = vr[u][j][e] = 0.0f;
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNR; u++) {
+                float dot[GM];
+#pragma unroll
+                for (int g = 0; g < GM; g++) {
+                    float a = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < NJ; j++)
+#pragma unroll
+                        for (int e = 0; e < VEC; e++)
+                            a = fmaf(qr[g][j][e], kr[u][j][e], a);
+#pragma unroll
+                    for (int o = LPP / 2; o > 0; o >>= 1)
+                        a += __shfl_xor_sync(0xffffffffu, a, o);
+                    dot[g] = a;
+                }
+                if (ok[u]) {
+#pragma unroll
+                    for (int g = 0; g < GM; g++) {
+                        const float mn = fmaxf(m[g], dot[g]);
+                        const float corr = exp2f(m[g] - mn), w = exp2f(dot[g] - mn);
+                        l[g] = fmaf(l[g], corr, w);
+#pragma unroll
+                        for (int j = 0; j < NJ; j++)
+#pragma unroll
+                            for (int e = 0; e < VEC; e++)
+                                acc[g][j][e] = fmaf(w, vr[u][j][e], acc[g][j][e] * corr);
+                        m[g] = mn;
+                    }
+                }
+            }
+        }
+    }
+
+    /* merge the position slots of the warp (lanes li + LPP·k), fixed order */
+#pragma unroll
+    for (int o = LPP; o < 32; o <<= 1) {
+#pragma unroll
+        for (int g = 0; g < GM; g++) {
+            const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);
+            const float M = fmaxf(m[g], mo), a = weight_of(m[g], M), b = weight_of(mo, M);
+            l[g] = l[g] * a + lo * b;
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    const float ao = __shfl_xor_sync(0xffffffffu, acc[g][j][e], o);
+                    acc[g][j][e] = acc[g][j][e] * a + ao * b;
+                }
+            m[g] = M;
+        }
+    }
+    if (sub == 0) {
+#pragma unroll
+        for (int g = 0; g < GM; g++) {
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    const uint32_t col = (li + LPP * j) * VEC + e;
+                    if (col < hd)
+                        s_acc[warp][g][col] = acc[g][j][e];
+                }
+            if (li == 0) {
+                s_m[warp][g] = m[g];
+                s_l[warp][g] = l[g];
+            }
+        }
+    }
+    __syncthreads();
+    /* merge the warps, in warp order; one partial per query head */
+    for (uint32_t i = threadIdx.x; i < (uint32_t)ng * hd; i += NW * 32) {
+        const uint32_t g = i / hd, col = i % hd;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < NW; w++)
+            M = fmaxf(M, s_m[w][g]);
+        float L = 0.0f, A = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            const float a = weight_of(s_m[w][g], M);
+            L = fmaf(s_l[w][g], a, L);
+            A = fmaf(s_acc[w][g][col], a, A);
+        }
+        const uint64_t pi = part0 + (uint64_t)g * NS;
+        part_acc[pi * hd + col] = A;
+        if (col == 0) {
+            part_ml[pi * 2] = M;
+            part_ml[pi * 2 + 1] = L;
+        }
+    }
+}
+
+/* att[t, h] = Σ_s w_s acc_s / Σ_s w_s l_s, w_s = 2^(m_s − max m), in split order. */
+__global__ void __launch_bounds__(128)
+    kernel_attn_combine(const float *__restrict__ part_acc, const float *__restrict__ part_ml, float *__restrict__ att,
+                        uint32_t n_heads, uint32_t hd)
+{
+    __shared__ float s_w[NS];
+    __shared__ float s_inv;
+    const uint32_t h = blockIdx.x, t = blockIdx.y;
+    const uint64_t pi = ((uint64_t)t * n_heads + h) * NS;
+    const float *ml = part_ml + pi * 2;
+    if (threadIdx.x < 32) { /* NS == 32: one split a lane */
+        const float mi = ml[threadIdx.x * 2], li = ml[threadIdx.x * 2 + 1];
+        float M = mi;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+        s_w[threadIdx.x] = li > 0.0f ? exp2f(mi - M) : 0.0f;
+        __syncwarp();
+        if (threadIdx.x == 0) {
+            float L = 0.0f;
+            for (uint32_t i = 0; i < NS; i++)
+                L = fmaf(ml[i * 2 + 1], s_w[i], L);
+            s_inv = 1.0f / L;
+        }
+    }
+    __syncthreads();
+    const float *acc = part_acc + pi * hd;
+    float *out = att + ((uint64_t)t * n_heads + h) * hd;
+    for (uint32_t col = threadIdx.x; col < hd; col += blockDim.x) {
+        float A = 0.0f;
+        for (uint32_t i = 0; i < NS; i++)
+            if (s_w[i] != 0.0f)
+                A = fmaf(acc[(uint64_t)i * hd + col], s_w[i], A);
+        out[col] = A * s_inv;
+    }
+}
+static_assert(NS == 32, "the combine kernel gives one split a lane");
+
+template <int VEC, int NJ, int LPP>
+void launch_shape(cudaStream_t st, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
+                  const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
+                  float *pa, float *pm)
+{
+    switch (gm) {
+    case 1: kernel_attn_decode<VEC, NJ, LPP, 1><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 2: kernel_attn_decode<VEC, NJ, LPP, 2><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 4: kernel_attn_decode<VEC, NJ, LPP, 4><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    default: kernel_attn_decode<VEC, NJ, LPP, 8><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    }
+}
+
+} // namespace
+
+extern "C" size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d)
+{
+    return (size_t)T * d.n_heads * NS * (d.head_dim + 2);
+}
+
+extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,
+                                 const uint32_t *tok_pos, const uint32_t *tok_table, struct cuda_attn_dims d,
+                                 struct cuda_attn_kv kv, float scale, uint32_t window, float *scratch)
+{
+    const uint32_t hd = d.head_dim;
+    if (hd == 0 || hd % 2 || hd > CUDA_ATTN_MAX_HEAD_DIM || d.n_kv_heads == 0 || d.n_heads % d.n_kv_heads)
+        CUDA_FAIL("cuda_attn_decode: unsupported shape (heads %u, kv heads %u, head_dim %u)", d.n_heads,
+                  d.n_kv_heads, hd);
+    if (T == 0)
+        return;
+    if (T > 65535)
+        CUDA_FAIL("cuda_attn_decode: %u rows (at most 65535 a launch)", T);
+    const uint32_t G = d.n_heads / d.n_kv_heads;
+    const int gm = G <= 1 ? 1 : G <= 2 ? 2 : G <= 4 ? 4 : 8;
+    const dim3 grid(d.n_kv_heads * ((G + gm - 1) / gm), NS, T);
+    float *pa = scratch, *pm = scratch + (size_t)T * d.n_heads * NS * hd;
+    const float scale2 = scale * LOG2E;
+    cudaStream_t st = ctx->stream;
+    if (hd % 4 == 0 && hd <= 64)
+        launch_shape<4, 1, 16>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+    else if (hd % 4 == 0 && hd <= 128)
+        launch_shape<4, 1, 32>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+    else if (hd % 4 == 0)
+        launch_shape<4, 2, 32>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+    else
+        launch_shape<2, 4, 32>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+    CUDA_CHECK_LAUNCH();
+    kernel_attn_combine<<<dim3(d.n_heads, T), 128, 0, st>>>(pa, pm, att, d.n_heads, hd);
+    CUDA_CHECK_LAUNCH();
+}

@@ -50,6 +50,8 @@ static const struct opt {
     {"max-running", "MEMRA_MAX_RUNNING", OPT_U32, "generation requests handed to the engines at once (default 0: "
                                                   "slots x models); more wait"},
     {"max-queue", "MEMRA_MAX_QUEUE", OPT_U32, "generation requests waiting, all tenants (default 256; beyond: 429)"},
+    {"test-load-delay-ms", "MEMRA_TEST_LOAD_DELAY_MS", OPT_U32, "TEST ONLY: wait this long before loading the "
+                                                                "models, so tests can see /readyz 503 (default 0)"},
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -110,6 +112,8 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
             c->max_running = (uint32_t)x;
         else if (!strcmp(o->flag, "max-queue"))
             c->max_queue = (uint32_t)x;
+        else if (!strcmp(o->flag, "test-load-delay-ms"))
+            c->test_load_delay_ms = (uint32_t)x;
         else
             c->timeout_s = (uint32_t)x;
         if ((!strcmp(o->flag, "slots") || !strcmp(o->flag, "batch-tokens") || !strcmp(o->flag, "timeout")) && !x)

@@ -184,9 +184,43 @@ void server_on_signal(struct server *s, int sig)
     }
 }
 
+/* The probes before the models are loaded (or after the engines stopped):
+ * the process is alive (/health and /livez 200) but not ready (/readyz 503). */
+static void health_send_not_ready(struct server *s, struct evhttp_request *req, const char *route)
+{
+    const char *state = s->state == SERVER_LOADING ? "loading" : "stopping";
+    bool ready_probe = !strcmp(route, "/readyz");
+    json_t *root = json_pack("{s:s}", "status", ready_probe ? state : "ok");
+    if (root && !strcmp(route, "/health")) {
+        json_t *models = json_array();
+        for (uint32_t i = 0; models && i < s->n_models; i++)
+            json_array_append_new(models, json_pack("{s:s,s:s}", "id", s->models[i].alias, "state", state));
+        json_object_set_new(root, "state", json_string(state));
+        json_object_set_new(root, "ready", json_false());
+        json_object_set_new(root, "draining", json_boolean(s->health.draining));
+        json_object_set_new(root, "in_flight", json_integer(s->health.inflight));
+        json_object_set_new(root, "uptime_s", json_real((double)(metrics_now_ns() - s->health.started_ns) * 1e-9));
+        json_object_set_new(root, "models", models ? models : json_array());
+    }
+    char *j = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    if (!j) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    if (ready_probe)
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "2");
+    server_send_json(req, ready_probe ? 503 : 200, j);
+    free(j);
+}
+
 /* route: "/health", "/livez" or "/readyz". */
 void health_send(struct server *s, struct evhttp_request *req, const char *route)
 {
+    if (s->state != SERVER_READY) {
+        health_send_not_ready(s, req, route);
+        return;
+    }
     uint64_t now = metrics_now_ns();
     bool stalled = false;
     json_t *root = json_object(), *models = json_array(), *stalled_ids = json_array();

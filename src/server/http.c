@@ -3,10 +3,26 @@
  * endpoints: /v1/models, /health, /tokenize, /detokenize. The generation
  * endpoints are in gen.c.
  *
+ * Start-up: the listener opens first and the models load on a loader thread
+ * (models.c), so orchestrators see a live process at once: /health and /livez
+ * answer 200, /readyz 503 "loading", and every other known route 503
+ * `model_loading` with Retry-After, until the loader reports back (the
+ * `loaded` event) and the server is READY. A model that fails to load ends
+ * the loop and server_run returns -1 with the reason.
+ *
+ * Shutdown (after a drain, a drain timeout or a second signal): the listener
+ * closes, admission starts nothing more, the engines stop (their jobs end as
+ * cancelled and wake their requests), and a few non-blocking loop passes let
+ * gen.c free every request still in flight before evhttp, the engines and the
+ * tenants are freed — a forced exit frees what it cancelled.
+ *
  * Body limit: evhttp itself refuses bodies above twice the configured limit
  * (its own 413, before reading them); bodies between the limit and twice the
  * limit are read and answered by api_request_parse's 413 in OpenAI's JSON
  * shape, which is what a client sending a slightly-too-large body sees.
+ * libevent 2.1 gives no hook for the first kind: it answers from inside its
+ * connection code with a fixed HTML page (evhttp_send_error), and the hook for
+ * it (evhttp_set_errorcb) exists only from libevent 2.2 (docs/SERVING.md).
  */
 #include "server/server_internal.h"
 
@@ -15,6 +31,7 @@
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +237,23 @@ static const struct route {
     {"/metrics", EVHTTP_REQ_GET, -1},
 };
 
+/* While the models load: answer 503 model_loading (with Retry-After) and
+ * return true. */
+static bool refuse_loading(struct server *s, struct evhttp_request *req)
+{
+    if (s->state == SERVER_READY)
+        return false;
+    struct api_error e;
+    if (s->state == SERVER_LOADING)
+        api_error_set(&e, 503, "model_loading", NULL, "The server is loading its models; retry in a few seconds.");
+    else
+        api_error_set(&e, 503, "server_shutting_down", NULL, "The server is shutting down; retry on another "
+                                                             "instance.");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", s->state == SERVER_LOADING ? "2" : "5");
+    server_send_error(req, &e);
+    return true;
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct server *s = arg;
@@ -234,6 +268,11 @@ static void on_request(struct evhttp_request *req, void *arg)
         plen--;
 
     struct health_req *tracked = server_request_begin(s, req, path, plen); /* in flight until answered */
+    if (s->state == SERVER_STOPPING) { /* the loop's last passes after shutdown: nothing new starts */
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        refuse_loading(s, req);
+        return;
+    }
     bool open_path;
     struct adm_tenant *tenant = admission_authenticate(&s->adm, req, path, plen, &open_path);
     if (!tenant)
@@ -255,6 +294,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     /* GET /v1/models/{id} */
     if (!rt && plen > 11 && !strncmp(path, "/v1/models/", 11)) {
         if (method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD) {
+            if (refuse_loading(s, req))
+                return;
             char *id = evhttp_uridecode(path + 11, 0, NULL);
             if (id)
                 id[plen - 11 < strlen(id) ? plen - 11 : strlen(id)] = '\0';
@@ -274,6 +315,9 @@ static void on_request(struct evhttp_request *req, void *arg)
         server_send_error(req, &e);
         return;
     }
+    bool probe = !strcmp(rt->path, "/health") || !strcmp(rt->path, "/livez") || !strcmp(rt->path, "/readyz");
+    if (!probe && refuse_loading(s, req)) /* the models are not loaded yet */
+        return;
     if (rt->kind < 0) {
         if (!strcmp(rt->path, "/v1/models"))
             send_models(s, req, NULL);
@@ -316,9 +360,49 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     server_on_signal(arg, (int)sig); /* health.c: drain, or exit on a second signal */
 }
 
+/* The loader thread is done (loop thread). */
+static void on_loaded(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct server *s = arg;
+    if (s->load_rc) {
+        log_error("%s", s->load_err);
+        event_base_loopexit(s->base, NULL);
+        return;
+    }
+    if (s->state != SERVER_LOADING)
+        return;
+    snprintf(s->fingerprint, sizeof(s->fingerprint), "fp_memra_%s", s->models[0].eng.backend->ops->name);
+    s->state = SERVER_READY;
+    log_info("ready: %u model%s loaded in %.1f s", s->n_models, s->n_models > 1 ? "s" : "",
+             (double)(metrics_now_ns() - s->health.started_ns) * 1e-9);
+    if (s->health.draining) /* a signal came while loading: nothing was admitted */
+        event_base_loopexit(s->base, NULL);
+}
+
+/* After the loop: free every request still in flight (a forced exit or a
+ * drain timeout leaves some). The engines stop first — each job ends as
+ * cancelled and makes its request's wake event active — then non-blocking
+ * loop passes run those wakes, and gen.c frees the requests (sched jobs,
+ * buffers, admission slots) while the tenants and evhttp still exist. */
+static void server_quiesce(struct server *s, struct evhttp_bound_socket *sock)
+{
+    s->state = SERVER_STOPPING;
+    if (sock)
+        evhttp_del_accept_socket(s->http, sock); /* no new connections */
+    s->adm.max_running = 0;                      /* admission starts nothing (waiting requests stay queued) */
+    for (uint32_t i = 0; i < s->n_models; i++) {
+        sched_stop(s->models[i].sched);          /* joins the engine thread; every job ends as cancelled */
+        s->models[i].sched = NULL;
+    }
+    for (int pass = 0; pass < 4 && s->base; pass++) /* wakes, then what their writes complete */
+        event_base_loop(s->base, EVLOOP_NONBLOCK);
+}
+
 int server_run(const struct server_config *c, char *err, size_t errlen)
 {
-    struct server s = {.cfg = c, .n_models = c->n_models};
+    struct server s = {.cfg = c, .n_models = c->n_models, .state = SERVER_LOADING};
     struct event *sigint = NULL, *sigterm = NULL;
     struct evhttp_bound_socket *sock = NULL;
     int rc = -1;
@@ -342,14 +426,13 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
         s.models[i].alias = c->models[i].alias;
         s.models[i].path = c->models[i].path;
         metrics_model_init(&s.models[i].metrics);
-        if (served_model_load(&s.models[i], c, err, errlen))
-            goto out;
     }
-    snprintf(s.fingerprint, sizeof(s.fingerprint), "fp_memra_%s", s.models[0].eng.backend->ops->name);
+    snprintf(s.fingerprint, sizeof(s.fingerprint), "fp_memra");
 
     s.base = event_base_new();
     s.http = s.base ? evhttp_new(s.base) : NULL;
-    if (!s.http) {
+    s.loaded = s.base ? event_new(s.base, -1, 0, on_loaded, &s) : NULL;
+    if (!s.http || !s.loaded) {
         err_set(err, errlen, "libevent: cannot create the event loop");
         goto out;
     }
@@ -383,7 +466,13 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
         err_set(err, errlen, "libevent: cannot install signal handlers");
         goto out;
     }
-    log_info("listening on http://%s:%u (%u model%s)", c->host, port, c->n_models, c->n_models > 1 ? "s" : "");
+    if (pthread_create(&s.loader, NULL, server_load_main, &s)) {
+        err_set(err, errlen, "cannot start the model loader thread");
+        goto out;
+    }
+    s.loader_started = true;
+    log_info("listening on http://%s:%u (%u model%s loading; /readyz says 503 until they are ready)", c->host,
+             port, c->n_models, c->n_models > 1 ? "s" : "");
     if (s.auth.open)
         log_warn("no API keys configured (MEMRA_API_KEY / MEMRA_API_KEYS): the server is open to anyone who can "
                  "reach it");
@@ -394,17 +483,32 @@ int server_run(const struct server_config *c, char *err, size_t errlen)
     event_base_dispatch(s.base);
     rc = 0;
 out:
+    if (s.loader_started) { /* a signal while loading waits for the load to end (a second one kills) */
+        if (sigint)
+            event_del(sigint);
+        if (sigterm)
+            event_del(sigterm);
+        pthread_join(s.loader, NULL);
+        if (s.load_rc) {
+            err_set(err, errlen, "%s", s.load_err);
+            rc = -1;
+        }
+    }
     if (sigint)
         event_free(sigint);
     if (sigterm)
         event_free(sigterm);
-    /* engines first: their jobs end as cancelled and no longer wake the loop */
+    if (s.base && s.http)
+        server_quiesce(&s, sock);
+    /* engines (stopped above), then the requests' HTTP side and the tenants */
     for (uint32_t i = 0; i < c->n_models; i++)
         served_model_unload(&s.models[i]);
     admission_free(&s.adm); /* waiting requests: evhttp_free frees their HTTP side */
     if (s.http)
         evhttp_free(s.http);
     health_free(&s);
+    if (s.loaded)
+        event_free(s.loaded);
     if (s.base)
         event_base_free(s.base);
     metrics_free(&s.metrics);

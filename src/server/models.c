@@ -1,10 +1,12 @@
 /* server/models.c — loading the served models (file → tokenizer, chat template,
- * backend, engine thread; a progress bar while the weights are read) and
- * turning a request into prompt tokens (chat template + tokenizer). */
+ * backend, engine thread; a progress bar while the weights are read) on the
+ * loader thread, and turning a request into prompt tokens (chat template +
+ * tokenizer). */
 #include "server/server_internal.h"
 
 #include "core/log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,23 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
              sm->eng.model.arch_name, sm->eng.backend->ops->name, sm->eng.backend->cfg.n_slots, sm->max_ctx,
              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     return 0;
+}
+
+void *server_load_main(void *arg)
+{
+    struct server *s = arg;
+    if (s->cfg->test_load_delay_ms) { /* test only: make "loading" last long enough to observe */
+        struct timespec d = {.tv_sec = s->cfg->test_load_delay_ms / 1000,
+                             .tv_nsec = (long)(s->cfg->test_load_delay_ms % 1000) * 1000000L};
+        while (nanosleep(&d, &d) && errno == EINTR)
+            ;
+    }
+    int rc = 0;
+    for (uint32_t i = 0; i < s->n_models && !rc; i++)
+        rc = served_model_load(&s->models[i], s->cfg, s->load_err, sizeof(s->load_err));
+    s->load_rc = rc;
+    event_active(s->loaded, EV_READ, 0); /* the loop reads load_rc after this (libevent's lock orders it) */
+    return NULL;
 }
 
 void served_model_unload(struct served_model *sm)

@@ -54,6 +54,7 @@ struct server_config {
     bool metrics_auth;           /* /metrics needs a key too (when keys are configured) */
     uint32_t max_running;        /* generation requests handed to the engines at once; 0: slots × models */
     uint32_t max_queue;          /* generation requests waiting, all tenants (256) */
+    uint32_t test_load_delay_ms; /* TEST ONLY: the loader sleeps this long before loading (0) */
 };
 
 /* Defaults: 127.0.0.1:8080, 16 slots, ctx 0, 512 tokens per step, prefix reuse on,
@@ -65,8 +66,10 @@ void server_config_default(struct server_config *c);
  * is modified in place). 0 or -1 with the reason in err. */
 int server_parse_models(struct server_config *c, char *spec, char *err, size_t errlen);
 
-/* Load the models, serve until SIGINT/SIGTERM, unload. Returns 0 after a clean
- * shutdown, -1 with the reason in err when start-up fails. */
+/* Open the listener, load the models on another thread (meanwhile probes
+ * answer and /readyz and the API routes say 503 "loading"), serve until
+ * SIGINT/SIGTERM, unload. Returns 0 after a clean shutdown, -1 with the reason
+ * in err when start-up (the listener or a model) fails. */
 int server_run(const struct server_config *c, char *err, size_t errlen);
 
 #endif

@@ -26,6 +26,7 @@
 
 #include <event2/event.h>
 #include <event2/http.h>
+#include <pthread.h>
 
 struct served_model {
     const char *alias;
@@ -37,8 +38,20 @@ struct served_model {
     struct metrics_model metrics; /* token counters and latency histograms (metrics.h) */
 };
 
+/* Life of the server (loop thread): the listener opens first and the models
+ * load on another thread (probes answer, API routes 503 model_loading); after
+ * the loop exits, STOPPING refuses everything while in-flight requests are
+ * freed (http.c). */
+enum server_state { SERVER_LOADING, SERVER_READY, SERVER_STOPPING };
+
 struct server {
     const struct server_config *cfg;
+    enum server_state state;     /* loop thread only */
+    pthread_t loader;            /* loads the models (models.c: server_load_main) */
+    bool loader_started;
+    struct event *loaded;        /* made active by the loader thread when it ends */
+    int load_rc;                 /* written by the loader before `loaded` fires */
+    char load_err[1024];
     struct served_model *models; /* (n_models) */
     uint32_t n_models;
     struct event_base *base;
@@ -53,6 +66,9 @@ struct server {
 };
 
 /* models.c */
+/* The loader thread (arg: the server): sleeps cfg->test_load_delay_ms, loads
+ * every model, sets load_rc / load_err, then makes `loaded` active. */
+void *server_load_main(void *arg);
 int served_model_load(struct served_model *sm, const struct server_config *cfg, char *err, size_t errlen);
 void served_model_unload(struct served_model *sm);
 struct served_model *server_find_model(struct server *s, const char *alias);

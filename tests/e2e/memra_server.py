@@ -3,8 +3,9 @@
 The server is the binary of the build under test ($MEMRA_BUILD/bin/memra-server),
 on the CPU backend, serving the default model (models/, fetched by
 scripts/fetch-model.sh) as "smol". It listens on a free port (--addr
-127.0.0.1:0; the port is read from its "listening on" line) and is stopped
-with SIGTERM at the end, which must give a clean exit.
+127.0.0.1:0; the port is read from its "listening on" line, printed before the
+models load), Server() waits for /readyz 200 unless wait_ready=False, and it is
+stopped with SIGTERM at the end, which must give a clean exit.
 """
 import http.client
 import json
@@ -35,7 +36,7 @@ def server_binary():
 class Server:
     """One memra-server process; .url is its base URL, .log its stderr so far."""
 
-    def __init__(self, *flags, env=None):
+    def __init__(self, *flags, env=None, wait_ready=True):
         e = dict(os.environ)
         e.update({"MEMRA_MODELS": f"{ALIAS}={MODEL}", "MEMRA_BACKEND": "cpu", "MEMRA_PROGRESS": "0"})
         e.update(env or {})
@@ -51,6 +52,18 @@ class Server:
             raise RuntimeError(f"memra-server did not start: {line!r}\n{self.log}")
         self.host, self.port = m.group(1), int(m.group(2))
         self.url = f"http://{self.host}:{self.port}"
+        # the listener opens before the models load: wait until /readyz says 200
+        if wait_ready and not wait_until(self._ready, timeout=300, step=0.05):
+            self.stop()
+            raise RuntimeError(f"memra-server did not become ready\n{self.log}")
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"memra-server exited with {self.proc.returncode} while loading\n{self.log}")
+        try:
+            return self.request("GET", "/readyz", timeout=10)[0] == 200
+        except OSError:
+            return False
 
     def _drain(self):
         for line in self.proc.stderr:

@@ -1,0 +1,77 @@
+"""memra-server start-up: the listener opens before the models load, so while
+they load the probes answer (/health and /livez 200, /readyz 503 "loading")
+and every API route answers 503 `model_loading` in OpenAI's error shape with
+Retry-After; then the server becomes ready and serves. The load is made to
+last with the test-only --test-load-delay-ms flag (a sleep on the loader
+thread before it loads). Also: a SIGTERM while loading exits 0, and a model
+that fails to load ends the process with status 1 and the reason."""
+import signal
+import time
+
+from memra_server import ALIAS, Server, wait_until
+
+DELAY_MS = 3000
+
+
+def check_loading_error(status, headers, data):
+    assert status == 503, data
+    assert headers.get("Retry-After"), headers
+    assert set(data) == {"error"}, data
+    err = data["error"]
+    assert err["code"] == "model_loading" and err["type"] == "server_error", err
+    assert set(err) == {"message", "type", "param", "code"} and err["message"], err
+
+
+def test_probes_and_api_while_loading_then_ready():
+    t0 = time.monotonic()
+    s = Server("--slots", "2", "--ctx", "256", "--test-load-delay-ms", str(DELAY_MS), wait_ready=False)
+    try:
+        assert time.monotonic() - t0 < DELAY_MS / 1000, "the listener opened only after the load"
+        status, _, data = s.request("GET", "/livez")
+        assert status == 200 and data["status"] == "ok", data
+        status, _, data = s.request("GET", "/health")
+        assert status == 200 and data["state"] == "loading" and data["ready"] is False, data
+        assert data["models"] == [{"id": ALIAS, "state": "loading"}], data
+        status, headers, data = s.request("GET", "/readyz")
+        assert status == 503 and data == {"status": "loading"}, data
+        assert headers.get("Retry-After"), headers
+        body = {"model": ALIAS, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        check_loading_error(*s.request("POST", "/v1/chat/completions", body))
+        check_loading_error(*s.request("POST", "/v1/completions", {"model": ALIAS, "prompt": "hi"}))
+        check_loading_error(*s.request("POST", "/tokenize", {"model": ALIAS, "prompt": "hi"}))
+        check_loading_error(*s.request("GET", "/v1/models"))
+        check_loading_error(*s.request("GET", f"/v1/models/{ALIAS}"))
+        check_loading_error(*s.request("GET", "/metrics"))
+        status, _, data = s.request("GET", "/no/such/route")  # routing still answers 404
+        assert status == 404 and data["error"]["code"] == "unknown_url", data
+        # still loading (the delay has not run out): the answers above were not luck
+        assert time.monotonic() - t0 < DELAY_MS / 1000, "test too slow to observe the loading state"
+
+        assert wait_until(lambda: s.request("GET", "/readyz")[0] == 200, timeout=300)
+        assert time.monotonic() - t0 >= DELAY_MS / 1000
+        status, _, data = s.request("GET", "/readyz")
+        assert data == {"status": "ready"}, data
+        status, _, data = s.request("POST", "/v1/completions",
+                                    {"model": ALIAS, "prompt": "The capital of France is", "max_tokens": 4,
+                                     "temperature": 0})
+        assert status == 200 and data["usage"]["completion_tokens"] >= 1, data
+        status, _, data = s.request("GET", "/health")
+        assert status == 200 and data["ready"] is True and data["status"] == "ok", data
+        assert "ready: 1 model loaded" in s.log
+    finally:
+        assert s.stop() == 0, s.log
+
+
+def test_sigterm_while_loading_exits_cleanly():
+    s = Server("--slots", "2", "--ctx", "256", "--test-load-delay-ms", str(DELAY_MS), wait_ready=False)
+    assert s.request("GET", "/readyz")[0] == 503
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(timeout=120) == 0, s.log
+
+
+def test_model_that_fails_to_load_exits_1():
+    s = Server("--slots", "2", env={"MEMRA_MODELS": f"{ALIAS}=/nonexistent/model.gguf"}, wait_ready=False)
+    rc = s.proc.wait(timeout=60)
+    assert rc == 1, s.log
+    assert wait_until(lambda: "/nonexistent/model.gguf" in s.log, timeout=10), s.log
+    assert f"model '{ALIAS}'" in s.log, s.log

@@ -6,7 +6,8 @@
  * positions c ≡ s (mod 32) that overlap the row's visible range [p0, p]; the
  * grid never depends on the lengths (CTAs with nothing to do write an empty
  * partial and exit), so a captured CUDA graph stays valid as sequences grow.
- * Inside a chunk warp w takes positions 8w .. 8w + 7; a position's K and V row
+ * Inside a chunk warp w takes positions 8w .. 8w + 7 (their loads issued
+ * together when head_dim ≤ 128); a position's K and V row
  * slice (head_dim floats) is read by LPP lanes with 16-byte loads (LPP = 16
  * for head_dim ≤ 64, else 32; float2 loads when head_dim % 4 != 0), once for
  * all the query heads of the group: each lane keeps those heads' q slices,
@@ -70,7 +71,10 @@ __global__ void __launch_bounds__(NW * 32)
                        float *__restrict__ part_ml /* (T, n_heads, NS, 2) */)
 {
     constexpr int PPW = 32 / LPP;               /* positions a warp takes at once */
-    constexpr int UNR = NJ == 1 ? 2 : 1;        /* such rounds whose loads are issued together */
+    /* rounds of PPW positions whose loads are issued together: all 8 of the
+     * warp's chunk share when the registers allow (at batch 1 the kernel is
+     * bound by load latency, not bandwidth) */
+    constexpr int UNR = NJ == 1 ? PW / PPW : 1;
     static_assert(PW % (PPW * UNR) == 0, "positions per warp");
     __shared__ float s_acc[NW][GM][CUDA_ATTN_MAX_HEAD_DIM];
     __shared__ float s_m[NW][GM], s_l[NW][GM];

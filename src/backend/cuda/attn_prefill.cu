@@ -5,9 +5,10 @@
  * warp w owns rows 16w .. 16w + 15. The q fragments (pre-scaled by
  * scale·log2(e), rounded to bf16) stay in registers. The CTA walks the key
  * tiles of 64 positions from the window's start to its last row's position:
- * each tile's K (key, dim) and V transposed (dim, key) are read from the paged
- * f32 cache with 16-byte loads, rounded to bf16 into shared memory (rows padded
- * by 8 bf16 so the fragment reads hit 32 distinct banks); S = Q·Kᵀ
+ * each tile's K and V (key, dim) are read from the paged f32 cache with
+ * 16-byte loads (a warp reads whole rows), rounded to bf16 into shared memory
+ * (rows padded by 8 bf16 so the fragment reads hit 32 distinct banks; V's
+ * B fragments come transposed through ldmatrix .trans); S = Q·Kᵀ
  * (m16n8k16, f32 accumulation), causal / window / padding mask, online
  * softmax in f32 base 2 (row max over the quad by shuffles, sums kept per
  * thread until the end), P rounded to bf16 in registers becomes the A operand
@@ -43,15 +44,27 @@ static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* Four 8x8 b16 matrices from shared memory, transposed: lane l gives the
+ * address of row l % 8 of matrix l / 8 (16-byte aligned); register i receives
+ * matrix i's elements (row 2·(l % 4), 2·(l % 4) + 1; column l / 4). */
+static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __nv_bfloat16 *p)
+{
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory"); /* reads what the CTA's plain stores wrote before __syncthreads */
+}
+
 template <int HD>
 __global__ void __launch_bounds__(NT)
     kernel_attn_prefill(const float *__restrict__ q, float *__restrict__ att,
                         const cuda_attn_span *__restrict__ spans, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                         uint32_t window)
 {
-    constexpr int KP = HD + 8, VP = BN + 8;
+    constexpr int KP = HD + 8;
     __shared__ __align__(16) __nv_bfloat16 sK[BN * KP]; /* (key, dim) */
-    __shared__ __align__(16) __nv_bfloat16 sV[HD * VP]; /* (dim, key) */
+    __shared__ __align__(16) __nv_bfloat16 sV[BN * KP]; /* (key, dim) */
 
     const cuda_attn_span sp = spans[blockIdx.z];
     const uint32_t tile = blockIdx.x;
@@ -107,10 +120,7 @@ __global__ void __launch_bounds__(NT)
                                  __uint_as_float(vu.w));
             }
             *reinterpret_cast<uint2 *>(sK + key * KP + c4) = make_uint2(pack_bf16(kf.x, kf.y), pack_bf16(kf.z, kf.w));
-            sV[(c4 + 0) * VP + key] = __float2bfloat16_rn(vf.x);
-            sV[(c4 + 1) * VP + key] = __float2bfloat16_rn(vf.y);
-            sV[(c4 + 2) * VP + key] = __float2bfloat16_rn(vf.z);
-            sV[(c4 + 3) * VP + key] = __float2bfloat16_rn(vf.w);
+            *reinterpret_cast<uint2 *>(sV + key * KP + c4) = make_uint2(pack_bf16(vf.x, vf.y), pack_bf16(vf.z, vf.w));
         }
         __syncthreads();
 
@@ -175,11 +185,15 @@ __global__ void __launch_bounds__(NT)
             const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
                                    pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                    pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            /* lane l addresses row l % 8 of 8x8 matrix l / 8: keys kk·16 + (m & 1)·8 + r,
+             * dims (nt + (m >> 1))·8 ..; transposed, they are the B fragments of nt, nt + 1 */
+            const uint32_t mrow = kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), mcol = (lane >> 4) * 8;
 #pragma unroll
-            for (int nt = 0; nt < HD / 8; nt++) {
-                const __nv_bfloat16 *vr = sV + (nt * 8 + g) * VP + kk * 16 + 2 * tq;
-                mma_bf16(o[nt], a, *reinterpret_cast<const uint32_t *>(vr),
-                         *reinterpret_cast<const uint32_t *>(vr + 8));
+            for (int nt = 0; nt < HD / 8; nt += 2) {
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, sV + mrow * KP + nt * 8 + mcol);
+                mma_bf16(o[nt], a, b[0], b[1]);
+                mma_bf16(o[nt + 1], a, b[2], b[3]);
             }
         }
     }

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_decode.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/log.h"
 #include "quant/quant.h"
@@ -355,6 +356,118 @@ static void check_fused(enum dtype t, bool swiglu, uint32_t nvec, uint32_t n, ui
     free(w), free(in), free(res), free(nw), free(act), free(y1), free(y2), free(row);
 }
 
+/* cuda_glu_prep (the decode path's activation over separate gate / up GEMV
+ * outputs, in place) against the CPU formula on random inputs, and the
+ * quantized GEMV reading its prepared x with CUDA_GEMV_X_PREPARED against
+ * cuda_gemv on the same f32 output (bit-identical) and the f64 reference. */
+static void check_glu_split(enum dtype t, bool gelu, uint32_t nvec, uint32_t n, uint64_t rows)
+{
+    const uint64_t rb = row_bytes_of(t, n);
+    const size_t cnt = (size_t)nvec * n;
+    uint8_t *w = malloc(rows * rb);
+    float *gu = malloc(8 * cnt), *act = malloc(4 * cnt), *y1 = malloc(4 * rows * nvec), *y2 = malloc(4 * rows * nvec);
+    float *row = malloc(4 * (size_t)n);
+    MEMRA_ASSERT(w && gu && act && y1 && y2 && row);
+    fill_random(t, w, rows * rb);
+    for (size_t i = 0; i < 2 * cnt; i++)
+        gu[i] = 4.0f * rng_unit();
+    void *dw = cuda_alloc(rows * rb);
+    float *dgu = cuda_alloc(8 * cnt), *dy = cuda_alloc(4 * rows * nvec);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dgu, gu, 8 * cnt);
+    cuda_fill_nan_f32(g_ctx, dy, rows * nvec);
+    cuda_glu_prep(g_ctx, dgu, dgu + cnt, nvec, n, gelu);
+    cuda_gemv_variant(g_ctx, t, dw, rows, n, dgu, nvec, dy, 1.0f, 0, 1, CUDA_GEMV_X_PREPARED);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y1, dy, 4 * rows * nvec);
+    cuda_download(g_ctx, act, dgu, 4 * cnt);
+    cuda_fill_nan_f32(g_ctx, dy, rows * nvec);
+    cuda_gemv_variant(g_ctx, t, dw, rows, n, dgu, nvec, dy, 1.0f, 0, 1, 0); /* its own prep of the same x */
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y2, dy, 4 * rows * nvec);
+    double amax = 0, adiff = 0;
+    int bad = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        const double g = gu[i], u = gu[cnt + i];
+        const double ref = gelu ? 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * u
+                                : g / (1.0 + exp(-g)) * u;
+        amax = fmax(amax, fabs(ref));
+        if (!isfinite(act[i]))
+            bad++;
+        else
+            adiff = fmax(adiff, fabs(act[i] - ref));
+    }
+    double maxref = 0, maxdiff = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
+        for (uint32_t b = 0; b < nvec; b++) {
+            double sum = 0;
+            for (uint32_t i = 0; i < n; i++)
+                sum += (double)row[i] * act[(size_t)b * n + i];
+            maxref = fmax(maxref, fabs(sum));
+            const double got = y1[b * rows + r];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - sum));
+        }
+    }
+    const double arel = adiff / amax, rel = maxdiff / maxref;
+    const bool same = memcmp(y1, y2, 4 * rows * nvec) == 0;
+    CHECK_MSG(bad == 0 && arel <= TOL && rel <= TOL && same,
+              "glu_prep(%s) + %s %" PRIu64 "x%u batch %u: %d bad, act rel %.3g, gemv rel %.3g, %s",
+              gelu ? "gelu" : "silu", dtype_name(t), rows, n, nvec, bad, arel, rel,
+              same ? "same as cuda_gemv" : "DIFFERS from cuda_gemv on the same x");
+    printf("check glu_prep(%s) + %s %" PRIu64 "x%u batch %u   act rel %.2e, gemv rel %.2e, %s\n",
+           gelu ? "gelu" : "silu", dtype_name(t), rows, n, nvec, arel, rel, same ? "bit-identical" : "DIFFERS");
+    cuda_free(dw), cuda_free(dgu), cuda_free(dy);
+    free(w), free(gu), free(act), free(y1), free(y2), free(row);
+}
+
+/* cuda_embed_gather against quant_dequantize_row (· scale, as model_embed_row
+ * computes it) on a random table and random token ids (first and last row
+ * included), output poisoned first: must be bit-identical. */
+static void check_embed(enum dtype t, uint32_t vocab, uint32_t dim, uint32_t T, float scale)
+{
+    const uint64_t rb = row_bytes_of(t, dim);
+    uint8_t *w = malloc(vocab * rb);
+    int32_t *tok = malloc(4 * (size_t)T);
+    float *x = malloc(4 * (size_t)T * dim), *ref = malloc(4 * (size_t)dim);
+    MEMRA_ASSERT(w && tok && x && ref);
+    if (t == DTYPE_F32) /* fill_random knows the GEMV types only */
+        for (uint64_t i = 0; i < (uint64_t)vocab * dim; i++) {
+            const float v = rng_unit();
+            memcpy(w + 4 * i, &v, 4);
+        }
+    else
+        fill_random(t, w, vocab * rb);
+    for (uint32_t i = 0; i < T; i++)
+        tok[i] = i == 0 ? 0 : i == 1 ? (int32_t)vocab - 1 : (int32_t)(rng_u64() % vocab);
+    void *dw = cuda_alloc(vocab * rb);
+    int32_t *dtok = cuda_alloc(4 * (size_t)T);
+    float *dx = cuda_alloc(4 * (size_t)T * dim);
+    cuda_upload(g_ctx, dw, w, vocab * rb);
+    cuda_upload(g_ctx, dtok, tok, 4 * (size_t)T);
+    cuda_fill_nan_f32(g_ctx, dx, (size_t)T * dim);
+    cuda_embed_gather(g_ctx, t, dw, rb, dim, dtok, T, scale, dx);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, x, dx, 4 * (size_t)T * dim);
+    uint64_t differ = 0;
+    for (uint32_t i = 0; i < T; i++) {
+        MEMRA_ASSERT(quant_dequantize_row(t, w + (uint64_t)tok[i] * rb, ref, dim) == 0);
+        for (uint32_t c = 0; c < dim; c++) {
+            const float r = scale != 1.0f ? ref[c] * scale : ref[c];
+            differ += memcmp(&r, &x[(size_t)i * dim + c], 4) != 0;
+        }
+    }
+    CHECK_MSG(differ == 0, "embed %s %ux%u T %u scale %g: %" PRIu64 " elements differ from the CPU", dtype_name(t),
+              vocab, dim, T, scale, differ);
+    printf("check embed %-6s %ux%u T %u scale %g   %s\n", dtype_name(t), vocab, dim, T, scale,
+           differ ? "DIFFERS" : "bit-identical to the CPU");
+    cuda_free(dw), cuda_free(dtok), cuda_free(dx);
+    free(w), free(tok), free(x), free(ref);
+}
+
 /* ---- timing ---------------------------------------------------------------- */
 
 struct bench {
@@ -540,6 +653,22 @@ int main(int argc, char **argv)
     check_fused(DTYPE_Q8_0, false, 3, 4096, 515);
     check_fused(DTYPE_Q6_K, true, 1, 14336, 256);
     check_fused(DTYPE_IQ4_XS, true, 8, 4352, 100);
+    test_current = "embed";
+    test_cases++;
+    {
+        const enum dtype et[] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16, DTYPE_Q8_0, DTYPE_Q4_0,
+                                 DTYPE_Q4_1, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K};
+        for (size_t k = 0; k < sizeof et / sizeof et[0]; k++) {
+            CHECK(cuda_embed_supported(et[k], 2048));
+            check_embed(et[k], 997, 2048, 13, k % 2 ? 1.0f : 2.5f);
+        }
+        CHECK(!cuda_embed_supported(DTYPE_IQ4_XS, 2048) && !cuda_embed_supported(DTYPE_Q4_K, 2080));
+    }
+    test_current = "glu_prep";
+    test_cases++;
+    check_glu_split(DTYPE_Q4_K, false, 1, 14336, 512);
+    check_glu_split(DTYPE_Q6_K, false, 8, 14336, 300);
+    check_glu_split(DTYPE_Q8_0, true, 3, 4096, 257);
     fflush(stdout);
     if (test_failures || quick) {
         cuda_ctx_free(g_ctx);

@@ -190,6 +190,10 @@ void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const f
 void cuda_rmsnorm_prep(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                        uint32_t nrows, uint32_t n, float eps);
 void cuda_swiglu_prep(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n);
+/* gate[r][i] = act(gate[r][i]) · up[r][i] in place (act silu, or gelu-tanh
+ * when gelu; the same float operations as cuda_fwd_glu, bit for bit), gate and
+ * up (rows, n) separate buffers, plus the preparation as above. */
+void cuda_glu_prep(struct cuda_ctx *ctx, float *gate, const float *up, uint32_t rows, uint32_t n, bool gelu);
 
 /* SwiGLU: out[r][i] = silu(gate[r][i]) · up[r][i], silu(g) = g / (1 + e^-g).
  * `gu` holds (rows, 2·n): per row, the n gate values then the n up values (the

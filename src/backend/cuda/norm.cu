@@ -11,6 +11,8 @@
  * of the row in registers (n ≤ 16384; longer rows, or n % 4 ≠ 0, take a plain
  * two-pass loop), so the row is read once: one round trip, a block sum, the
  * scaled write. swiglu: float4 grid-stride loop, f32 expf.
+ * cuda_glu_prep: the same activation over separate gate / up buffers
+ * (silu or gelu-tanh, fwd.cu's kernel_glu arithmetic), in place, plus prep.
  * The _prep variants also write their output in the quantized GEMVs' prepared
  * form (gemv_prep_x4, the function cuda_gemv_prep_x uses too): the GEMV that
  * reads it next then needs no prep kernel of its own. */
@@ -121,6 +123,43 @@ __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__
     }
 }
 
+/* Gate and up in separate (rows, n) buffers (the decode path's two GEMV
+ * outputs), the result written over the gate in place: out[k] = act(g[k]) ·
+ * u[k], act silu or gelu-tanh by the same float operations as fwd.cu's
+ * kernel_glu, then the GEMV preparation of the row. n % 32 == 0. */
+template <bool GELU>
+__global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint32_t rows, uint32_t n, uint8_t *xq)
+{
+    const uint32_t n4 = n / 4;
+    const uint64_t total4 = (uint64_t)rows * n4;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t k0 = (uint64_t)blockIdx.x * blockDim.x; k0 < total4; k0 += stride) {
+        const uint64_t k = k0 + threadIdx.x;
+        const bool valid = k < total4;
+        const uint64_t r = valid ? k / n4 : 0, i4 = valid ? k % n4 : 0;
+        float4 o = make_float4(0, 0, 0, 0);
+        if (valid) {
+            const float4 g = reinterpret_cast<const float4 *>(g_out)[k];
+            const float4 u = __ldg(reinterpret_cast<const float4 *>(up) + k);
+            const float gv[4] = {g.x, g.y, g.z, g.w}, uv[4] = {u.x, u.y, u.z, u.w};
+            float ov[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float x = gv[j];
+                if (GELU) {
+                    const float k0c = 0.7978845608028654f, k1c = 0.044715f;
+                    ov[j] = 0.5f * x * (1.0f + tanhf(k0c * (x + k1c * x * x * x))) * uv[j];
+                } else {
+                    ov[j] = x / (1.0f + expf(-x)) * uv[j];
+                }
+            }
+            o = make_float4(ov[0], ov[1], ov[2], ov[3]);
+            reinterpret_cast<float4 *>(g_out)[k] = o;
+        }
+        gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4));
+    }
+}
+
 __global__ void kernel_swiglu(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n)
 {
     const uint64_t total = (uint64_t)rows * n;
@@ -182,6 +221,21 @@ extern "C" void cuda_rmsnorm_prep(struct cuda_ctx *ctx, const float *x, float *r
 {
     uint8_t *xq = gemv_quant_xq_reserve(ctx, n, nrows); /* checks n % 32 and nrows ≤ max batch */
     launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, xq);
+}
+
+extern "C" void cuda_glu_prep(struct cuda_ctx *ctx, float *gate, const float *up, uint32_t rows, uint32_t n,
+                              bool gelu)
+{
+    uint8_t *xq = gemv_quant_xq_reserve(ctx, n, rows); /* checks n % 32 and rows ≤ max batch */
+    if (((uintptr_t)gate | (uintptr_t)up) % 16 != 0)
+        CUDA_FAIL("glu_prep: pointers must be 16-byte aligned");
+    const uint64_t want = ((uint64_t)rows * (n / 4) + 255) / 256;
+    const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
+    if (gelu)
+        kernel_glu_prep<true><<<blocks, 256, 0, ctx->stream>>>(gate, up, rows, n, xq);
+    else
+        kernel_glu_prep<false><<<blocks, 256, 0, ctx->stream>>>(gate, up, rows, n, xq);
+    CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void cuda_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n)

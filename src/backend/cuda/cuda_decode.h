@@ -1,0 +1,48 @@
+/* backend/cuda/cuda_decode.h — what the CUDA backend's decode step needs
+ * beyond the kernels of cuda_ops.h / cuda_fwd.h: the embedding gather on the
+ * device (embed.cu) and pinned host staging with asynchronous copies
+ * (staging.cu), so that a decode step crosses the bus once each way with no
+ * synchronisation but the final one. Plain C declarations (no CUDA types).
+ */
+#ifndef MEMRA_BACKEND_CUDA_DECODE_H
+#define MEMRA_BACKEND_CUDA_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "core/dtype.h"
+
+struct cuda_ctx;
+
+/* ---- embedding gather (embed.cu) -------------------------------------------
+ * x[t] (dim floats) = scale · dequant(table row tokens[t]) for t < T, the row
+ * decoded by the same float operations as the CPU's quant_dequantize_row
+ * (no contraction into FMAs), so the result equals model_embed_row bit for bit
+ * for the types below (tests/kernels/kernel_embed.c). table: (vocab, row_bytes)
+ * as in the model file, device memory; tokens: (T) device int32, already
+ * checked against the vocabulary by the caller; x: (T, dim) device.
+ * Types: F32, BF16, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K (dim a multiple of
+ * the block size); others (and FP8 with block scales) stay on the host path. */
+bool cuda_embed_supported(enum dtype t, uint64_t dim);
+void cuda_embed_gather(struct cuda_ctx *ctx, enum dtype t, const void *table, uint64_t row_bytes, uint32_t dim,
+                       const int32_t *tokens, uint32_t T, float scale, float *x);
+
+/* ---- pinned host memory and asynchronous copies (staging.cu) ---------------
+ * cuda_host_alloc: page-locked host memory (cudaHostAlloc) or abort; the async
+ * copies are queued on the context's stream and return at once: the host
+ * buffer must stay untouched until a later cuda_ctx_sync. */
+void *cuda_host_alloc(size_t bytes);
+void cuda_host_free(void *p);
+void cuda_upload_async(struct cuda_ctx *ctx, void *dst_dev, const void *src_host, size_t bytes);
+void cuda_download_async(struct cuda_ctx *ctx, void *dst_host, const void *src_dev, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

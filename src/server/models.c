@@ -147,6 +147,7 @@ int server_prompt_tokens(struct served_model *sm, const struct api_request *r, u
     size_t count = 0;
     *ids = NULL;
     *n = 0;
+    uint64_t t0 = metrics_now_ns(); /* on the event-loop thread: how long it holds the loop (debug log) */
     if (r->messages) {
         char *text;
         size_t len;
@@ -180,6 +181,8 @@ int server_prompt_tokens(struct served_model *sm, const struct api_request *r, u
                              "The prompt is too long.");
     }
     *n = (uint32_t)count;
+    log_debug("model '%s': %s %u tokens in %.3f ms (template + tokenize, event-loop thread)", sm->alias,
+              r->messages ? "chat prompt of" : "prompt of", *n, (double)(metrics_now_ns() - t0) * 1e-6);
     return 0;
 }
 

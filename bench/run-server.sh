@@ -1,0 +1,122 @@
+#!/bin/bash
+# bench/run-server.sh — the serving figures of issue 6 on the GPU machine: memra-server on a model, driven by
+# bench/load.py (the official openai client) at c=1 and c=64 with 512-token prompts and max_tokens 256, then
+# memra-bench tg128 on the same model for the c=1 comparison (when the binary is there). Nothing is compiled
+# there: build here (cmake --build build-bench --target memra-server memra-bench) and carry build-bench/bin and
+# .whl (the openai wheels and its dependencies, plus .whl/tok-llama3 from bench/make_llama3_tokenizer.py).
+#
+# Usage (repository root): bench/run-server.sh MODEL_PATH [CONFIGS]
+#   MODEL_PATH  a .gguf with a tokenizer, or a Hugging Face folder; a folder without tokenizer.json (the random
+#               8B test models of tools/make_test_models.py) is served through a side folder of links with
+#               .whl/tok-llama3's Llama-3 tokenizer added (the model folder itself is not changed)
+#   CONFIGS     space-separated CxPxG (concurrency x prompt tokens x max_tokens), default "1x512x256 64x512x256"
+# Env: BACKEND (cuda; cpu checks this script anywhere), BUILD (build-bench), SLOTS (64), CTX (1024),
+#      BATCH_TOKENS (2048), REQS_C1 (4: requests of a c=1 config; others send c requests), LOAD_TMO (600 s for
+#      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL.
+# Logs and results go to $OUT when set (server.log, load.log, server-load.jsonl, server-load.md, bench-tg128.md),
+# else /tmp/run-server. Exit status: 0 when every config ran without a failed request, else 1.
+set -uo pipefail
+MODEL=${1:?usage: bench/run-server.sh MODEL_PATH [CONFIGS]}
+CONFIGS=${2:-1x512x256 64x512x256}
+LOG=${OUT:-/tmp/run-server}
+mkdir -p "$LOG"
+BUILD=${BUILD:-build-bench}
+SERVER=$BUILD/bin/memra-server
+BENCH=$BUILD/bin/memra-bench
+BACKEND=${BACKEND:-cuda}
+export PYTHONUNBUFFERED=1
+fail() { echo "run-server.sh: $*" | tee -a "$LOG/load.log" >&2; exit 1; }
+
+[ -x "$SERVER" ] || fail "$SERVER is not built (cmake --build $BUILD --target memra-server; carry $BUILD/bin)"
+[ -e "$MODEL" ] || fail "$MODEL does not exist"
+if [ -z "${GPU:-}" ]; then
+    GPU=cpu
+    [ "$BACKEND" = cuda ] && GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+fi
+: > "$LOG/load.log"
+
+# the openai package: carried as wheels where it is missing (the GPU image has python3 but not openai)
+if ! python3 -c "import openai" 2>/dev/null; then
+    ls .whl/*.whl > /dev/null 2>&1 || fail "python3 has no openai package and .whl/ holds no wheels"
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/*.whl >> "$LOG/load.log" 2>&1 || fail "installing .whl/*.whl failed (see load.log)"
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    python3 -c "import openai" >> "$LOG/load.log" 2>&1 || fail "openai does not import from the wheels"
+fi
+
+# a folder without a tokenizer: a side folder of links plus the Llama-3 tokenizer
+SERVE=$MODEL
+if [ -d "$MODEL" ] && [ ! -e "$MODEL/tokenizer.json" ]; then
+    [ -e .whl/tok-llama3/tokenizer.json ] || fail "$MODEL has no tokenizer.json and .whl/tok-llama3 is missing" \
+        "(python3 bench/make_llama3_tokenizer.py, here)"
+    SERVE=/tmp/run-server-model
+    rm -rf "$SERVE" && mkdir -p "$SERVE" || fail "cannot make $SERVE"
+    for f in "$(cd "$MODEL" && pwd)"/*; do ln -s "$f" "$SERVE/"; done
+    cp .whl/tok-llama3/tokenizer.json .whl/tok-llama3/tokenizer_config.json "$SERVE/"
+    echo "== $MODEL has no tokenizer: serving $SERVE (links + the Llama-3 tokenizer)" | tee -a "$LOG/load.log"
+fi
+
+PID=
+stop_server() {
+    [ -n "$PID" ] || return 0
+    kill -TERM "$PID" 2>/dev/null
+    for _ in $(seq 60); do kill -0 "$PID" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$PID" 2>/dev/null; then
+        echo "server did not exit 30 s after SIGTERM: killed" | tee -a "$LOG/load.log"
+        kill -KILL "$PID" 2>/dev/null
+    fi
+    wait "$PID" 2>/dev/null
+    echo "server exit status $?" | tee -a "$LOG/load.log"
+    PID=
+}
+trap stop_server EXIT
+
+MEMRA_MODELS="m=$SERVE" MEMRA_BACKEND=$BACKEND MEMRA_PROGRESS=0 "$SERVER" --addr 127.0.0.1:0 \
+    --slots "${SLOTS:-64}" --ctx "${CTX:-1024}" --batch-tokens "${BATCH_TOKENS:-2048}" \
+    > "$LOG/server.out" 2> "$LOG/server.log" &
+PID=$!
+URL=
+for _ in $(seq 100); do
+    URL=$(grep -o 'http://[0-9.]*:[0-9]*' "$LOG/server.out" 2>/dev/null | head -1)
+    [ -n "$URL" ] && break
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+done
+[ -n "$URL" ] || { tail -20 "$LOG/server.log"; fail "the server did not start listening (server.log)"; }
+echo "== server at $URL, loading $SERVE ($BACKEND)" | tee -a "$LOG/load.log"
+t0=$(date +%s)
+until [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")" = 200 ]; do
+    kill -0 "$PID" 2>/dev/null || { tail -20 "$LOG/server.log"; PID=; fail "the server exited while loading"; }
+    [ $(( $(date +%s) - t0 )) -lt "${LOAD_TMO:-600}" ] || { tail -20 "$LOG/server.log"; \
+        fail "the model was not ready after ${LOAD_TMO:-600} s"; }
+    sleep 1
+done
+echo "== ready after $(( $(date +%s) - t0 )) s" | tee -a "$LOG/load.log"
+
+status=0
+for cfg in $CONFIGS; do
+    IFS=x read -r c p g <<< "$cfg"
+    n=$c
+    [ "$c" = 1 ] && n=${REQS_C1:-4}
+    echo "== load.py c=$c prompt=$p max_tokens=$g requests=$n" | tee -a "$LOG/load.log"
+    timeout "${RUN_TMO:-420}" python3 bench/load.py --url "$URL" --model m -c "$c" -p "$p" -g "$g" -n "$n" \
+        --gpu "$GPU" --label "${LABEL:-$(basename "$MODEL")} ($BACKEND)" --json "$LOG/server-load.jsonl" \
+        --md "$LOG/server-load.md" >> "$LOG/load.log" 2>&1
+    rc=$?
+    [ $rc = 124 ] && echo "load.py timed out after ${RUN_TMO:-420} s" | tee -a "$LOG/load.log"
+    [ $rc = 0 ] || { status=1; echo "load.py exit $rc (c=$c)" | tee -a "$LOG/load.log"; tail -3 "$LOG/load.log"; }
+    kill -0 "$PID" 2>/dev/null || { PID=; fail "the server died during c=$c (server.log)"; }
+done
+curl -s "$URL/metrics" > "$LOG/metrics.txt"
+stop_server
+
+# the c=1 comparison: memra-bench tg128 on the same model (one process, after the server freed the GPU)
+if [ -x "$BENCH" ]; then
+    echo "== memra-bench tg128 $MODEL" | tee -a "$LOG/load.log"
+    timeout 300 "$BENCH" "$MODEL" --backend "$BACKEND" --tests tg128 --reps 3 > "$LOG/bench-tg128.md" \
+        2>> "$LOG/load.log" || echo "memra-bench exit $?" | tee -a "$LOG/load.log"
+    cat "$LOG/bench-tg128.md"
+fi
+echo "== results"
+cat "$LOG/server-load.md" 2>/dev/null
+exit $status

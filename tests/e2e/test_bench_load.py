@@ -1,0 +1,90 @@
+"""bench/load.py (the load driver of the GPU serving figures) run briefly on the
+CPU against the default model: its JSON line is sane — every request answered,
+prompts of exactly P tokens (the server's usage says so), generated tokens as
+usage reports them (cross-checked with the server's own
+memra_generated_tokens_total counter), percentiles ordered, aggregate rate =
+generated / wall — and its markdown row is written under a header. Not a timed
+test: no figure is compared with a bar. Also: bench/run-server.sh with
+BACKEND=cpu on the default model runs the server + driver end to end."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from memra_server import ALIAS, MODEL, ROOT, Server, server_binary
+
+LOAD = ROOT / "bench" / "load.py"
+
+
+@pytest.fixture(scope="module")
+def srv():
+    s = Server("--slots", "4", "--ctx", "256", "--batch-tokens", "128")
+    yield s
+    assert s.stop() == 0, s.log
+
+
+def generated_total(srv):
+    status, _, text = srv.request("GET", "/metrics")
+    assert status == 200
+    text = text.decode() if isinstance(text, bytes) else text
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            if smp.name == "memra_generated_tokens_total" and smp.labels.get("model") == ALIAS:
+                return smp.value
+    raise AssertionError("memra_generated_tokens_total missing")
+
+
+def run_load(srv, tmp_path, *args):
+    js, md = tmp_path / "out.jsonl", tmp_path / "out.md"
+    p = subprocess.run([sys.executable, str(LOAD), "--url", srv.url, "--model", ALIAS, "--json", str(js),
+                        "--md", str(md), *args], capture_output=True, text=True, timeout=600)
+    return p, js, md
+
+
+def test_load_driver_json_is_sane(srv, tmp_path):
+    before = generated_total(srv)
+    p, js, md = run_load(srv, tmp_path, "-c", "3", "-p", "40", "-g", "12", "-n", "5", "--warmup", "0")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    assert json.loads(js.read_text().strip()) == s
+    assert (s["concurrency"], s["requests"], s["prompt_tokens"], s["max_tokens"]) == (3, 5, 40, 12)
+    assert s["ok"] == 5 and s["failed"] == 0 and s["prompt_tokens_mismatch"] == 0, s
+    # generated tokens come from usage, and match what the server counted
+    assert 5 <= s["generated_tokens"] <= 5 * 12
+    assert generated_total(srv) - before == s["generated_tokens"]
+    if s["finish_length"] == 5:
+        assert s["generated_tokens"] == 60
+    assert s["wall_s"] > 0
+    assert abs(s["agg_tok_s"] - s["generated_tokens"] / s["wall_s"]) <= 0.1 + 1e-3 * s["agg_tok_s"]
+    assert 0 < s["ttft_p50_ms"] <= s["ttft_p99_ms"] < s["wall_s"] * 1e3
+    assert 0 <= s["itl_p50_ms"] <= s["itl_p99_ms"]
+    assert 0 < s["tpot_p50_ms"] <= s["tpot_p99_ms"]
+    assert s["decode_tok_s_per_stream"] > 0
+    lines = md.read_text().splitlines()
+    assert lines[0].startswith("| date | GPU | model | c | prompt |") and lines[1].startswith("| --- |")
+    assert len(lines) == 3 and lines[2].count("|") == lines[0].count("|")
+
+
+def test_load_driver_fails_clearly_without_a_server(tmp_path):
+    p = subprocess.run([sys.executable, str(LOAD), "--url", "http://127.0.0.1:9", "--model", ALIAS, "-p", "8"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "cannot build the prompts" in p.stderr, p.stderr
+
+
+def test_run_server_script_on_the_cpu(tmp_path):
+    build = pathlib.Path(server_binary()).parent.parent
+    env = dict(os.environ, OUT=str(tmp_path), BACKEND="cpu", BUILD=str(build), SLOTS="4", CTX="256",
+               BATCH_TOKENS="128", REQS_C1="2")
+    p = subprocess.run(["bash", str(ROOT / "bench" / "run-server.sh"), str(MODEL), "1x24x6 3x32x8"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [json.loads(x) for x in (tmp_path / "server-load.jsonl").read_text().splitlines()]
+    assert [(r["concurrency"], r["requests"], r["prompt_tokens"], r["max_tokens"]) for r in rows] == \
+        [(1, 2, 24, 6), (3, 3, 32, 8)]
+    assert all(r["failed"] == 0 and r["generated_tokens"] >= r["requests"] for r in rows), rows
+    assert "server exit status 0" in (tmp_path / "load.log").read_text()
+    assert (tmp_path / "server-load.md").read_text().count("\n") == 4

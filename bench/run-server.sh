@@ -12,7 +12,8 @@
 #   CONFIGS     space-separated CxPxG (concurrency x prompt tokens x max_tokens), default "1x512x256 64x512x256"
 # Env: BACKEND (cuda; cpu checks this script anywhere), BUILD (build-bench), SLOTS (64), CTX (1024),
 #      BATCH_TOKENS (2048), REQS_C1 (4: requests of a c=1 config; others send c requests), LOAD_TMO (600 s for
-#      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL.
+#      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL,
+#      NO_BENCH=1 (skip memra-bench).
 # Logs and results go to $OUT when set (server.log, load.log, server-load.jsonl, server-load.md, bench-tg128.md),
 # else /tmp/run-server. Exit status: 0 when every config ran without a failed request, else 1.
 set -uo pipefail
@@ -111,7 +112,7 @@ curl -s "$URL/metrics" > "$LOG/metrics.txt"
 stop_server
 
 # the c=1 comparison: memra-bench tg128 on the same model (one process, after the server freed the GPU)
-if [ -x "$BENCH" ]; then
+if [ -x "$BENCH" ] && [ -z "${NO_BENCH:-}" ]; then
     echo "== memra-bench tg128 $MODEL" | tee -a "$LOG/load.log"
     timeout 300 "$BENCH" "$MODEL" --backend "$BACKEND" --tests tg128 --reps 3 > "$LOG/bench-tg128.md" \
         2>> "$LOG/load.log" || echo "memra-bench exit $?" | tee -a "$LOG/load.log"

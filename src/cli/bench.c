@@ -137,16 +137,17 @@ static uint64_t bench_params(const struct model *m)
     return n;
 }
 
-/* Feed toks[0..n) into slot 0 from position pos in chunks of max_batch_tokens;
- * the last chunk returns the last token's logits (and so synchronizes). */
-static int bench_prefill(struct backend *b, uint32_t pos, const int32_t *toks, uint32_t n, float *logits,
+/* Feed toks[0..n) into the sequence of block table blocks (linear, the whole
+ * context) from position pos in chunks of max_batch_tokens; the last chunk
+ * returns the last token's logits (and so synchronizes). */
+static int bench_prefill(struct backend *b, const uint32_t *blocks, uint32_t pos, const int32_t *toks, uint32_t n, float *logits,
                          char *err, size_t errlen)
 {
     const uint32_t chunk = b->cfg.max_batch_tokens;
     for (uint32_t i = 0; i < n; i += chunk) {
         const uint32_t k = n - i < chunk ? n - i : chunk;
         const int last = i + k == n;
-        struct backend_seq s = {.slot = 0, .pos = pos + i, .n_tokens = k, .tokens = toks + i,
+        struct backend_seq s = {.blocks = blocks, .pos = pos + i, .n_tokens = k, .tokens = toks + i,
                                 .n_logits = last ? 1 : 0, .logits = logits};
         struct backend_batch bt = {1, &s};
         if (backend_forward(b, &bt, err, errlen) != 0)
@@ -155,11 +156,11 @@ static int bench_prefill(struct backend *b, uint32_t pos, const int32_t *toks, u
     return 0;
 }
 
-static int bench_decode(struct backend *b, uint32_t pos, const int32_t *toks, uint32_t n, float *logits,
+static int bench_decode(struct backend *b, const uint32_t *blocks, uint32_t pos, const int32_t *toks, uint32_t n, float *logits,
                         char *err, size_t errlen)
 {
     for (uint32_t i = 0; i < n; i++) {
-        struct backend_seq s = {.slot = 0, .pos = pos + i, .n_tokens = 1, .tokens = toks + i, .n_logits = 1,
+        struct backend_seq s = {.blocks = blocks, .pos = pos + i, .n_tokens = 1, .tokens = toks + i, .n_logits = 1,
                                 .logits = logits};
         struct backend_batch bt = {1, &s};
         if (backend_forward(b, &bt, err, errlen) != 0)
@@ -168,21 +169,21 @@ static int bench_decode(struct backend *b, uint32_t pos, const int32_t *toks, ui
     return 0;
 }
 
-/* One run of t: reset, untimed depth prefill, timed part; *dt its seconds.
+/* One run of t: untimed depth prefill (from position 0, overwriting what an
+ * earlier run left), timed part; *dt its seconds.
  * warm: a short version (one chunk or 16 steps) whose time is dropped. */
-static int bench_run(struct backend *b, const struct bench_test *t, const int32_t *toks, float *logits, int warm,
-                     double *dt, char *err, size_t errlen)
+static int bench_run(struct backend *b, const uint32_t *blocks, const struct bench_test *t, const int32_t *toks,
+                     float *logits, int warm, double *dt, char *err, size_t errlen)
 {
-    backend_kv_reset(b, 0);
-    if (t->depth && bench_prefill(b, 0, toks, t->depth, logits, err, errlen) != 0)
+    if (t->depth && bench_prefill(b, blocks, 0, toks, t->depth, logits, err, errlen) != 0)
         return -1;
     uint32_t n = t->n;
     if (warm)
         n = t->is_pp ? (n < b->cfg.max_batch_tokens ? n : b->cfg.max_batch_tokens) : (n < 16 ? n : 16);
     const int32_t *tk = toks + t->depth;
     const double t0 = now_s();
-    int rc = t->is_pp ? bench_prefill(b, t->depth, tk, n, logits, err, errlen)
-                      : bench_decode(b, t->depth, tk, n, logits, err, errlen);
+    int rc = t->is_pp ? bench_prefill(b, blocks, t->depth, tk, n, logits, err, errlen)
+                      : bench_decode(b, blocks, t->depth, tk, n, logits, err, errlen);
     *dt = now_s() - t0;
     return rc;
 }
@@ -265,15 +266,18 @@ int main(int argc, char **argv)
     int rc = 1;
     struct backend *b = NULL;
     int32_t *toks = NULL;
+    uint32_t *blocks = NULL;
     float *logits = NULL;
     if (max_pos > m.cfg.max_ctx) {
         fprintf(stderr, "memra-bench: the tests need %u positions but %s's context is %u\n", max_pos, path,
                 m.cfg.max_ctx);
         goto out;
     }
-    /* one slot holding exactly the positions the tests need; prefill chunks of
-     * ubatch tokens (fewer when no test prefills that many) */
-    struct backend_config cfg = {.n_slots = 1, .max_ctx = max_pos, .n_threads = threads,
+    /* one sequence holding exactly the positions the tests need (a linear
+     * table of that many blocks); prefill chunks of ubatch tokens (fewer when
+     * no test prefills that many) */
+    struct backend_config cfg = {.max_seqs = 1, .max_ctx = max_pos, .n_threads = threads,
+                                 .kv_blocks = backend_kv_blocks_for(max_pos),
                                  .max_batch_tokens = ubatch < max_pp ? ubatch : max_pp};
     const char *bname = backend_name ? backend_name : backend_default_name();
     const double tl0 = now_s();
@@ -284,10 +288,12 @@ int main(int argc, char **argv)
     const double load_s = now_s() - tl0;
     toks = malloc(sizeof(int32_t) * max_pos);
     logits = malloc(sizeof(float) * m.cfg.vocab);
-    if (!toks || !logits) {
+    blocks = malloc(sizeof(uint32_t) * backend_kv_blocks_for(max_pos));
+    if (!toks || !logits || !blocks) {
         fprintf(stderr, "memra-bench: out of memory\n");
         goto out;
     }
+    backend_blocks_linear(blocks, 0, max_pos);
     uint64_t x = 0x9E3779B97F4A7C15ull; /* xorshift64, fixed seed */
     for (uint32_t i = 0; i < max_pos; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -307,13 +313,13 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < n_tests; i++) {
         struct bench_test *t = &tests[i];
         double dt;
-        if (bench_run(b, t, toks, logits, 1, &dt, err, sizeof(err)) != 0) {
+        if (bench_run(b, blocks, t, toks, logits, 1, &dt, err, sizeof(err)) != 0) {
             fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);
             json_decref(jres);
             goto out;
         }
         for (uint32_t r = 0; r < reps; r++)
-            if (bench_run(b, t, toks, logits, 0, &t->times[r], err, sizeof(err)) != 0) {
+            if (bench_run(b, blocks, t, toks, logits, 0, &t->times[r], err, sizeof(err)) != 0) {
                 fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);
                 json_decref(jres);
                 goto out;
@@ -369,6 +375,7 @@ int main(int argc, char **argv)
     }
     rc = 0;
 out:
+    free(blocks);
     free(toks);
     free(logits);
     backend_close(b);

@@ -125,8 +125,8 @@ int main(int argc, char **argv)
         return 1;
     }
     struct engine e;
-    struct backend_config cfg = {.n_slots = 1, .max_ctx = ctx, .max_batch_tokens = ctx < 256 ? ctx : 256,
-                                 .n_threads = threads};
+    struct backend_config cfg = {.max_seqs = 1, .max_ctx = ctx, .kv_blocks = backend_kv_blocks_for(ctx),
+                                 .max_batch_tokens = ctx < 256 ? ctx : 256, .n_threads = threads};
     if (engine_open(&e, path, backend, &cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "memra-ppl: %s\n", err);
         free(text);
@@ -134,6 +134,7 @@ int main(int argc, char **argv)
     }
     int rc = 1;
     int32_t *ids = NULL, *top1 = NULL;
+    uint32_t *blocks = NULL; /* (ceil(ctx / 16)) the one sequence's linear table */
     float *logits = NULL, *nll = NULL;
     size_t n_ids;
     if (tokenizer_encode_alloc(&e.tok, text, text_len, true, false, &ids, &n_ids, err, sizeof(err)) != 0) {
@@ -151,17 +152,20 @@ int main(int argc, char **argv)
     logits = malloc(sizeof(float) * (size_t)ctx * V);
     top1 = malloc(sizeof(int32_t) * n_windows * ctx);
     nll = malloc(sizeof(float) * n_windows * ctx);
-    if (!logits || !top1 || !nll) {
+    blocks = malloc(sizeof(uint32_t) * backend_kv_blocks_for(ctx));
+    if (!logits || !top1 || !nll || !blocks) {
         fprintf(stderr, "memra-ppl: out of memory\n");
         goto out;
     }
+    backend_blocks_linear(blocks, 0, ctx);
     double sum = 0.0, t0 = now_s();
     uint64_t scored = 0, agree_next = 0;
     for (uint64_t w = 0; w < n_windows; w++) {
         const int32_t *tk = ids + w * ctx;
         for (uint32_t i = 0; i < ctx; i += chunk) {
             const uint32_t k = ctx - i < chunk ? ctx - i : chunk;
-            struct backend_seq s = {0, i, k, tk + i, k, logits + (size_t)i * V};
+            struct backend_seq s = {.blocks = blocks, .pos = i, .n_tokens = k, .tokens = tk + i, .n_logits = k,
+                                    .logits = logits + (size_t)i * V};
             struct backend_batch b = {1, &s};
             if (backend_forward(e.backend, &b, err, sizeof(err)) != 0) {
                 fprintf(stderr, "memra-ppl: %s\n", err);
@@ -225,6 +229,7 @@ out:
     free(ids);
     free(top1);
     free(nll);
+    free(blocks);
     free(logits);
     free(text);
     engine_close(&e);

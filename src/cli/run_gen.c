@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 
     char err[1024];
     struct engine e;
-    struct backend_config cfg = {.n_slots = 1, .max_ctx = (uint32_t)ctx, .max_batch_tokens = 256,
+    struct backend_config cfg = {.max_seqs = 1, .max_ctx = (uint32_t)ctx, .max_batch_tokens = 256,
                                  .n_threads = (uint32_t)threads};
     double t_load = now_s();
     if (engine_open(&e, path, backend, &cfg, err, sizeof(err)) != 0) {
@@ -116,6 +116,7 @@ int main(int argc, char **argv)
     size_t text_len = 0;
     int rc = 1;
     int32_t *ids = NULL, *seq = NULL;
+    uint32_t *blocks = NULL; /* (ceil(max_ctx / 16)) the one sequence's linear table */
     float *logits = NULL;
     struct sampler smp = {0};
     struct sample_work work = {0};
@@ -149,22 +150,24 @@ int main(int argc, char **argv)
     const uint32_t V = e.model.cfg.vocab;
     seq = malloc(sizeof(int32_t) * (n_prompt + n_gen_max + 1));
     logits = malloc(sizeof(float) * V);
+    blocks = malloc(sizeof(uint32_t) * backend_kv_blocks_for(max_ctx));
     struct sample_params sp;
     sample_params_default(&sp);
     sp.temperature = (float)temperature;
     sp.top_p = (float)top_p;
     sp.top_k = (int32_t)top_k;
     sp.seed = (uint64_t)seed;
-    if (!seq || !logits || sampler_init(&smp, V, &sp, err, sizeof(err)) != 0 ||
+    if (!seq || !logits || !blocks || sampler_init(&smp, V, &sp, err, sizeof(err)) != 0 ||
         sample_work_init(&work, V, err, sizeof(err)) != 0) {
-        fprintf(stderr, "run-gen: %s\n", seq && logits ? err : "out of memory");
+        fprintf(stderr, "run-gen: %s\n", seq && logits && blocks ? err : "out of memory");
         goto out;
     }
+    backend_blocks_linear(blocks, 0, max_ctx);
     memcpy(seq, ids, n_prompt * sizeof(int32_t));
     sampler_add_prompt(&smp, ids, (uint32_t)n_prompt);
 
     double t0 = now_s();
-    if (engine_prefill(&e, 0, 0, seq, (uint32_t)n_prompt, logits, err, sizeof(err)) != 0) {
+    if (engine_prefill(&e, blocks, 0, seq, (uint32_t)n_prompt, logits, err, sizeof(err)) != 0) {
         fprintf(stderr, "run-gen: %s\n", err);
         goto out;
     }
@@ -186,7 +189,7 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         seq[n] = tok;
-        if (n_gen + 1 < n_gen_max && engine_prefill(&e, 0, n, &seq[n], 1, logits, err, sizeof(err)) != 0) {
+        if (n_gen + 1 < n_gen_max && engine_prefill(&e, blocks, n, &seq[n], 1, logits, err, sizeof(err)) != 0) {
             fprintf(stderr, "\nrun-gen: %s\n", err);
             goto out;
         }
@@ -214,6 +217,7 @@ out:
     sampler_free(&smp);
     sample_work_free(&work);
     free(seq);
+    free(blocks);
     free(logits);
     free(ids);
     free(text);

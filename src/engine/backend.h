@@ -4,24 +4,31 @@
  * header; the CPU backend (src/backend/cpu/) and the CUDA backend implement the
  * same ops, and the engine never knows which one runs.
  *
- * The unit of work is a batch of sequences. Each sequence owns a KV slot (a
- * numbered KV state of up to max_ctx positions, allocated at init). A sequence
- * in a batch brings a span of new tokens — a prefill chunk or one decode token
- * (or a few draft tokens) — placed at positions [pos, pos + n_tokens). The
- * backend appends their keys/values to the slot and returns logits for the
- * LAST n_logits tokens of the span (1 for sampling, 0 for a prefill chunk that
- * is not the last, n_tokens for perplexity or draft verification).
+ * The unit of work is a batch of sequences. A sequence in a batch brings a
+ * span of new tokens — a prefill chunk or one decode token (or a few draft
+ * tokens) — placed at positions [pos, pos + n_tokens), and a block table: the
+ * ids of the KV blocks (BACKEND_KV_BLOCK positions each) that hold its keys
+ * and values, position p in block blocks[p / BACKEND_KV_BLOCK], row
+ * p % BACKEND_KV_BLOCK. The backend writes the span's K/V through the table
+ * and returns logits for the LAST n_logits tokens of the span (1 for sampling,
+ * 0 for a prefill chunk that is not the last, n_tokens for perplexity or draft
+ * verification).
  *
- * KV rules: a slot holds positions [0, len). A span must start at pos ≤ len;
- * starting below len overwrites (rolls back) the slot from pos on, so
- * re-prefilling a slot from 0 needs no explicit reset. backend_kv_reset()
- * forgets a slot (len = 0). The KV layout is private to each backend (the CPU
- * one is contiguous per slot today; it will become paged), so nothing outside
- * reads it.
+ * KV rules: the backend owns one pool of cfg.kv_blocks blocks (every layer's
+ * K and V); which blocks belong to which sequence, and how many positions of
+ * them are filled, is the caller's business (the engine's KV pool): the
+ * backend keeps no per-sequence lengths. Positions [0, pos) must already hold
+ * KV written by earlier forwards through the same table (or copied with
+ * kv_copy); the backend cannot check it. A span starting below what was
+ * written before simply overwrites (rollback needs nothing else). Blocks may
+ * be shared read-only between sequences (a common prefix); a block that a
+ * sequence writes must not appear in another table of the same batch.
+ * The layout inside a block is private to each backend.
  *
- * Determinism: a sequence's logits depend only on its own tokens and KV state,
- * never on what else is in the batch (the CPU backend is bit-exact under any
- * batch composition and thread count).
+ * Determinism: a sequence's logits depend only on its own tokens and the KV
+ * values it reads, never on which blocks hold them or on what else is in the
+ * batch (the CPU backend is bit-exact under any block placement, batch
+ * composition and thread count).
  *
  * Threading: one thread (the engine thread) calls a backend; the backend may
  * use its own worker threads inside forward.
@@ -32,13 +39,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/log.h"
 #include "model/model.h"
 
+/* Positions per KV block. */
+#define BACKEND_KV_BLOCK 16u
+
 struct backend_seq {
-    uint32_t slot;          /* KV slot, < backend_config.n_slots */
-    uint32_t pos;           /* position of tokens[0]; ≤ the slot's current length */
+    const uint32_t *blocks; /* (ceil((pos + n_tokens) / BACKEND_KV_BLOCK)) block ids, each < kv_blocks */
+    uint32_t pos;           /* position of tokens[0]; [0, pos) already hold KV in blocks */
     uint32_t n_tokens;      /* ≥ 1 */
     const int32_t *tokens;  /* (n_tokens) token ids, each < vocab */
     uint32_t n_logits;      /* logits for the last n_logits tokens (0..n_tokens) */
@@ -47,12 +58,15 @@ struct backend_seq {
 
 struct backend_batch {
     uint32_t n_seqs;
-    const struct backend_seq *seqs; /* (n_seqs); slots distinct within a batch */
+    const struct backend_seq *seqs; /* (n_seqs); written blocks not shared within a batch */
 };
 
 struct backend_config {
-    uint32_t n_slots;          /* KV slots (concurrent sequences) */
-    uint32_t max_ctx;          /* positions per slot (0: the model's trained context) */
+    uint32_t max_seqs;         /* sequences per batch (0: 1) */
+    uint32_t max_ctx;          /* positions per sequence (0: the model's trained context) */
+    uint32_t kv_blocks;        /* blocks in the KV pool (0: CPU max_seqs × ceil(max_ctx / 16); CUDA: what
+                                  the free device memory holds after weights, scratch and headroom,
+                                  MEMRA_KV_BLOCKS overriding) */
     uint32_t max_batch_tokens; /* Σ n_tokens of one batch (scratch is sized for it) */
     uint32_t n_threads;        /* CPU worker threads (0: all cores) */
 };
@@ -61,19 +75,18 @@ struct backend;
 
 struct backend_ops {
     const char *name; /* "cpu", "cuda" */
-    /* Allocate the backend for model m (which must outlive it): KV slots,
+    /* Allocate the backend for model m (which must outlive it): the KV pool,
      * scratch, threads. 0, or -1 with the reason in err. */
     int (*init)(struct backend **out, const struct model *m, const struct backend_config *cfg, char *err,
                 size_t errlen);
     /* Make the weights usable (CPU: check and pre-touch the map; CUDA: upload). */
     int (*load_weights)(struct backend *b, char *err, size_t errlen);
     /* Compute one batch. -1 with the reason in err for a batch breaking the
-     * rules above (bad slot, token id, position, size); no state changes then. */
+     * rules above (bad block id, token id, position, size); no state changes then. */
     int (*forward)(struct backend *b, const struct backend_batch *batch, char *err, size_t errlen);
-    /* Forget slot's KV state. */
-    void (*kv_reset)(struct backend *b, uint32_t slot);
-    /* Current length of slot's KV state. */
-    uint32_t (*kv_len)(const struct backend *b, uint32_t slot);
+    /* Copy every layer's K and V rows of block src into block dst (both
+     * < kv_blocks): copy-on-write of a shared, partially filled block. */
+    void (*kv_copy)(struct backend *b, uint32_t dst, uint32_t src);
     void (*free)(struct backend *b);
 };
 
@@ -96,36 +109,79 @@ static inline int backend_forward(struct backend *b, const struct backend_batch 
 {
     return b->ops->forward(b, batch, err, errlen);
 }
-static inline void backend_kv_reset(struct backend *b, uint32_t slot) { b->ops->kv_reset(b, slot); }
-static inline uint32_t backend_kv_len(const struct backend *b, uint32_t slot) { return b->ops->kv_len(b, slot); }
+static inline void backend_kv_copy(struct backend *b, uint32_t dst, uint32_t src) { b->ops->kv_copy(b, dst, src); }
 void backend_close(struct backend *b);
 
-/* Check a batch against the rules above; every backend's forward calls it
- * first (inline: backends do not link the engine). slot_len: (n_slots). */
-static inline int backend_batch_check(const struct backend *b, const struct backend_batch *batch,
-                                      const uint32_t *slot_len, char *err, size_t errlen)
+/* Blocks of a sequence of n positions. */
+static inline uint32_t backend_kv_blocks_for(uint64_t n)
 {
-    uint64_t total = 0;
-    if (batch->n_seqs == 0 || batch->n_seqs > b->cfg.n_slots)
-        return err_set(err, errlen, "batch: %u sequences (1..%u allowed)", batch->n_seqs, b->cfg.n_slots);
+    return (uint32_t)((n + BACKEND_KV_BLOCK - 1) / BACKEND_KV_BLOCK);
+}
+
+/* The table of programs that give each sequence a fixed region of the pool
+ * (run-gen, memra-ppl, memra-bench, tests): block k of sequence seq is
+ * seq · ceil(max_ctx / 16) + k, k < ceil(max_ctx / 16). blocks: (ceil(max_ctx / 16)). */
+static inline void backend_blocks_linear(uint32_t *blocks, uint32_t seq, uint32_t max_ctx)
+{
+    const uint32_t n = backend_kv_blocks_for(max_ctx);
+    for (uint32_t k = 0; k < n; k++)
+        blocks[k] = seq * n + k;
+}
+
+/* Find a block that sequence i writes (one covering [pos, pos + n_tokens))
+ * and that another table of the batch — or another entry of its own — also
+ * holds; 0 if none, else -1 with both named in err. Quadratic: only run to
+ * name the culprit once backend_batch_check's bitmap pass saw a clash. */
+static inline int backend_batch_find_shared(const struct backend_batch *batch, char *err, size_t errlen)
+{
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
-        if (s->slot >= b->cfg.n_slots)
-            return err_set(err, errlen, "batch: sequence %u: slot %u >= %u slots", i, s->slot, b->cfg.n_slots);
-        for (uint32_t j = 0; j < i; j++)
-            if (batch->seqs[j].slot == s->slot)
-                return err_set(err, errlen, "batch: sequences %u and %u share slot %u", j, i, s->slot);
+        const uint32_t w0 = s->pos / BACKEND_KV_BLOCK, w1 = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);
+        for (uint32_t j = 0; j < batch->n_seqs; j++) {
+            const struct backend_seq *o = &batch->seqs[j];
+            const uint32_t ob = backend_kv_blocks_for((uint64_t)o->pos + o->n_tokens);
+            for (uint32_t w = w0; w < w1; w++)
+                for (uint32_t k = 0; k < ob; k++) {
+                    if (o->blocks[k] != s->blocks[w] || (j == i && k == w))
+                        continue;
+                    if (j == i)
+                        return err_set(err, errlen, "batch: sequence %u writes block %u, which its table also "
+                                       "holds at index %u", i, s->blocks[w], k);
+                    return err_set(err, errlen, "batch: sequence %u writes block %u, which sequence %u's table "
+                                   "also holds", i, s->blocks[w], j);
+                }
+        }
+    }
+    return 0;
+}
+
+/* Check a batch against the rules above; every backend's forward calls it
+ * first (inline: backends do not link the engine). The sharing rule costs one
+ * bitmap of kv_blocks bits per call (calloc; the quadratic search above only
+ * when the bitmap is unavailable or saw a clash). */
+static inline int backend_batch_check(const struct backend *b, const struct backend_batch *batch, char *err,
+                                      size_t errlen)
+{
+    uint64_t total = 0;
+    if (batch->n_seqs == 0 || batch->n_seqs > b->cfg.max_seqs || !batch->seqs)
+        return err_set(err, errlen, "batch: %u sequences (1..%u allowed)", batch->n_seqs, b->cfg.max_seqs);
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
         if (s->n_tokens == 0 || !s->tokens)
             return err_set(err, errlen, "batch: sequence %u has no tokens", i);
-        if (s->pos > slot_len[s->slot])
-            return err_set(err, errlen, "batch: sequence %u starts at position %u but slot %u holds %u", i,
-                           s->pos, s->slot, slot_len[s->slot]);
         if ((uint64_t)s->pos + s->n_tokens > b->cfg.max_ctx)
             return err_set(err, errlen, "batch: sequence %u: positions up to %llu exceed the context of %u", i,
                            (unsigned long long)s->pos + s->n_tokens, b->cfg.max_ctx);
         if (s->n_logits > s->n_tokens || (s->n_logits > 0 && !s->logits))
             return err_set(err, errlen, "batch: sequence %u: n_logits %u with %u tokens", i, s->n_logits,
                            s->n_tokens);
+        if (!s->blocks)
+            return err_set(err, errlen, "batch: sequence %u has no block table", i);
+        const uint32_t nb = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);
+        for (uint32_t k = 0; k < nb; k++)
+            if (s->blocks[k] >= b->cfg.kv_blocks)
+                return err_set(err, errlen, "batch: sequence %u: block %u of its table is id %u, outside the "
+                               "pool of %u blocks", i, k, s->blocks[k], b->cfg.kv_blocks);
         for (uint32_t t = 0; t < s->n_tokens; t++)
             if (s->tokens[t] < 0 || (uint32_t)s->tokens[t] >= b->model->cfg.vocab)
                 return err_set(err, errlen, "batch: sequence %u: token id %d at %u is outside the vocabulary "
@@ -135,7 +191,29 @@ static inline int backend_batch_check(const struct backend *b, const struct back
     if (total > b->cfg.max_batch_tokens)
         return err_set(err, errlen, "batch: %llu tokens exceed max_batch_tokens %u", (unsigned long long)total,
                        b->cfg.max_batch_tokens);
-    return 0;
+    /* a written block in no other table: mark the written blocks (a second
+     * writer clashes), then look the read-only entries up */
+    const uint32_t nw = (b->cfg.kv_blocks + 63) / 64;
+    uint64_t *mark = calloc(nw ? nw : 1, sizeof(uint64_t));
+    if (!mark)
+        return backend_batch_find_shared(batch, err, errlen);
+    bool clash = false;
+    for (uint32_t i = 0; i < batch->n_seqs && !clash; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t w1 = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);
+        for (uint32_t w = s->pos / BACKEND_KV_BLOCK; w < w1; w++) {
+            const uint32_t id = s->blocks[w];
+            clash |= (mark[id / 64] >> (id % 64)) & 1u;
+            mark[id / 64] |= (uint64_t)1 << (id % 64);
+        }
+    }
+    for (uint32_t i = 0; i < batch->n_seqs && !clash; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        for (uint32_t k = 0; k < s->pos / BACKEND_KV_BLOCK; k++)
+            clash |= (mark[s->blocks[k] / 64] >> (s->blocks[k] % 64)) & 1u;
+    }
+    free(mark);
+    return clash ? backend_batch_find_shared(batch, err, errlen) : 0;
 }
 
 #endif

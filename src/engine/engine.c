@@ -53,14 +53,14 @@ void engine_close(struct engine *e)
     memset(e, 0, sizeof(*e));
 }
 
-int engine_prefill(struct engine *e, uint32_t slot, uint32_t pos, const int32_t *tokens, uint32_t n,
+int engine_prefill(struct engine *e, const uint32_t *blocks, uint32_t pos, const int32_t *tokens, uint32_t n,
                    float *logits, char *err, size_t errlen)
 {
     const uint32_t chunk = e->backend->cfg.max_batch_tokens;
     for (uint32_t i = 0; i < n; i += chunk) {
         const uint32_t k = n - i < chunk ? n - i : chunk;
         const bool last = i + k == n;
-        struct backend_seq s = {.slot = slot, .pos = pos + i, .n_tokens = k, .tokens = tokens + i,
+        struct backend_seq s = {.blocks = blocks, .pos = pos + i, .n_tokens = k, .tokens = tokens + i,
                                 .n_logits = last && logits ? 1 : 0, .logits = logits};
         struct backend_batch b = {1, &s};
         if (backend_forward(e->backend, &b, err, errlen) != 0)

@@ -4,7 +4,7 @@
  * takes the backend and tokenizer from it too.
  *
  * Also the two loops every caller needs: chunked prefill of a prompt into a
- * KV slot, and rendering a conversation through the model's chat template.
+ * block table, and rendering a conversation through the model's chat template.
  */
 #ifndef MEMRA_ENGINE_ENGINE_H
 #define MEMRA_ENGINE_ENGINE_H
@@ -28,7 +28,7 @@ struct engine {
     struct backend *backend;
 };
 
-/* Positions per KV slot when the caller leaves backend_config.max_ctx 0 (or the
+/* Positions per sequence when the caller leaves backend_config.max_ctx 0 (or the
  * model's trained context, when shorter). */
 #define ENGINE_DEFAULT_CTX 4096u
 
@@ -40,10 +40,11 @@ int engine_open(struct engine *e, const char *path, const char *backend_name, co
                 char *err, size_t errlen);
 void engine_close(struct engine *e);
 
-/* Feed tokens[0..n) into slot from position pos in chunks of at most the
- * backend's max_batch_tokens; the logits of the last token go to logits
- * (vocab floats) when it is not NULL. */
-int engine_prefill(struct engine *e, uint32_t slot, uint32_t pos, const int32_t *tokens, uint32_t n,
+/* Feed tokens[0..n) into the sequence whose KV lives in the blocks of table
+ * blocks (ceil((pos + n) / BACKEND_KV_BLOCK) ids) from position pos, in chunks
+ * of at most the backend's max_batch_tokens; the logits of the last token go
+ * to logits (vocab floats) when it is not NULL. */
+int engine_prefill(struct engine *e, const uint32_t *blocks, uint32_t pos, const int32_t *tokens, uint32_t n,
                    float *logits, char *err, size_t errlen);
 
 /* Render messages (a JSON array of {role, content}) with the model's chat

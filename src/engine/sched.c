@@ -52,6 +52,7 @@ struct sched_job {
 struct slot {
     struct sched_job *job;    /* NULL: free */
     int32_t *hist;            /* (max_ctx) tokens whose KV the slot holds */
+    uint32_t *blocks;         /* (ceil(max_ctx / 16)) its block table: the linear region of slot i */
     uint32_t n_hist;
 };
 
@@ -72,6 +73,7 @@ struct sched {
 
     struct sched_job *waiting, *waiting_tail;   /* engine thread */
     struct slot *slots;                         /* (n_slots) */
+    uint32_t *tables;                           /* (n_slots, ceil(max_ctx / 16)) the slots' block tables */
     struct backend_seq *seqs;                   /* (n_slots) batch scratch */
     struct sched_job **seq_job;                 /* (n_slots) job of seqs[i] */
     float *logits;                              /* (n_slots, vocab) */
@@ -437,7 +439,7 @@ static bool sched_step(struct sched *s)
         struct sched_job *j = s->slots[i].job;
         if (!j || j->state != JOB_DECODE)
             continue;
-        s->seqs[n] = (struct backend_seq){.slot = i, .pos = j->n_past, .n_tokens = 1, .tokens = &j->last,
+        s->seqs[n] = (struct backend_seq){.blocks = s->slots[i].blocks, .pos = j->n_past, .n_tokens = 1, .tokens = &j->last,
                                           .n_logits = 1, .logits = s->logits + (size_t)n * s->vocab};
         s->seq_job[n++] = j;
         budget--;
@@ -450,7 +452,7 @@ static bool sched_step(struct sched *s)
         if (chunk > budget)
             chunk = budget;
         bool last = j->n_past + chunk == j->n_prompt;
-        s->seqs[n] = (struct backend_seq){.slot = i, .pos = j->n_past, .n_tokens = chunk,
+        s->seqs[n] = (struct backend_seq){.blocks = s->slots[i].blocks, .pos = j->n_past, .n_tokens = chunk,
                                           .tokens = j->prompt + j->n_past, .n_logits = last ? 1 : 0,
                                           .logits = last ? s->logits + (size_t)n * s->vocab : NULL};
         s->seq_job[n++] = j;
@@ -464,7 +466,7 @@ static bool sched_step(struct sched *s)
     if (backend_forward(s->b, &batch, err, sizeof(err))) {
         log_error("sched: forward failed: %s", err);
         for (uint32_t i = 0; i < n; i++) {
-            s->slots[s->seqs[i].slot].n_hist = 0;
+            s->slots[s->seq_job[i]->slot].n_hist = 0;
             job_finish(s, s->seq_job[i], SCHED_FINISH_ERROR, err);
         }
         return true;
@@ -474,7 +476,7 @@ static bool sched_step(struct sched *s)
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
         struct sched_job *j = s->seq_job[i];
-        struct slot *sl = &s->slots[q->slot];
+        struct slot *sl = &s->slots[j->slot];
         memcpy(sl->hist + q->pos, q->tokens, q->n_tokens * sizeof(int32_t));
         sl->n_hist = q->pos + q->n_tokens;
         j->n_past = sl->n_hist;
@@ -551,7 +553,7 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     s->b = b;
     s->tok = tok;
     s->cfg = *cfg;
-    s->n_slots = b->cfg.n_slots;
+    s->n_slots = b->cfg.max_seqs;
     s->max_ctx = b->cfg.max_ctx;
     s->vocab = b->model->cfg.vocab;
     if (!s->cfg.max_batch_tokens || s->cfg.max_batch_tokens > b->cfg.max_batch_tokens)
@@ -559,6 +561,12 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     if (s->cfg.max_batch_tokens < s->n_slots) {
         err_set(err, errlen, "max_batch_tokens %u is below the %u slots (one decode token each)",
                 s->cfg.max_batch_tokens, s->n_slots);
+        free(s);
+        return -1;
+    }
+    if ((uint64_t)s->n_slots * backend_kv_blocks_for(s->max_ctx) > b->cfg.kv_blocks) {
+        err_set(err, errlen, "the backend's KV pool of %u blocks is smaller than %u slots of %u positions need",
+                b->cfg.kv_blocks, s->n_slots, s->max_ctx);
         free(s);
         return -1;
     }
@@ -578,9 +586,14 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     s->seqs = calloc(s->n_slots, sizeof(*s->seqs));
     s->seq_job = calloc(s->n_slots, sizeof(*s->seq_job));
     s->logits = malloc((size_t)s->n_slots * s->vocab * sizeof(float));
-    bool ok = s->slots && s->seqs && s->seq_job && s->logits;
-    for (uint32_t i = 0; ok && i < s->n_slots; i++)
+    const uint32_t nb = backend_kv_blocks_for(s->max_ctx);
+    s->tables = malloc((size_t)s->n_slots * nb * sizeof(uint32_t));
+    bool ok = s->slots && s->seqs && s->seq_job && s->logits && s->tables;
+    for (uint32_t i = 0; ok && i < s->n_slots; i++) {
         ok = (s->slots[i].hist = malloc((size_t)s->max_ctx * sizeof(int32_t))) != NULL;
+        s->slots[i].blocks = s->tables + (size_t)i * nb;
+        backend_blocks_linear(s->slots[i].blocks, i, s->max_ctx);
+    }
     if (!ok)
         goto oom;
     if (sample_work_init(&s->work, s->vocab, err, errlen))
@@ -603,6 +616,7 @@ fail:
     for (uint32_t i = 0; s->slots && i < s->n_slots; i++)
         free(s->slots[i].hist);
     free(s->slots);
+    free(s->tables);
     free(s->seqs);
     free(s->seq_job);
     free(s->logits);
@@ -624,6 +638,7 @@ void sched_stop(struct sched *s)
     for (uint32_t i = 0; i < s->n_slots; i++)
         free(s->slots[i].hist);
     free(s->slots);
+    free(s->tables);
     free(s->seqs);
     free(s->seq_job);
     free(s->logits);

@@ -58,7 +58,7 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
         weights_prefault(&mf, sm->alias, cfg->progress);
         model_file_close(&mf);
     }
-    struct backend_config bc = {.n_slots = cfg->n_slots, .max_ctx = cfg->ctx, .max_batch_tokens = cfg->batch_tokens,
+    struct backend_config bc = {.max_seqs = cfg->n_slots, .max_ctx = cfg->ctx, .max_batch_tokens = cfg->batch_tokens,
                                 .n_threads = cfg->threads};
     const char *bname = cfg->backend ? cfg->backend : backend_default_name();
     if (engine_open(&sm->eng, sm->path, bname, &bc, e2, sizeof(e2)))
@@ -75,7 +75,7 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
         return err_set(err, errlen, "model '%s': engine: %s", sm->alias, e2);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     log_info("model '%s' ready: %s, %s, %s backend, %u slots of %u positions, %.1f s", sm->alias, sm->path,
-             sm->eng.model.arch_name, sm->eng.backend->ops->name, sm->eng.backend->cfg.n_slots, sm->max_ctx,
+             sm->eng.model.arch_name, sm->eng.backend->ops->name, sm->eng.backend->cfg.max_seqs, sm->max_ctx,
              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     return 0;
 }

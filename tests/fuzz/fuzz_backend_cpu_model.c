@@ -44,11 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           (uint64_t)c->vocab * c->dim;
     if (work < (1u << 24)) {
         struct backend *b;
-        struct backend_config cfg = {.n_slots = 1, .max_ctx = 8, .max_batch_tokens = 4, .n_threads = 1};
+        struct backend_config cfg = {.max_seqs = 1, .max_ctx = 8, .max_batch_tokens = 4, .n_threads = 1};
         if (backend_cpu_ops.init(&b, &m, &cfg, err, sizeof(err)) == 0) {
             int32_t toks[2] = {0, (int32_t)c->vocab - 1};
             float *logits = malloc(sizeof(float) * 2 * c->vocab);
-            struct backend_seq s = {0, 0, 2, toks, 2, logits};
+            const uint32_t blocks[1] = {0}; /* max_ctx 8: one block */
+            struct backend_seq s = {blocks, 0, 2, toks, 2, logits};
             struct backend_batch batch = {1, &s};
             if (logits && b->ops->forward(b, &batch, err, sizeof(err)) == 0)
                 g_sink = logits[0] + logits[2 * c->vocab - 1];

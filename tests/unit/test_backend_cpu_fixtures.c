@@ -36,6 +36,9 @@ static int32_t g_prompts[MAX_PROMPTS][64];
 static uint32_t g_prompt_len[MAX_PROMPTS];
 static uint32_t g_n_prompts;
 static uint32_t g_greedy_n;
+#define MAX_CTX 128
+/* (N_BATCH, MAX_CTX / 16) the linear block table of "slot" s (backend_blocks_linear) */
+static uint32_t g_lin[N_BATCH][MAX_CTX / BACKEND_KV_BLOCK];
 
 static float *read_floats(const char *path, size_t n)
 {
@@ -65,7 +68,7 @@ static struct backend *open_backend(const struct model *m)
 {
     char err[512];
     struct backend *b = NULL;
-    struct backend_config cfg = {.n_slots = N_BATCH, .max_ctx = 128, .max_batch_tokens = 512, .n_threads = 2};
+    struct backend_config cfg = {.max_seqs = N_BATCH, .max_ctx = MAX_CTX, .max_batch_tokens = 512, .n_threads = 2};
     if (backend_cpu_ops.init(&b, m, &cfg, err, sizeof(err)) != 0 || b->ops->load_weights(b, err, sizeof(err)) != 0) {
         fprintf(stderr, "backend: %s\n", err);
         return NULL;
@@ -77,7 +80,7 @@ static int forward1(struct backend *b, uint32_t slot, uint32_t pos, const int32_
                     uint32_t n_logits, float *logits)
 {
     char err[512];
-    struct backend_seq s = {slot, pos, n, toks, n_logits, logits};
+    struct backend_seq s = {g_lin[slot], pos, n, toks, n_logits, logits};
     struct backend_batch batch = {1, &s};
     int rc = b->ops->forward(b, &batch, err, sizeof(err));
     if (rc != 0)
@@ -179,7 +182,7 @@ static void check_model(json_t *entry)
         const uint32_t p = s % g_n_prompts;
         memcpy(toks[s], g_prompts[p], g_prompt_len[p] * sizeof(int32_t));
         len[s] = g_prompt_len[p];
-        seqs[s] = (struct backend_seq){s, 0, len[s], toks[s], 1, got + (size_t)s * V};
+        seqs[s] = (struct backend_seq){g_lin[s], 0, len[s], toks[s], 1, got + (size_t)s * V};
     }
     struct backend_batch batch = {N_BATCH, seqs};
     int batch_same = 1;
@@ -192,7 +195,7 @@ static void check_model(json_t *entry)
             int32_t t = (int32_t)argmax(got + (size_t)s * V, V);
             batch_same &= t == alone[s % g_n_prompts][i];
             toks[s][len[s]] = t;
-            seqs[s] = (struct backend_seq){s, len[s], 1, &toks[s][len[s]], 1, got + (size_t)s * V};
+            seqs[s] = (struct backend_seq){g_lin[s], len[s], 1, &toks[s][len[s]], 1, got + (size_t)s * V};
             len[s]++;
         }
     }
@@ -246,28 +249,35 @@ static void test_bad_batches(void)
         return;
     float *lg = malloc(sizeof(float) * m.cfg.vocab * 4);
     int32_t ok[4] = {5, 6, 7, 8}, bad_tok[2] = {5, (int32_t)m.cfg.vocab};
-    struct backend_seq s = {0, 0, 4, ok, 1, lg};
+    uint32_t far[MAX_CTX / BACKEND_KV_BLOCK] = {0};
+    far[0] = b->cfg.kv_blocks; /* one past the pool */
+    struct backend_seq s = {g_lin[0], 0, 4, ok, 1, lg};
     struct backend_batch batch = {1, &s};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
-    CHECK_EQ_INT(b->ops->kv_len(b, 0), 4);
-    s = (struct backend_seq){0, 6, 1, ok, 1, lg}; /* gap: slot holds 4 */
+    float *first = malloc(sizeof(float) * m.cfg.vocab);
+    memcpy(first, lg, sizeof(float) * m.cfg.vocab);
+    s = (struct backend_seq){far, 0, 1, ok, 1, lg};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
-    CHECK_CONTAINS(err, "slot 0 holds 4");
-    s = (struct backend_seq){N_BATCH, 0, 1, ok, 1, lg};
-    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
-    CHECK_CONTAINS(err, "slot");
-    s = (struct backend_seq){1, 0, 2, bad_tok, 1, lg};
+    CHECK_CONTAINS(err, "outside the pool of 64 blocks");
+    s = (struct backend_seq){g_lin[1], 0, 2, bad_tok, 1, lg};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "outside the vocabulary");
-    s = (struct backend_seq){1, 126, 4, ok, 1, lg}; /* beyond max_ctx 128 (and a gap) */
+    s = (struct backend_seq){g_lin[1], 126, 4, ok, 1, lg}; /* beyond max_ctx 128 */
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
-    struct backend_seq two[2] = {{2, 0, 1, ok, 1, lg}, {2, 0, 1, ok, 1, lg}};
+    CHECK_CONTAINS(err, "exceed the context of 128");
+    s = (struct backend_seq){NULL, 0, 1, ok, 1, lg};
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
+    CHECK_CONTAINS(err, "no block table");
+    struct backend_seq two[2] = {{g_lin[2], 0, 1, ok, 1, lg}, {g_lin[2], 0, 1, ok, 1, lg}};
     batch = (struct backend_batch){2, two};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
-    CHECK_CONTAINS(err, "share slot");
-    CHECK_EQ_INT(b->ops->kv_len(b, 0), 4); /* refused batches change nothing */
-    b->ops->kv_reset(b, 0);
-    CHECK_EQ_INT(b->ops->kv_len(b, 0), 0);
+    CHECK_CONTAINS(err, "sequence 0 writes block 16, which sequence 1's table also holds");
+    /* refused batches change nothing: sequence 0 re-run from position 3 gives the same logits */
+    s = (struct backend_seq){g_lin[0], 3, 1, ok + 3, 1, lg};
+    batch = (struct backend_batch){1, &s};
+    CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
+    CHECK(memcmp(first, lg, sizeof(float) * m.cfg.vocab) == 0);
+    free(first);
     free(lg);
     b->ops->free(b);
     model_close(&m);
@@ -318,7 +328,7 @@ static void test_real_model_batch_of_8(void)
     }
     struct backend_seq seqs[N_BATCH];
     for (uint32_t s = 0; s < N_BATCH; s++)
-        seqs[s] = (struct backend_seq){s, 0, len[s], toks[s], 1, lg + (size_t)s * V};
+        seqs[s] = (struct backend_seq){g_lin[s], 0, len[s], toks[s], 1, lg + (size_t)s * V};
     struct backend_batch batch = {N_BATCH, seqs};
     int same = 1;
     for (uint32_t i = 0; i < STEPS; i++) {
@@ -327,7 +337,7 @@ static void test_real_model_batch_of_8(void)
             const int32_t t = (int32_t)argmax(lg + (size_t)s * V, V);
             same &= t == alone[s][i];
             toks[s][len[s] + i] = t;
-            seqs[s] = (struct backend_seq){s, len[s] + i, 1, &toks[s][len[s] + i], 1, lg + (size_t)s * V};
+            seqs[s] = (struct backend_seq){g_lin[s], len[s] + i, 1, &toks[s][len[s] + i], 1, lg + (size_t)s * V};
         }
     }
     CHECK_MSG(same, "default model: batch of 8 greedy differs from alone");
@@ -355,6 +365,8 @@ int main(void)
         for (uint32_t i = 0; i < g_prompt_len[p]; i++)
             g_prompts[p][i] = (int32_t)json_integer_value(json_array_get(a, i));
     }
+    for (uint32_t s = 0; s < N_BATCH; s++)
+        backend_blocks_linear(g_lin[s], s, MAX_CTX);
     g_greedy_n = (uint32_t)json_integer_value(json_object_get(g_manifest, "greedy_tokens"));
     MEMRA_ASSERT(g_greedy_n <= 64);
     RUN(test_fixture_models);

@@ -75,7 +75,7 @@ static void wait_all(struct run *runs, int n)
 static struct sched *start(struct backend **b, uint32_t slots, uint32_t budget, bool reuse)
 {
     char err[256];
-    struct backend_config bc = {.n_slots = slots, .max_ctx = 256, .max_batch_tokens = 512, .n_threads = 0};
+    struct backend_config bc = {.max_seqs = slots, .max_ctx = 256, .max_batch_tokens = 512, .n_threads = 0};
     if (backend_open(b, "cpu", &g_model, &bc, err, sizeof(err))) {
         fprintf(stderr, "backend: %s\n", err);
         return NULL;

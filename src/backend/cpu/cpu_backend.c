@@ -1,11 +1,11 @@
 /* backend/cpu/cpu_backend.c — the CPU backend's lifecycle and forward driver.
  *
- * init sizes everything from the model and the backend_config (KV slots,
+ * init sizes everything from the model and the backend_config (the KV pool,
  * scratch for max_batch_tokens, one attention row per thread) in a handful of
  * allocations; forward then walks the layers over the whole batch at once:
  * the batch's tokens are laid out one after another (sequence by sequence) and
  * every kernel works on that (T, ·) layout; only attention looks up each
- * token's slot and position.
+ * token's block table and position.
  */
 #include "backend/cpu/cpu_internal.h"
 #include "core/checked.h"
@@ -22,7 +22,7 @@ static void cpu_free(struct backend *base)
     if (!b)
         return;
     threadpool_free(&b->pool);
-    void *bufs[] = {b->kv, b->slot_len, b->tok_pos, b->tok_slot, b->x, b->xb, b->xb2, b->q, b->k, b->v, b->att,
+    void *bufs[] = {b->kv, b->tok_pos, (void *)b->tok_blocks, b->x, b->xb, b->xb2, b->q, b->k, b->v, b->att,
                     b->hb, b->hb2, b->scores, b->rowbuf, b->router, b->topk_idx, b->topk_w, b->exp_start, b->exp_pairs,
                     b->ex_in, b->ex_tmp, b->ex_out};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
@@ -56,16 +56,23 @@ static int cpu_init(struct backend **out, const struct model *m, const struct ba
     b->base.model = m;
     b->base.cfg = *cfg;
     struct backend_config *bc = &b->base.cfg;
-    if (bc->n_slots == 0)
-        bc->n_slots = 1;
+    if (bc->max_seqs == 0)
+        bc->max_seqs = 1;
     if (bc->max_ctx == 0)
         bc->max_ctx = c->max_ctx;
     if (bc->max_batch_tokens == 0)
         bc->max_batch_tokens = 512;
-    if (bc->n_slots > 4096 || bc->max_ctx > MODEL_MAX_CTX || bc->max_batch_tokens > (1u << 20)) {
+    if (bc->max_seqs > 4096 || bc->max_ctx > MODEL_MAX_CTX || bc->max_batch_tokens > (1u << 20)) {
         cpu_free(&b->base);
-        return err_set(err, errlen, "cpu backend: n_slots %u / max_ctx %u / max_batch_tokens %u out of range",
-                       bc->n_slots, bc->max_ctx, bc->max_batch_tokens);
+        return err_set(err, errlen, "cpu backend: max_seqs %u / max_ctx %u / max_batch_tokens %u out of range",
+                       bc->max_seqs, bc->max_ctx, bc->max_batch_tokens);
+    }
+    if (bc->kv_blocks == 0)
+        bc->kv_blocks = bc->max_seqs * backend_kv_blocks_for(bc->max_ctx);
+    if (bc->kv_blocks > (1u << 24)) {
+        cpu_free(&b->base);
+        return err_set(err, errlen, "cpu backend: kv_blocks %u out of range (at most %u)", bc->kv_blocks,
+                       1u << 24);
     }
     if (threadpool_init(&b->pool, bc->n_threads, err, errlen) != 0) {
         cpu_free(&b->base);
@@ -79,12 +86,13 @@ static int cpu_init(struct backend **out, const struct model *m, const struct ba
     const uint64_t T = bc->max_batch_tokens;
     bool ok = true;
     uint64_t kv_rows;
-    if (checked_mul_u64((uint64_t)bc->n_slots * c->n_layers * 2, bc->max_ctx, &kv_rows))
+    if (checked_mul_u64((uint64_t)bc->kv_blocks * c->n_layers * 2, BACKEND_KV_BLOCK, &kv_rows))
         ok = false;
     b->kv = alloc4(kv_rows, b->kv_dim, &ok);
-    b->slot_len = alloc4(bc->n_slots, 1, &ok);
     b->tok_pos = alloc4(T, 1, &ok);
-    b->tok_slot = alloc4(T, 1, &ok);
+    b->tok_blocks = calloc(T ? T : 1, sizeof(*b->tok_blocks));
+    if (!b->tok_blocks)
+        ok = false;
     b->x = alloc4(T, c->dim, &ok);
     b->xb = alloc4(T, c->dim, &ok);
     b->xb2 = alloc4(T, c->dim, &ok);
@@ -112,10 +120,9 @@ static int cpu_init(struct backend **out, const struct model *m, const struct ba
     }
     if (!ok) {
         cpu_free(&b->base);
-        return err_set(err, errlen, "cpu backend: out of memory for %u slots of %u positions (%u layers × %u "
-                       "KV width)", bc->n_slots, bc->max_ctx, c->n_layers, c->n_kv_heads * c->head_dim);
+        return err_set(err, errlen, "cpu backend: out of memory for %u KV blocks of %u positions (%u layers × %u "
+                       "KV width)", bc->kv_blocks, BACKEND_KV_BLOCK, c->n_layers, c->n_kv_heads * c->head_dim);
     }
-    memset(b->slot_len, 0, bc->n_slots * sizeof(uint32_t));
     *out = &b->base;
     return 0;
 }
@@ -137,18 +144,16 @@ static int cpu_load_weights(struct backend *base, char *err, size_t errlen)
     return 0;
 }
 
-static void cpu_kv_reset(struct backend *base, uint32_t slot)
+static void cpu_kv_copy(struct backend *base, uint32_t dst, uint32_t src)
 {
     struct cpu_backend *b = (struct cpu_backend *)base;
-    MEMRA_ASSERT(slot < base->cfg.n_slots);
-    b->slot_len[slot] = 0;
-}
-
-static uint32_t cpu_kv_len(const struct backend *base, uint32_t slot)
-{
-    const struct cpu_backend *b = (const struct cpu_backend *)base;
-    MEMRA_ASSERT(slot < base->cfg.n_slots);
-    return b->slot_len[slot];
+    MEMRA_ASSERT(dst < base->cfg.kv_blocks && src < base->cfg.kv_blocks);
+    if (dst == src)
+        return;
+    const size_t n = (size_t)BACKEND_KV_BLOCK * b->kv_dim * sizeof(float);
+    for (uint32_t l = 0; l < base->model->cfg.n_layers; l++)
+        for (int kind = 0; kind < 2; kind++)
+            memcpy(cpu_kv_block(b, l, kind, dst), cpu_kv_block(b, l, kind, src), n);
 }
 
 static void embed_tokens(struct cpu_backend *b, const struct backend_batch *batch)
@@ -160,7 +165,7 @@ static void embed_tokens(struct cpu_backend *b, const struct backend_batch *batc
         for (uint32_t t = 0; t < s->n_tokens; t++, g++) {
             model_embed_row(m, s->tokens[t], b->x + (uint64_t)g * m->cfg.dim);
             b->tok_pos[g] = s->pos + t;
-            b->tok_slot[g] = s->slot;
+            b->tok_blocks[g] = s->blocks;
         }
     }
 }
@@ -174,7 +179,7 @@ static void add_rows(float *x, const float *y, uint64_t n)
 static int cpu_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen)
 {
     struct cpu_backend *b = (struct cpu_backend *)base;
-    if (backend_batch_check(base, batch, b->slot_len, err, errlen) != 0)
+    if (backend_batch_check(base, batch, err, errlen) != 0)
         return -1;
     const struct model *m = base->model;
     const struct model_config *c = &m->cfg;
@@ -216,7 +221,6 @@ static int cpu_forward(struct backend *base, const struct backend_batch *batch, 
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
         g += s->n_tokens;
-        b->slot_len[s->slot] = s->pos + s->n_tokens;
         if (s->n_logits == 0)
             continue;
         const float *h = b->x + (uint64_t)(g - s->n_logits) * c->dim;
@@ -236,7 +240,6 @@ const struct backend_ops backend_cpu_ops = {
     .init = cpu_init,
     .load_weights = cpu_load_weights,
     .forward = cpu_forward,
-    .kv_reset = cpu_kv_reset,
-    .kv_len = cpu_kv_len,
+    .kv_copy = cpu_kv_copy,
     .free = cpu_free,
 };

@@ -13,15 +13,15 @@ struct cpu_backend {
     struct threadpool pool;
     uint32_t q_dim, kv_dim, ffn_max;
 
-    /* KV state: slot s, layer l, keys (0) or values (1), position p →
-     * kv + ((((s * n_layers + l) * 2 + kind) * max_ctx + p) * kv_dim; reached
-     * only through cpu_kv_row() so the layout can change (paged, issue 7). */
-    float *kv;              /* (n_slots, n_layers, 2, max_ctx, kv_dim) */
-    uint32_t *slot_len;     /* (n_slots) positions held */
+    /* KV pool: layer l, keys (0) or values (1), block k, row r →
+     * kv + ((((l * 2 + kind) * kv_blocks + k) * BACKEND_KV_BLOCK + r) * kv_dim;
+     * a position reaches its row only through cpu_kv_row() and the sequence's
+     * block table. */
+    float *kv;              /* (n_layers, 2, kv_blocks, BACKEND_KV_BLOCK, kv_dim) */
 
     /* per-batch scratch; T = cfg.max_batch_tokens */
     uint32_t *tok_pos;      /* (T) position of each batch token */
-    uint32_t *tok_slot;     /* (T) its KV slot */
+    const uint32_t **tok_blocks; /* (T) its sequence's block table (caller-owned, valid during forward) */
     float *x;               /* (T, dim) residual stream */
     float *xb;              /* (T, dim) normalised block input */
     float *xb2;             /* (T, dim) block output */
@@ -46,11 +46,19 @@ struct cpu_backend {
     float *ex_out;          /* (T * K, dim) output of each (token, k) */
 };
 
-static inline float *cpu_kv_row(const struct cpu_backend *b, uint32_t slot, uint32_t layer, int kind, uint32_t pos)
+/* Block k's first row of layer's keys (kind 0) or values (kind 1). */
+static inline float *cpu_kv_block(const struct cpu_backend *b, uint32_t layer, int kind, uint32_t k)
 {
-    const uint64_t i = (((uint64_t)slot * b->base.model->cfg.n_layers + layer) * 2 + (uint64_t)kind) *
-                           b->base.cfg.max_ctx + pos;
-    return b->kv + i * b->kv_dim;
+    const uint64_t i = ((uint64_t)layer * 2 + (uint64_t)kind) * b->base.cfg.kv_blocks + k;
+    return b->kv + i * BACKEND_KV_BLOCK * b->kv_dim;
+}
+
+/* The row of position pos of the sequence with block table blocks. */
+static inline float *cpu_kv_row(const struct cpu_backend *b, const uint32_t *blocks, uint32_t layer, int kind,
+                                uint32_t pos)
+{
+    return cpu_kv_block(b, layer, kind, blocks[pos / BACKEND_KV_BLOCK]) +
+           (uint64_t)(pos % BACKEND_KV_BLOCK) * b->kv_dim;
 }
 
 /* Σ a[i]·b[i], a fixed summation order (AVX2 when the CPU has it, same bits). */

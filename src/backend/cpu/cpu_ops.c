@@ -173,7 +173,7 @@ struct att_job {
     uint32_t layer;
 };
 
-/* per token: biases, q/k norms, RoPE, append k/v to the slot */
+/* per token: biases, q/k norms, RoPE, write k/v through its block table */
 static void qk_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 {
     (void)thread;
@@ -204,8 +204,8 @@ static void qk_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
                 rmsnorm_row(kh, kh, L->k_norm, c->head_dim, c->norm_eps);
             rope_head(kh, c->head_dim, b->tok_pos[t], L->inv_freq, c->rope_style);
         }
-        memcpy(cpu_kv_row(b, b->tok_slot[t], j->layer, 0, b->tok_pos[t]), k, b->kv_dim * sizeof(float));
-        memcpy(cpu_kv_row(b, b->tok_slot[t], j->layer, 1, b->tok_pos[t]), v, b->kv_dim * sizeof(float));
+        memcpy(cpu_kv_row(b, b->tok_blocks[t], j->layer, 0, b->tok_pos[t]), k, b->kv_dim * sizeof(float));
+        memcpy(cpu_kv_row(b, b->tok_blocks[t], j->layer, 1, b->tok_pos[t]), v, b->kv_dim * sizeof(float));
     }
 }
 
@@ -219,14 +219,15 @@ static void sdpa_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
     float *sc = b->scores + (uint64_t)thread * b->base.cfg.max_ctx;
     for (uint32_t it = begin; it < end; it++) {
         const uint32_t t = it / c->n_heads, h = it % c->n_heads, kvh = h / group;
-        const uint32_t p = b->tok_pos[t], slot = b->tok_slot[t];
+        const uint32_t p = b->tok_pos[t];
+        const uint32_t *blocks = b->tok_blocks[t];
         uint32_t p0 = 0;
         if (j->L->sliding && c->sliding_window > 0 && p + 1 > c->sliding_window)
             p0 = p + 1 - c->sliding_window;
         const float *q = b->q + (uint64_t)t * b->q_dim + (uint64_t)h * hd;
         float mx = -INFINITY;
         for (uint32_t s = p0; s <= p; s++) {
-            const float *k = cpu_kv_row(b, slot, j->layer, 0, s) + (uint64_t)kvh * hd;
+            const float *k = cpu_kv_row(b, blocks, j->layer, 0, s) + (uint64_t)kvh * hd;
             const float d = cpu_dot_f32(k, q, hd) * c->attn_scale;
             sc[s - p0] = d;
             mx = d > mx ? d : mx;
@@ -240,7 +241,7 @@ static void sdpa_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
         float *out = b->att + (uint64_t)t * b->q_dim + (uint64_t)h * hd;
         memset(out, 0, hd * sizeof(float));
         for (uint32_t s = p0; s <= p; s++) {
-            const float *v = cpu_kv_row(b, slot, j->layer, 1, s) + (uint64_t)kvh * hd;
+            const float *v = cpu_kv_row(b, blocks, j->layer, 1, s) + (uint64_t)kvh * hd;
             const float a = sc[s - p0] * inv;
             for (uint32_t i = 0; i < hd; i++)
                 out[i] += a * v[i];

@@ -3,8 +3,15 @@
  *
  * Same structure as the CPU backend (src/backend/cpu/cpu_backend.c): the
  * batch's tokens are laid out one after another, every kernel works on that
- * (T, ·) layout, and only the attention kernels look up each token's slot and
- * position (uploaded per batch with the embedding rows).
+ * (T, ·) layout, and only the attention kernels look up each token's position
+ * and block table (uploaded per batch with the embedding rows; the paged KV
+ * layout is documented in cuda_fwd.h).
+ *
+ * KV pool: allocated at the end of load_weights, once the weights and the
+ * scratch are on the device: cfg.kv_blocks (or MEMRA_KV_BLOCKS when that is 0)
+ * blocks, else as many as the free memory holds minus 1 GiB of headroom
+ * (cuBLAS workspaces, fragmentation). b->cfg.kv_blocks is therefore final
+ * only after load_weights (backend_open does both).
  *
  * Matmuls: the decode GEMV of the weight's type for ≤ 8 tokens at a time; a
  * longer span (prefill) loops over chunks of 8 tokens (correct, not fast: a
@@ -54,22 +61,28 @@ struct cuda_backend {
     void **allocs;             /* every weight / vector allocation, for free */
     size_t n_allocs, cap_allocs;
 
-    /* KV: slot s, layer l, kind k, position p →
-     * kv + (((s·n_layers + l)·2 + k)·max_ctx + p)·kv_dim */
-    float *kv;          /* device (n_slots, n_layers, 2, max_ctx, kv_dim) */
-    uint32_t *slot_len; /* host (n_slots) */
+    /* KV pool: layer l, kind k (0 keys, 1 values), block n, row r →
+     * kv + (((l·2 + k)·kv_blocks + n)·16 + r)·kv_dim (cuda_fwd.h) */
+    float *kv;          /* device (n_layers, 2, kv_blocks, 16, kv_dim) */
+    uint32_t tables_max; /* max_seqs · ceil(max_ctx / 16): the most block ids a batch brings */
 
     /* device scratch, T = cfg.max_batch_tokens */
-    uint32_t *d_meta;   /* (2, T): positions, then slots */
+    uint32_t *d_meta;   /* (2T + tables_max): positions, table offsets, then the concatenated tables */
     float *x, *xb, *xb2; /* (T, dim) */
     float *q, *att;     /* (T, q_dim) */
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
     float *logits;      /* (CUDA_GEMV_MAX_BATCH, vocab) */
     /* host staging */
-    uint32_t *h_meta;   /* (2, T) */
+    uint32_t *h_meta;   /* (2T + tables_max) */
     float *h_x;         /* (T, dim) embedding rows */
 };
+
+/* Block ids fit 24 bits (the CPU backend's limit too); headroom left free
+ * when the pool is sized from the free memory. */
+#define CUDA_MAX_KV_BLOCKS (1u << 24)
+#define CUDA_KV_HEADROOM ((uint64_t)1 << 30)
+_Static_assert(CUDA_KV_BLOCK == BACKEND_KV_BLOCK, "cuda_fwd.h and engine/backend.h agree on the block size");
 
 bool backend_cuda_usable(void) { return cuda_fwd_device_usable(); }
 
@@ -86,7 +99,6 @@ static void cuda_be_free(struct backend *base)
     }
     free(b->allocs);
     free(b->layers);
-    free(b->slot_len);
     free(b->h_meta);
     free(b->h_x);
     free(b);
@@ -138,17 +150,31 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->base.model = m;
     b->base.cfg = *cfg;
     struct backend_config *bc = &b->base.cfg;
-    if (bc->n_slots == 0)
-        bc->n_slots = 1;
+    if (bc->max_seqs == 0)
+        bc->max_seqs = 1;
     if (bc->max_ctx == 0)
         bc->max_ctx = c->max_ctx;
     if (bc->max_batch_tokens == 0)
         bc->max_batch_tokens = 512;
     bc->n_threads = 1;
-    if (bc->n_slots > 4096 || bc->max_ctx > MODEL_MAX_CTX || bc->max_batch_tokens > (1u << 20)) {
+    if (bc->kv_blocks == 0) {
+        const char *env = getenv("MEMRA_KV_BLOCKS");
+        if (env && *env) {
+            char *end = NULL;
+            const unsigned long long v = strtoull(env, &end, 10);
+            if (*end || v == 0 || v > CUDA_MAX_KV_BLOCKS) {
+                cuda_be_free(&b->base);
+                return err_set(err, errlen, "cuda backend: MEMRA_KV_BLOCKS '%s' is not a block count in 1..%u",
+                               env, CUDA_MAX_KV_BLOCKS);
+            }
+            bc->kv_blocks = (uint32_t)v;
+        }
+    }
+    if (bc->max_seqs > 4096 || bc->max_ctx > MODEL_MAX_CTX || bc->max_batch_tokens > (1u << 20) ||
+        bc->kv_blocks > CUDA_MAX_KV_BLOCKS) {
         cuda_be_free(&b->base);
-        return err_set(err, errlen, "cuda backend: n_slots %u / max_ctx %u / max_batch_tokens %u out of range",
-                       bc->n_slots, bc->max_ctx, bc->max_batch_tokens);
+        return err_set(err, errlen, "cuda backend: max_seqs %u / max_ctx %u / max_batch_tokens %u / kv_blocks %u "
+                       "out of range", bc->max_seqs, bc->max_ctx, bc->max_batch_tokens, bc->kv_blocks);
     }
     b->ctx = cuda_ctx_init(0, err, errlen);
     if (!b->ctx) {
@@ -158,18 +184,9 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->q_dim = c->n_heads * c->head_dim;
     b->kv_dim = c->n_kv_heads * c->head_dim;
     const uint64_t T = bc->max_batch_tokens;
-    uint64_t kv_rows, kv_bytes = 0;
     bool ok = true;
-    if (checked_mul_u64((uint64_t)bc->n_slots * c->n_layers * 2, bc->max_ctx, &kv_rows) ||
-        checked_mul_u64(kv_rows, (uint64_t)b->kv_dim * 4, &kv_bytes) ||
-        kv_bytes > cuda_ctx_mem_bytes(b->ctx) / 10 * 9) {
-        cuda_be_free(&b->base);
-        return err_set(err, errlen, "cuda backend: KV for %u slots of %u positions (%u layers × %u) does not fit "
-                       "in %zu MiB of device memory", bc->n_slots, bc->max_ctx, c->n_layers, b->kv_dim,
-                       cuda_ctx_mem_bytes(b->ctx) >> 20);
-    }
-    b->kv = dev_floats(b, kv_rows, b->kv_dim, &ok);
-    b->d_meta = (uint32_t *)dev_floats(b, 2, T, &ok);
+    b->tables_max = bc->max_seqs * backend_kv_blocks_for(bc->max_ctx);
+    b->d_meta = (uint32_t *)dev_floats(b, 2 * T + b->tables_max, 1, &ok);
     b->x = dev_floats(b, T, c->dim, &ok);
     b->xb = dev_floats(b, T, c->dim, &ok);
     b->xb2 = dev_floats(b, T, c->dim, &ok);
@@ -180,14 +197,13 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->hb = dev_floats(b, T, c->ffn_dim, &ok);
     b->hb2 = dev_floats(b, T, c->ffn_dim, &ok);
     b->logits = dev_floats(b, CUDA_GEMV_MAX_BATCH, c->vocab, &ok);
-    b->slot_len = calloc(bc->n_slots, sizeof(uint32_t));
-    b->h_meta = calloc(2 * T, sizeof(uint32_t));
+    b->h_meta = calloc(2 * T + b->tables_max, sizeof(uint32_t));
     b->h_x = calloc(T * c->dim, sizeof(float));
     b->layers = calloc(c->n_layers, sizeof(*b->layers));
-    if (!ok || !b->slot_len || !b->h_meta || !b->h_x || !b->layers) {
+    if (!ok || !b->h_meta || !b->h_x || !b->layers) {
         cuda_be_free(&b->base);
-        return err_set(err, errlen, "cuda backend: out of memory for %u slots of %u positions", bc->n_slots,
-                       bc->max_ctx);
+        return err_set(err, errlen, "cuda backend: out of memory for scratch of %u sequences × %u positions, "
+                       "%u batch tokens", bc->max_seqs, bc->max_ctx, bc->max_batch_tokens);
     }
     *out = &b->base;
     return 0;
@@ -258,6 +274,35 @@ static int upload_weight(struct cuda_backend *b, const struct model_weight *w, s
     return 0;
 }
 
+/* The KV pool, after the weights: cfg.kv_blocks if set, else what the free
+ * memory holds minus CUDA_KV_HEADROOM (at most CUDA_MAX_KV_BLOCKS). */
+static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
+{
+    struct backend_config *bc = &b->base.cfg;
+    const uint32_t n_layers = b->base.model->cfg.n_layers;
+    const uint64_t block_bytes = (uint64_t)n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * sizeof(float);
+    const uint64_t free_b = cuda_fwd_mem_free();
+    if (bc->kv_blocks == 0) {
+        const uint64_t avail = free_b > CUDA_KV_HEADROOM ? free_b - CUDA_KV_HEADROOM : 0;
+        uint64_t n = avail / block_bytes;
+        bc->kv_blocks = (uint32_t)(n > CUDA_MAX_KV_BLOCKS ? CUDA_MAX_KV_BLOCKS : n);
+        if (bc->kv_blocks < backend_kv_blocks_for(bc->max_ctx))
+            return err_set(err, errlen, "cuda backend: %llu MiB of device memory left after the weights hold %u KV "
+                           "blocks (%llu KiB each), fewer than one sequence of %u positions needs",
+                           (unsigned long long)(free_b >> 20), bc->kv_blocks,
+                           (unsigned long long)(block_bytes >> 10), bc->max_ctx);
+    } else if ((uint64_t)bc->kv_blocks * block_bytes > free_b) {
+        return err_set(err, errlen, "cuda backend: %u KV blocks need %llu MiB, %llu MiB of device memory are free",
+                       bc->kv_blocks, (unsigned long long)(((uint64_t)bc->kv_blocks * block_bytes) >> 20),
+                       (unsigned long long)(free_b >> 20));
+    }
+    b->kv = dev_alloc(b, (uint64_t)bc->kv_blocks * block_bytes);
+    log_info("cuda backend: KV pool of %u blocks × %u positions (%llu MiB, %llu MiB were free)", bc->kv_blocks,
+             BACKEND_KV_BLOCK, (unsigned long long)(((uint64_t)bc->kv_blocks * block_bytes) >> 20),
+             (unsigned long long)(free_b >> 20));
+    return 0;
+}
+
 static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
@@ -289,21 +334,14 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
     if (upload_weight(b, &m->output, &b->output, err, errlen) != 0)
         return -1;
     cuda_ctx_sync(b->ctx);
-    return 0;
+    return alloc_kv_pool(b, err, errlen);
 }
 
-static void cuda_be_kv_reset(struct backend *base, uint32_t slot)
+static void cuda_be_kv_copy(struct backend *base, uint32_t dst, uint32_t src)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
-    MEMRA_ASSERT(slot < base->cfg.n_slots);
-    b->slot_len[slot] = 0;
-}
-
-static uint32_t cuda_be_kv_len(const struct backend *base, uint32_t slot)
-{
-    const struct cuda_backend *b = (const struct cuda_backend *)base;
-    MEMRA_ASSERT(slot < base->cfg.n_slots);
-    return b->slot_len[slot];
+    MEMRA_ASSERT(b->kv && dst < base->cfg.kv_blocks && src < base->cfg.kv_blocks);
+    cuda_fwd_kv_copy(b->ctx, b->kv, base->model->cfg.n_layers, base->cfg.kv_blocks, b->kv_dim, dst, src);
 }
 
 static bool is_quantized(enum dtype t)
@@ -346,29 +384,36 @@ static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const fl
     matmul_multi(b, &w, &y, 1, x, T);
 }
 
-/* Embedding rows and (position, slot) of every batch token into the staging
- * buffers, then up to the device. */
+/* Embedding rows, positions, table offsets and the concatenated block tables
+ * of the batch into the staging buffers, then up to the device (d_meta:
+ * [0, T) positions, [T, 2T) offsets into [2T, 2T + n_ids) block ids). */
 static void embed_upload(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
 {
     const struct model *m = b->base.model;
     const uint32_t dim = m->cfg.dim;
-    uint32_t g = 0;
+    uint32_t g = 0, n_ids = 0;
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t nb = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);
+        MEMRA_ASSERT(n_ids + nb <= b->tables_max); /* batch_check: ≤ max_seqs sequences within max_ctx */
+        memcpy(b->h_meta + 2 * T + n_ids, s->blocks, nb * sizeof(uint32_t));
         for (uint32_t t = 0; t < s->n_tokens; t++, g++) {
             model_embed_row(m, s->tokens[t], b->h_x + (uint64_t)g * dim);
             b->h_meta[g] = s->pos + t;
-            b->h_meta[T + g] = s->slot;
+            b->h_meta[T + g] = n_ids;
         }
+        n_ids += nb;
     }
     cuda_upload(b->ctx, b->x, b->h_x, (size_t)T * dim * 4);
-    cuda_upload(b->ctx, b->d_meta, b->h_meta, (size_t)T * 2 * 4);
+    cuda_upload(b->ctx, b->d_meta, b->h_meta, ((size_t)T * 2 + n_ids) * 4);
 }
 
 static int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
-    if (backend_batch_check(base, batch, b->slot_len, err, errlen) != 0)
+    if (!b->kv)
+        return err_set(err, errlen, "cuda backend: forward before load_weights");
+    if (backend_batch_check(base, batch, err, errlen) != 0)
         return -1;
     const struct model *m = base->model;
     const struct model_config *c = &m->cfg;
@@ -376,11 +421,9 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
     for (uint32_t i = 0; i < batch->n_seqs; i++)
         T += batch->seqs[i].n_tokens;
     embed_upload(b, batch, T);
-    const uint32_t *tok_pos = b->d_meta, *tok_slot = b->d_meta + T;
+    const uint32_t *tok_pos = b->d_meta, *tok_table = b->d_meta + T, *blocks = b->d_meta + 2 * T;
     const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
-    const uint64_t kind_stride = (uint64_t)base->cfg.max_ctx * b->kv_dim;
-    const uint64_t layer_stride = 2 * kind_stride;
-    const uint64_t slot_stride = layer_stride * c->n_layers;
+    const uint64_t kind_stride = (uint64_t)base->cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim;
     const uint64_t nx = (uint64_t)T * c->dim;
 
     for (uint32_t l = 0; l < c->n_layers; l++) {
@@ -391,10 +434,11 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
         matmul_multi(b, qkv, qkv_out, 3, b->xb, T);
-        const struct cuda_kv_view kv = {b->kv + l * layer_stride, slot_stride, kind_stride};
-        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, tok_slot, D->bq, D->bk, D->bv, D->q_norm,
+        float *kl = b->kv + (uint64_t)l * 2 * kind_stride;
+        const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
+        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        cuda_fwd_attention(b->ctx, b->q, b->att, T, tok_pos, tok_slot, sh, kv, c->attn_scale,
+        cuda_fwd_attention(b->ctx, b->q, b->att, T, tok_pos, sh, kv, c->attn_scale,
                            L->sliding ? c->sliding_window : 0);
         matmul(b, &D->wo, b->att, b->xb2, T);
         if (D->post_attn_norm)
@@ -417,7 +461,6 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
         g += s->n_tokens;
-        b->slot_len[s->slot] = s->pos + s->n_tokens;
         if (s->n_logits == 0)
             continue;
         const float *h = b->x + (uint64_t)(g - s->n_logits) * c->dim;
@@ -441,7 +484,6 @@ const struct backend_ops backend_cuda_ops = {
     .init = cuda_be_init,
     .load_weights = cuda_be_load_weights,
     .forward = cuda_be_forward,
-    .kv_reset = cuda_be_kv_reset,
-    .kv_len = cuda_be_kv_len,
+    .kv_copy = cuda_be_kv_copy,
     .free = cuda_be_free,
 };

@@ -1,7 +1,7 @@
 /* backend/cuda/cuda_fwd.h — the forward-pass kernels of the CUDA backend that
  * are not GEMVs (those are in cuda_ops.h): the float32 matmul for weights no
  * GEMV kernel reads, the per-token attention prologue (bias, q/k RMSNorm, RoPE,
- * KV append), attention over a slot's KV, the gated activation and the
+ * KV write), attention over a sequence's paged KV, the gated activation and the
  * residual add. Plain C declarations (no CUDA types); the definitions are in
  * fwd.cu. The C driver (backend_cuda.c) calls these.
  *
@@ -41,14 +41,33 @@ void cuda_fwd_reserve_gemv_scratch(struct cuda_ctx *ctx, uint64_t n_max);
 void cuda_fwd_matmul_f32(struct cuda_ctx *ctx, const float *w, uint32_t rows, uint32_t n, const float *x, uint32_t T,
                          float *y, float scale);
 
-/* One layer's KV as seen by the attention kernels: the row of (slot, kind,
- * pos) is base + slot·slot_stride + kind·kind_stride + pos·kv_dim floats
- * (kind 0 keys, 1 values). */
+/* Free device memory now (cudaMemGetInfo), bytes. */
+size_t cuda_fwd_mem_free(void);
+
+/* The paged KV layout (engine/backend.h: BACKEND_KV_BLOCK = 16 positions per
+ * block). Per layer, keys and values are two separate arrays, each
+ * (kv_blocks, 16, kv_dim) float32, kv_dim = n_kv_heads·head_dim: element
+ * (block, row, c) is at base + ((block·16 + row)·kv_dim + c). The backend
+ * allocates one pool (n_layers, 2, kv_blocks, 16, kv_dim) — layer l's keys at
+ * pool + (2l)·kv_blocks·16·kv_dim, its values at pool + (2l+1)·kv_blocks·16·kv_dim
+ * — but kernels only see the two per-layer pointers.
+ *
+ * Block tables, per batch (uploaded with the batch into scratch allocated at
+ * init): blocks is the batch's sequences' tables concatenated (Σ over
+ * sequences of ceil((pos + n_tokens)/16) ids); tok_table (T) gives, per batch
+ * token, the offset in blocks where its sequence's table starts. Position s of
+ * token t's sequence therefore lives in block blocks[tok_table[t] + s/16],
+ * row s % 16: CUDA_KV_ROW(kv.k or kv.v, kv, t, s, kv_dim) in device code. */
+#define CUDA_KV_BLOCK 16u
 struct cuda_kv_view {
-    float *base;
-    uint64_t slot_stride;
-    uint64_t kind_stride;
+    float *k, *v;               /* (kv_blocks, 16, kv_dim) this layer's keys, values */
+    const uint32_t *blocks;     /* (Σ blocks) the batch's block tables, concatenated */
+    const uint32_t *tok_table;  /* (T) offset of each token's table in blocks */
 };
+/* The row (kv_dim floats) of position s of token t's sequence in base (kv.k or kv.v). */
+#define CUDA_KV_ROW(base, kv, t, s, kv_dim)                                                                       \
+    ((base) + ((uint64_t)(kv).blocks[(kv).tok_table[t] + (s) / CUDA_KV_BLOCK] * CUDA_KV_BLOCK +                  \
+               (s) % CUDA_KV_BLOCK) * (uint64_t)(kv_dim))
 
 struct cuda_attn_shape {
     uint32_t n_heads, n_kv_heads, head_dim; /* head_dim even, ≤ CUDA_FWD_MAX_HEAD_DIM */
@@ -57,20 +76,20 @@ struct cuda_attn_shape {
 /* Per token t: q += bq, k += bk, v += bv (biases may be NULL); RMSNorm of each
  * q head with q_norm and each k head with k_norm (NULL: none); RoPE on q and k
  * at position tok_pos[t] with inv_freq (head_dim/2), adjacent pairs (neox
- * false) or halves (neox true); then k and v are stored in the KV of slot
- * tok_slot[t] at that position.
- * q (T, n_heads·hd), k and v (T, n_kv_heads·hd); tok_pos, tok_slot (T). */
+ * false) or halves (neox true); then k and v are stored in the paged KV at
+ * that position of token t's sequence (kv's block table).
+ * q (T, n_heads·hd), k and v (T, n_kv_heads·hd); tok_pos (T). */
 void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T, const uint32_t *tok_pos,
-                         const uint32_t *tok_slot, const float *bq, const float *bk, const float *bv,
+                         const float *bq, const float *bk, const float *bv,
                          const float *q_norm, const float *k_norm, const float *inv_freq, bool neox, float eps,
                          struct cuda_attn_shape sh, struct cuda_kv_view kv);
 
 /* att[t, h] = softmax_s(scale · q[t, h] · K[s]) · V[s] over the positions s of
- * slot tok_slot[t] from p0 to p = tok_pos[t] (causal), p0 = p + 1 − window
- * when window > 0 and p + 1 > window, else 0; kv head h / (n_heads/n_kv_heads)
- * (GQA). q, att: (T, n_heads·hd). */
+ * token t's sequence (kv's block table) from p0 to p = tok_pos[t] (causal),
+ * p0 = p + 1 − window when window > 0 and p + 1 > window, else 0; kv head
+ * h / (n_heads/n_kv_heads) (GQA). q, att: (T, n_heads·hd). */
 void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T, const uint32_t *tok_pos,
-                        const uint32_t *tok_slot, struct cuda_attn_shape sh, struct cuda_kv_view kv, float scale,
+                        struct cuda_attn_shape sh, struct cuda_kv_view kv, float scale,
                         uint32_t window);
 
 /* hb[i] = act(hb[i]) · hb2[i] over n elements; act silu (gelu false) or
@@ -79,6 +98,11 @@ void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n,
 
 /* x[i] += y[i] over n elements. */
 void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);
+
+/* Copy block src to block dst in every layer's keys and values of the pool
+ * (n_layers, 2, kv_blocks, 16, kv_dim) float32 (both ids < kv_blocks). */
+void cuda_fwd_kv_copy(struct cuda_ctx *ctx, float *pool, uint32_t n_layers, uint32_t kv_blocks, uint32_t kv_dim,
+                      uint32_t dst, uint32_t src);
 
 #ifdef __cplusplus
 }

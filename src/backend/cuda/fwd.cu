@@ -1,6 +1,6 @@
 /* backend/cuda/fwd.cu — the non-GEMV kernels of the forward pass (cuda_fwd.h):
  * float32 matmul, attention prologue (bias, q/k norm, RoPE, KV append),
- * attention over a slot's KV (causal, sliding window, GQA), gated activation,
+ * attention over a sequence's paged KV (causal, sliding window, GQA), gated activation,
  * residual add, and the device probe.
  *
  * Simple, correct first versions (issue 5 part 1): the attention kernel is one
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
 
 /* One block per token; warp w handles heads w, w + 8, ... of q then k. */
 __global__ void __launch_bounds__(256) kernel_qk_rope_kv(float *q, float *k, float *v, const uint32_t *tok_pos,
-                                                         const uint32_t *tok_slot, const float *bq, const float *bk,
+                                                         const float *bq, const float *bk,
                                                          const float *bv, const float *q_norm, const float *k_norm,
                                                          const float *inv_freq, bool neox, float eps,
                                                          cuda_attn_shape sh, cuda_kv_view kv)
@@ -84,8 +84,8 @@ __global__ void __launch_bounds__(256) kernel_qk_rope_kv(float *q, float *k, flo
         }
     }
     __syncthreads();
-    float *kc = kv.base + tok_slot[t] * kv.slot_stride + (uint64_t)pos * kv_dim;
-    float *vc = kc + kv.kind_stride;
+    float *kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim);
+    float *vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim);
     const float *kt = k + (uint64_t)t * kv_dim;
     float *vt = v + (uint64_t)t * kv_dim;
     for (uint32_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
@@ -100,7 +100,6 @@ __global__ void __launch_bounds__(256) kernel_qk_rope_kv(float *q, float *k, flo
 
 __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *__restrict__ q, float *__restrict__ att,
                                                                    uint32_t T, const uint32_t *__restrict__ tok_pos,
-                                                                   const uint32_t *__restrict__ tok_slot,
                                                                    cuda_attn_shape sh, cuda_kv_view kv, float scale,
                                                                    uint32_t window)
 {
@@ -113,8 +112,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
         const uint32_t p = tok_pos[t];
         const uint32_t p0 = window > 0 && p + 1 > window ? p + 1 - window : 0;
         const float *qh = q + (uint64_t)t * q_dim + (uint64_t)h * hd;
-        const float *kbase = kv.base + tok_slot[t] * kv.slot_stride + (uint64_t)kvh * hd;
-        const float *vbase = kbase + kv.kind_stride;
+        const uint64_t hoff = (uint64_t)kvh * hd;
         float qv[ATT_J], acc[ATT_J];
 #pragma unroll
         for (int j = 0; j < ATT_J; j++) {
@@ -124,7 +122,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
         }
         float m = -INFINITY, l = 0.0f;
         for (uint32_t s = p0 + warp; s <= p; s += ATT_WARPS) {
-            const float *kr = kbase + (uint64_t)s * kv_dim;
+            const float *kr = CUDA_KV_ROW(kv.k, kv, t, s, kv_dim) + hoff;
             float d = 0.0f;
 #pragma unroll
             for (int j = 0; j < ATT_J; j++) {
@@ -136,7 +134,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
             const float mn = fmaxf(m, d);
             const float corr = expf(m - mn), e = expf(d - mn);
             l = l * corr + e;
-            const float *vr = vbase + (uint64_t)s * kv_dim;
+            const float *vr = CUDA_KV_ROW(kv.v, kv, t, s, kv_dim) + hoff;
 #pragma unroll
             for (int j = 0; j < ATT_J; j++) {
                 const uint32_t i = lane + 32 * j;
@@ -231,8 +229,7 @@ extern "C" void cuda_fwd_matmul_f32(struct cuda_ctx *ctx, const float *w, uint32
 }
 
 extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T,
-                                    const uint32_t *tok_pos, const uint32_t *tok_slot, const float *bq,
-                                    const float *bk, const float *bv, const float *q_norm, const float *k_norm,
+                                    const uint32_t *tok_pos, const float *bq, const float *bk, const float *bv, const float *q_norm, const float *k_norm,
                                     const float *inv_freq, bool neox, float eps, struct cuda_attn_shape sh,
                                     struct cuda_kv_view kv)
 {
@@ -241,13 +238,13 @@ extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, fl
         CUDA_FAIL("qk_rope_kv: head_dim %u, heads %u / %u not supported", sh.head_dim, sh.n_heads, sh.n_kv_heads);
     if (T == 0)
         return;
-    kernel_qk_rope_kv<<<T, 256, 0, ctx->stream>>>(q, k, v, tok_pos, tok_slot, bq, bk, bv, q_norm, k_norm, inv_freq,
+    kernel_qk_rope_kv<<<T, 256, 0, ctx->stream>>>(q, k, v, tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq,
                                                    neox, eps, sh, kv);
     CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,
-                                   const uint32_t *tok_pos, const uint32_t *tok_slot, struct cuda_attn_shape sh,
+                                   const uint32_t *tok_pos, struct cuda_attn_shape sh,
                                    struct cuda_kv_view kv, float scale, uint32_t window)
 {
     if (sh.head_dim == 0 || sh.head_dim > CUDA_FWD_MAX_HEAD_DIM || sh.n_kv_heads == 0 || sh.n_heads % sh.n_kv_heads)
@@ -255,7 +252,7 @@ extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *
     if (T == 0)
         return;
     const dim3 grid(sh.n_heads, T < MAX_GRID_Y ? T : MAX_GRID_Y);
-    kernel_attention<<<grid, ATT_WARPS * 32, 0, ctx->stream>>>(q, att, T, tok_pos, tok_slot, sh, kv, scale, window);
+    kernel_attention<<<grid, ATT_WARPS * 32, 0, ctx->stream>>>(q, att, T, tok_pos, sh, kv, scale, window);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -273,4 +270,28 @@ extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uin
         return;
     kernel_add<<<grid_1d(n), 256, 0, ctx->stream>>>(x, y, n);
     CUDA_CHECK_LAUNCH();
+}
+
+extern "C" size_t cuda_fwd_mem_free(void)
+{
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    return free_b;
+}
+
+extern "C" void cuda_fwd_kv_copy(struct cuda_ctx *ctx, float *pool, uint32_t n_layers, uint32_t kv_blocks,
+                                 uint32_t kv_dim, uint32_t dst, uint32_t src)
+{
+    if (dst >= kv_blocks || src >= kv_blocks)
+        CUDA_FAIL("kv_copy: block %u -> %u outside the pool of %u", src, dst, kv_blocks);
+    if (dst == src)
+        return;
+    /* one async copy per (layer, kind): 2D copies would need the pitch (a
+     * whole kind's blocks, often GBs) under the device's max pitch */
+    const size_t block = (size_t)CUDA_KV_BLOCK * kv_dim;
+    for (uint64_t lk = 0; lk < (uint64_t)n_layers * 2; lk++) {
+        float *base = pool + lk * kv_blocks * block;
+        CUDA_CHECK(cudaMemcpyAsync(base + (size_t)dst * block, base + (size_t)src * block, block * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, ctx->stream));
+    }
 }

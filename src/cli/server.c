@@ -28,6 +28,8 @@ static const struct opt {
     {"addr", "MEMRA_ADDR", OPT_ADDR, "HOST:PORT to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
     {"backend", "MEMRA_BACKEND", OPT_STR, "cpu or cuda (default: cuda when built with it and a GPU is usable)"},
     {"slots", "MEMRA_SLOTS", OPT_U32, "sequences decoded together per model (KV slots; default 16)"},
+    {"kv-blocks", "MEMRA_KV_BLOCKS", OPT_U32, "KV pool blocks of 16 positions per model (default 0: CPU slots x "
+                                              "ctx / 16; CUDA from free memory)"},
     {"ctx", "MEMRA_CTX", OPT_U32, "positions per sequence, prompt + output (default: the model's, at most 4096)"},
     {"batch-tokens", "MEMRA_BATCH_TOKENS", OPT_U32, "token budget of one engine step: decode tokens + prefill "
                                                     "chunks (default 512)"},
@@ -100,6 +102,8 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
             c->n_slots = (uint32_t)x;
         else if (!strcmp(o->flag, "ctx"))
             c->ctx = (uint32_t)x;
+        else if (!strcmp(o->flag, "kv-blocks"))
+            c->kv_blocks = (uint32_t)x;
         else if (!strcmp(o->flag, "batch-tokens"))
             c->batch_tokens = (uint32_t)x;
         else if (!strcmp(o->flag, "threads"))

@@ -1,13 +1,21 @@
 /* engine/sched.c — the engine thread and its continuous-batching step; see sched.h.
  *
  * State: jobs arrive on `incoming` (mutex s->mu); the engine thread alone owns
- * `waiting` (FIFO, not yet in a slot) and the per-slot table `slots[]` (the job
- * in each slot, and the tokens its KV holds for prefix reuse). Per-step scratch
- * (the batch, logits) is allocated once at start.
+ * the per-lane FIFOs `waiting[lane]` (not yet, or no longer, in the pool), the
+ * KV pool, and `run[]`: the running job of each pool sequence (a pool sequence
+ * id indexes it). Per-step scratch (the batch, logits, copy-on-write pairs) is
+ * allocated once at start.
+ *
+ * A job's `toks` holds its prompt followed by the tokens it generated; the KV of
+ * toks[0, n_past) is in its blocks. A preempted job is re-admitted with all of
+ * them as its prompt and samples after the last one, exactly as the decode step
+ * it lost would have (its sampler, detokenizer and stop matcher kept their
+ * state, so nothing is emitted twice).
  */
 #include "engine/sched.h"
 
 #include "core/log.h"
+#include "engine/kv_pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+_Static_assert(KV_POOL_BLOCK == BACKEND_KV_BLOCK, "the pool's block is the backend's");
 
 enum job_state { JOB_WAITING, JOB_PREFILL, JOB_DECODE, JOB_DONE };
 
@@ -25,18 +35,24 @@ struct sched_job {
     struct sched_job *next;   /* incoming / waiting list link */
 
     /* immutable after submit */
-    int32_t *prompt;          /* (n_prompt) */
     uint32_t n_prompt;
     uint32_t max_tokens;      /* 0: until the context is full */
+    uint32_t cap;             /* toks capacity: prompt + the most it may generate, ≤ max_ctx */
     bool want_logprobs;
+    enum sched_lane lane;
+    char *ns;                 /* model, tenant and salt, each NUL-terminated, one after the other */
     uint64_t submit_ns;       /* CLOCK_MONOTONIC at submit */
 
     /* engine thread only */
     enum job_state state;
-    uint32_t slot;
-    uint32_t n_past;          /* tokens in the slot's KV */
+    int32_t *toks;            /* (cap) the prompt, then the generated tokens */
+    uint32_t seq;             /* pool sequence while PREFILL/DECODE */
+    uint32_t n_feed;          /* tokens to prefill at this admission (then sample) */
+    uint32_t n_past;          /* positions whose KV the sequence holds */
     uint32_t n_gen;
-    int32_t last;             /* the token to feed next (DECODE) */
+    uint32_t n_preempted;
+    bool ever_admitted;
+    uint64_t admit_order;     /* larger: admitted later ("newest") */
     struct sampler sampler;
     struct detok_stream detok;
     struct stop_matcher stops;
@@ -49,18 +65,11 @@ struct sched_job {
     void *notify_arg;
 };
 
-struct slot {
-    struct sched_job *job;    /* NULL: free */
-    int32_t *hist;            /* (max_ctx) tokens whose KV the slot holds */
-    uint32_t *blocks;         /* (ceil(max_ctx / 16)) its block table: the linear region of slot i */
-    uint32_t n_hist;
-};
-
 struct sched {
     struct backend *b;
     const struct tokenizer *tok;
     struct sched_config cfg;
-    uint32_t n_slots, max_ctx, vocab;
+    uint32_t max_seqs, max_ctx, vocab;
     int32_t eog[SAMPLE_MAX_STOP_TOKENS]; /* end-of-generation tokens */
     uint32_t n_eog;
 
@@ -71,16 +80,21 @@ struct sched {
     bool idle;                /* the engine thread waits for work; guarded by mu */
     struct sched_job *incoming, *incoming_tail; /* guarded by mu */
 
-    struct sched_job *waiting, *waiting_tail;   /* engine thread */
-    struct slot *slots;                         /* (n_slots) */
-    uint32_t *tables;                           /* (n_slots, ceil(max_ctx / 16)) the slots' block tables */
-    struct backend_seq *seqs;                   /* (n_slots) batch scratch */
-    struct sched_job **seq_job;                 /* (n_slots) job of seqs[i] */
-    float *logits;                              /* (n_slots, vocab) */
+    /* engine thread */
+    struct sched_job *waiting[2], *waiting_tail[2]; /* per enum sched_lane, FIFO */
+    struct kv_pool *pool;
+    struct sched_job **run;                     /* (max_seqs) job of each pool sequence, or NULL */
+    uint32_t n_run;
+    uint64_t admit_counter;
+    struct kv_pool_copy *copies;                /* (kv_pool_max_seq_blocks) one reserve's copy-on-write pairs */
+    struct backend_seq *seqs;                   /* (max_seqs) batch scratch */
+    struct sched_job **seq_job;                 /* (max_seqs) job of seqs[i] */
+    float *logits;                              /* (max_seqs, vocab) */
     struct sample_work work;                    /* the sampler's scratch (engine thread) */
 
-    _Atomic uint32_t st_running, st_waiting;
-    _Atomic uint64_t st_steps, st_generated, st_prefilled;
+    _Atomic uint32_t st_running, st_waiting, st_kv_used, st_kv_free, st_kv_cached;
+    _Atomic uint64_t st_steps, st_generated, st_prefilled, st_lookups, st_hit_tokens, st_evictions;
+    _Atomic uint64_t st_preemptions, st_refusals;
     _Atomic uint64_t st_progress_ns;
 };
 
@@ -145,18 +159,40 @@ static void job_unref(struct sched_job *j)
     sampler_free(&j->sampler);
     stop_matcher_free(&j->stops);
     free(j->piece);
-    free(j->prompt);
+    free(j->toks);
+    free(j->ns);
     pthread_mutex_destroy(&j->mu);
     free(j);
 }
 
-/* Engine thread: end the job, free its slot, wake the submitter, drop the engine's ref. */
+/* Engine thread: the pool's figures for sched_get_stats. */
+static void publish_pool_stats(struct sched *s)
+{
+    struct kv_pool_stats st;
+    kv_pool_get_stats(s->pool, &st);
+    atomic_store(&s->st_kv_used, st.used);
+    atomic_store(&s->st_kv_free, st.free);
+    atomic_store(&s->st_kv_cached, st.cached);
+    atomic_store(&s->st_lookups, st.lookups);
+    atomic_store(&s->st_hit_tokens, st.hit_tokens);
+    atomic_store(&s->st_evictions, st.evictions);
+}
+
+/* Engine thread: take a running job out of the pool (its blocks are released). */
+static void job_unrun(struct sched *s, struct sched_job *j)
+{
+    kv_pool_seq_release(s->pool, j->seq);
+    s->run[j->seq] = NULL;
+    s->n_run--;
+    publish_pool_stats(s); /* before the job's end is visible: an idle server reads 0 blocks used */
+    atomic_fetch_sub(&s->st_running, 1);
+}
+
+/* Engine thread: end the job, free its KV, wake the submitter, drop the engine's ref. */
 static void job_finish(struct sched *s, struct sched_job *j, enum sched_finish f, const char *why)
 {
-    if (j->state == JOB_PREFILL || j->state == JOB_DECODE) {
-        s->slots[j->slot].job = NULL;
-        atomic_fetch_sub(&s->st_running, 1);
-    }
+    if (j->state == JOB_PREFILL || j->state == JOB_DECODE)
+        job_unrun(s, j);
     j->state = JOB_DONE;
     pthread_mutex_lock(&j->mu);
     j->out.finish = f;
@@ -184,6 +220,12 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
     for (uint32_t i = 0; i < p->n_prompt; i++)
         if (p->prompt[i] < 0 || (uint32_t)p->prompt[i] >= s->vocab)
             return err_set(err, errlen, "prompt token id %d is outside the vocabulary (%u)", p->prompt[i], s->vocab);
+    const char *nm = p->cache_model ? p->cache_model : "", *nt = p->cache_tenant ? p->cache_tenant : "",
+               *ns = p->cache_salt ? p->cache_salt : "";
+    size_t lm = strlen(nm), lt = strlen(nt), ls = strlen(ns);
+    if (lm + lt + ls + 12 > KV_POOL_NS_MAX)
+        return err_set(err, errlen, "the prefix-cache namespace (model, tenant, cache_salt: %zu bytes) is longer "
+                       "than %u bytes", lm + lt + ls, KV_POOL_NS_MAX - 12);
     struct sched_job *j = calloc(1, sizeof(*j));
     if (!j)
         return err_set(err, errlen, "out of memory");
@@ -199,21 +241,29 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
         free(j);
         return -1;
     }
-    j->prompt = malloc(p->n_prompt * sizeof(int32_t));
+    uint64_t cap = p->max_tokens ? (uint64_t)p->n_prompt + p->max_tokens : s->max_ctx;
+    j->cap = cap < s->max_ctx ? (uint32_t)cap : s->max_ctx;
+    j->toks = malloc((size_t)j->cap * sizeof(int32_t));
+    j->ns = malloc(lm + lt + ls + 3);
     j->piece_cap = tokenizer_max_piece_len(s->tok) + 16;
     j->piece = malloc(j->piece_cap);
-    if (!j->prompt || !j->piece) {
-        free(j->prompt);
+    if (!j->toks || !j->piece || !j->ns) {
+        free(j->toks);
         free(j->piece);
+        free(j->ns);
         sampler_free(&j->sampler);
         stop_matcher_free(&j->stops);
         free(j);
         return err_set(err, errlen, "out of memory");
     }
-    memcpy(j->prompt, p->prompt, p->n_prompt * sizeof(int32_t));
+    memcpy(j->ns, nm, lm + 1);
+    memcpy(j->ns + lm + 1, nt, lt + 1);
+    memcpy(j->ns + lm + lt + 2, ns, ls + 1);
+    memcpy(j->toks, p->prompt, p->n_prompt * sizeof(int32_t));
     j->n_prompt = p->n_prompt;
     j->max_tokens = p->max_tokens;
     j->want_logprobs = p->sample.logprobs;
+    j->lane = p->lane == SCHED_LANE_BATCH ? SCHED_LANE_BATCH : SCHED_LANE_INTERACTIVE;
     detok_stream_init(&j->detok, s->tok, false);
     pthread_mutex_init(&j->mu, NULL);
     j->refs = 2;
@@ -264,6 +314,14 @@ void sched_job_take(struct sched_job *j, struct sched_output *dst)
     pthread_mutex_unlock(&j->mu);
 }
 
+void sched_job_peek(struct sched_job *j, bool *admitted, enum sched_finish *finish)
+{
+    pthread_mutex_lock(&j->mu);
+    *admitted = j->out.admitted;
+    *finish = j->out.finish;
+    pthread_mutex_unlock(&j->mu);
+}
+
 void sched_job_cancel(struct sched_job *j) { atomic_store(&j->cancel, true); }
 
 void sched_job_release(struct sched_job *j)
@@ -279,54 +337,197 @@ void sched_job_release(struct sched_job *j)
 
 void sched_get_stats(const struct sched *s, struct sched_stats *out)
 {
-    out->running = atomic_load(&((struct sched *)s)->st_running);
-    out->waiting = atomic_load(&((struct sched *)s)->st_waiting);
-    out->n_slots = s->n_slots;
-    out->steps = atomic_load(&((struct sched *)s)->st_steps);
-    out->tokens_generated = atomic_load(&((struct sched *)s)->st_generated);
-    out->tokens_prefilled = atomic_load(&((struct sched *)s)->st_prefilled);
-    out->progress_ns = atomic_load(&((struct sched *)s)->st_progress_ns);
+    struct sched *m = (struct sched *)s; /* atomics only */
+    out->running = atomic_load(&m->st_running);
+    out->waiting = atomic_load(&m->st_waiting);
+    out->n_slots = s->max_seqs;
+    out->kv_blocks = s->b->cfg.kv_blocks;
+    out->kv_used = atomic_load(&m->st_kv_used);
+    out->kv_free = atomic_load(&m->st_kv_free);
+    out->kv_cached = atomic_load(&m->st_kv_cached);
+    out->steps = atomic_load(&m->st_steps);
+    out->tokens_generated = atomic_load(&m->st_generated);
+    out->tokens_prefilled = atomic_load(&m->st_prefilled);
+    out->prefix_lookups = atomic_load(&m->st_lookups);
+    out->prefix_hit_tokens = atomic_load(&m->st_hit_tokens);
+    out->kv_evictions = atomic_load(&m->st_evictions);
+    out->preemptions = atomic_load(&m->st_preemptions);
+    out->refusals = atomic_load(&m->st_refusals);
+    out->progress_ns = atomic_load(&m->st_progress_ns);
 }
 
-/* ---- engine thread ---- */
+/* ---- engine thread: queues, admission, preemption ---- */
 
-/* Admit j into the free slot whose KV shares the longest prefix with its prompt. */
-static void job_admit(struct sched *s, struct sched_job *j)
+static void waiting_push_back(struct sched *s, struct sched_job *j)
 {
-    uint32_t best = UINT32_MAX, best_lcp = 0;
-    for (uint32_t i = 0; i < s->n_slots; i++) {
-        if (s->slots[i].job)
-            continue;
-        uint32_t lcp = 0;
-        if (s->cfg.prefix_reuse) {
-            const struct slot *sl = &s->slots[i];
-            uint32_t lim = sl->n_hist < j->n_prompt ? sl->n_hist : j->n_prompt;
-            while (lcp < lim && sl->hist[lcp] == j->prompt[lcp])
-                lcp++;
-        }
-        if (best == UINT32_MAX || lcp > best_lcp) {
-            best = i;
-            best_lcp = lcp;
-        }
+    j->next = NULL;
+    if (s->waiting_tail[j->lane])
+        s->waiting_tail[j->lane]->next = j;
+    else
+        s->waiting[j->lane] = j;
+    s->waiting_tail[j->lane] = j;
+}
+
+static void waiting_push_front(struct sched *s, struct sched_job *j)
+{
+    j->next = s->waiting[j->lane];
+    s->waiting[j->lane] = j;
+    if (!s->waiting_tail[j->lane])
+        s->waiting_tail[j->lane] = j;
+}
+
+static void waiting_remove(struct sched *s, struct sched_job *j)
+{
+    struct sched_job **pp = &s->waiting[j->lane], *prev = NULL;
+    while (*pp != j) {
+        prev = *pp;
+        pp = &(*pp)->next;
     }
-    MEMRA_ASSERT(best != UINT32_MAX);
-    if (best_lcp >= j->n_prompt)
-        best_lcp = j->n_prompt - 1; /* recompute the last prompt token to get its logits */
-    struct slot *sl = &s->slots[best];
-    sl->job = j;
-    sl->n_hist = best_lcp;
-    j->slot = best;
-    j->n_past = best_lcp;
-    j->state = JOB_PREFILL;
-    sampler_add_prompt(&j->sampler, j->prompt, j->n_prompt);
+    *pp = j->next;
+    if (s->waiting_tail[j->lane] == j)
+        s->waiting_tail[j->lane] = prev;
+    j->next = NULL;
+}
+
+/* Apply the copy-on-write pairs of one reserve at once: the source block is
+ * still intact (nothing ran since), and later reserves may hand it out again. */
+static void apply_copies(struct sched *s, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        backend_kv_copy(s->b, s->copies[i].dst, s->copies[i].src);
+}
+
+/* The newest running job of `lane` (all lanes when lane < 0), or NULL. */
+static struct sched_job *newest_running(const struct sched *s, int lane)
+{
+    struct sched_job *best = NULL;
+    for (uint32_t i = 0; i < s->max_seqs; i++) {
+        struct sched_job *j = s->run[i];
+        if (j && (lane < 0 || (int)j->lane == lane) && (!best || j->admit_order > best->admit_order))
+            best = j;
+    }
+    return best;
+}
+
+/* Give up j's KV and queue it again at the head of its lane, to recompute later. */
+static void job_preempt(struct sched *s, struct sched_job *j)
+{
+    job_unrun(s, j);
+    j->state = JOB_WAITING;
+    j->n_preempted++;
+    waiting_push_front(s, j);
+    atomic_fetch_add(&s->st_waiting, 1);
+    atomic_fetch_add(&s->st_preemptions, 1);
     pthread_mutex_lock(&j->mu);
-    j->out.n_cached = best_lcp;
+    j->out.n_preempted = j->n_preempted;
+    pthread_mutex_unlock(&j->mu);
+    log_debug("sched: preempted a %s job after %u tokens (KV full)", j->lane == SCHED_LANE_BATCH ? "batch" :
+              "interactive", j->n_gen);
+}
+
+/* Try to admit j (waiting, a sequence free): 1 admitted, 0 not now (KV short;
+ * nothing changed), -1 finished (refused or failed). */
+static int job_admit(struct sched *s, struct sched_job *j)
+{
+    char err[256];
+    const char *model = j->ns, *tenant = model + strlen(model) + 1, *salt = tenant + strlen(tenant) + 1;
+    struct kv_pool_ns ns = {model, tenant, salt};
+    uint32_t seq;
+    if (kv_pool_seq_open(s->pool, &ns, &seq, err, sizeof(err))) {
+        waiting_remove(s, j);
+        atomic_fetch_sub(&s->st_waiting, 1);
+        job_finish(s, j, SCHED_FINISH_ERROR, err);
+        return -1;
+    }
+    /* the tokens to put in the KV: the prompt, then what it generated before a preemption */
+    uint32_t n_feed = j->n_prompt + j->n_gen;
+    uint32_t cached = s->cfg.prefix_reuse ? kv_pool_seq_attach(s->pool, seq, j->toks, n_feed) : 0;
+    uint32_t start = cached < n_feed ? cached : n_feed - 1; /* recompute ≥ 1 token for its logits */
+    uint32_t need = kv_pool_seq_need(s->pool, seq, start, n_feed);
+    bool may_refuse = j->lane == SCHED_LANE_INTERACTIVE && !j->ever_admitted; /* new interactive work */
+    if (need > kv_pool_available(s->pool) && may_refuse) {
+        /* an interactive job may take the blocks of running batch work, newest first */
+        struct sched_job *v;
+        while (need > kv_pool_available(s->pool) && (v = newest_running(s, SCHED_LANE_BATCH)) != NULL)
+            job_preempt(s, v);
+    }
+    if (need > kv_pool_available(s->pool)) {
+        kv_pool_seq_release(s->pool, seq);
+        if (!may_refuse)
+            return 0; /* batch work, and preempted work, waits for blocks */
+        waiting_remove(s, j);
+        atomic_fetch_sub(&s->st_waiting, 1);
+        atomic_fetch_add(&s->st_refusals, 1);
+        snprintf(err, sizeof(err), "the KV cache is full (%u blocks needed, %u available, nothing to preempt)", need,
+                 kv_pool_available(s->pool));
+        job_finish(s, j, SCHED_FINISH_REFUSED, err);
+        return -1;
+    }
+    uint32_t nc = 0;
+    MEMRA_ASSERT(kv_pool_seq_reserve(s->pool, seq, start, n_feed, s->copies, &nc) == 0);
+    apply_copies(s, nc);
+    waiting_remove(s, j);
+    s->run[seq] = j;
+    s->n_run++;
+    j->seq = seq;
+    j->n_feed = n_feed;
+    j->n_past = start;
+    j->state = JOB_PREFILL;
+    j->admit_order = ++s->admit_counter;
+    atomic_fetch_sub(&s->st_waiting, 1);
+    atomic_fetch_add(&s->st_running, 1);
+    if (j->ever_admitted)
+        return 1;
+    j->ever_admitted = true;
+    sampler_add_prompt(&j->sampler, j->toks, j->n_prompt);
+    pthread_mutex_lock(&j->mu);
+    j->out.n_cached = start;
     j->out.admitted = true;
     uint64_t now = now_ns();
     j->out.queue_ns = now > j->submit_ns ? now - j->submit_ns : 0;
     pthread_mutex_unlock(&j->mu);
-    atomic_fetch_sub(&s->st_waiting, 1);
-    atomic_fetch_add(&s->st_running, 1);
+    return 1;
+}
+
+/* Admissions: interactive lane first, FIFO within a lane, while sequences are free. */
+static void admit_waiting(struct sched *s)
+{
+    for (int lane = SCHED_LANE_INTERACTIVE; lane <= SCHED_LANE_BATCH; lane++) {
+        struct sched_job *j = s->waiting[lane];
+        while (j && s->n_run < s->max_seqs) {
+            struct sched_job *next = j->next;
+            int rc = job_admit(s, j);
+            if (rc == 0)
+                break; /* FIFO: nothing in this lane passes the job at its head */
+            j = next;
+        }
+    }
+}
+
+/* Reserve every decoding job's next position, oldest first; a job the pool
+ * cannot serve preempts the newest batch job, else the newest job (maybe itself). */
+static void reserve_decode(struct sched *s)
+{
+    for (;;) {
+        struct sched_job *j = NULL; /* the oldest decoding job not yet reserved this round */
+        for (uint32_t i = 0; i < s->max_seqs; i++) {
+            struct sched_job *c = s->run[i];
+            if (c && c->state == JOB_DECODE && kv_pool_seq_need(s->pool, c->seq, c->n_past, c->n_past + 1) &&
+                (!j || c->admit_order < j->admit_order))
+                j = c;
+        }
+        if (!j)
+            return;
+        uint32_t nc = 0;
+        if (kv_pool_seq_reserve(s->pool, j->seq, j->n_past, j->n_past + 1, s->copies, &nc) == 0) {
+            apply_copies(s, nc);
+            continue;
+        }
+        struct sched_job *v = newest_running(s, SCHED_LANE_BATCH);
+        if (!v)
+            v = newest_running(s, -1);
+        job_preempt(s, v);
+    }
 }
 
 /* Run text through the stop matcher into the output; true when a stop string matched. */
@@ -392,83 +593,83 @@ static void job_on_token(struct sched *s, struct sched_job *j, const struct samp
         job_finish(s, j, f, NULL);
         return;
     }
-    j->last = tok;
+    MEMRA_ASSERT(j->n_past < j->cap); /* cap covers prompt + max_tokens and the context */
+    j->toks[j->n_past] = tok;         /* fed at position n_past by the next decode step */
     j->state = JOB_DECODE;
 }
 
-/* One step: cancellations, admissions, one batch, sampling. Returns false when idle. */
+/* One step: cancellations, admissions, reservations, one batch, sampling.
+ * Returns false when it had nothing to run. */
 static bool sched_step(struct sched *s)
 {
     /* cancellations of running jobs */
-    for (uint32_t i = 0; i < s->n_slots; i++) {
-        struct sched_job *j = s->slots[i].job;
+    for (uint32_t i = 0; i < s->max_seqs; i++) {
+        struct sched_job *j = s->run[i];
         if (j && atomic_load(&j->cancel))
             job_finish(s, j, SCHED_FINISH_CANCELLED, NULL);
     }
-    /* cancellations of waiting jobs, then admissions (FIFO) */
-    struct sched_job **pp = &s->waiting;
-    s->waiting_tail = NULL;
-    while (*pp) {
-        struct sched_job *j = *pp;
-        if (atomic_load(&j->cancel)) {
-            *pp = j->next;
-            atomic_fetch_sub(&s->st_waiting, 1);
-            job_finish(s, j, SCHED_FINISH_CANCELLED, NULL);
-            continue;
+    /* cancellations of waiting jobs */
+    for (int lane = 0; lane < 2; lane++) {
+        struct sched_job **pp = &s->waiting[lane];
+        s->waiting_tail[lane] = NULL;
+        while (*pp) {
+            struct sched_job *j = *pp;
+            if (atomic_load(&j->cancel)) {
+                *pp = j->next;
+                atomic_fetch_sub(&s->st_waiting, 1);
+                job_finish(s, j, SCHED_FINISH_CANCELLED, NULL);
+                continue;
+            }
+            s->waiting_tail[lane] = j;
+            pp = &j->next;
         }
-        s->waiting_tail = j;
-        pp = &j->next;
     }
-    uint32_t n_free = 0;
-    for (uint32_t i = 0; i < s->n_slots; i++)
-        n_free += s->slots[i].job == NULL;
-    while (n_free && s->waiting) {
-        struct sched_job *j = s->waiting;
-        s->waiting = j->next;
-        if (!s->waiting)
-            s->waiting_tail = NULL;
-        j->next = NULL;
-        job_admit(s, j);
-        n_free--;
-    }
+    admit_waiting(s);
+    reserve_decode(s);
 
-    /* the batch: decode tokens first, then prefill chunks by admission order
-     * (slot order stands in for it; the budget bounds how much prefill runs) */
+    /* the batch: decode tokens first, then prefill chunks in sequence order
+     * (the budget bounds how much prefill runs) */
     uint32_t budget = s->cfg.max_batch_tokens, n = 0;
-    for (uint32_t i = 0; i < s->n_slots && budget; i++) {
-        struct sched_job *j = s->slots[i].job;
+    for (uint32_t i = 0; i < s->max_seqs && budget; i++) {
+        struct sched_job *j = s->run[i];
         if (!j || j->state != JOB_DECODE)
             continue;
-        s->seqs[n] = (struct backend_seq){.blocks = s->slots[i].blocks, .pos = j->n_past, .n_tokens = 1, .tokens = &j->last,
-                                          .n_logits = 1, .logits = s->logits + (size_t)n * s->vocab};
+        uint32_t nb;
+        const uint32_t *blocks = kv_pool_seq_blocks(s->pool, j->seq, &nb);
+        s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = 1,
+                                          .tokens = j->toks + j->n_past, .n_logits = 1,
+                                          .logits = s->logits + (size_t)n * s->vocab};
         s->seq_job[n++] = j;
         budget--;
     }
-    for (uint32_t i = 0; i < s->n_slots && budget; i++) {
-        struct sched_job *j = s->slots[i].job;
+    for (uint32_t i = 0; i < s->max_seqs && budget; i++) {
+        struct sched_job *j = s->run[i];
         if (!j || j->state != JOB_PREFILL)
             continue;
-        uint32_t chunk = j->n_prompt - j->n_past;
+        uint32_t chunk = j->n_feed - j->n_past;
         if (chunk > budget)
             chunk = budget;
-        bool last = j->n_past + chunk == j->n_prompt;
-        s->seqs[n] = (struct backend_seq){.blocks = s->slots[i].blocks, .pos = j->n_past, .n_tokens = chunk,
-                                          .tokens = j->prompt + j->n_past, .n_logits = last ? 1 : 0,
+        bool last = j->n_past + chunk == j->n_feed;
+        uint32_t nb;
+        const uint32_t *blocks = kv_pool_seq_blocks(s->pool, j->seq, &nb);
+        s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = chunk,
+                                          .tokens = j->toks + j->n_past, .n_logits = last ? 1 : 0,
                                           .logits = last ? s->logits + (size_t)n * s->vocab : NULL};
         s->seq_job[n++] = j;
         budget -= chunk;
     }
-    if (n == 0)
+    if (n == 0) {
+        publish_pool_stats(s);
         return false;
+    }
 
     char err[256];
     struct backend_batch batch = {.n_seqs = n, .seqs = s->seqs};
     if (backend_forward(s->b, &batch, err, sizeof(err))) {
         log_error("sched: forward failed: %s", err);
-        for (uint32_t i = 0; i < n; i++) {
-            s->slots[s->seq_job[i]->slot].n_hist = 0;
+        for (uint32_t i = 0; i < n; i++)
             job_finish(s, s->seq_job[i], SCHED_FINISH_ERROR, err);
-        }
+        publish_pool_stats(s);
         return true;
     }
     atomic_fetch_add(&s->st_steps, 1);
@@ -476,10 +677,8 @@ static bool sched_step(struct sched *s)
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
         struct sched_job *j = s->seq_job[i];
-        struct slot *sl = &s->slots[j->slot];
-        memcpy(sl->hist + q->pos, q->tokens, q->n_tokens * sizeof(int32_t));
-        sl->n_hist = q->pos + q->n_tokens;
-        j->n_past = sl->n_hist;
+        j->n_past = q->pos + q->n_tokens;
+        kv_pool_seq_commit(s->pool, j->seq, j->toks, j->n_past);
         if (j->state == JOB_PREFILL)
             atomic_fetch_add(&s->st_prefilled, q->n_tokens);
         if (!q->n_logits)
@@ -488,7 +687,18 @@ static bool sched_step(struct sched *s)
         sampler_sample(&j->sampler, &s->work, q->logits, &r);
         job_on_token(s, j, &r);
     }
+    publish_pool_stats(s);
     return true;
+}
+
+static void take_incoming(struct sched *s) /* s->mu held */
+{
+    while (s->incoming) {
+        struct sched_job *j = s->incoming;
+        s->incoming = j->next;
+        waiting_push_back(s, j);
+    }
+    s->incoming_tail = NULL;
 }
 
 static void *sched_thread(void *arg)
@@ -497,17 +707,8 @@ static void *sched_thread(void *arg)
     for (;;) {
         pthread_mutex_lock(&s->mu);
         for (;;) {
-            if (s->incoming) {
-                if (s->waiting_tail)
-                    s->waiting_tail->next = s->incoming;
-                else
-                    s->waiting = s->incoming;
-                s->waiting_tail = s->incoming_tail;
-                s->incoming = s->incoming_tail = NULL;
-            }
-            bool busy = s->waiting != NULL;
-            for (uint32_t i = 0; i < s->n_slots && !busy; i++)
-                busy = s->slots[i].job != NULL;
+            take_incoming(s);
+            bool busy = s->waiting[0] || s->waiting[1] || s->n_run;
             if (s->stopping || busy)
                 break;
             s->idle = true;
@@ -519,27 +720,26 @@ static void *sched_thread(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (stopping)
             break;
-        sched_step(s);
+        if (!sched_step(s) && !s->n_run) {
+            /* nothing could run: batch work waits for blocks that only a finishing
+             * job frees, and none runs — cannot happen (a job alone always fits) */
+            MEMRA_ASSERT(!s->waiting[0] && !s->waiting[1]);
+        }
     }
     /* shut down: every job still here ends as cancelled */
-    for (uint32_t i = 0; i < s->n_slots; i++)
-        if (s->slots[i].job)
-            job_finish(s, s->slots[i].job, SCHED_FINISH_CANCELLED, "the server is shutting down");
+    for (uint32_t i = 0; i < s->max_seqs; i++)
+        if (s->run[i])
+            job_finish(s, s->run[i], SCHED_FINISH_CANCELLED, "the server is shutting down");
     pthread_mutex_lock(&s->mu);
-    if (s->incoming) {
-        if (s->waiting_tail)
-            s->waiting_tail->next = s->incoming;
-        else
-            s->waiting = s->incoming;
-        s->incoming = s->incoming_tail = NULL;
-    }
+    take_incoming(s);
     pthread_mutex_unlock(&s->mu);
-    while (s->waiting) {
-        struct sched_job *j = s->waiting;
-        s->waiting = j->next;
-        atomic_fetch_sub(&s->st_waiting, 1);
-        job_finish(s, j, SCHED_FINISH_CANCELLED, "the server is shutting down");
-    }
+    for (int lane = 0; lane < 2; lane++)
+        while (s->waiting[lane]) {
+            struct sched_job *j = s->waiting[lane];
+            s->waiting[lane] = j->next;
+            atomic_fetch_sub(&s->st_waiting, 1);
+            job_finish(s, j, SCHED_FINISH_CANCELLED, "the server is shutting down");
+        }
     return NULL;
 }
 
@@ -553,20 +753,16 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     s->b = b;
     s->tok = tok;
     s->cfg = *cfg;
-    s->n_slots = b->cfg.max_seqs;
+    s->max_seqs = b->cfg.max_seqs;
     s->max_ctx = b->cfg.max_ctx;
+    if ((uint64_t)b->cfg.kv_blocks * KV_POOL_BLOCK < s->max_ctx)
+        s->max_ctx = b->cfg.kv_blocks * KV_POOL_BLOCK; /* a job alone must always fit */
     s->vocab = b->model->cfg.vocab;
     if (!s->cfg.max_batch_tokens || s->cfg.max_batch_tokens > b->cfg.max_batch_tokens)
         s->cfg.max_batch_tokens = b->cfg.max_batch_tokens;
-    if (s->cfg.max_batch_tokens < s->n_slots) {
-        err_set(err, errlen, "max_batch_tokens %u is below the %u slots (one decode token each)",
-                s->cfg.max_batch_tokens, s->n_slots);
-        free(s);
-        return -1;
-    }
-    if ((uint64_t)s->n_slots * backend_kv_blocks_for(s->max_ctx) > b->cfg.kv_blocks) {
-        err_set(err, errlen, "the backend's KV pool of %u blocks is smaller than %u slots of %u positions need",
-                b->cfg.kv_blocks, s->n_slots, s->max_ctx);
+    if (s->cfg.max_batch_tokens < s->max_seqs) {
+        err_set(err, errlen, "max_batch_tokens %u is below the %u sequences (one decode token each)",
+                s->cfg.max_batch_tokens, s->max_seqs);
         free(s);
         return -1;
     }
@@ -582,25 +778,26 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
             s->eog[s->n_eog++] = (int32_t)t;
     if (s->n_eog == 0)
         log_warn("sched: the tokenizer names no end-of-generation token; generation stops at max_tokens only");
-    s->slots = calloc(s->n_slots, sizeof(*s->slots));
-    s->seqs = calloc(s->n_slots, sizeof(*s->seqs));
-    s->seq_job = calloc(s->n_slots, sizeof(*s->seq_job));
-    s->logits = malloc((size_t)s->n_slots * s->vocab * sizeof(float));
-    const uint32_t nb = backend_kv_blocks_for(s->max_ctx);
-    s->tables = malloc((size_t)s->n_slots * nb * sizeof(uint32_t));
-    bool ok = s->slots && s->seqs && s->seq_job && s->logits && s->tables;
-    for (uint32_t i = 0; ok && i < s->n_slots; i++) {
-        ok = (s->slots[i].hist = malloc((size_t)s->max_ctx * sizeof(int32_t))) != NULL;
-        s->slots[i].blocks = s->tables + (size_t)i * nb;
-        backend_blocks_linear(s->slots[i].blocks, i, s->max_ctx);
+    struct kv_pool_config pc = {.n_blocks = b->cfg.kv_blocks, .max_seqs = s->max_seqs, .max_ctx = s->max_ctx};
+    if (kv_pool_init(&s->pool, &pc, err, errlen)) {
+        free(s);
+        return -1;
     }
-    if (!ok)
-        goto oom;
+    s->run = calloc(s->max_seqs, sizeof(*s->run));
+    s->copies = calloc(kv_pool_max_seq_blocks(s->pool), sizeof(*s->copies));
+    s->seqs = calloc(s->max_seqs, sizeof(*s->seqs));
+    s->seq_job = calloc(s->max_seqs, sizeof(*s->seq_job));
+    s->logits = malloc((size_t)s->max_seqs * s->vocab * sizeof(float));
+    if (!s->run || !s->copies || !s->seqs || !s->seq_job || !s->logits) {
+        err_set(err, errlen, "out of memory for %u sequences", s->max_seqs);
+        goto fail;
+    }
     if (sample_work_init(&s->work, s->vocab, err, errlen))
         goto fail;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     atomic_init(&s->st_progress_ns, now_ns());
+    publish_pool_stats(s);
     if (pthread_create(&s->thread, NULL, sched_thread, s) != 0) {
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);
@@ -610,13 +807,10 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     }
     *out = s;
     return 0;
-oom:
-    err_set(err, errlen, "out of memory for %u slots of %u positions", s->n_slots, s->max_ctx);
 fail:
-    for (uint32_t i = 0; s->slots && i < s->n_slots; i++)
-        free(s->slots[i].hist);
-    free(s->slots);
-    free(s->tables);
+    kv_pool_free(s->pool);
+    free(s->run);
+    free(s->copies);
     free(s->seqs);
     free(s->seq_job);
     free(s->logits);
@@ -635,10 +829,9 @@ void sched_stop(struct sched *s)
     pthread_join(s->thread, NULL);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
-    for (uint32_t i = 0; i < s->n_slots; i++)
-        free(s->slots[i].hist);
-    free(s->slots);
-    free(s->tables);
+    kv_pool_free(s->pool);
+    free(s->run);
+    free(s->copies);
     free(s->seqs);
     free(s->seq_job);
     free(s->logits);

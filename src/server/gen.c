@@ -6,8 +6,16 @@
  * "data: {chunk}\n\n" per choice and wake, "data: [DONE]\n\n" at the end) or
  * collects it for the final JSON. When the client goes away (evhttp's connection
  * close callback, raised when a write fails or the connection drops), every job
- * is cancelled; the engine frees their KV slots within one step, and the last
- * wake frees the request.
+ * is cancelled; the engine releases their KV blocks within one step, and the
+ * last wake frees the request.
+ *
+ * Prefix cache and lanes: each job's cache namespace is (model alias, tenant
+ * from auth, the request's cache_salt), so KV is shared only within one tenant
+ * and salt; the tenant's lane (keyring) is the job's lane. When the KV pool is
+ * full and nothing can be preempted, the engine refuses an interactive job
+ * (SCHED_FINISH_REFUSED): the request gets 503 with Retry-After. So that a
+ * stream can still get that status, a streamed request sends its 200 headers
+ * only once every choice has been admitted (or has ended).
  *
  * Heartbeat: evhttp keeps the connection's read timeout running while it writes
  * a response (to notice a client that closes), and resets it on every write; a
@@ -81,6 +89,7 @@ struct gen_req {
     bool gone;                 /* evhttp closed the connection (the request is detached) */
     bool peer_closed;          /* the peek saw the client close; the request is still attached */
     bool dropped;              /* reported to server_request_dropped */
+    bool started;              /* stream: the 200 headers went out */
     uint64_t t_start;          /* arrival (monotonic ns), for TTFT and end-to-end latency */
     uint64_t t_submit;         /* handed to the engine (monotonic ns) */
     struct adm_tenant *tenant; /* who sent it (tenant->name labels metrics); admission_done at the end */
@@ -124,6 +133,8 @@ static void gen_drop(struct gen_req *g)
         server_request_dropped(g->s, g->req);
     }
 }
+
+#define GEN_RETRY_AFTER_S "1" /* a refused request's Retry-After: the pool frees as running work ends */
 
 static void wake_notify(void *arg) { event_active((struct event *)arg, EV_READ, 0); }
 
@@ -223,7 +234,8 @@ static void stream_output(struct gen_req *g, struct gen_choice *c, struct evbuff
         free(tops);
         free(pool);
     }
-    if (c->done && c->finish != SCHED_FINISH_ERROR && c->finish != SCHED_FINISH_CANCELLED) {
+    if (c->done && c->finish != SCHED_FINISH_ERROR && c->finish != SCHED_FINISH_CANCELLED &&
+        c->finish != SCHED_FINISH_REFUSED) {
         struct api_choice fin = {.index = c->index, .finish = finish_of(c->finish)};
         add_sse(buf, api_chunk_json(&g->meta, &fin));
     }
@@ -261,9 +273,13 @@ static int collect_output(struct gen_choice *c)
     return 0;
 }
 
-/* The first failed choice, or NULL. */
+/* The first refused choice (the others were cancelled because of it), else the
+ * first failed one, or NULL. */
 static const struct gen_choice *failed_choice(const struct gen_req *g)
 {
+    for (uint32_t i = 0; i < g->n_ch; i++)
+        if (g->ch[i].finish == SCHED_FINISH_REFUSED)
+            return &g->ch[i];
     for (uint32_t i = 0; i < g->n_ch; i++)
         if (g->ch[i].finish == SCHED_FINISH_ERROR || g->ch[i].finish == SCHED_FINISH_CANCELLED)
             return &g->ch[i];
@@ -276,6 +292,13 @@ static void send_final(struct gen_req *g)
     usage_of(g, &u);
     const struct gen_choice *bad = failed_choice(g);
     struct api_error e;
+    if (bad && bad->finish == SCHED_FINISH_REFUSED) {
+        evhttp_add_header(evhttp_request_get_output_headers(g->req), "Retry-After", GEN_RETRY_AFTER_S);
+        api_error_set(&e, 503, "kv_cache_full", NULL, "The server is out of KV cache for now (%s). Retry later.",
+                      bad->error);
+        server_send_error(g->req, &e);
+        return;
+    }
     if (bad) {
         api_error_set(&e, bad->finish == SCHED_FINISH_CANCELLED ? 503 : 500, NULL, NULL, "generation failed: %s",
                       bad->error[0] ? bad->error : "cancelled");
@@ -334,6 +357,48 @@ static void gen_observe(struct gen_req *g, struct gen_choice *c, uint64_t now)
     c->t_last = now;
 }
 
+/* Stream: the 200 headers and the chat role chunks. */
+static void start_stream(struct gen_req *g)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(g->req);
+    evhttp_add_header(h, "Content-Type", "text/event-stream");
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+    evhttp_send_reply_start(g->req, 200, "OK");
+    g->started = true;
+    event_base_gettimeofday_cached(g->s->base, &g->last_write);
+    if (g->r.kind == API_KIND_CHAT) {
+        struct evbuffer *buf = evbuffer_new();
+        for (uint32_t i = 0; buf && i < g->n_ch; i++)
+            add_sse(buf, api_chunk_role_json(&g->meta, g->ch[i].index));
+        if (buf) {
+            evhttp_send_reply_chunk(g->req, buf);
+            evbuffer_free(buf);
+        }
+    }
+}
+
+/* Stream not started yet: 1 when every choice is admitted or has ended (start
+ * now), 0 when one still waits for KV, -1 when one was refused (answer 503). */
+static int stream_readiness(const struct gen_req *g)
+{
+    int rc = 1;
+    for (uint32_t i = 0; i < g->n_ch; i++) {
+        bool admitted;
+        enum sched_finish f;
+        if (g->ch[i].done) {
+            if (g->ch[i].finish == SCHED_FINISH_REFUSED)
+                return -1;
+            continue;
+        }
+        sched_job_peek(g->ch[i].job, &admitted, &f);
+        if (f == SCHED_FINISH_REFUSED)
+            return -1;
+        if (!admitted && f == SCHED_RUNNING)
+            rc = 0;
+    }
+    return rc;
+}
+
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -341,7 +406,16 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     struct gen_req *g = arg;
     bool dead = g->gone || g->peer_closed;
     uint64_t now = metrics_now_ns();
-    struct evbuffer *buf = g->r.stream && !dead ? evbuffer_new() : NULL;
+    if (g->r.stream && !g->started && !dead) {
+        int ready = stream_readiness(g);
+        if (ready == 0)
+            return; /* output stays in the jobs until the stream starts */
+        if (ready > 0)
+            start_stream(g);
+        else
+            cancel_all(g); /* refused: the other choices end too, then 503 */
+    }
+    struct evbuffer *buf = g->started && !dead ? evbuffer_new() : NULL;
     for (uint32_t i = 0; i < g->n_ch; i++) {
         struct gen_choice *c = &g->ch[i];
         if (c->done)
@@ -367,6 +441,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     bool all_done = g->n_done == g->n_ch;
     if (all_done && !dead && !failed_choice(g))
         metrics_hist_observe(&g->sm->metrics.hist[METRICS_E2E], now - g->t_start, 1);
+    if (!all_done && !buf && g->r.stream)
+        return; /* a stream being refused: nothing to collect */
     if (buf && all_done) {
         const struct gen_choice *bad = failed_choice(g);
         if (bad) {
@@ -391,10 +467,10 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         return;
     if (g->conn)
         evhttp_connection_set_closecb(g->conn, NULL, NULL);
-    if (g->r.stream || g->gone)
+    if (g->started || g->gone)
         evhttp_send_reply_end(g->req); /* also frees a request whose connection is gone */
     else
-        send_final(g);
+        send_final(g); /* a stream that never started gets its error (503 when refused) as plain JSON */
     gen_free(g);
 }
 
@@ -431,7 +507,7 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
         log_debug("%s: client closed the connection; %u choice(s) cancelled", g->id, g->n_ch - g->n_done);
         return;
     }
-    if (!g->r.stream)
+    if (!g->started)
         return;
     struct timeval now, idle;
     event_base_gettimeofday_cached(g->s->base, &now);
@@ -526,7 +602,10 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
         struct sched_params p = {.prompt = prompts[c->prompt_i], .n_prompt = prompt_len[c->prompt_i],
                                  .sample = r->sample, .max_tokens = r->max_tokens > 0 ? (uint32_t)r->max_tokens : 0,
                                  .stop = r->stop, .n_stop = r->n_stop, .notify = wake_notify,
-                                 .notify_arg = g->wake};
+                                 .notify_arg = g->wake, .cache_model = sm->alias,
+                                 .cache_tenant = g->tenant ? g->tenant->name : "", .cache_salt = r->cache_salt,
+                                 .lane = g->tenant && g->tenant->lane == AUTH_LANE_BATCH ? SCHED_LANE_BATCH
+                                                                                       : SCHED_LANE_INTERACTIVE};
         p.sample.seed = r->has_seed ? base_seed + (i % r->n) : random_seed();
         char err[256];
         if (sched_submit(sm->sched, &p, &c->job, err, sizeof(err))) {
@@ -542,22 +621,7 @@ void gen_handle(struct server *s, struct evhttp_request *req, struct api_request
     g->conn = evhttp_request_get_connection(req);
     if (g->conn)
         evhttp_connection_set_closecb(g->conn, on_close, g);
-    if (r->stream) {
-        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-        evhttp_add_header(h, "Content-Type", "text/event-stream");
-        evhttp_add_header(h, "Cache-Control", "no-cache");
-        evhttp_send_reply_start(req, 200, "OK");
-        event_base_gettimeofday_cached(s->base, &g->last_write);
-        if (r->kind == API_KIND_CHAT) {
-            struct evbuffer *buf = evbuffer_new();
-            for (uint32_t i = 0; buf && i < g->n_ch; i++)
-                add_sse(buf, api_chunk_role_json(&g->meta, g->ch[i].index));
-            if (buf) {
-                evhttp_send_reply_chunk(req, buf);
-                evbuffer_free(buf);
-            }
-        }
-    }
+    /* a stream starts at the first wake that finds every choice admitted (on_wake) */
     /* heartbeat and disconnect check: every second, or half the timeout if shorter */
     uint32_t period_ms = s->cfg->timeout_s * 500 < 1000 ? s->cfg->timeout_s * 500 : 1000;
     struct timeval tv = {.tv_sec = period_ms / 1000, .tv_usec = (period_ms % 1000) * 1000};

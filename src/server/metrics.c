@@ -2,7 +2,8 @@
  * /metrics in Prometheus' text format (see metrics.h; every metric is listed
  * in docs/SERVING.md "Metrics").
  *
- * Gauges (running / waiting sequences, KV slots, engine steps) are read from
+ * Gauges (running / waiting sequences, KV blocks used / free / cached, engine
+ * steps, the pool's lookups, evictions, preemptions and refusals) are read from
  * the scheduler's own atomics at scrape time (sched_get_stats), so the token
  * path pays nothing for them. The prefix-cache hit ratio is cached / prompt
  * tokens since start (0 before the first request).
@@ -208,12 +209,20 @@ static uint64_t get_waiting(struct served_model *m)
     sched_get_stats(m->sched, &st);
     return st.waiting;
 }
-static uint64_t get_slots_free(struct served_model *m)
-{
-    struct sched_stats st;
-    sched_get_stats(m->sched, &st);
-    return st.running < st.n_slots ? st.n_slots - st.running : 0;
-}
+#define SCHED_GETTER(fn, field)                                                                                        \
+    static uint64_t fn(struct served_model *m)                                                                         \
+    {                                                                                                                  \
+        struct sched_stats st;                                                                                         \
+        sched_get_stats(m->sched, &st);                                                                                \
+        return st.field;                                                                                               \
+    }
+SCHED_GETTER(get_kv_used, kv_used)
+SCHED_GETTER(get_kv_free, kv_free)
+SCHED_GETTER(get_kv_cached, kv_cached)
+SCHED_GETTER(get_kv_evictions, kv_evictions)
+SCHED_GETTER(get_prefix_hits, prefix_hit_tokens)
+SCHED_GETTER(get_preemptions, preemptions)
+SCHED_GETTER(get_refusals, refusals)
 
 void metrics_send(struct server *s, struct evhttp_request *req)
 {
@@ -253,11 +262,25 @@ void metrics_send(struct server *s, struct evhttp_request *req)
     render_models_u64(out, s, labels, "memra_engine_steps_total", "counter", "engine steps (batches run)",
                       get_steps);
     render_models_u64(out, s, labels, "memra_sequences_running", "gauge",
-                      "sequences in a KV slot (one per choice of a request)", get_running);
+                      "sequences holding KV blocks (one per choice of a request)", get_running);
     render_models_u64(out, s, labels, "memra_sequences_waiting", "gauge",
-                      "sequences waiting for a KV slot (one per choice of a request)", get_waiting);
-    render_models_u64(out, s, labels, "memra_kv_slots_used", "gauge", "KV slots holding a sequence", get_running);
-    render_models_u64(out, s, labels, "memra_kv_slots_free", "gauge", "KV slots free", get_slots_free);
+                      "sequences waiting for KV blocks (one per choice of a request)", get_waiting);
+    render_models_u64(out, s, labels, "memra_kv_blocks_used", "gauge",
+                      "KV blocks referenced by running sequences (16 positions each)", get_kv_used);
+    render_models_u64(out, s, labels, "memra_kv_blocks_free", "gauge", "KV blocks on the free list", get_kv_free);
+    render_models_u64(out, s, labels, "memra_kv_blocks_cached", "gauge",
+                      "KV blocks nobody references that hold a cached prefix (evicted LRU when needed)",
+                      get_kv_cached);
+    render_models_u64(out, s, labels, "memra_kv_evictions_total", "counter", "cached KV blocks evicted for reuse",
+                      get_kv_evictions);
+    render_models_u64(out, s, labels, "memra_prefix_cache_hit_tokens_total", "counter",
+                      "positions found in the prefix cache at admission (re-admissions after a preemption included)",
+                      get_prefix_hits);
+    render_models_u64(out, s, labels, "memra_preemptions_total", "counter",
+                      "running sequences that gave up their KV blocks to be recomputed later (KV full)",
+                      get_preemptions);
+    render_models_u64(out, s, labels, "memra_kv_refusals_total", "counter",
+                      "interactive sequences refused because the KV pool was full (503)", get_refusals);
     head(out, "memra_prefix_cache_hit_ratio", "gauge", "cached / prompt tokens since start (0 before any)");
     for (uint32_t i = 0; i < s->n_models; i++) {
         uint64_t p = get_prompt(&s->models[i]), c = get_cached(&s->models[i]);
@@ -271,7 +294,7 @@ void metrics_send(struct server *s, struct evhttp_request *req)
         [METRICS_ITL] = {"memra_inter_token_latency_seconds",
                          "time between consecutive generated tokens of a choice, seen by the HTTP loop"},
         [METRICS_E2E] = {"memra_e2e_request_latency_seconds", "request arrival to its last choice finished"},
-        [METRICS_QUEUE] = {"memra_queue_time_seconds", "a choice's wait from submission to a KV slot"},
+        [METRICS_QUEUE] = {"memra_queue_time_seconds", "a choice's wait from submission to its first admission into the KV pool"},
     };
     for (int k = 0; k < METRICS_N_HIST; k++) {
         head(out, hists[k].name, "histogram", hists[k].help);

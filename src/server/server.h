@@ -39,6 +39,7 @@ struct server_config {
     const char *backend;         /* "cpu", "cuda"; NULL: backend_default_name() */
     uint32_t n_slots;            /* concurrent sequences per model (KV slots) */
     uint32_t ctx;                /* positions per sequence; 0: min(model's, 4096) */
+    uint32_t kv_blocks;          /* KV pool blocks per model; 0: the backend's default (backend.h) */
     uint32_t batch_tokens;       /* token budget per engine step */
     uint32_t threads;            /* CPU backend worker threads; 0: all cores */
     bool prefix_reuse;           /* reuse KV prefixes across requests */

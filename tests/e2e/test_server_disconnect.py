@@ -16,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memra_server import ALIAS, Server, wait_until
 
-# The KV-in-use gauge of /metrics (one name, here only). memra_kv_slots_used until the paged KV pool's
-# memra_kv_blocks_used lands.
-KV_GAUGE = "memra_kv_slots_used"
+# The KV-in-use gauge of /metrics: blocks of the paged KV pool referenced by running sequences
+# (cached prefix blocks nobody references are not "in use"; idle is 0).
+KV_GAUGE = "memra_kv_blocks_used"
 N_STREAMS = 200
 WAVE = 25
 

@@ -38,21 +38,30 @@ def value(fams, family, sample_name, **labels):
     return 0.0
 
 
+def cached_tokens_found(usages):
+    """What usage reported as cached; the pool's hit counter can only be larger (it also counts the
+    one position of a fully cached prompt that is recomputed for its logits)."""
+    return sum(u.prompt_tokens_details.cached_tokens for u in usages if u.prompt_tokens_details)
+
+
 def test_metrics_families_and_types(srv):
     fams = scrape(srv)
     want = {
         "memra_requests": "counter", "memra_requests_in_flight": "gauge",
         "memra_prompt_tokens": "counter", "memra_cached_tokens": "counter", "memra_generated_tokens": "counter",
         "memra_engine_steps": "counter", "memra_sequences_running": "gauge", "memra_sequences_waiting": "gauge",
-        "memra_kv_slots_used": "gauge", "memra_kv_slots_free": "gauge", "memra_prefix_cache_hit_ratio": "gauge",
+        "memra_kv_blocks_used": "gauge", "memra_kv_blocks_free": "gauge", "memra_kv_blocks_cached": "gauge",
+        "memra_kv_evictions": "counter", "memra_prefix_cache_hit_tokens": "counter", "memra_preemptions": "counter",
+        "memra_kv_refusals": "counter", "memra_prefix_cache_hit_ratio": "gauge",
         "memra_time_to_first_token_seconds": "histogram", "memra_inter_token_latency_seconds": "histogram",
         "memra_e2e_request_latency_seconds": "histogram", "memra_queue_time_seconds": "histogram",
     }
     for name, typ in want.items():
         assert name in fams, name
         assert fams[name].type == typ, name
-    # the alias came back through the parser unchanged (escaping round-trip)
-    assert value(fams, "memra_kv_slots_free", "memra_kv_slots_free", model=ALIAS) == 4
+    # the alias came back through the parser unchanged (escaping round-trip); a fresh server's
+    # pool is all free: 4 sequences x 256 positions / 16 per block
+    assert value(fams, "memra_kv_blocks_free", "memra_kv_blocks_free", model=ALIAS) == 64
 
 
 def test_metrics_match_what_was_sent(srv):
@@ -118,10 +127,16 @@ def test_metrics_match_what_was_sent(srv):
     ttft_sum = delta("memra_time_to_first_token_seconds", "memra_time_to_first_token_seconds_sum", **m)
     assert 0 < ttft_sum <= e2e_sum
 
-    # idle engine: nothing running or waiting, every slot free
-    for g, want in (("memra_sequences_running", 0), ("memra_sequences_waiting", 0), ("memra_kv_slots_used", 0),
-                    ("memra_kv_slots_free", 4)):
+    # idle engine: nothing running or waiting, no block referenced; the prompts' full blocks stay
+    # cached (the repeated one was found there), the rest is free
+    for g, want in (("memra_sequences_running", 0), ("memra_sequences_waiting", 0), ("memra_kv_blocks_used", 0)):
         assert value(f, g, g, **m) == want, g
+    free, cached = (value(f, g, g, **m) for g in ("memra_kv_blocks_free", "memra_kv_blocks_cached"))
+    assert cached > 0 and free + cached == 64
+    assert delta("memra_prefix_cache_hit_tokens", "memra_prefix_cache_hit_tokens_total", **m) >= cached_tokens_found(
+        usages)
+    for c in ("memra_preemptions", "memra_kv_refusals"):
+        assert value(f, c, c + "_total", **m) == 0, c
     assert value(f, "memra_engine_steps", "memra_engine_steps_total", **m) > 0
 
 

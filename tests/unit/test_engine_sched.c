@@ -2,9 +2,13 @@
  * CPU backend with the default model (models/, fetched by scripts/fetch-model.sh):
  * greedy text does not depend on what else is batched or how prefill is chunked
  * (4 prompts at once with an 8-token step budget vs each alone with 512),
- * max_tokens and finish reasons, stop strings, cancellation frees the slot
- * within a step, prefix reuse reports cached tokens and changes nothing, and
- * bad submissions are refused. */
+ * max_tokens and finish reasons, stop strings, cancellation frees the KV
+ * within a step, prefix reuse reports cached tokens (full 16-position blocks)
+ * and changes nothing, bad submissions are refused; and the paged KV pool under
+ * pressure: the prefix cache is per (model, tenant, salt) namespace, a job
+ * that runs out of blocks preempts the newest one (recomputed later, same
+ * greedy text as alone), a new interactive job preempts batch work and is
+ * refused when only interactive work runs, while a batch job waits. */
 #include "engine/sched.h"
 #include "test.h"
 
@@ -125,6 +129,39 @@ static const char *prompts[4] = {
     "Once upon a time, in a small village by the sea, there lived",
 };
 
+/* ---- the paged KV pool under pressure ---- */
+
+static struct sched *start_pool(struct backend **b, uint32_t seqs, uint32_t kv_blocks)
+{
+    char err[256];
+    struct backend_config bc = {.max_seqs = seqs, .max_ctx = 256, .kv_blocks = kv_blocks, .max_batch_tokens = 512,
+                                .n_threads = 0};
+    if (backend_open(b, "cpu", &g_model, &bc, err, sizeof(err))) {
+        fprintf(stderr, "backend: %s\n", err);
+        return NULL;
+    }
+    struct sched_config sc = {.max_batch_tokens = 64, .prefix_reuse = true};
+    struct sched *s = NULL;
+    if (sched_start(&s, *b, &g_tok, &sc, err, sizeof(err)))
+        fprintf(stderr, "sched: %s\n", err);
+    return s;
+}
+
+/* A prompt of at least n tokens: prompts[i] repeated. */
+static int32_t *encode_long(int i, uint32_t min_tokens, uint32_t *n)
+{
+    char text[4096] = "";
+    size_t len = 0;
+    int32_t *ids = NULL;
+    for (;;) {
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "%s %d ", prompts[i], (int)len);
+        free(ids);
+        ids = encode(text, n);
+        if (!ids || *n >= min_tokens || len > sizeof(text) - 200)
+            return ids;
+    }
+}
+
 static void test_batching_and_chunking_do_not_change_greedy_text(void)
 {
     char alone[4][4096];
@@ -190,17 +227,17 @@ static void test_stop_string_and_prefix_reuse(void)
     if (!s)
         return;
     uint32_t n;
-    int32_t *ids = encode(prompts[3], &n);
+    int32_t *ids = encode_long(3, 40, &n); /* full blocks of 16 positions to reuse */
     char err[256];
     struct run r1 = {0}, r2 = {0}, r3 = {0};
     struct sched_params p = greedy(ids, n, 16);
     CHECK_EQ_INT(sched_submit(s, &p, &r1.job, err, sizeof(err)), 0);
     wait_all(&r1, 1);
     CHECK_EQ_INT(r1.all.n_cached, 0);
-    /* the same prompt again: its KV is reused (all but the last prompt token) */
+    /* the same prompt again: its full blocks are reused (at least one token recomputed) */
     CHECK_EQ_INT(sched_submit(s, &p, &r2.job, err, sizeof(err)), 0);
     wait_all(&r2, 1);
-    CHECK_EQ_INT(r2.all.n_cached, n - 1);
+    CHECK_EQ_INT(r2.all.n_cached, n % 16 ? n / 16 * 16 : n - 1);
     CHECK_EQ_STR(r2.text, r1.text);
     /* a stop string from the middle of that text: the output ends before it */
     const char *mid = r1.text + r1.len / 2;
@@ -305,6 +342,173 @@ static void test_bad_submissions(void)
     sched_close(s, b);
 }
 
+/* Greedy text of (ids, max_tokens) alone on a roomy pool. */
+static void greedy_alone(const int32_t *ids, uint32_t n, uint32_t max_tokens, char *out, size_t cap)
+{
+    struct backend *b;
+    struct sched *s = start_pool(&b, 1, 0);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    struct run r = {0};
+    struct sched_params p = greedy(ids, n, max_tokens);
+    char err[256];
+    CHECK_EQ_INT(sched_submit(s, &p, &r.job, err, sizeof(err)), 0);
+    wait_all(&r, 1);
+    CHECK_EQ_INT(r.all.n_generated, max_tokens);
+    snprintf(out, cap, "%s", r.text);
+    sched_job_release(r.job);
+    sched_output_free(&r.take);
+    sched_close(s, b);
+}
+
+/* Two interactive jobs that each grow to 10 blocks in a pool of 16: the newest
+ * is preempted when the pool runs dry (never failed), recomputed later, and
+ * both texts are what each gives alone. */
+static void test_growth_preempts_the_newest(void)
+{
+    uint32_t n0, n1;
+    int32_t *a = encode_long(0, 60, &n0), *c = encode_long(3, 60, &n1);
+    uint32_t gen0 = 160 - n0, gen1 = 160 - n1;
+    char want[2][4096];
+    greedy_alone(a, n0, gen0, want[0], sizeof(want[0]));
+    greedy_alone(c, n1, gen1, want[1], sizeof(want[1]));
+    struct backend *b;
+    struct sched *s = start_pool(&b, 2, 16);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    struct run runs[2] = {0};
+    struct sched_params p0 = greedy(a, n0, gen0), p1 = greedy(c, n1, gen1);
+    char err[256];
+    CHECK_EQ_INT(sched_submit(s, &p0, &runs[0].job, err, sizeof(err)), 0);
+    CHECK_EQ_INT(sched_submit(s, &p1, &runs[1].job, err, sizeof(err)), 0);
+    wait_all(runs, 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(runs[i].all.finish, SCHED_FINISH_LENGTH);
+        CHECK_MSG(!strcmp(runs[i].text, want[i]), "job %d: \"%s\" vs alone \"%s\"", i, runs[i].text, want[i]);
+        sched_job_release(runs[i].job);
+        sched_output_free(&runs[i].take);
+    }
+    struct sched_stats st;
+    sched_get_stats(s, &st);
+    CHECK(st.preemptions >= 1);
+    CHECK_EQ_U64(st.refusals, 0);
+    CHECK_EQ_INT(st.kv_used, 0);
+    CHECK_EQ_INT(st.kv_free + st.kv_cached, 16);
+    free(a);
+    free(c);
+    sched_close(s, b);
+}
+
+/* A new interactive job preempts running batch work; with only interactive work
+ * running it is refused (SCHED_FINISH_REFUSED), and a batch job just waits. */
+static void test_interactive_preempts_batch_then_is_refused(void)
+{
+    uint32_t nb, nm;
+    int32_t *big = encode_long(1, 130, &nb), *mid = encode_long(2, 113, &nm);
+    CHECK(nb <= 144 && nm <= 128); /* 9+ blocks at admission; mid needs 8 of the 7 left */
+    uint32_t gen = 40;
+    char want_big[4096], want_mid[4096];
+    greedy_alone(big, nb, gen, want_big, sizeof(want_big));
+    greedy_alone(mid, nm, 8, want_mid, sizeof(want_mid));
+    struct backend *b;
+    struct sched *s = start_pool(&b, 4, 16);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    char err[256];
+    struct run rb = {0}, rm = {0};
+    struct sched_params pb = greedy(big, nb, gen), pm = greedy(mid, nm, 8);
+    pb.lane = SCHED_LANE_BATCH;
+    CHECK_EQ_INT(sched_submit(s, &pb, &rb.job, err, sizeof(err)), 0);
+    while (rb.all.n_generated < 2 && !drain(&rb))
+        usleep(1000);
+    CHECK_EQ_INT(sched_submit(s, &pm, &rm.job, err, sizeof(err)), 0);
+    wait_all(&rm, 1);
+    CHECK_EQ_INT(rm.all.finish, SCHED_FINISH_LENGTH);
+    CHECK_EQ_STR(rm.text, want_mid);
+    wait_all(&rb, 1);
+    CHECK_EQ_INT(rb.all.finish, SCHED_FINISH_LENGTH);
+    CHECK_EQ_INT(rb.all.n_generated, gen);
+    CHECK_MSG(!strcmp(rb.text, want_big), "preempted batch job: \"%s\" vs alone \"%s\"", rb.text, want_big);
+    CHECK_EQ_INT(rb.all.n_cached, 0);
+    struct sched_stats st;
+    sched_get_stats(s, &st);
+    CHECK(st.preemptions >= 1);
+    CHECK_EQ_U64(st.refusals, 0);
+    sched_job_release(rb.job);
+    sched_job_release(rm.job);
+    sched_output_free(&rb.take);
+    sched_output_free(&rm.take);
+
+    /* interactive work holds the pool: a new interactive job is refused at once, a batch one waits */
+    struct run h = {0}, r2 = {0}, w = {0};
+    struct sched_params ph = greedy(big, nb, gen);
+    ph.cache_tenant = "other"; /* nothing cached for it */
+    CHECK_EQ_INT(sched_submit(s, &ph, &h.job, err, sizeof(err)), 0);
+    while (h.all.n_generated < 1 && !drain(&h))
+        usleep(1000);
+    pm.cache_tenant = "other";
+    CHECK_EQ_INT(sched_submit(s, &pm, &r2.job, err, sizeof(err)), 0);
+    wait_all(&r2, 1);
+    CHECK_EQ_INT(r2.all.finish, SCHED_FINISH_REFUSED);
+    CHECK_EQ_INT(r2.all.n_generated, 0);
+    pm.lane = SCHED_LANE_BATCH;
+    CHECK_EQ_INT(sched_submit(s, &pm, &w.job, err, sizeof(err)), 0);
+    usleep(50 * 1000);
+    CHECK(!drain(&w));
+    sched_job_cancel(h.job);
+    wait_all(&w, 1);
+    CHECK_EQ_INT(w.all.finish, SCHED_FINISH_LENGTH);
+    CHECK_EQ_STR(w.text, want_mid);
+    sched_get_stats(s, &st);
+    CHECK_EQ_U64(st.refusals, 1);
+    struct run *rs[3] = {&h, &r2, &w};
+    for (int i = 0; i < 3; i++) {
+        sched_job_release(rs[i]->job);
+        sched_output_free(&rs[i]->take);
+    }
+    free(big);
+    free(mid);
+    sched_close(s, b);
+}
+
+/* The prefix cache is per namespace: same tenant and salt hit, others miss. */
+static void test_prefix_namespaces(void)
+{
+    struct backend *b;
+    struct sched *s = start_pool(&b, 2, 0);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    uint32_t n;
+    int32_t *ids = encode_long(3, 40, &n);
+    static const char *const ns[][3] = {{"m", "a", ""}, {"m", "a", ""}, {"m", "b", ""}, {"m", "a", "s"},
+                                        {"m2", "a", ""}, {"m", "a", "s"}};
+    const uint32_t full = n / 16 * 16 < n ? n / 16 * 16 : n - 1;
+    const uint32_t want[] = {0, full, 0, 0, 0, full};
+    char first[4096] = "";
+    for (int i = 0; i < 6; i++) {
+        struct run r = {0};
+        struct sched_params p = greedy(ids, n, 4);
+        p.cache_model = ns[i][0];
+        p.cache_tenant = ns[i][1];
+        p.cache_salt = ns[i][2];
+        char err[256];
+        CHECK_EQ_INT(sched_submit(s, &p, &r.job, err, sizeof(err)), 0);
+        wait_all(&r, 1);
+        CHECK_MSG(r.all.n_cached == want[i], "request %d: %u cached, want %u", i, r.all.n_cached, want[i]);
+        if (i == 0)
+            snprintf(first, sizeof(first), "%s", r.text);
+        CHECK_EQ_STR(r.text, first);
+        sched_job_release(r.job);
+        sched_output_free(&r.take);
+    }
+    free(ids);
+    sched_close(s, b);
+}
+
 int main(void)
 {
     char err[512];
@@ -320,6 +524,9 @@ int main(void)
     RUN(test_stop_string_and_prefix_reuse);
     RUN(test_cancel_frees_the_slot);
     RUN(test_bad_submissions);
+    RUN(test_prefix_namespaces);
+    RUN(test_growth_preempts_the_newest);
+    RUN(test_interactive_preempts_batch_then_is_refused);
     tokenizer_free(&g_tok);
     model_close(&g_model);
     return test_summary();

@@ -28,6 +28,20 @@ for k in "$B"/kernels/kernel_*; do
     echo "== $name exit $r"
 done
 
+# The whole model again with every prefill span of >= 4 tokens on the GEMM
+# path (the fixtures' prompts are 7-33 tokens), in both GEMM modes: logits
+# against the CPU, greedy, batch 16 vs alone, chunked vs one-shot prefill.
+for m in exact fast; do
+    [ -x "$B/kernels/kernel_forward" ] || break
+    echo "== kernel_forward MEMRA_GEMM=$m MEMRA_GEMM_MIN_TOKENS=4"
+    MEMRA_GEMM=$m MEMRA_GEMM_MIN_TOKENS=4 "$B/kernels/kernel_forward" > "$LOG/kernel_forward-gemm-$m.log" 2>&1
+    r=$?
+    [ $r -ne 0 ] && rc=$r
+    grep -E "FAIL|CHECK failed|cases," "$LOG/kernel_forward-gemm-$m.log" | head -40
+    sed -n '/^## /,$p' "$LOG/kernel_forward-gemm-$m.log"
+    echo "== kernel_forward MEMRA_GEMM=$m exit $r"
+done
+
 # run-gen on the default model with the CUDA backend: end-to-end generation
 # speed (the prompt and generation tok/s lines run-gen prints on stderr).
 # MEMRA_GPU_MODEL overrides the model path.

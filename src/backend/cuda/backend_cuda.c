@@ -13,12 +13,16 @@
  * (cuBLAS workspaces, fragmentation). b->cfg.kv_blocks is therefore final
  * only after load_weights (backend_open does both).
  *
- * Matmuls: the decode GEMV of the weight's type for ≤ 8 tokens at a time; a
- * longer span (prefill) loops over chunks of 8 tokens (correct, not fast: a
- * GEMM path is future work). Quantized GEMVs always run with ksplit 1, the
- * shape whose summation order does not depend on the batch size, so a token's
- * result is the same alone or in any batch (the plain-type kernels have that
- * property for every launch shape). Weights with no GEMV kernel are float32.
+ * Matmuls, chosen per span (a sequence's tokens in the batch), never per
+ * batch: a span of at least the weight's gemm_min tokens (higher for FP8 and
+ * GGUF weights, which pay a dequantization) runs the cuBLASLt GEMM (gemm.cu)
+ * on its own rows; shorter spans (decode tokens) run the decode GEMV of the
+ * weight's type, 8 tokens a launch. Quantized GEMVs always run with ksplit 1,
+ * the shape whose summation order does not depend on the batch size, and a
+ * GEMM's algorithm is fixed per shape, so a sequence's result is the same
+ * alone or in any batch. MEMRA_GEMM = exact (default) | fast | off picks the
+ * GEMM's numerics (cuda_ops.h), MEMRA_GEMM_MIN_TOKENS sets one threshold for
+ * every weight. Weights with no GEMV kernel are float32.
  *
  * Embedding: on the general path the token rows are dequantized on the host
  * from the model's map (as the CPU backend does) and uploaded with the batch —
@@ -46,6 +50,7 @@ struct cuda_weight {
     enum dtype dtype; /* DTYPE_F32: expanded, read by cuda_fwd_matmul_f32 */
     uint32_t rows, cols;
     float scale;
+    uint32_t gemm_min; /* spans of ≥ gemm_min tokens take the GEMM; 0: never (gemm_setup) */
     void *d; /* (rows, row bytes) */
 };
 
@@ -79,6 +84,8 @@ struct cuda_backend {
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
     float *logits;      /* (CUDA_GEMV_MAX_BATCH, vocab) */
+    struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
+    uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
     /* host staging */
     uint32_t *h_meta;   /* (2T + tables_max) */
     float *h_x;         /* (T, dim) embedding rows */
@@ -121,10 +128,12 @@ static void cuda_be_free(struct backend *base)
         cuda_host_free(b->h_logits);
         for (size_t i = 0; i < b->n_allocs; i++)
             cuda_free(b->allocs[i]);
+        cuda_gemm_free(b->gemm);
         cuda_ctx_free(b->ctx);
     }
     free(b->allocs);
     free(b->layers);
+    free(b->spans);
     free(b->h_meta);
     free(b->h_x);
     free(b);
@@ -224,6 +233,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->hb2 = dev_floats(b, T, c->ffn_dim, &ok);
     b->logits = dev_floats(b, CUDA_GEMV_MAX_BATCH, c->vocab, &ok);
     b->h_meta = calloc(2 * T + b->tables_max, sizeof(uint32_t));
+    b->spans = calloc(bc->max_seqs, sizeof(uint32_t));
     b->h_x = calloc(T * c->dim, sizeof(float));
     b->layers = calloc(c->n_layers, sizeof(*b->layers));
     b->d_dec = (uint32_t *)dev_floats(b, 3 * DEC_G + b->tables_max, 1, &ok);
@@ -236,7 +246,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
-    if (!ok || !b->h_meta || !b->h_x || !b->layers) {
+    if (!ok || !b->h_meta || !b->spans || !b->h_x || !b->layers) {
         cuda_be_free(&b->base);
         return err_set(err, errlen, "cuda backend: out of memory for scratch of %u sequences × %u positions, "
                        "%u batch tokens", bc->max_seqs, bc->max_ctx, bc->max_batch_tokens);
@@ -281,6 +291,7 @@ static int upload_weight(struct cuda_backend *b, const struct model_weight *w, s
         return err_set(err, errlen, "cuda backend: tensor '%s' too large", w->name);
     o->rows = (uint32_t)w->rows;
     o->cols = (uint32_t)w->cols;
+    o->gemm_min = 0; /* set by gemm_setup */
     if (!w->block_scale && w->dtype != DTYPE_F32 && cuda_gemv_supported(w->dtype, w->rows, w->cols)) {
         o->dtype = w->dtype;
         o->scale = w->scale;
@@ -339,6 +350,60 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
     return 0;
 }
 
+/* Span lengths from which the GEMM runs, from kernel_gemm's crossover table
+ * on the 8B shapes (bench/FORWARD.md, H200): BF16 GEMMs beat the GEMVs from
+ * 8 tokens on in both modes; weights the GEMM dequantizes first (FP8, GGUF)
+ * from 16 (FAST) and about 40 (EXACT, three GEMMs) on. */
+#define GEMM_MIN_PLAIN 8u
+#define GEMM_MIN_DEQ_FAST 16u
+#define GEMM_MIN_DEQ_EXACT 48u
+
+/* The prefill GEMM (gemm.cu) for the layer weights it takes, its scratch sized
+ * now (no allocation in forward): x of one span (≤ max_batch_tokens rows of
+ * the widest input) and the largest FP8 / GGUF layer matrix dequantized. The
+ * logits stay on the GEMV (n_logits rows, 8 at a time). MEMRA_GEMM: exact
+ * (default: greedy output identical to the CPU's, see cuda_ops.h) | fast |
+ * off; MEMRA_GEMM_MIN_TOKENS: one threshold for every weight. */
+static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const char *mode = getenv("MEMRA_GEMM"), *mt = getenv("MEMRA_GEMM_MIN_TOKENS");
+    enum cuda_gemm_mode gm = CUDA_GEMM_EXACT;
+    if (mode && strcmp(mode, "off") == 0)
+        return 0;
+    if (mode && strcmp(mode, "fast") == 0)
+        gm = CUDA_GEMM_FAST;
+    else if (mode && *mode && strcmp(mode, "exact") != 0)
+        return err_set(err, errlen, "cuda backend: MEMRA_GEMM=%s: expected exact, fast or off", mode);
+    uint32_t min_all = 0;
+    if (mt && *mt) {
+        char *end;
+        const unsigned long v = strtoul(mt, &end, 10);
+        if (*end || v < 1 || v > (1ul << 20))
+            return err_set(err, errlen, "cuda backend: MEMRA_GEMM_MIN_TOKENS=%s: expected 1..%lu", mt, 1ul << 20);
+        min_all = (uint32_t)v;
+    }
+    uint64_t max_w = 0;
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        struct cuda_layer *D = &b->layers[l];
+        struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
+        for (int i = 0; i < 7; i++) {
+            struct cuda_weight *w = ws[i];
+            if (!cuda_gemm_supported(w->dtype, w->rows, w->cols))
+                continue;
+            const uint64_t e = cuda_gemm_scratch_w_elems(w->dtype, w->rows, w->cols);
+            max_w = e > max_w ? e : max_w;
+            w->gemm_min = min_all ? min_all
+                          : e == 0 ? GEMM_MIN_PLAIN
+                          : gm == CUDA_GEMM_EXACT ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
+        }
+    }
+    uint64_t wide = c->dim > c->ffn_dim ? c->dim : c->ffn_dim;
+    wide = wide > b->q_dim ? wide : b->q_dim;
+    b->gemm = cuda_gemm_init(b->ctx, gm, (uint64_t)b->base.cfg.max_batch_tokens * wide, max_w);
+    return 0;
+}
+
 static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
@@ -382,6 +447,8 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
         }
         b->embd_scale = e->scale * c->embed_scale;
     }
+    if (gemm_setup(b, err, errlen) != 0) /* before the KV pool takes the free memory */
+        return -1;
     cuda_ctx_sync(b->ctx);
     return alloc_kv_pool(b, err, errlen);
 }
@@ -398,22 +465,22 @@ static bool is_quantized(enum dtype t)
     return t != DTYPE_F32 && t != DTYPE_BF16 && t != DTYPE_F16 && t != DTYPE_F8_E4M3;
 }
 
-/* ys[i] (T, ws[i].rows) = x (T, cols) · ws[i]ᵀ for weights sharing the input;
- * the quantized ones share one preparation of x per chunk of 8 tokens. */
-static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
-                         const float *x, uint32_t T)
+/* Tokens [t0, t0 + T) through the GEMVs: ys[i] (T, rows) = x (T, cols) · wsᵀ,
+ * 8 tokens a launch; the quantized ones share one preparation of x a chunk. */
+static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                        const float *x, uint32_t t0, uint32_t T)
 {
     const uint32_t cols = ws[0]->cols;
     bool any_q = false;
     for (int i = 0; i < n; i++) {
-        MEMRA_ASSERT(ws[i]->cols == cols);
         if (ws[i]->dtype == DTYPE_F32)
-            cuda_fwd_matmul_f32(b->ctx, ws[i]->d, ws[i]->rows, cols, x, T, ys[i], ws[i]->scale);
+            cuda_fwd_matmul_f32(b->ctx, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t0 * cols, T,
+                                ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale);
         any_q |= is_quantized(ws[i]->dtype);
     }
-    for (uint32_t t0 = 0; t0 < T; t0 += CUDA_GEMV_MAX_BATCH) {
-        const uint32_t nb = T - t0 < CUDA_GEMV_MAX_BATCH ? T - t0 : CUDA_GEMV_MAX_BATCH;
-        const float *xc = x + (uint64_t)t0 * cols;
+    for (uint32_t c0 = t0; c0 < t0 + T; c0 += CUDA_GEMV_MAX_BATCH) {
+        const uint32_t nb = t0 + T - c0 < CUDA_GEMV_MAX_BATCH ? t0 + T - c0 : CUDA_GEMV_MAX_BATCH;
+        const float *xc = x + (uint64_t)c0 * cols;
         if (any_q)
             cuda_gemv_prep_x(b->ctx, xc, cols, nb);
         for (int i = 0; i < n; i++) {
@@ -422,15 +489,59 @@ static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const
                 continue;
             const bool q = is_quantized(w->dtype);
             /* ksplit 1 for quantized types: batch-independent summation order */
-            cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, cols, xc, nb, ys[i] + (uint64_t)t0 * w->rows,
+            cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, cols, xc, nb, ys[i] + (uint64_t)c0 * w->rows,
                               w->scale, 0, q ? 1 : 0, q ? CUDA_GEMV_X_PREPARED : 0);
         }
     }
 }
 
-static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const float *x, float *y, uint32_t T)
+/* Whether a span of len tokens takes the GEMM for this group of weights: all
+ * of them have one and len reaches every one's threshold. A function of the
+ * span's own length: a sequence's path does not depend on the rest of the
+ * batch. */
+static bool span_takes_gemm(const struct cuda_backend *b, const struct cuda_weight *const *ws, int n, uint32_t len)
 {
-    matmul_multi(b, &w, &y, 1, x, T);
+    if (!b->gemm)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (ws[i]->gemm_min == 0 || len < ws[i]->gemm_min)
+            return false;
+    return true;
+}
+
+/* ys[i] (T, ws[i].rows) = x (T, cols) · ws[i]ᵀ for weights sharing the input,
+ * T = Σ spans: each span (a sequence's tokens, consecutive in x) of enough
+ * tokens runs the GEMM on its own rows; the others, gathered into runs of
+ * consecutive spans, run the GEMVs. */
+static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                         const float *x, const uint32_t *spans, uint32_t n_spans)
+{
+    const uint32_t cols = ws[0]->cols;
+    for (int i = 0; i < n; i++)
+        MEMRA_ASSERT(ws[i]->cols == cols);
+    uint32_t t = 0, run0 = 0; /* run0: first token of the pending GEMV run [run0, t) */
+    for (uint32_t s = 0; s < n_spans; s++) {
+        const uint32_t len = spans[s];
+        if (!span_takes_gemm(b, ws, n, len)) {
+            t += len;
+            continue;
+        }
+        if (t > run0)
+            matmul_gemv(b, ws, ys, n, x, run0, t - run0);
+        for (int i = 0; i < n; i++) /* the first converts x, the others reuse it */
+            cuda_gemm_run(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t * cols, len,
+                          ys[i] + (uint64_t)t * ws[i]->rows, ws[i]->scale, i > 0 ? CUDA_GEMM_X_PREPARED : 0);
+        t += len;
+        run0 = t;
+    }
+    if (t > run0)
+        matmul_gemv(b, ws, ys, n, x, run0, t - run0);
+}
+
+static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const float *x, float *y,
+                   const uint32_t *spans, uint32_t n_spans)
+{
+    matmul_multi(b, &w, &y, 1, x, spans, n_spans);
 }
 
 /* Embedding rows, positions, table offsets and the concatenated block tables
@@ -655,8 +766,11 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
     const struct model *m = base->model;
     const struct model_config *c = &m->cfg;
     uint32_t T = 0;
-    for (uint32_t i = 0; i < batch->n_seqs; i++)
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
         T += batch->seqs[i].n_tokens;
+        b->spans[i] = batch->seqs[i].n_tokens;
+    }
+    const uint32_t *spans = b->spans, n_spans = batch->n_seqs;
     embed_upload(b, batch, T);
     const uint32_t *tok_pos = b->d_meta, *tok_table = b->d_meta + T, *blocks = b->d_meta + 2 * T;
     const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
@@ -670,14 +784,14 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
         cuda_rmsnorm(b->ctx, b->x, NULL, D->attn_norm, b->xb, T, c->dim, c->norm_eps);
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
-        matmul_multi(b, qkv, qkv_out, 3, b->xb, T);
+        matmul_multi(b, qkv, qkv_out, 3, b->xb, spans, n_spans);
         float *kl = b->kv + (uint64_t)l * 2 * kind_stride;
         const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
         cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         cuda_fwd_attention(b->ctx, b->q, b->att, T, tok_pos, sh, kv, c->attn_scale,
                            L->sliding ? c->sliding_window : 0);
-        matmul(b, &D->wo, b->att, b->xb2, T);
+        matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
         cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
@@ -685,9 +799,9 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
         cuda_rmsnorm(b->ctx, b->x, NULL, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
         const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
         float *gu_out[2] = {b->hb, b->hb2};
-        matmul_multi(b, gu, gu_out, 2, b->xb, T);
+        matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
         cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, c->act == MODEL_ACT_GELU_TANH);
-        matmul(b, &D->w_down, b->hb, b->xb2, T);
+        matmul(b, &D->w_down, b->hb, b->xb2, spans, n_spans);
         if (D->post_ffn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
         cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
@@ -704,7 +818,7 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
         cuda_rmsnorm(b->ctx, h, NULL, b->out_norm, b->xb, s->n_logits, c->dim, c->norm_eps);
         for (uint32_t r0 = 0; r0 < s->n_logits; r0 += CUDA_GEMV_MAX_BATCH) {
             const uint32_t nr = s->n_logits - r0 < CUDA_GEMV_MAX_BATCH ? s->n_logits - r0 : CUDA_GEMV_MAX_BATCH;
-            matmul(b, &b->output, b->xb + (uint64_t)r0 * c->dim, b->logits, nr);
+            matmul(b, &b->output, b->xb + (uint64_t)r0 * c->dim, b->logits, &nr, 1); /* ≤ 8 rows: GEMV */
             float *dst = s->logits + (uint64_t)r0 * c->vocab;
             cuda_download(b->ctx, dst, b->logits, (size_t)nr * c->vocab * 4);
             if (c->final_softcap > 0.0f)

@@ -32,7 +32,13 @@
  *      B's and C's prefills in one batch — on the GPU against the CPU doing the
  *      same (≤ 1e-3 of the CPU logits' range) and against the GPU doing the
  *      same spans through linear tables with the prefixes kv_copy'd (bit-
- *      identical: placement never changes a bit).
+ *      identical: placement never changes a bit);
+ *    - chunked prefill: the longest prompt in two chunks (3/5 + 2/5: other
+ *      span lengths, so other GEMM shapes) against one shot: logits at every
+ *      position within the same 1e-3 of the range, and the 16 greedy tokens
+ *      that follow identical.
+ *    With MEMRA_GEMM_MIN_TOKENS=4 (run-gpu.sh runs it so, in both MEMRA_GEMM
+ *    modes) every prompt's prefill takes the GEMM path (prompts of 7–33).
  *    Sequence i of a run "alone" or "in slot i" uses backend_blocks_linear's
  *    table i. The fixtures run with an explicit pool, except the first one and
  *    the default model: kv_blocks 0, i.e. sized from the free device memory
@@ -346,6 +352,8 @@ struct row {
     bool batch_same, rollback_same, paged_same;
     double err_paged; /* paged run, GPU vs CPU */
     uint32_t kv_blocks; /* the GPU backend's resolved pool */
+    double chunk_err; /* chunked vs one-shot prefill, max|dlogit| / range */
+    bool chunk_greedy_same;
 };
 static struct row g_rows[40];
 static int g_n_rows;
@@ -540,6 +548,61 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
     return same;
 }
 
+#define CHUNK_GREEDY_N 16
+
+/* Prefill prompt p in slot 0 (one shot when split is 0, else [0, split) then
+ * the rest), logits of every position into lg, then CHUNK_GREEDY_N greedy
+ * tokens decoded one at a time into out. */
+static int prefill_then_greedy(struct backend *b, uint32_t p, uint32_t split, float *lg, int32_t *out)
+{
+    const uint32_t V = b->model->cfg.vocab, L = g_prompt_len[p];
+    int32_t seq[64 + CHUNK_GREEDY_N];
+    memcpy(seq, g_prompts[p], L * sizeof(int32_t));
+    if (split == 0 ? fwd(b, 0, 0, seq, L, L, lg) != 0
+                   : fwd(b, 0, 0, seq, split, split, lg) != 0 ||
+                         fwd(b, 0, split, seq + split, L - split, L - split, lg + (size_t)split * V) != 0)
+        return -1;
+    float *cur = malloc(sizeof(float) * V);
+    memcpy(cur, lg + (size_t)(L - 1) * V, sizeof(float) * V);
+    int rc = 0;
+    for (uint32_t i = 0, n = L; i < CHUNK_GREEDY_N && rc == 0; i++, n++) {
+        seq[n] = out[i] = (int32_t)argmax(cur, V);
+        if (i + 1 < CHUNK_GREEDY_N)
+            rc = fwd(b, 0, n, &seq[n], 1, 1, cur);
+    }
+    free(cur);
+    return rc;
+}
+
+static void check_chunked(struct backend *g, struct row *R)
+{
+    const uint32_t V = g->model->cfg.vocab;
+    uint32_t p = 0;
+    for (uint32_t i = 1; i < g_n_prompts; i++)
+        p = g_prompt_len[i] > g_prompt_len[p] ? i : p;
+    const uint32_t L = g_prompt_len[p], split = L * 3 / 5 ? L * 3 / 5 : 1;
+    float *one = malloc(sizeof(float) * L * V), *chk = malloc(sizeof(float) * L * V);
+    int32_t t1[CHUNK_GREEDY_N], t2[CHUNK_GREEDY_N];
+    R->chunk_err = INFINITY;
+    R->chunk_greedy_same = false;
+    if (L >= 2 && prefill_then_greedy(g, p, 0, one, t1) == 0 && prefill_then_greedy(g, p, split, chk, t2) == 0) {
+        float mn = INFINITY, mx = -INFINITY;
+        double md = 0;
+        for (size_t i = 0; i < (size_t)L * V; i++) {
+            mn = one[i] < mn ? one[i] : mn;
+            mx = one[i] > mx ? one[i] : mx;
+            const double d = fabs((double)chk[i] - one[i]);
+            md = d > md || d != d ? d : md;
+        }
+        R->chunk_err = md / (mx - mn);
+        R->chunk_greedy_same = memcmp(t1, t2, sizeof t1) == 0;
+    }
+    CHECK_MSG(R->chunk_err <= 1e-3, "%s: chunked prefill (%u + %u) vs one shot: max|dlogit|/range %.3g", R->name,
+              split, L - split, R->chunk_err);
+    CHECK_MSG(R->chunk_greedy_same, "%s: greedy after a chunked prefill differs from after one shot", R->name);
+    free(one), free(chk);
+}
+
 static void check_model(const char *path, const char *name, const char *dtype, const char *ref_file,
                         uint32_t max_ctx, bool gpu_auto_pool)
 {
@@ -635,6 +698,8 @@ static void check_model(const char *path, const char *name, const char *dtype, c
         R->greedy_same++;
     CHECK_MSG(R->greedy_same == GREEDY_N, "%s: greedy differs from token %d", name, R->greedy_same);
 
+    check_chunked(g, R);
+
     R->batch_same = batch_vs_alone(g, N_SEQ) && batch_vs_alone(g, 5);
     CHECK_MSG(R->batch_same, "%s: a batch of 16 or of 5 differs from alone", name);
     if (max_ctx >= 64) {
@@ -645,9 +710,10 @@ static void check_model(const char *path, const char *name, const char *dtype, c
         R->err_paged = -1;
     }
     R->status = "ok";
-    fprintf(stderr, "  %-26s GPU vs CPU %.2e  greedy %d/64  batch16 %s  rollback %s  paged %s (%.2e)  pool %u\n",
-            name, R->err_cpu, R->greedy_same, R->batch_same ? "same" : "DIFF", R->rollback_same ? "same" : "DIFF",
-            R->paged_same ? "same" : "DIFF", R->err_paged, R->kv_blocks);
+    fprintf(stderr, "  %-26s GPU vs CPU %.2e  greedy %d/64  batch16 %s  rollback %s  paged %s (%.2e)  pool %u  "
+            "chunked %.2e%s\n", name, R->err_cpu, R->greedy_same, R->batch_same ? "same" : "DIFF",
+            R->rollback_same ? "same" : "DIFF", R->paged_same ? "same" : "DIFF", R->err_paged, R->kv_blocks,
+            R->chunk_err, R->chunk_greedy_same ? "" : " GREEDY DIFF");
     free(lc), free(lg), free(first);
     c->ops->free(c);
     g->ops->free(g);
@@ -726,15 +792,17 @@ int main(void)
     if (!no_default)
         RUN(test_default_model);
 
+    const char *gm = getenv("MEMRA_GEMM"), *gmin = getenv("MEMRA_GEMM_MIN_TOKENS");
     printf("## forward: CUDA backend vs CPU backend (logits: max|dlogit| / (max-min of the CPU logits), "
-           "tolerance 1e-3)\n\n");
+           "tolerance 1e-3; MEMRA_GEMM=%s MEMRA_GEMM_MIN_TOKENS=%s)\n\n", gm ? gm : "(default)",
+           gmin ? gmin : "(default)");
     printf("| model | weights | status | GPU vs CPU | GPU vs transformers | greedy 64 | batch 16, 5 vs 1 | rollback | "
-           "paged: scattered vs linear | paged: GPU vs CPU | GPU KV blocks |\n");
-    printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+           "paged: scattered vs linear | paged: GPU vs CPU | GPU KV blocks | chunked vs one-shot (greedy 16) |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < g_n_rows; i++) {
         const struct row *r = &g_rows[i];
         if (strcmp(r->status, "ok") != 0) {
-            printf("| %s | %s | %s | | | | | | | | |\n", r->name, r->dtype, r->status);
+            printf("| %s | %s | %s | | | | | | | | | |\n", r->name, r->dtype, r->status);
             continue;
         }
         char ref[32] = "n/a";
@@ -743,9 +811,11 @@ int main(void)
         char pg[32] = "n/a";
         if (r->err_paged >= 0)
             snprintf(pg, sizeof(pg), "%.2e", r->err_paged);
-        printf("| %s | %s | ok | %.2e | %s | %d/64 | %s | %s | %s | %s | %u |\n", r->name, r->dtype, r->err_cpu, ref,
-               r->greedy_same, r->batch_same ? "identical" : "DIFFERENT", r->rollback_same ? "identical" : "DIFF",
-               r->err_paged >= 0 ? (r->paged_same ? "identical" : "DIFFERENT") : "n/a", pg, r->kv_blocks);
+        printf("| %s | %s | ok | %.2e | %s | %d/64 | %s | %s | %s | %s | %u | %.2e (%s) |\n", r->name, r->dtype,
+               r->err_cpu, ref, r->greedy_same, r->batch_same ? "identical" : "DIFFERENT",
+               r->rollback_same ? "identical" : "DIFF",
+               r->err_paged >= 0 ? (r->paged_same ? "identical" : "DIFFERENT") : "n/a", pg, r->kv_blocks,
+               r->chunk_err, r->chunk_greedy_same ? "identical" : "DIFFERENT");
     }
     fflush(stdout);
     json_decref(g_manifest);

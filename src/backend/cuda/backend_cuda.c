@@ -28,12 +28,19 @@
  * from the model's map (as the CPU backend does) and uploaded with the batch —
  * T·dim floats per forward, negligible next to the weights.
  *
+ * Attention (attn.h), chosen per span too: a one-token span (decode) runs the
+ * split-K decode kernel (f32) on either path; a longer span runs the bf16
+ * tensor-core prefill kernel when MEMRA_ATTN=fast (default: fast when
+ * MEMRA_GEMM=fast) and the head_dim is 64 or 128, else the decode kernel on each
+ * of its rows (f32, exact: the default).
+ *
  * Decode: batches of 1..8 sequences × 1 token take decode_step instead (its
  * section below): device-side embedding gather, one CUDA graph per batch size,
  * fused norm / activation preparation, async I/O through pinned memory — the
  * same bits as the general path, less per-token overhead (bench/FORWARD.md).
  */
 #include "backend/cuda/backend_cuda.h"
+#include "backend/cuda/attn.h"
 #include "backend/cuda/cuda_decode.h"
 #include "backend/cuda/cuda_fwd.h"
 #include "backend/cuda/cuda_ops.h"
@@ -86,6 +93,13 @@ struct cuda_backend {
     float *logits;      /* (CUDA_GEMV_MAX_BATCH, vocab) */
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
+    /* attention (attn_plan): decode rows go attn_rows a launch */
+    bool attn_fast;          /* spans of ≥ 2 tokens on the bf16 tensor-core prefill kernel */
+    uint32_t attn_rows;      /* min(CUDA_BE_ATTN_ROWS, max_batch_tokens) */
+    float *attn_part;        /* cuda_attn_decode_scratch_floats(attn_rows): the splits' partials */
+    struct cuda_attn_span *d_attn_spans, *h_attn_spans; /* (max_seqs) this batch's prefill-kernel spans */
+    uint32_t *h_attn_runs;   /* (max_seqs, 2) this batch's runs of decode-kernel rows: first token, count */
+    uint32_t n_attn_spans, max_attn_span, n_attn_runs;
     /* host staging */
     uint32_t *h_meta;   /* (2T + tables_max) */
     float *h_x;         /* (T, dim) embedding rows */
@@ -109,6 +123,7 @@ struct cuda_backend {
  * when the pool is sized from the free memory. */
 #define CUDA_MAX_KV_BLOCKS (1u << 24)
 #define CUDA_KV_HEADROOM ((uint64_t)1 << 30)
+#define CUDA_BE_ATTN_ROWS 64u /* decode-attention rows a launch (sizes its partials' scratch) */
 _Static_assert(CUDA_KV_BLOCK == BACKEND_KV_BLOCK, "cuda_fwd.h and engine/backend.h agree on the block size");
 
 bool backend_cuda_usable(void) { return cuda_fwd_device_usable(); }
@@ -134,6 +149,8 @@ static void cuda_be_free(struct backend *base)
     free(b->allocs);
     free(b->layers);
     free(b->spans);
+    free(b->h_attn_spans);
+    free(b->h_attn_runs);
     free(b->h_meta);
     free(b->h_x);
     free(b);
@@ -237,6 +254,18 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->h_x = calloc(T * c->dim, sizeof(float));
     b->layers = calloc(c->n_layers, sizeof(*b->layers));
     b->d_dec = (uint32_t *)dev_floats(b, 3 * DEC_G + b->tables_max, 1, &ok);
+    {
+        /* MEMRA_ATTN=fast|exact; unset: fast when MEMRA_GEMM=fast (the same numerics trade) */
+        const char *am = getenv("MEMRA_ATTN"), *gm = getenv("MEMRA_GEMM");
+        b->attn_fast = am ? strcmp(am, "fast") == 0 : gm != NULL && strcmp(gm, "fast") == 0;
+        const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+        b->attn_rows = T < CUDA_BE_ATTN_ROWS ? (uint32_t)T : CUDA_BE_ATTN_ROWS;
+        b->attn_part = dev_floats(b, cuda_attn_decode_scratch_floats(b->attn_rows, ad), 1, &ok);
+        b->d_attn_spans = (struct cuda_attn_span *)dev_floats(b, bc->max_seqs, sizeof(struct cuda_attn_span) / 4, &ok);
+        b->h_attn_spans = calloc(bc->max_seqs, sizeof(struct cuda_attn_span));
+        b->h_attn_runs = calloc(2 * (size_t)bc->max_seqs, sizeof(uint32_t));
+        ok = ok && b->h_attn_spans && b->h_attn_runs;
+    }
     if (ok) {
         b->h_dec = cuda_host_alloc(((size_t)3 * DEC_G + b->tables_max) * sizeof(uint32_t));
         b->h_xdec = cuda_host_alloc((size_t)DEC_G * c->dim * sizeof(float));
@@ -528,9 +557,13 @@ static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const
         }
         if (t > run0)
             matmul_gemv(b, ws, ys, n, x, run0, t - run0);
-        for (int i = 0; i < n; i++) /* the first converts x, the others reuse it */
+        bool converted = false; /* x of this span converted by an earlier weight of the group (f32 ones read x
+                                   as is): the others reuse it when their input type is the same */
+        for (int i = 0; i < n; i++) {
             cuda_gemm_run(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t * cols, len,
-                          ys[i] + (uint64_t)t * ws[i]->rows, ws[i]->scale, i > 0 ? CUDA_GEMM_X_PREPARED : 0);
+                          ys[i] + (uint64_t)t * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
+            converted |= ws[i]->dtype != DTYPE_F32;
+        }
         t += len;
         run0 = t;
     }
@@ -566,6 +599,71 @@ static void embed_upload(struct cuda_backend *b, const struct backend_batch *bat
     }
     cuda_upload(b->ctx, b->x, b->h_x, (size_t)T * dim * 4);
     cuda_upload(b->ctx, b->d_meta, b->h_meta, ((size_t)T * 2 + n_ids) * 4);
+}
+
+/* ---- attention ----------------------------------------------------------------
+ * How each sequence's attention runs is decided from its own span only, so a
+ * sequence's bits never depend on the rest of the batch or on the path (the
+ * decode step's rows and the general path's one-token spans run the same
+ * kernel). */
+
+/* Rows [t0, t0 + n) through the split-K decode kernel, attn_rows a launch;
+ * tok_pos, tok_table: device (≥ t0 + n), table offsets into kv->tables. */
+static void attn_decode_rows(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
+                             const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    for (uint32_t o = 0; o < n; o += b->attn_rows) {
+        const uint32_t t = t0 + o, nr = n - o < b->attn_rows ? n - o : b->attn_rows;
+        cuda_attn_decode(b->ctx, b->q + (uint64_t)t * b->q_dim, b->att + (uint64_t)t * b->q_dim, nr, tok_pos + t,
+                         tok_table + t, ad, *kv, scale, window, b->attn_part);
+    }
+}
+
+/* The general path's plan: one token → a decode row; a longer span → the
+ * prefill kernel when attn_fast and the head_dim is one it takes, else decode
+ * rows. Consecutive decode rows form runs; the prefill spans go up once per
+ * forward. Needs h_meta filled by embed_upload (table offsets at [T, 2T)). */
+static void attn_plan(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    const bool prefill = b->attn_fast && cuda_attn_prefill_supported(ad);
+    uint32_t *runs = b->h_attn_runs, nr = 0, ns = 0, max_n = 0, g = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t n = s->n_tokens;
+        if (prefill && n > 1) {
+            b->h_attn_spans[ns++] = (struct cuda_attn_span){.q0 = g, .n = n, .pos0 = s->pos, .table = b->h_meta[T + g]};
+            max_n = n > max_n ? n : max_n;
+        } else if (nr > 0 && runs[2 * nr - 2] + runs[2 * nr - 1] == g) {
+            runs[2 * nr - 1] += n;
+        } else if (n > 0) {
+            runs[2 * nr] = g;
+            runs[2 * nr + 1] = n;
+            nr++;
+        }
+        g += n;
+    }
+    b->n_attn_runs = nr;
+    b->n_attn_spans = ns;
+    b->max_attn_span = max_n;
+    if (ns > 0)
+        cuda_upload(b->ctx, b->d_attn_spans, b->h_attn_spans, ns * sizeof(*b->h_attn_spans));
+}
+
+/* att (T, q_dim) = attention of q over one layer's KV as attn_plan decided. */
+static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
+                      const uint32_t *tok_table, float scale, uint32_t window)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    for (uint32_t r = 0; r < b->n_attn_runs; r++)
+        attn_decode_rows(b, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window);
+    if (b->n_attn_spans > 0)
+        cuda_attn_prefill(b->ctx, b->q, b->att, b->d_attn_spans, b->n_attn_spans, b->max_attn_span, ad, *kv, scale,
+                          window);
 }
 
 /* ---- decode step ------------------------------------------------------------
@@ -658,7 +756,8 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
         cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm, D->k_norm,
                             D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        cuda_fwd_attention(b->ctx, b->q, b->att, T, tok_pos, sh, kv, c->attn_scale, L->sliding ? c->sliding_window : 0);
+        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1}; /* tok_table: offsets into blocks */
+        attn_decode_rows(b, &akv, tok_pos, tok_table, 0, T, c->attn_scale, L->sliding ? c->sliding_window : 0);
         const struct cuda_weight *wo = &D->wo;
         decode_matmul(b, &wo, &b->xb2, 1, b->att, T, false);
         if (D->post_attn_norm)
@@ -772,6 +871,7 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
     }
     const uint32_t *spans = b->spans, n_spans = batch->n_seqs;
     embed_upload(b, batch, T);
+    attn_plan(b, batch, T);
     const uint32_t *tok_pos = b->d_meta, *tok_table = b->d_meta + T, *blocks = b->d_meta + 2 * T;
     const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
     const uint64_t kind_stride = (uint64_t)base->cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim;
@@ -789,8 +889,8 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
         const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
         cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        cuda_fwd_attention(b->ctx, b->q, b->att, T, tok_pos, sh, kv, c->attn_scale,
-                           L->sliding ? c->sliding_window : 0);
+        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1}; /* tok_table: offsets into blocks */
+        attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
         matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);

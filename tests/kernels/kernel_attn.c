@@ -13,7 +13,8 @@
  *   decode: max|Δ| / max|ref| ≤ 1e-4 (f32, another summation order), every
  *           output finite; the first sequence run alone gives the same bits
  *           as in the batch (batch invariance); a second run gives the same
- *           bits (determinism).
+ *           bits (determinism); the backend's table layout (tables
+ *           concatenated, offsets as table ids, stride 1) gives the same bits.
  *   prefill (head_dim 64, 128): spans with and without a cached prefix,
  *           lengths not multiples of the 64-row tile, windows; bf16 q, K, P, V:
  *           max|Δ| / max|ref| ≤ 2e-2 (2^-8 relative rounding of each operand);
@@ -256,6 +257,28 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr);
     cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0, "decode not deterministic");
+    /* the backend's layout: tables concatenated, tok_table = each one's offset, stride 1: same bits */
+    {
+        uint32_t *flat = xmalloc((size_t)n * p.stride * sizeof *flat), *offs = xmalloc(n * sizeof *offs), nf = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            offs[i] = nf;
+            for (uint32_t k = 0; k < (depths[i] + 15) / 16; k++)
+                flat[nf++] = p.tables[(size_t)i * p.stride + k];
+        }
+        uint32_t *dflat = cuda_alloc(nf * sizeof *dflat), *doffs = cuda_alloc(n * sizeof *doffs);
+        cuda_upload(g_ctx, dflat, flat, nf * sizeof *flat);
+        cuda_upload(g_ctx, doffs, offs, n * sizeof *offs);
+        const struct cuda_attn_kv fkv = {.k = p.dk, .v = p.dv, .tables = dflat, .table_stride = 1};
+        cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
+        cuda_attn_decode(g_ctx, dq, datt, n, dpos, doffs, d, fkv, scale, window, scr);
+        cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
+        CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
+                  "decode: concatenated tables (stride 1) differ from strided ones");
+        cuda_free(dflat);
+        cuda_free(doffs);
+        free(flat);
+        free(offs);
+    }
     /* the last row alone (row 0 of the launch, q row n-1): same bits */
     cuda_fill_nan_f32(g_ctx, datt, q_dim);
     cuda_attn_decode(g_ctx, dq + (size_t)(n - 1) * q_dim, datt, 1, dpos + (n - 1), dseq + (n - 1), d, pool_kv(&p),

@@ -245,7 +245,7 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
     j->cap = cap < s->max_ctx ? (uint32_t)cap : s->max_ctx;
     j->toks = malloc((size_t)j->cap * sizeof(int32_t));
     j->ns = malloc(lm + lt + ls + 3);
-    j->piece_cap = tokenizer_max_piece_len(s->tok) + 16;
+    j->piece_cap = detok_stream_cap(s->tok);
     j->piece = malloc(j->piece_cap);
     if (!j->toks || !j->piece || !j->ns) {
         free(j->toks);

@@ -72,6 +72,11 @@ void detok_stream_init(struct detok_stream *s, const struct tokenizer *tok, bool
     s->n_strip = tok && tok->m ? tok->m->dec_strip : 0;
 }
 
+size_t detok_stream_cap(const struct tokenizer *tok)
+{
+    return 3 * (tokenizer_max_piece_len(tok) + DETOK_STREAM_MAX_PENDING) + 4;
+}
+
 int detok_stream_push(struct detok_stream *s, int32_t id, char *out, size_t cap, size_t *n_out, char *err,
                       size_t errlen)
 {

@@ -120,11 +120,13 @@ struct detok_stream {
 
 void detok_stream_init(struct detok_stream *s, const struct tokenizer *tok, bool render_special);
 /* Write the text completed by `id` to out[0..cap); *n_out gets its length.
- * cap >= 3 * (tokenizer_max_piece_len(tok) + 8) always suffices (each bad
- * byte may become a 3-byte U+FFFD). -1 when id is out of range or cap is too
- * small (the stream is then unchanged). Not NUL-terminated. */
+ * cap >= detok_stream_cap(tok) always suffices (each bad byte may become a
+ * 3-byte U+FFFD). -1 when id is out of range or cap is too small (the stream
+ * is then unchanged). Not NUL-terminated. */
 int detok_stream_push(struct detok_stream *s, int32_t id, char *out, size_t cap, size_t *n_out,
                       char *err, size_t errlen);
+/* The output capacity one push may need: 3 · (longest piece + pending) + 4. */
+size_t detok_stream_cap(const struct tokenizer *tok);
 /* End of stream: an incomplete tail becomes U+FFFD (writes 0 or 3 bytes). */
 size_t detok_stream_flush(struct detok_stream *s, char *out, size_t cap);
 

@@ -36,7 +36,10 @@ for m in exact fast; do
     echo "== kernel_forward MEMRA_GEMM=$m MEMRA_GEMM_MIN_TOKENS=4"
     MEMRA_GEMM=$m MEMRA_GEMM_MIN_TOKENS=4 "$B/kernels/kernel_forward" > "$LOG/kernel_forward-gemm-$m.log" 2>&1
     r=$?
-    [ $r -ne 0 ] && rc=$r
+    # fast mode rounds activations to 16 bits: it is expected to exceed the 1e-3
+    # logit bound and may change greedy tokens (bench/FORWARD.md), so its
+    # failures are reported, not gated; exact mode must pass
+    [ $r -ne 0 ] && [ $m = exact ] && rc=$r
     grep -E "FAIL|CHECK failed|cases," "$LOG/kernel_forward-gemm-$m.log" | head -40
     sed -n '/^## /,$p' "$LOG/kernel_forward-gemm-$m.log"
     echo "== kernel_forward MEMRA_GEMM=$m exit $r"

@@ -64,7 +64,7 @@ static void check_stream(const struct tokenizer *tok, const int32_t *ids, size_t
     char err[256];
     struct detok_stream s;
     detok_stream_init(&s, tok, special);
-    size_t cap = 3 * (tokenizer_max_piece_len(tok) + 8);
+    size_t cap = detok_stream_cap(tok); /* what the scheduler allocates */
     char *chunk = malloc(cap), *all = malloc(n * cap + 8);
     size_t total = 0;
     bool chunks_valid = true;
@@ -116,14 +116,24 @@ static void stream_suite(const char *rel)
         check_stream(&tok, ids, n, false);
         free(ids);
     }
-    /* random ids: plenty of partial characters and lone byte tokens */
+    /* the longest piece, after pending bytes: what a push may need at most
+     * (the scheduler's buffer once fell short of it on the Llama-3 vocab) */
     uint32_t nv = tokenizer_n_vocab(&tok), x = 12345;
+    int32_t longest = 0;
+    for (uint32_t id = 0; id < nv; id++) {
+        size_t plen;
+        if (tokenizer_token_piece(&tok, (int32_t)id, &plen) && plen == tokenizer_max_piece_len(&tok))
+            longest = (int32_t)id;
+    }
+    /* random ids: plenty of partial characters and lone byte tokens */
     int32_t ids[400];
     for (int round = 0; round < 50; round++) {
         for (size_t i = 0; i < 400; i++) {
             x = x * 1103515245u + 12345u;
             /* half of them among the first 512 ids (the byte tokens of every vocab here) */
             ids[i] = (int32_t)((x >> 8) % (i & 1 ? nv : 512));
+            if (i % 10 == 9)
+                ids[i] = longest;
         }
         check_stream(&tok, ids, 400, round & 1);
     }

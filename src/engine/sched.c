@@ -96,7 +96,11 @@ struct sched {
     _Atomic uint64_t st_steps, st_generated, st_prefilled, st_lookups, st_hit_tokens, st_evictions;
     _Atomic uint64_t st_preemptions, st_refusals;
     _Atomic uint64_t st_progress_ns;
+    /* where the engine thread's time goes (debug log every SCHED_PROFILE_STEPS steps) */
+    uint64_t prof_plan_ns, prof_fwd_ns, prof_sample_ns, prof_seqs, prof_steps;
 };
+
+#define SCHED_PROFILE_STEPS 256u
 
 static uint64_t now_ns(void)
 {
@@ -602,6 +606,7 @@ static void job_on_token(struct sched *s, struct sched_job *j, const struct samp
  * Returns false when it had nothing to run. */
 static bool sched_step(struct sched *s)
 {
+    const uint64_t t_plan = now_ns();
     /* cancellations of running jobs */
     for (uint32_t i = 0; i < s->max_seqs; i++) {
         struct sched_job *j = s->run[i];
@@ -665,6 +670,7 @@ static bool sched_step(struct sched *s)
 
     char err[256];
     struct backend_batch batch = {.n_seqs = n, .seqs = s->seqs};
+    const uint64_t t_fwd = now_ns();
     if (backend_forward(s->b, &batch, err, sizeof(err))) {
         log_error("sched: forward failed: %s", err);
         for (uint32_t i = 0; i < n; i++)
@@ -673,7 +679,8 @@ static bool sched_step(struct sched *s)
         return true;
     }
     atomic_fetch_add(&s->st_steps, 1);
-    atomic_store(&s->st_progress_ns, now_ns());
+    const uint64_t t_sample = now_ns();
+    atomic_store(&s->st_progress_ns, t_sample);
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
         struct sched_job *j = s->seq_job[i];
@@ -688,6 +695,17 @@ static bool sched_step(struct sched *s)
         job_on_token(s, j, &r);
     }
     publish_pool_stats(s);
+    s->prof_plan_ns += t_fwd - t_plan;
+    s->prof_fwd_ns += t_sample - t_fwd;
+    s->prof_sample_ns += now_ns() - t_sample;
+    s->prof_seqs += n;
+    if (++s->prof_steps == SCHED_PROFILE_STEPS) {
+        const double k = 1e-6 / SCHED_PROFILE_STEPS;
+        log_debug("sched: %u steps, %.1f sequences a step; per step: plan %.3f ms, forward %.3f ms, sample and "
+                  "detokenize %.3f ms", SCHED_PROFILE_STEPS, (double)s->prof_seqs / SCHED_PROFILE_STEPS,
+                  k * (double)s->prof_plan_ns, k * (double)s->prof_fwd_ns, k * (double)s->prof_sample_ns);
+        s->prof_plan_ns = s->prof_fwd_ns = s->prof_sample_ns = s->prof_seqs = s->prof_steps = 0;
+    }
     return true;
 }
 

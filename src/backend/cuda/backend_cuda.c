@@ -34,7 +34,7 @@
  * MEMRA_GEMM=fast) and the head_dim is 64 or 128, else the decode kernel on each
  * of its rows (f32, exact: the default).
  *
- * Decode: batches of 1..8 sequences × 1 token take decode_step instead (its
+ * Decode: batches of sequences × 1 token take decode_step instead, in groups of 8 (its
  * section below): device-side embedding gather, one CUDA graph per batch size,
  * fused norm / activation preparation, async I/O through pinned memory — the
  * same bits as the general path, less per-token overhead (bench/FORWARD.md).
@@ -782,10 +782,11 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
     decode_matmul(b, &out, &b->logits, 1, b->xb, T, prep);
 }
 
-/* A batch the decode step takes: 1..DEC_G sequences of one token each. */
+/* A batch the decode step takes: sequences of one token each (more than
+ * DEC_G of them run as consecutive groups of DEC_G, see cuda_be_forward). */
 static bool decode_shaped(const struct cuda_backend *b, const struct backend_batch *batch)
 {
-    if (!b->dec_on || batch->n_seqs == 0 || batch->n_seqs > DEC_G)
+    if (!b->dec_on || batch->n_seqs == 0)
         return false;
     for (uint32_t i = 0; i < batch->n_seqs; i++)
         if (batch->seqs[i].n_tokens != 1)
@@ -859,7 +860,14 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
     if (backend_batch_check(base, batch, err, errlen) != 0)
         return -1;
     if (decode_shaped(b, batch)) {
-        decode_step(b, batch);
+        /* groups of DEC_G: each sequence's bits are those of the graph for its
+         * group's size, which equal a sequence's alone (kernel_forward checks
+         * batch vs alone), so the grouping keeps batch invariance */
+        for (uint32_t g0 = 0; g0 < batch->n_seqs; g0 += DEC_G) {
+            const uint32_t n = batch->n_seqs - g0 < DEC_G ? batch->n_seqs - g0 : DEC_G;
+            const struct backend_batch sub = {.n_seqs = n, .seqs = batch->seqs + g0};
+            decode_step(b, &sub);
+        }
         return 0;
     }
     const struct model *m = base->model;

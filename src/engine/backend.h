@@ -95,6 +95,8 @@ struct backend {
     const struct backend_ops *ops;
     const struct model *model;
     struct backend_config cfg; /* resolved: no zeros left */
+    uint64_t *batch_mark;      /* ((kv_blocks + 63) / 64) scratch of backend_batch_check, all zero between
+                                  calls; allocated at its first call, freed by the backend's free */
 };
 
 /* The backends built into this binary: "cpu", and "cuda" when built with CUDA. */
@@ -156,10 +158,11 @@ static inline int backend_batch_find_shared(const struct backend_batch *batch, c
 }
 
 /* Check a batch against the rules above; every backend's forward calls it
- * first (inline: backends do not link the engine). The sharing rule costs one
- * bitmap of kv_blocks bits per call (calloc; the quadratic search above only
- * when the bitmap is unavailable or saw a clash). */
-static inline int backend_batch_check(const struct backend *b, const struct backend_batch *batch, char *err,
+ * first (inline: backends do not link the engine). The sharing rule uses a
+ * bitmap of kv_blocks bits (b->batch_mark, allocated once, the bits a call sets
+ * cleared before it returns; the quadratic search above only when the bitmap
+ * could not be allocated or saw a clash). */
+static inline int backend_batch_check(struct backend *b, const struct backend_batch *batch, char *err,
                                       size_t errlen)
 {
     uint64_t total = 0;
@@ -193,10 +196,13 @@ static inline int backend_batch_check(const struct backend *b, const struct back
                        b->cfg.max_batch_tokens);
     /* a written block in no other table: mark the written blocks (a second
      * writer clashes), then look the read-only entries up */
-    const uint32_t nw = (b->cfg.kv_blocks + 63) / 64;
-    uint64_t *mark = calloc(nw ? nw : 1, sizeof(uint64_t));
-    if (!mark)
-        return backend_batch_find_shared(batch, err, errlen);
+    if (!b->batch_mark) {
+        const uint32_t nw = (b->cfg.kv_blocks + 63) / 64;
+        b->batch_mark = calloc(nw ? nw : 1, sizeof(uint64_t));
+        if (!b->batch_mark)
+            return backend_batch_find_shared(batch, err, errlen);
+    }
+    uint64_t *mark = b->batch_mark;
     bool clash = false;
     for (uint32_t i = 0; i < batch->n_seqs && !clash; i++) {
         const struct backend_seq *s = &batch->seqs[i];
@@ -212,7 +218,12 @@ static inline int backend_batch_check(const struct backend *b, const struct back
         for (uint32_t k = 0; k < s->pos / BACKEND_KV_BLOCK; k++)
             clash |= (mark[s->blocks[k] / 64] >> (s->blocks[k] % 64)) & 1u;
     }
-    free(mark);
+    for (uint32_t i = 0; i < batch->n_seqs; i++) { /* clear what was set (a clash stopped early: clear all) */
+        const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t w1 = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);
+        for (uint32_t w = s->pos / BACKEND_KV_BLOCK; w < w1; w++)
+            mark[s->blocks[w] / 64] &= ~((uint64_t)1 << (s->blocks[w] % 64));
+    }
     return clash ? backend_batch_find_shared(batch, err, errlen) : 0;
 }
 

@@ -22,6 +22,7 @@ static void cpu_free(struct backend *base)
     if (!b)
         return;
     threadpool_free(&b->pool);
+    free(base->batch_mark);
     void *bufs[] = {b->kv, b->tok_pos, (void *)b->tok_blocks, b->x, b->xb, b->xb2, b->q, b->k, b->v, b->att,
                     b->hb, b->hb2, b->scores, b->rowbuf, b->router, b->topk_idx, b->topk_w, b->exp_start, b->exp_pairs,
                     b->ex_in, b->ex_tmp, b->ex_out};

@@ -153,6 +153,7 @@ static void cuda_be_free(struct backend *base)
     free(b->h_attn_runs);
     free(b->h_meta);
     free(b->h_x);
+    free(base->batch_mark);
     free(b);
 }
 

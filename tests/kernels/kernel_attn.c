@@ -42,26 +42,15 @@
 #include "backend/cuda/cuda_ops.h"
 #include "test.h"
 
+#define KERNEL_RNG_SEED 0x2545F4914F6CDD1Dull
+#include "kernel_rng.h"
+
 #define TOL_DECODE 1e-4
 #define TOL_PREFILL 2e-2
 #define BW_REF_GBS 4300.0
 #define TF_REF 790.0
 
 static struct cuda_ctx *g_ctx;
-static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
-
-static uint64_t rng_u64(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
-
-static float rng_unit(void) /* [-1, 1) */
-{
-    return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
 
 static void *xmalloc(size_t n)
 {

@@ -63,6 +63,9 @@
 #include "model/model.h"
 #include "test.h"
 
+#define KERNEL_RNG_SEED 0x243F6A8885A308D3ull
+#include "kernel_rng.h"
+
 #define FX "tests/fixtures/engine/"
 #define N_SEQ 16
 #define MAX_PROMPTS 8
@@ -70,15 +73,6 @@
 #define BATCH_STEPS 8
 
 static struct cuda_ctx *g_ctx;
-static uint64_t g_rng = 0x243F6A8885A308D3ull;
-
-static float rng_unit(void) /* [-1, 1) */
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (float)((double)(g_rng >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
 
 static float *rand_vec(size_t n, float amp)
 {

@@ -36,29 +36,12 @@
 #include "quant/quant.h"
 #include "test.h"
 
+#define KERNEL_RNG_SEED 0xD1B54A32D192ED03ull
+#include "kernel_rng.h"
+
 #define PEAK_TFLOPS 790.0
 
 static struct cuda_ctx *g_ctx;
-static uint64_t g_rng = 0xD1B54A32D192ED03ull;
-
-static uint64_t rng_u64(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
-
-static float rng_unit(void) /* [-1, 1) */
-{
-    return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
-
-static void put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
 
 static uint16_t rng_scale_f16(void) /* finite, 2^-7 .. 2^-6, random sign */
 {

@@ -38,6 +38,9 @@
 #include "quant/quant.h"
 #include "test.h"
 
+#define KERNEL_RNG_SEED 0x9E3779B97F4A7C15ull
+#include "kernel_rng.h"
+
 #define BW_REF_GBS 4300.0 /* measured H200 device-to-device copy rate, GB/s */
 #define TOL 1e-4
 
@@ -45,26 +48,6 @@ static struct cuda_ctx *g_ctx;
 
 /* ---- random inputs --------------------------------------------------------- */
 
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-
-static uint64_t rng_u64(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
-
-static float rng_unit(void) /* [-1, 1) */
-{
-    return (float)((double)(rng_u64() >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
-
-static void put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
 
 /* A random finite f16 scale of magnitude 2^-7 .. 2^-6, random sign. */
 static uint16_t rng_scale_f16(void)

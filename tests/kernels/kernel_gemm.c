@@ -43,62 +43,6 @@
 
 static struct cuda_ctx *g_ctx;
 
-static uint16_t rng_scale_f16(void) /* finite, 2^-7 .. 2^-6, random sign */
-{
-    float v = (0.5f + 0.5f * fabsf(rng_unit())) * 0x1p-6f;
-    return quant_f32_to_f16(rng_u64() & 1 ? -v : v);
-}
-
-/* Random valid data of type t (bytes a whole number of blocks / elements). */
-static void fill_random(enum dtype t, uint8_t *w, size_t bytes)
-{
-    if (t == DTYPE_F32) {
-        for (size_t k = 0; k + 4 <= bytes; k += 4) {
-            const float v = rng_unit();
-            memcpy(w + k, &v, 4);
-        }
-        return;
-    }
-    size_t i = 0;
-    for (; i + 8 <= bytes; i += 8) {
-        uint64_t r = rng_u64();
-        memcpy(w + i, &r, 8);
-    }
-    for (; i < bytes; i++)
-        w[i] = (uint8_t)rng_u64();
-    if (t == DTYPE_BF16 || t == DTYPE_F16) { /* |v| in [2^-8, 2) */
-        for (size_t k = 0; k + 1 < bytes; k += 2) {
-            uint16_t v = (uint16_t)(w[k] | w[k + 1] << 8);
-            if (t == DTYPE_BF16)
-                v = (uint16_t)((v & 0x807Fu) | (uint16_t)(119 + (v >> 7 & 7)) << 7);
-            else
-                v = (uint16_t)((v & 0x83FFu) | (uint16_t)(7 + (v >> 10 & 7)) << 10);
-            put_u16(w + k, v);
-        }
-        return;
-    }
-    if (t == DTYPE_F8_E4M3) {
-        for (size_t k = 0; k < bytes; k++)
-            if ((w[k] & 0x7F) == 0x7F) /* NaN code */
-                w[k] ^= 1;
-        return;
-    }
-    static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, d208[] = {208, -1};
-    const int *f = t == DTYPE_Q4_1 || t == DTYPE_Q4_K || t == DTYPE_Q5_K ? d02 : t == DTYPE_Q6_K ? d208 : d0;
-    const size_t bs = dtype_info(t)->type_size;
-    for (size_t b = 0; b + bs <= bytes; b += bs)
-        for (int k = 0; f[k] >= 0; k++)
-            put_u16(w + b + f[k], rng_scale_f16());
-}
-
-static uint64_t row_bytes_of(enum dtype t, uint64_t n)
-{
-    uint64_t rb = 0;
-    if (dtype_row_bytes(t, n, &rb) != 0)
-        die("row bytes of %s n=%" PRIu64, dtype_name(t), n);
-    return rb;
-}
-
 static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16, DTYPE_F8_E4M3, DTYPE_F32,  DTYPE_Q8_0,  DTYPE_Q4_0,
                                    DTYPE_Q4_1, DTYPE_Q4_K, DTYPE_Q5_K,    DTYPE_Q6_K, DTYPE_IQ4_XS};
 #define NTYPES (sizeof types / sizeof types[0])

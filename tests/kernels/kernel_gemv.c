@@ -46,69 +46,6 @@
 
 static struct cuda_ctx *g_ctx;
 
-/* ---- random inputs --------------------------------------------------------- */
-
-
-/* A random finite f16 scale of magnitude 2^-7 .. 2^-6, random sign. */
-static uint16_t rng_scale_f16(void)
-{
-    float v = (0.5f + 0.5f * fabsf(rng_unit())) * 0x1p-6f;
-    return quant_f32_to_f16(rng_u64() & 1 ? -v : v);
-}
-
-/* Offsets of the f16 fields inside one block of t (-1 ends the list). */
-static const int *f16_fields(enum dtype t)
-{
-    static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, d208[] = {208, -1};
-    switch (t) {
-    case DTYPE_Q8_0: case DTYPE_Q4_0: case DTYPE_IQ4_XS: return d0;
-    case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: return d02;
-    case DTYPE_Q6_K: return d208;
-    default: return NULL;
-    }
-}
-
-/* Fill `bytes` (a whole number of blocks / elements of t) with random valid data. */
-static void fill_random(enum dtype t, uint8_t *w, size_t bytes)
-{
-    size_t i = 0;
-    for (; i + 8 <= bytes; i += 8) {
-        uint64_t r = rng_u64();
-        memcpy(w + i, &r, 8);
-    }
-    for (; i < bytes; i++)
-        w[i] = (uint8_t)rng_u64();
-    if (t == DTYPE_BF16 || t == DTYPE_F16) {
-        /* keep the exponent small and finite: |v| in [2^-8, 2) */
-        for (size_t k = 0; k + 1 < bytes; k += 2) {
-            uint16_t v = (uint16_t)(w[k] | w[k + 1] << 8);
-            if (t == DTYPE_BF16)
-                v = (uint16_t)((v & 0x807Fu) | (uint16_t)(119 + (v >> 7 & 7)) << 7);
-            else
-                v = (uint16_t)((v & 0x83FFu) | (uint16_t)(7 + (v >> 10 & 7)) << 10);
-            put_u16(w + k, v);
-        }
-    } else if (t == DTYPE_F8_E4M3) {
-        for (size_t k = 0; k < bytes; k++)
-            if ((w[k] & 0x7F) == 0x7F) /* NaN code */
-                w[k] ^= 1;
-    } else {
-        const int *f = f16_fields(t);
-        const size_t bs = dtype_info(t)->type_size;
-        for (size_t b = 0; b + bs <= bytes; b += bs)
-            for (int k = 0; f[k] >= 0; k++)
-                put_u16(w + b + f[k], rng_scale_f16());
-    }
-}
-
-static uint64_t row_bytes_of(enum dtype t, uint64_t n)
-{
-    uint64_t rb = 0;
-    if (dtype_row_bytes(t, n, &rb) != 0)
-        die("row bytes of %s n=%" PRIu64, dtype_name(t), n);
-    return rb;
-}
-
 /* ---- correctness ----------------------------------------------------------- */
 
 static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, int ks, bool prepared)
@@ -417,13 +354,7 @@ static void check_embed(enum dtype t, uint32_t vocab, uint32_t dim, uint32_t T, 
     int32_t *tok = malloc(4 * (size_t)T);
     float *x = malloc(4 * (size_t)T * dim), *ref = malloc(4 * (size_t)dim);
     MEMRA_ASSERT(w && tok && x && ref);
-    if (t == DTYPE_F32) /* fill_random knows the GEMV types only */
-        for (uint64_t i = 0; i < (uint64_t)vocab * dim; i++) {
-            const float v = rng_unit();
-            memcpy(w + 4 * i, &v, 4);
-        }
-    else
-        fill_random(t, w, vocab * rb);
+    fill_random(t, w, vocab * rb);
     for (uint32_t i = 0; i < T; i++)
         tok[i] = i == 0 ? 0 : i == 1 ? (int32_t)vocab - 1 : (int32_t)(rng_u64() % vocab);
     void *dw = cuda_alloc(vocab * rb);

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/gemv_internal.cuh"
 #include "backend/cuda/gemv_quant_types.cuh"
 
 #define GEMM_WS_BYTES ((size_t)32 << 20)
@@ -179,16 +180,6 @@ __global__ void kernel_dequant_f8(const uint2 *__restrict__ w, uint64_t n8, uint
     }
 }
 
-bool is_gguf_block(enum dtype t)
-{
-    switch (t) {
-    case DTYPE_Q8_0: case DTYPE_Q4_0: case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: case DTYPE_Q6_K:
-    case DTYPE_IQ4_XS:
-        return true;
-    default:
-        return false;
-    }
-}
 
 enum xkind xkind_of(enum dtype t)
 {
@@ -286,13 +277,13 @@ extern "C" bool cuda_gemm_supported(enum dtype t, uint64_t rows, uint64_t n)
     switch (t) {
     case DTYPE_BF16: case DTYPE_F16: case DTYPE_F8_E4M3: return n % 8 == 0;
     case DTYPE_F32: return n % 4 == 0;
-    default: return is_gguf_block(t) && n % dtype_info(t)->block_size == 0;
+    default: return gemv_quant_has(t) && n % dtype_info(t)->block_size == 0;
     }
 }
 
 extern "C" uint64_t cuda_gemm_scratch_w_elems(enum dtype t, uint64_t rows, uint64_t n)
 {
-    return t == DTYPE_F8_E4M3 || is_gguf_block(t) ? rows * n : 0;
+    return t == DTYPE_F8_E4M3 || gemv_quant_has(t) ? rows * n : 0;
 }
 
 static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T, bool reuse)
@@ -456,7 +447,7 @@ extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, 
     gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
     if (exact) {
         gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
-        if (is_gguf_block(t)) /* the weight's own low part */
+        if (gemv_quant_has(t)) /* the weight's own low part */
             gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
     }
 }

@@ -45,6 +45,19 @@ for m in exact fast; do
     echo "== kernel_forward MEMRA_GEMM=$m exit $r"
 done
 
+# Decode batches on the tensor-core GEMV for every batch size, a lone token
+# included: batch vs alone must then be bit-identical (the default, auto, lets
+# a lone BF16 token take the CUDA-core GEMV and allows 1e-5 of the range).
+if [ -x "$B/kernels/kernel_forward" ]; then
+    echo "== kernel_forward MEMRA_DECODE_MMV=all"
+    MEMRA_DECODE_MMV=all "$B/kernels/kernel_forward" > "$LOG/kernel_forward-mmv-all.log" 2>&1
+    r=$?
+    [ $r -ne 0 ] && rc=$r
+    grep -E "FAIL|CHECK failed|cases," "$LOG/kernel_forward-mmv-all.log" | head -40
+    sed -n '/^## /,$p' "$LOG/kernel_forward-mmv-all.log"
+    echo "== kernel_forward MEMRA_DECODE_MMV=all exit $r"
+fi
+
 # run-gen on the default model with the CUDA backend: end-to-end generation
 # speed (the prompt and generation tok/s lines run-gen prints on stderr).
 # MEMRA_GPU_MODEL overrides the model path.

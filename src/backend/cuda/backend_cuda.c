@@ -17,10 +17,14 @@
  * batch: a span of at least the weight's gemm_min tokens (higher for FP8 and
  * GGUF weights, which pay a dequantization) runs the cuBLASLt GEMM (gemm.cu)
  * on its own rows; shorter spans (decode tokens) run the decode GEMV of the
- * weight's type, 8 tokens a launch. Quantized GEMVs always run with ksplit 1,
- * the shape whose summation order does not depend on the batch size, and a
- * GEMM's algorithm is fixed per shape, so a sequence's result is the same
- * alone or in any batch. MEMRA_GEMM = exact (default) | fast | off picks the
+ * weight's type, 8 tokens a launch, or for BF16 weights the tensor-core
+ * batched GEMV (mmv.cu), 64 tokens a launch, when a run has 2 or more tokens
+ * (use_mmv; MEMRA_DECODE_MMV=auto|all|off). Quantized GEMVs always run with
+ * ksplit 1, the shape whose summation order does not depend on the batch
+ * size, the mmv's slices depend only on the weight's shape, and a GEMM's
+ * algorithm is fixed per shape, so a sequence's result is the same alone or
+ * in any batch (with MEMRA_DECODE_MMV=auto a lone decode token takes the
+ * CUDA-core GEMV instead: logits within ~1e-6, greedy the same). MEMRA_GEMM = exact (default) | fast | off picks the
  * GEMM's numerics (cuda_ops.h), MEMRA_GEMM_MIN_TOKENS sets one threshold for
  * every weight. Weights with no GEMV kernel are float32.
  *
@@ -34,8 +38,8 @@
  * MEMRA_GEMM=fast) and the head_dim is 64 or 128, else the decode kernel on each
  * of its rows (f32, exact: the default).
  *
- * Decode: batches of sequences × 1 token take decode_step instead, in groups of 8 (its
- * section below): device-side embedding gather, one CUDA graph per batch size,
+ * Decode: batches of sequences × 1 token take decode_step instead, in groups of
+ * 64 (BF16 models) or 8 (its section below): device-side embedding gather, one CUDA graph per batch size,
  * fused norm / activation preparation, async I/O through pinned memory — the
  * same bits as the general path, less per-token overhead (bench/FORWARD.md).
  */
@@ -58,6 +62,7 @@ struct cuda_weight {
     uint32_t rows, cols;
     float scale;
     uint32_t gemm_min; /* spans of ≥ gemm_min tokens take the GEMM; 0: never (gemm_setup) */
+    bool mmv;          /* the tensor-core batched GEMV takes it (BF16, cols % 32 == 0) */
     void *d; /* (rows, row bytes) */
 };
 
@@ -90,7 +95,7 @@ struct cuda_backend {
     float *q, *att;     /* (T, q_dim) */
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
-    float *logits;      /* (CUDA_GEMV_MAX_BATCH, vocab) */
+    float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
     /* attention (attn_plan): decode rows go attn_rows a launch */
@@ -104,8 +109,10 @@ struct cuda_backend {
     uint32_t *h_meta;   /* (2T + tables_max) */
     float *h_x;         /* (T, dim) embedding rows */
 
-    /* decode step (decode_step below), G = DEC_G */
+    /* decode step (decode_step below), G = dec_g */
     bool dec_on, dec_graphs; /* MEMRA_CUDA_DECODE / MEMRA_CUDA_GRAPH not 0 */
+    enum { MMV_OFF, MMV_AUTO, MMV_ALL } mmv_mode; /* MEMRA_DECODE_MMV (see use_mmv) */
+    uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
     const void *d_embd;      /* token embedding rows as in the file, on the device (NULL: host rows) */
     float embd_scale;        /* its tensor scale × the model's embedding scale */
@@ -113,11 +120,11 @@ struct cuda_backend {
     uint32_t *h_dec;         /* pinned, the same layout */
     float *h_xdec;           /* pinned (G, dim) embedding rows when d_embd is NULL */
     float *h_logits;         /* pinned (G, vocab) */
-    struct cuda_graph *graphs[CUDA_GEMV_MAX_BATCH + 1]; /* by T, captured on first use */
+    struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
 };
 
-/* The decode step's largest batch: one GEMV launch's worth of sequences. */
-#define DEC_G CUDA_GEMV_MAX_BATCH
+/* Room for the decode step's per-sequence inputs: the largest dec_g. */
+#define DEC_G CUDA_MMV_MAX_BATCH
 
 /* Block ids fit 24 bits (the CPU backend's limit too); headroom left free
  * when the pool is sized from the free memory. */
@@ -135,7 +142,7 @@ static void cuda_be_free(struct backend *base)
         return;
     if (b->ctx) {
         cuda_ctx_sync(b->ctx);
-        for (uint32_t t = 0; t <= DEC_G; t++)
+        for (uint32_t t = 0; t <= CUDA_MMV_MAX_BATCH; t++)
             if (b->graphs[t])
                 cuda_graph_free(b->graphs[t]);
         cuda_host_free(b->h_dec);
@@ -181,6 +188,13 @@ static float *dev_floats(struct cuda_backend *b, uint64_t a, uint64_t c, bool *o
         return NULL;
     }
     return *ok ? dev_alloc(b, n) : NULL;
+}
+
+/* Whether a weight as stored goes to the tensor-core batched GEMV. */
+static bool model_weight_mmv(const struct model_weight *w)
+{
+    return !w->block_scale && w->scale == 1.0f && cuda_mmv_supported(w->dtype, w->rows, w->cols) &&
+           w->rows <= UINT32_MAX / 4 && w->cols <= UINT32_MAX / 4;
 }
 
 static int cuda_be_init(struct backend **out, const struct model *m, const struct backend_config *cfg, char *err,
@@ -249,7 +263,26 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->v = dev_floats(b, T, b->kv_dim, &ok);
     b->hb = dev_floats(b, T, c->ffn_dim, &ok);
     b->hb2 = dev_floats(b, T, c->ffn_dim, &ok);
-    b->logits = dev_floats(b, CUDA_GEMV_MAX_BATCH, c->vocab, &ok);
+    {
+        /* MEMRA_DECODE_MMV = auto (default) | all | off; the decode step takes
+         * 64 sequences when every matmul of a decode token has the mmv */
+        const char *mv = getenv("MEMRA_DECODE_MMV");
+        if (mv && *mv && strcmp(mv, "auto") != 0 && strcmp(mv, "all") != 0 && strcmp(mv, "off") != 0) {
+            cuda_be_free(&b->base);
+            return err_set(err, errlen, "cuda backend: MEMRA_DECODE_MMV=%s: expected auto, all or off", mv);
+        }
+        b->mmv_mode = !mv || !*mv || strcmp(mv, "auto") == 0 ? MMV_AUTO : strcmp(mv, "all") == 0 ? MMV_ALL : MMV_OFF;
+        bool all = b->mmv_mode != MMV_OFF && model_weight_mmv(&m->output);
+        for (uint32_t l = 0; l < c->n_layers && all; l++) {
+            const struct model_layer *L = &m->layers[l];
+            const struct model_weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+            for (int i = 0; i < 7; i++)
+                all = all && model_weight_mmv(ws[i]);
+        }
+        b->dec_g = all ? CUDA_MMV_MAX_BATCH : CUDA_GEMV_MAX_BATCH;
+        b->dec_g = b->dec_g < T ? b->dec_g : (uint32_t)T;
+    }
+    b->logits = dev_floats(b, b->dec_g > CUDA_GEMV_MAX_BATCH ? b->dec_g : CUDA_GEMV_MAX_BATCH, c->vocab, &ok);
     b->h_meta = calloc(2 * T + b->tables_max, sizeof(uint32_t));
     b->spans = calloc(bc->max_seqs, sizeof(uint32_t));
     b->h_x = calloc(T * c->dim, sizeof(float));
@@ -269,8 +302,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     }
     if (ok) {
         b->h_dec = cuda_host_alloc(((size_t)3 * DEC_G + b->tables_max) * sizeof(uint32_t));
-        b->h_xdec = cuda_host_alloc((size_t)DEC_G * c->dim * sizeof(float));
-        b->h_logits = cuda_host_alloc((size_t)DEC_G * c->vocab * sizeof(float));
+        b->h_xdec = cuda_host_alloc((size_t)b->dec_g * c->dim * sizeof(float));
+        b->h_logits = cuda_host_alloc((size_t)b->dec_g * c->vocab * sizeof(float));
     }
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
@@ -327,9 +360,13 @@ static int upload_weight(struct cuda_backend *b, const struct model_weight *w, s
         o->scale = w->scale;
         o->d = dev_alloc(b, w->rows * w->row_bytes);
         cuda_upload(b->ctx, o->d, w->data, w->rows * w->row_bytes);
+        o->mmv = b->mmv_mode != MMV_OFF && model_weight_mmv(w);
+        if (o->mmv)
+            cuda_mmv_reserve(b->ctx, w->rows, w->cols);
         return 0;
     }
     /* float32 path, expanded in slices of ≤ 16 MiB */
+    o->mmv = false;
     o->dtype = DTYPE_F32;
     o->scale = 1.0f;
     o->d = dev_alloc(b, w->rows * w->cols * 4);
@@ -495,8 +532,19 @@ static bool is_quantized(enum dtype t)
     return t != DTYPE_F32 && t != DTYPE_BF16 && t != DTYPE_F16 && t != DTYPE_F8_E4M3;
 }
 
+/* Whether T tokens run through weight w on the tensor-core batched GEMV
+ * (mmv.cu) rather than the CUDA-core GEMV: MEMRA_DECODE_MMV=auto (default)
+ * takes it for 2 or more tokens (1 token: the GEMV, ~15 % faster alone),
+ * all for any T (then a sequence's bits never depend on the batch: the mmv
+ * gives each token the same bits whatever T), off never. */
+static bool use_mmv(const struct cuda_backend *b, const struct cuda_weight *w, uint32_t T)
+{
+    return w->mmv && (T >= 2 || b->mmv_mode == MMV_ALL);
+}
+
 /* Tokens [t0, t0 + T) through the GEMVs: ys[i] (T, rows) = x (T, cols) · wsᵀ,
- * 8 tokens a launch; the quantized ones share one preparation of x a chunk. */
+ * 64 tokens a launch on the mmv (use_mmv), else 8; the quantized ones share
+ * one preparation of x a chunk. */
 static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
                         const float *x, uint32_t t0, uint32_t T)
 {
@@ -507,6 +555,12 @@ static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const 
             cuda_fwd_matmul_f32(b->ctx, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t0 * cols, T,
                                 ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale);
         any_q |= is_quantized(ws[i]->dtype);
+        if (use_mmv(b, ws[i], T))
+            for (uint32_t c0 = t0; c0 < t0 + T; c0 += CUDA_MMV_MAX_BATCH) {
+                const uint32_t nb = t0 + T - c0 < CUDA_MMV_MAX_BATCH ? t0 + T - c0 : CUDA_MMV_MAX_BATCH;
+                cuda_mmv(b->ctx, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)c0 * cols, nb,
+                         ys[i] + (uint64_t)c0 * ws[i]->rows, ws[i]->scale);
+            }
     }
     for (uint32_t c0 = t0; c0 < t0 + T; c0 += CUDA_GEMV_MAX_BATCH) {
         const uint32_t nb = t0 + T - c0 < CUDA_GEMV_MAX_BATCH ? t0 + T - c0 : CUDA_GEMV_MAX_BATCH;
@@ -515,7 +569,7 @@ static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const 
             cuda_gemv_prep_x(b->ctx, xc, cols, nb);
         for (int i = 0; i < n; i++) {
             const struct cuda_weight *w = ws[i];
-            if (w->dtype == DTYPE_F32)
+            if (w->dtype == DTYPE_F32 || use_mmv(b, w, T))
                 continue;
             const bool q = is_quantized(w->dtype);
             /* ksplit 1 for quantized types: batch-independent summation order */
@@ -668,7 +722,7 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
 }
 
 /* ---- decode step ------------------------------------------------------------
- * A batch of T ≤ DEC_G sequences × 1 token (the steady state of generation)
+ * A batch of T ≤ dec_g sequences × 1 token (the steady state of generation)
  * runs here instead of the general path: the step's inputs (token ids,
  * positions, block-table offsets, block tables) go up in ONE async copy from
  * pinned memory into fixed device buffers (d_dec), the whole forward — the
@@ -679,7 +733,9 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
  * valid across steps because no kernel's launch configuration depends on the
  * positions (attention and RoPE read them from d_dec) and every pointer it
  * holds is fixed (d_dec, the scratch, the KV pool, the GEMV activation scratch
- * reserved at load for the largest n × DEC_G, so it never moves).
+ * reserved at load for the largest n × 8, the mmv's for every shape at 64, so
+ * neither moves). dec_g is 64 when every matmul of the model has the
+ * tensor-core batched GEMV (BF16 weights), else 8 (the CUDA-core GEMV's batch).
  *
  * Fewer launches per layer: the residual add is fused into the next RMSNorm
  * (cuda_rmsnorm with a residual), the RMSNorm and the activation write the
@@ -699,7 +755,7 @@ static bool group_quantized(const struct cuda_weight *const *ws, int n)
     return false;
 }
 
-/* ys[i] (T, rows) = x (T, cols) · ws[i]ᵀ, T ≤ DEC_G: one GEMV per weight;
+/* ys[i] (T, rows) = x (T, cols) · ws[i]ᵀ, T ≤ dec_g: one GEMV per weight;
  * prepared: x's quantized form is already in the context's scratch. */
 static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
                           const float *x, uint32_t T, bool prepared)
@@ -710,6 +766,10 @@ static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *cons
         const struct cuda_weight *w = ws[i];
         if (w->dtype == DTYPE_F32) {
             cuda_fwd_matmul_f32(b->ctx, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
+            continue;
+        }
+        if (use_mmv(b, w, T)) {
+            cuda_mmv(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
             continue;
         }
         const bool q = is_quantized(w->dtype);
@@ -784,7 +844,7 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
 }
 
 /* A batch the decode step takes: sequences of one token each (more than
- * DEC_G of them run as consecutive groups of DEC_G, see cuda_be_forward). */
+ * dec_g of them run as consecutive groups of dec_g, see cuda_be_forward). */
 static bool decode_shaped(const struct cuda_backend *b, const struct backend_batch *batch)
 {
     if (!b->dec_on || batch->n_seqs == 0)
@@ -861,11 +921,13 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
     if (backend_batch_check(base, batch, err, errlen) != 0)
         return -1;
     if (decode_shaped(b, batch)) {
-        /* groups of DEC_G: each sequence's bits are those of the graph for its
-         * group's size, which equal a sequence's alone (kernel_forward checks
-         * batch vs alone), so the grouping keeps batch invariance */
-        for (uint32_t g0 = 0; g0 < batch->n_seqs; g0 += DEC_G) {
-            const uint32_t n = batch->n_seqs - g0 < DEC_G ? batch->n_seqs - g0 : DEC_G;
+        /* groups of dec_g: a sequence's bits are those of its group's graph,
+         * which equal the sequence's alone (the GEMVs and the mmv give each
+         * token the same bits whatever the batch; kernel_forward checks batch
+         * vs alone) — except that MEMRA_DECODE_MMV=auto runs a group of 1 on
+         * the CUDA-core GEMV and larger ones on the mmv (logits within ~1e-6) */
+        for (uint32_t g0 = 0; g0 < batch->n_seqs; g0 += b->dec_g) {
+            const uint32_t n = batch->n_seqs - g0 < b->dec_g ? batch->n_seqs - g0 : b->dec_g;
             const struct backend_batch sub = {.n_seqs = n, .seqs = batch->seqs + g0};
             decode_step(b, &sub);
         }

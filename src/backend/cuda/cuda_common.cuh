@@ -58,6 +58,10 @@ struct cuda_ctx {
     size_t xq_bytes;
     uint64_t xq_n;       /* what it holds now: n and batch of the last cuda_gemv_prep_x */
     uint32_t xq_batch;
+    void *mmv_part;      /* tensor-core GEMV (mmv.cu): per-slice partial sums (S, T, rows) f32 */
+    size_t mmv_part_bytes;
+    void *mmv_cnt;       /* (mmv_cnt_n) finished slices per row block, 0 between launches */
+    size_t mmv_cnt_n;
 };
 
 /* ---- device helpers ------------------------------------------------------ */

@@ -120,6 +120,25 @@ void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
                        const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int ksplit,
                        unsigned flags);
 
+/* ---- batched decode GEMV on the tensor cores (mmv.cu), BF16 weights --------
+ *   y (T, rows) f32 = scale · x (T, n) f32 · Wᵀ,  T = 1..CUDA_MMV_MAX_BATCH
+ * W read once for all T tokens; x split into bf16 hi + lo in the kernel (exact
+ * to ~2^-17 of each element); each output's bits are the same for any T and
+ * any position in the batch (mmv.cu's header says why). n % 32 == 0, w and x
+ * 16-byte aligned. cuda_mmv_reserve(rows, n) sizes the context's scratch for a
+ * weight shape at the largest batch: call it for every shape at load, outside
+ * graph capture. */
+#define CUDA_MMV_MAX_BATCH 64
+bool cuda_mmv_supported(enum dtype t, uint64_t rows, uint64_t n);
+void cuda_mmv_reserve(struct cuda_ctx *ctx, uint64_t rows, uint64_t n);
+void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+              const float *x /* (T, n) */, uint32_t T, float *y /* (T, rows) */, float scale);
+/* For the kernel test's sweep: the launch shapes (all give the same bits),
+ * their largest batch in max_t (may be NULL); variant −1 = the launcher's. */
+int cuda_mmv_variants(uint32_t *max_t);
+void cuda_mmv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
+                      uint32_t T, float *y, float scale, int variant);
+
 /* ---- baseline (cublas_ref.cu): cuBLAS bf16 GEMV through cublasGemmEx,
  * y (rows) f32 = W (rows, n) bf16 · x (n) bf16, f32 accumulation. For the
  * benchmark's comparison column, and for prefill GEMMs later. */

@@ -1,0 +1,273 @@
+/* tests/kernels/kernel_mmv.c — the tensor-core batched decode GEMV (mmv.cu)
+ * checked against a double-precision reference and for batch invariance, then
+ * timed on the Llama-3-8B decode shapes beside the CUDA-core GEMV.
+ *
+ * Checks (exit status 1 if any fails), fresh random inputs each time (BF16
+ * weights with finite exponents, x uniform in [-1, 1), outputs NaN-poisoned):
+ * - accuracy: max|Δ| / max|ref| ≤ 2e-5 against Σ w·x in double (x is carried
+ *   as bf16 hi + lo, ~2^-17 of each element, then f32 sums), every output
+ *   written and finite; rows not a multiple of 16 or 64, n of one chunk, of
+ *   4096 and 14336, batches 1..64 (every launch shape: 1, 4, 5, 8, 9, 16, 17,
+ *   32, 33, 64), K slices that do not divide the chunks evenly;
+ * - batch invariance: each token of a batch of T gives the same bits as the
+ *   token alone (T = 1) and as in a batch of 64 where it sits elsewhere.
+ *
+ * Timing: CUDA events around graph replays of launches rotating over enough
+ * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
+ * of 15 replays; bytes counted = the weight matrix; % of the 4.3 TB/s floor.
+ * Usage: kernel_mmv [--quick]   (--quick: checks only)
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_ops.h"
+#include "core/log.h"
+#include "quant/quant.h"
+#include "test.h"
+
+#define KERNEL_RNG_SEED 0x5DEECE66Dull
+#include "kernel_rng.h"
+
+#define BW_REF_GBS 4300.0
+#define TOL 2e-5
+
+static struct cuda_ctx *g_ctx;
+
+/* y (T, rows) on the device for W (rows, n) and x (T, n) already there. */
+static void run_mmv(const void *dw, uint64_t rows, uint64_t n, const float *dx, uint32_t T, float *dy, float *y)
+{
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_mmv(g_ctx, DTYPE_BF16, dw, rows, n, dx, T, dy, 1.0f);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, sizeof(float) * rows * T);
+}
+
+static void check_mmv(uint64_t rows, uint64_t n, uint32_t T)
+{
+    const uint64_t rb = 2 * n;
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(sizeof(float) * n * CUDA_MMV_MAX_BATCH), *y = malloc(sizeof(float) * rows * CUDA_MMV_MAX_BATCH);
+    float *y1 = malloc(sizeof(float) * rows), *y64 = malloc(sizeof(float) * rows * CUDA_MMV_MAX_BATCH);
+    float *row = malloc(sizeof(float) * n), *x64 = malloc(sizeof(float) * n * CUDA_MMV_MAX_BATCH);
+    MEMRA_ASSERT(w && x && y && y1 && y64 && row && x64);
+    fill_random(DTYPE_BF16, w, rows * rb);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = rng_unit();
+    cuda_mmv_reserve(g_ctx, rows, n);
+    void *dw = cuda_alloc(rows * rb);
+    float *dx = cuda_alloc(sizeof(float) * n * CUDA_MMV_MAX_BATCH), *dy = cuda_alloc(sizeof(float) * rows * CUDA_MMV_MAX_BATCH);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
+    run_mmv(dw, rows, n, dx, T, dy, y);
+
+    double maxref = 0, maxdiff = 0;
+    int bad = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        MEMRA_ASSERT(quant_dequantize_row(DTYPE_BF16, w + r * rb, row, n) == 0);
+        for (uint32_t t = 0; t < T; t++) {
+            double s = 0;
+            for (uint64_t i = 0; i < n; i++)
+                s += (double)row[i] * (double)x[t * n + i];
+            maxref = fmax(maxref, fabs(s));
+            const double got = y[t * rows + r];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - s));
+        }
+    }
+    const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
+
+    /* invariance: token t alone, and placed at 63 − t of a batch of 64 filled with other vectors */
+    int diff_alone = 0, diff_64 = 0;
+    for (uint32_t t = 0; t < T; t++) {
+        run_mmv(dw, rows, n, dx + (uint64_t)t * n, 1, dy, y1);
+        diff_alone += memcmp(y1, y + (uint64_t)t * rows, 4 * rows) != 0;
+    }
+    for (uint64_t i = 0; i < n * CUDA_MMV_MAX_BATCH; i++)
+        x64[i] = rng_unit();
+    for (uint32_t t = 0; t < T; t++)
+        memcpy(x64 + (uint64_t)(CUDA_MMV_MAX_BATCH - 1 - t) * n, x + (uint64_t)t * n, 4 * n);
+    cuda_upload(g_ctx, dx, x64, sizeof(float) * n * CUDA_MMV_MAX_BATCH);
+    run_mmv(dw, rows, n, dx, CUDA_MMV_MAX_BATCH, dy, y64);
+    for (uint32_t t = 0; t < T; t++)
+        diff_64 += memcmp(y64 + (uint64_t)(CUDA_MMV_MAX_BATCH - 1 - t) * rows, y + (uint64_t)t * rows, 4 * rows) != 0;
+
+    /* every launch shape taking T: the same bits */
+    int diff_var = 0;
+    uint32_t max_t[64];
+    const int nv = cuda_mmv_variants(max_t);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
+    for (int v = 0; v < nv; v++) {
+        if (T > max_t[v])
+            continue;
+        cuda_fill_nan_f32(g_ctx, dy, rows * T);
+        cuda_mmv_variant(g_ctx, DTYPE_BF16, dw, rows, n, dx, T, dy, 1.0f, v);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y64, dy, sizeof(float) * rows * T);
+        diff_var += memcmp(y64, y, 4 * rows * T) != 0;
+    }
+
+    char label[96];
+    snprintf(label, sizeof label, "bf16 %" PRIu64 "x%" PRIu64 " batch %u", rows, n, T);
+    CHECK_MSG(diff_var == 0, "%s: %d launch shapes give other bits", label, diff_var);
+    CHECK_MSG(bad == 0 && rel <= TOL, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
+              TOL);
+    CHECK_MSG(diff_alone == 0 && diff_64 == 0, "%s: %d tokens differ from alone, %d from batch 64", label, diff_alone,
+              diff_64);
+    printf("check %-32s rel err %.2e, bits vs alone %s, vs batch 64 %s, launch shapes %s%s\n", label, rel,
+           diff_alone ? "DIFFER" : "same", diff_64 ? "DIFFER" : "same", diff_var ? "DIFFER" : "same",
+           bad || rel > TOL || diff_alone || diff_64 || diff_var ? "  FAIL" : "");
+    cuda_free(dw), cuda_free(dx), cuda_free(dy);
+    free(w), free(x), free(y), free(y1), free(y64), free(row), free(x64);
+}
+
+/* ---- timing ---------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Weights for timing: enough copies of one random (rows, n) BF16 matrix to
+ * make the working set ≥ 4× the L2, and x (64, n). */
+struct timing {
+    uint64_t rows, n;
+    int nc;
+    void **w;
+    float *dx, *dy;
+};
+
+static void timing_init(struct timing *tb, uint64_t rows, uint64_t n)
+{
+    const uint64_t bytes = rows * n * 2;
+    tb->rows = rows, tb->n = n;
+    tb->nc = (int)ceil(4.0 * (double)cuda_ctx_l2_bytes(g_ctx) / (double)bytes);
+    tb->nc = tb->nc < 2 ? 2 : tb->nc;
+    tb->w = calloc((size_t)tb->nc, sizeof *tb->w);
+    uint8_t *h = malloc(bytes);
+    float *x = malloc(4 * n * CUDA_MMV_MAX_BATCH);
+    MEMRA_ASSERT(tb->w && h && x);
+    fill_random(DTYPE_BF16, h, bytes);
+    for (uint64_t i = 0; i < n * CUDA_MMV_MAX_BATCH; i++)
+        x[i] = rng_unit();
+    for (int i = 0; i < tb->nc; i++) {
+        tb->w[i] = cuda_alloc(bytes);
+        cuda_upload(g_ctx, tb->w[i], h, bytes);
+    }
+    tb->dx = cuda_alloc(4 * n * CUDA_MMV_MAX_BATCH);
+    tb->dy = cuda_alloc(4 * rows * CUDA_MMV_MAX_BATCH);
+    cuda_upload(g_ctx, tb->dx, x, 4 * n * CUDA_MMV_MAX_BATCH);
+    cuda_mmv_reserve(g_ctx, rows, n);
+    free(h), free(x);
+}
+
+static void timing_free(struct timing *tb)
+{
+    for (int i = 0; i < tb->nc; i++)
+        cuda_free(tb->w[i]);
+    cuda_free(tb->dx), cuda_free(tb->dy);
+    free(tb->w);
+}
+
+/* Median µs per launch: variant ≥ -1 the tensor-core GEMV (−1: the
+ * launcher's choice), −2 the CUDA-core GEMV (T ≤ 8). */
+static double time_gemv(const struct timing *tb, int variant, uint32_t T)
+{
+    enum { REPS = 15 };
+    const int L = tb->nc > 24 ? tb->nc : 24;
+    for (int pass = 0; pass < 2; pass++) { /* pass 0: warm-up outside the graph */
+        if (pass)
+            cuda_graph_begin(g_ctx);
+        for (int i = 0; i < L; i++) {
+            if (variant >= -1)
+                cuda_mmv_variant(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, T, tb->dy, 1.0f,
+                                 variant);
+            else
+                cuda_gemv(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, T, tb->dy, 1.0f);
+        }
+        if (!pass)
+            cuda_ctx_sync(g_ctx);
+    }
+    struct cuda_graph *g = cuda_graph_end(g_ctx);
+    struct cuda_timer *tm = cuda_timer_new();
+    cuda_graph_launch(g_ctx, g);
+    double us[REPS];
+    for (int r = 0; r < REPS; r++) {
+        cuda_timer_start(g_ctx, tm);
+        cuda_graph_launch(g_ctx, g);
+        cuda_timer_stop(g_ctx, tm);
+        us[r] = 1000.0 * cuda_timer_ms(tm) / L;
+    }
+    cuda_ctx_sync(g_ctx);
+    cuda_timer_free(tm);
+    cuda_graph_free(g);
+    qsort(us, REPS, sizeof us[0], cmp_double);
+    return us[REPS / 2];
+}
+
+int main(int argc, char **argv)
+{
+    const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    char err[256];
+    g_ctx = cuda_ctx_init(0, err, sizeof err);
+    if (!g_ctx)
+        die("%s", err);
+    printf("device: %s, %d SMs\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx));
+    test_current = "mmv";
+    const uint32_t Ts[] = {1, 4, 5, 8, 9, 16, 17, 32, 33, 64};
+    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+        test_cases++;
+        check_mmv(333, 4096, Ts[k]);
+    }
+    test_cases += 6;
+    check_mmv(1000, 14336, 3);
+    check_mmv(333, 4128, 9); /* 129 chunks in 16 slices of 9: the last slices short or empty */
+    check_mmv(70, 32, 64);
+    check_mmv(4096, 1024, 17);
+    check_mmv(5, 8192, 2);
+    fflush(stdout);
+    if (test_failures || quick) {
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
+    static const struct { const char *name; uint64_t rows, n; } shapes[] = {
+        {"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"gate/up", 14336, 4096}, {"down", 4096, 14336},
+        {"lm_head", 128256, 4096},
+    };
+    const bool sweep = getenv("MEMRA_MMV_SWEEP") != NULL;
+    uint32_t max_t[64];
+    const int nv = cuda_mmv_variants(max_t);
+    printf("\n## tensor-core batched GEMV (mmv) vs CUDA-core GEMV, BF16, µs per launch (GB/s, %% of %.0f GB/s)\n\n",
+           BW_REF_GBS);
+    printf("| shape | T | mmv µs | mmv GB/s | %% floor | gemv µs | gemv/mmv |\n|---|---|---|---|---|---|---|\n");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        struct timing tb;
+        timing_init(&tb, shapes[s].rows, shapes[s].n);
+        const uint32_t tt[] = {1, 8, 16, 32, 64};
+        for (size_t k = 0; k < sizeof tt / sizeof tt[0]; k++) {
+            const uint32_t T = tt[k];
+            const double um = time_gemv(&tb, -1, T);
+            const double ug = T <= 8 ? time_gemv(&tb, -2, T) : 0;
+            const double gbs = (double)shapes[s].rows * shapes[s].n * 2 / um / 1e3;
+            printf("| %s %" PRIu64 "x%" PRIu64 " | %u | %.2f | %.0f | %.1f | ", shapes[s].name, shapes[s].rows,
+                   shapes[s].n, T, um, gbs, 100 * gbs / BW_REF_GBS);
+            if (ug > 0)
+                printf("%.2f | %.2f |\n", ug, ug / um);
+            else
+                printf("— | — |\n");
+            if (sweep) /* every launch shape taking T */
+                for (int v = 0; v < nv; v++)
+                    if (T <= max_t[v])
+                        printf("|   variant %d | %u | %.2f | | | | |\n", v, T, time_gemv(&tb, v, T));
+            fflush(stdout);
+        }
+        timing_free(&tb);
+    }
+    cuda_ctx_free(g_ctx);
+    return test_summary();
+}

@@ -5,15 +5,18 @@
  *
  * Tests: ppN = one prefill of N tokens from an empty KV slot, fed in chunks of
  * the backend's max_batch_tokens (--ubatch, default 512, like llama-bench's
- * ubatch); tgN = N single-token decode steps. Either may take "@dD": D tokens are
- * prefilled first, untimed, so the timed part runs at depth D.
+ * ubatch); tgN = N single-token decode steps; tgNxB = N decode steps of B
+ * sequences together (continuous batching's steady state: tok/s counts all
+ * B·N tokens). Any may take "@dD": D tokens are prefilled first (into each
+ * sequence), untimed, so the timed part runs at depth D. Decode steps take
+ * the greedy pick from the backend (backend_seq.argmax), as generation does.
  *
  * Tokens are random ids (fixed seed): the bench needs no text, so it opens the
  * model and backend directly (model_open + backend_open) and works on a model
  * without a tokenizer, such as tools/make_test_models.py's 8B test models.
  *
  * Timing: wall clock around the backend_forward calls of the timed part. Each
- * timed part ends with a forward that returns logits to the host, which
+ * timed part ends with a forward that returns logits or picks to the host, which
  * synchronizes the device, so the clock covers all device work. One warm-up
  * per test (a chunk of prefill, or 16 decode steps) runs first, then --reps
  * timed runs; the figure is their median.
@@ -21,8 +24,8 @@
  * Figures: pp reports TFLOP/s = 2·params·N / time, where params counts the
  * weights multiplied per token (every matrix but the embedding table; a MoE
  * counts its active experts), and % of --flops; attention FLOPs are not
- * counted. tg reports GB/s = model_decode_bytes() · tok/s (the weight bytes one
- * token reads; the KV cache is not counted) and % of --bw. The defaults are the
+ * counted. tg reports GB/s = model_decode_bytes() · steps/s (the weight bytes one
+ * step reads, once for all B sequences; the KV cache is not counted) and % of --bw. The defaults are the
  * ceilings measured on one H200 of the device machine (bench/RESULTS.md).
  */
 #include "core/dtype.h"
@@ -41,12 +44,14 @@
 #define BENCH_MAX_TESTS 16
 #define BENCH_MAX_REPS 100
 #define BENCH_MAX_TOKENS (1u << 20)
+#define BENCH_MAX_BATCH 256u
 
 struct bench_test {
     char name[32];
     int is_pp;       /* 1: prefill of n tokens; 0: n decode steps */
     uint32_t n;      /* tokens timed */
     uint32_t depth;  /* tokens prefilled before, untimed */
+    uint32_t batch;  /* tg: sequences decoding together ("tg128x64"), 1 otherwise */
     double times[BENCH_MAX_REPS];
     double median_s;
 };
@@ -98,6 +103,13 @@ static int bench_parse_test(const char *s, size_t len, struct bench_test *t)
     if (at) {
         *at = 0;
         if (at[1] != 'd' || parse_u32(at + 2, 0, BENCH_MAX_TOKENS, &t->depth) != 0)
+            return -1;
+    }
+    t->batch = 1;
+    char *x = strchr(buf, 'x');
+    if (x) {
+        *x = 0;
+        if (t->is_pp || parse_u32(x + 1, 1, BENCH_MAX_BATCH, &t->batch) != 0)
             return -1;
     }
     return parse_u32(buf + 2, 1, BENCH_MAX_TOKENS, &t->n);
@@ -156,13 +168,22 @@ static int bench_prefill(struct backend *b, const uint32_t *blocks, uint32_t pos
     return 0;
 }
 
-static int bench_decode(struct backend *b, const uint32_t *blocks, uint32_t pos, const int32_t *toks, uint32_t n, float *logits,
-                        char *err, size_t errlen)
+/* n decode steps of B sequences together (sequence k in the region of the
+ * linear table blocks + k·blocks_per_seq), each taking its greedy pick from
+ * the backend (backend_seq.argmax, as greedy generation does); the tokens fed
+ * are the fixed stream, not the picks, so every run does the same work. */
+static int bench_decode(struct backend *b, const uint32_t *blocks, uint32_t blocks_per_seq, uint32_t B, uint32_t pos,
+                        const int32_t *toks, uint32_t n, float *logits, char *err, size_t errlen)
 {
+    struct backend_seq s[BENCH_MAX_BATCH];
+    int32_t picks[BENCH_MAX_BATCH];
+    const uint32_t V = b->model->cfg.vocab;
     for (uint32_t i = 0; i < n; i++) {
-        struct backend_seq s = {.blocks = blocks, .pos = pos + i, .n_tokens = 1, .tokens = toks + i, .n_logits = 1,
-                                .logits = logits};
-        struct backend_batch bt = {1, &s};
+        for (uint32_t k = 0; k < B; k++)
+            s[k] = (struct backend_seq){.blocks = blocks + (size_t)k * blocks_per_seq, .pos = pos + i,
+                                        .n_tokens = 1, .tokens = toks + i, .n_logits = 1,
+                                        .logits = logits + (size_t)k * V, .argmax = &picks[k]};
+        struct backend_batch bt = {B, s};
         if (backend_forward(b, &bt, err, errlen) != 0)
             return -1;
     }
@@ -172,18 +193,19 @@ static int bench_decode(struct backend *b, const uint32_t *blocks, uint32_t pos,
 /* One run of t: untimed depth prefill (from position 0, overwriting what an
  * earlier run left), timed part; *dt its seconds.
  * warm: a short version (one chunk or 16 steps) whose time is dropped. */
-static int bench_run(struct backend *b, const uint32_t *blocks, const struct bench_test *t, const int32_t *toks,
-                     float *logits, int warm, double *dt, char *err, size_t errlen)
+static int bench_run(struct backend *b, const uint32_t *blocks, uint32_t blocks_per_seq, const struct bench_test *t,
+                     const int32_t *toks, float *logits, int warm, double *dt, char *err, size_t errlen)
 {
-    if (t->depth && bench_prefill(b, blocks, 0, toks, t->depth, logits, err, errlen) != 0)
-        return -1;
+    for (uint32_t k = 0; k < t->batch && t->depth; k++)
+        if (bench_prefill(b, blocks + (size_t)k * blocks_per_seq, 0, toks, t->depth, logits, err, errlen) != 0)
+            return -1;
     uint32_t n = t->n;
     if (warm)
         n = t->is_pp ? (n < b->cfg.max_batch_tokens ? n : b->cfg.max_batch_tokens) : (n < 16 ? n : 16);
     const int32_t *tk = toks + t->depth;
     const double t0 = now_s();
     int rc = t->is_pp ? bench_prefill(b, blocks, t->depth, tk, n, logits, err, errlen)
-                      : bench_decode(b, blocks, t->depth, tk, n, logits, err, errlen);
+                      : bench_decode(b, blocks, blocks_per_seq, t->batch, t->depth, tk, n, logits, err, errlen);
     *dt = now_s() - t0;
     return rc;
 }
@@ -240,7 +262,7 @@ int main(int argc, char **argv)
     struct bench_test tests[BENCH_MAX_TESTS];
     uint32_t n_tests = 0;
     if (path && bench_parse_tests(tests_arg, tests, &n_tests) != 0) {
-        fprintf(stderr, "memra-bench: bad --tests '%s' (ppN or tgN, optionally @dD, comma-separated, at most %d)\n",
+        fprintf(stderr, "memra-bench: bad --tests '%s' (ppN, tgN or tgNxB, optionally @dD, comma-separated, at most %d)\n",
                 tests_arg, BENCH_MAX_TESTS);
         path = NULL;
     }
@@ -256,8 +278,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "memra-bench: %s\n", err);
         return 1;
     }
-    uint32_t max_pos = 1, max_pp = 1;
+    uint32_t max_pos = 1, max_pp = 1, max_b = 1;
     for (uint32_t i = 0; i < n_tests; i++) {
+        max_b = tests[i].batch > max_b ? tests[i].batch : max_b;
         const uint32_t end = tests[i].depth + tests[i].n;
         max_pos = end > max_pos ? end : max_pos;
         const uint32_t pre = tests[i].is_pp ? end : tests[i].depth; /* tokens prefilled in chunks */
@@ -273,12 +296,15 @@ int main(int argc, char **argv)
                 m.cfg.max_ctx);
         goto out;
     }
-    /* one sequence holding exactly the positions the tests need (a linear
-     * table of that many blocks); prefill chunks of ubatch tokens (fewer when
-     * no test prefills that many) */
-    struct backend_config cfg = {.max_seqs = 1, .max_ctx = max_pos, .n_threads = threads,
-                                 .kv_blocks = backend_kv_blocks_for(max_pos),
-                                 .max_batch_tokens = ubatch < max_pp ? ubatch : max_pp};
+    /* max_b sequences (1 unless a tgNxB test asks for more), each holding
+     * exactly the positions the tests need (linear tables of that many blocks);
+     * prefill chunks of ubatch tokens (fewer when no test prefills that many),
+     * at least max_b (a decode step's tokens) */
+    uint32_t mbt = ubatch < max_pp ? ubatch : max_pp;
+    mbt = mbt > max_b ? mbt : max_b;
+    const uint32_t bps = backend_kv_blocks_for(max_pos);
+    struct backend_config cfg = {.max_seqs = max_b, .max_ctx = max_pos, .n_threads = threads,
+                                 .kv_blocks = bps * max_b, .max_batch_tokens = mbt};
     const char *bname = backend_name ? backend_name : backend_default_name();
     const double tl0 = now_s();
     if (backend_open(&b, bname, &m, &cfg, err, sizeof(err)) != 0) {
@@ -287,13 +313,15 @@ int main(int argc, char **argv)
     }
     const double load_s = now_s() - tl0;
     toks = malloc(sizeof(int32_t) * max_pos);
-    logits = malloc(sizeof(float) * m.cfg.vocab);
-    blocks = malloc(sizeof(uint32_t) * backend_kv_blocks_for(max_pos));
+    logits = malloc(sizeof(float) * m.cfg.vocab * max_b);
+    blocks = malloc(sizeof(uint32_t) * bps * max_b);
     if (!toks || !logits || !blocks) {
         fprintf(stderr, "memra-bench: out of memory\n");
         goto out;
     }
-    backend_blocks_linear(blocks, 0, max_pos);
+    if (blocks)
+        for (uint32_t k = 0; k < max_b; k++)
+            backend_blocks_linear(blocks + (size_t)k * bps, k, max_pos);
     uint64_t x = 0x9E3779B97F4A7C15ull; /* xorshift64, fixed seed */
     for (uint32_t i = 0; i < max_pos; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -313,20 +341,21 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < n_tests; i++) {
         struct bench_test *t = &tests[i];
         double dt;
-        if (bench_run(b, blocks, t, toks, logits, 1, &dt, err, sizeof(err)) != 0) {
+        if (bench_run(b, blocks, bps, t, toks, logits, 1, &dt, err, sizeof(err)) != 0) {
             fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);
             json_decref(jres);
             goto out;
         }
         for (uint32_t r = 0; r < reps; r++)
-            if (bench_run(b, blocks, t, toks, logits, 0, &t->times[r], err, sizeof(err)) != 0) {
+            if (bench_run(b, blocks, bps, t, toks, logits, 0, &t->times[r], err, sizeof(err)) != 0) {
                 fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);
                 json_decref(jres);
                 goto out;
             }
         t->median_s = median(t->times, reps);
-        const double tps = t->n / t->median_s;
-        const double rate = t->is_pp ? 2.0 * (double)params * tps / 1e12 : (double)dbytes * tps / 1e9;
+        const double tps = (double)t->n * t->batch / t->median_s; /* tgNxB: all B sequences' tokens */
+        /* decode: the weights are read once a step, whatever B */
+        const double rate = t->is_pp ? 2.0 * (double)params * tps / 1e12 : (double)dbytes * tps / t->batch / 1e9;
         const double pct = 100.0 * rate / (t->is_pp ? flops : bw);
         json_t *o = json_object(), *jt = json_array();
         for (uint32_t r = 0; r < reps; r++)
@@ -335,6 +364,7 @@ int main(int argc, char **argv)
         json_object_set_new(o, "kind", json_string(t->is_pp ? "pp" : "tg"));
         json_object_set_new(o, "n_tokens", json_integer(t->n));
         json_object_set_new(o, "depth", json_integer(t->depth));
+        json_object_set_new(o, "batch", json_integer(t->batch));
         json_object_set_new(o, "times_s", jt);
         json_object_set_new(o, "median_s", json_real(t->median_s));
         json_object_set_new(o, "tok_s", json_real(tps));

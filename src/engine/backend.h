@@ -36,6 +36,8 @@
 #ifndef MEMRA_ENGINE_BACKEND_H
 #define MEMRA_ENGINE_BACKEND_H
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,7 +56,30 @@ struct backend_seq {
     const int32_t *tokens;  /* (n_tokens) token ids, each < vocab */
     uint32_t n_logits;      /* logits for the last n_logits tokens (0..n_tokens) */
     float *logits;          /* (n_logits, vocab) written by forward; caller-owned */
+    int32_t *argmax;        /* (n_logits) or NULL: when set, forward writes each row's
+                               backend_logits_argmax here instead, and logits (still
+                               required, as room) holds nothing defined: greedy
+                               sampling without moving the rows off the device */
 };
+
+/* The greedy token of one row of logits, as the sampler's greedy rule picks
+ * it (sample/sampler.c): NaN counts as −inf, +inf as FLT_MAX, the lowest
+ * index among equal maxima; −1 when every logit is −inf or NaN. Every backend
+ * honouring backend_seq.argmax computes exactly this. */
+static inline int32_t backend_logits_argmax(const float *l, uint32_t n)
+{
+    float best = -INFINITY;
+    int32_t at = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        float v = l[i];
+        v = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
+        if (v > best) {
+            best = v;
+            at = (int32_t)i;
+        }
+    }
+    return at;
+}
 
 struct backend_batch {
     uint32_t n_seqs;

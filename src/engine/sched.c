@@ -54,6 +54,7 @@ struct sched_job {
     bool ever_admitted;
     uint64_t admit_order;     /* larger: admitted later ("newest") */
     struct sampler sampler;
+    int32_t argmax_tok;       /* the backend's greedy pick (backend_seq.argmax) when the sampler is plain greedy */
     struct detok_stream detok;
     struct stop_matcher stops;
     char *piece;              /* (piece_cap) detokenizer output scratch */
@@ -643,7 +644,8 @@ static bool sched_step(struct sched *s)
         const uint32_t *blocks = kv_pool_seq_blocks(s->pool, j->seq, &nb);
         s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = 1,
                                           .tokens = j->toks + j->n_past, .n_logits = 1,
-                                          .logits = s->logits + (size_t)n * s->vocab};
+                                          .logits = s->logits + (size_t)n * s->vocab,
+                                          .argmax = sampler_plain_greedy(&j->sampler) ? &j->argmax_tok : NULL};
         s->seq_job[n++] = j;
         budget--;
     }
@@ -659,7 +661,9 @@ static bool sched_step(struct sched *s)
         const uint32_t *blocks = kv_pool_seq_blocks(s->pool, j->seq, &nb);
         s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = chunk,
                                           .tokens = j->toks + j->n_past, .n_logits = last ? 1 : 0,
-                                          .logits = last ? s->logits + (size_t)n * s->vocab : NULL};
+                                          .logits = last ? s->logits + (size_t)n * s->vocab : NULL,
+                                          .argmax = last && sampler_plain_greedy(&j->sampler) ? &j->argmax_tok
+                                                                                               : NULL};
         s->seq_job[n++] = j;
         budget -= chunk;
     }
@@ -691,7 +695,10 @@ static bool sched_step(struct sched *s)
         if (!q->n_logits)
             continue;
         struct sample_result r;
-        sampler_sample(&j->sampler, &s->work, q->logits, &r);
+        if (q->argmax) /* plain greedy: the backend's pick, the sampler's rule (sampler_plain_greedy) */
+            r = (struct sample_result){.token = *q->argmax};
+        else
+            sampler_sample(&j->sampler, &s->work, q->logits, &r);
         job_on_token(s, j, &r);
     }
     publish_pool_stats(s);

@@ -124,6 +124,13 @@ void sampler_add_prompt(struct sampler *s, const int32_t *tokens /* (n) */, uint
 /* Record a generated (kept) token: repetition + presence + frequency history. */
 void sampler_accept(struct sampler *s, int32_t token);
 
+/* True when this sampler's choice is the plain argmax of the logits (greedy,
+ * no penalties, no logit bias, no logprobs): then the backend's
+ * backend_seq.argmax (engine/backend.h, the same rule as sampler_sample's
+ * greedy) can stand in for sampler_sample, and the logits need not leave the
+ * device. */
+bool sampler_plain_greedy(const struct sampler *s);
+
 /* Choose the next token from logits (n_vocab floats, read only; +inf counts as
  * FLT_MAX). w must have been made for the same n_vocab. Fills *out (may be NULL)
  * and returns the token, or -1 when no token has a finite processed logit.

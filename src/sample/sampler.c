@@ -582,6 +582,11 @@ static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
     return last;
 }
 
+bool sampler_plain_greedy(const struct sampler *s)
+{
+    return s->params.temperature == 0 && !s->penalties && s->params.n_logit_bias == 0 && !s->params.logprobs;
+}
+
 int32_t sampler_sample(struct sampler *s, struct sample_work *w, const float *logits, struct sample_result *out)
 {
     MEMRA_ASSERT(w->n_vocab == s->n_vocab);

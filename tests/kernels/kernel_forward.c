@@ -382,7 +382,7 @@ static int fwd(struct backend *b, uint32_t slot, uint32_t pos, const int32_t *to
                float *logits)
 {
     char err[512];
-    struct backend_seq s = {g_tab[slot], pos, n, toks, n_logits, logits};
+    struct backend_seq s = {g_tab[slot], pos, n, toks, n_logits, logits, NULL};
     struct backend_batch batch = {1, &s};
     if (logits)
         poison(logits, (size_t)n_logits * b->model->cfg.vocab);
@@ -444,18 +444,18 @@ static int paged_run(struct backend *b, const uint32_t *ta, const uint32_t *tb, 
     }
     poison(out, (size_t)PG_ROWS * V);
     char err[512];
-    struct backend_seq s = {ta, 0, 21, a, 21, out};
+    struct backend_seq s = {ta, 0, 21, a, 21, out, NULL};
     struct backend_batch one = {1, &s};
     if (b->ops->forward(b, &one, err, sizeof(err)) != 0)
         goto fail;
-    s = (struct backend_seq){ta, 21, 19, a + 21, 19, out + (size_t)21 * V};
+    s = (struct backend_seq){ta, 21, 19, a + 21, 19, out + (size_t)21 * V, NULL};
     if (b->ops->forward(b, &one, err, sizeof(err)) != 0)
         goto fail;
     for (uint32_t i = 0; i < n_copies; i++)
         b->ops->kv_copy(b, copies[i][0], copies[i][1]);
-    struct backend_seq three[3] = {{ta, 40, 1, a + 40, 1, out + (size_t)40 * V},
-                                   {tb, 16, 24, bt + 16, 24, out + (size_t)41 * V},
-                                   {tc, 36, 16, c + 36, 16, out + (size_t)65 * V}};
+    struct backend_seq three[3] = {{ta, 40, 1, a + 40, 1, out + (size_t)40 * V, NULL},
+                                   {tb, 16, 24, bt + 16, 24, out + (size_t)41 * V, NULL},
+                                   {tc, 36, 16, c + 36, 16, out + (size_t)65 * V, NULL}};
     struct backend_batch batch = {3, three};
     if (b->ops->forward(b, &batch, err, sizeof(err)) != 0)
         goto fail;
@@ -521,7 +521,7 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
         const uint32_t p = s % g_n_prompts, cut = s / g_n_prompts;
         len[s] = g_prompt_len[p] > cut + 1 ? g_prompt_len[p] - cut : 1;
         memcpy(toks[s], g_prompts[p], len[s] * sizeof(int32_t));
-        seqs[s] = (struct backend_seq){g_tab[s], 0, len[s], toks[s], 1, bl + (size_t)s * V};
+        seqs[s] = (struct backend_seq){g_tab[s], 0, len[s], toks[s], 1, bl + (size_t)s * V, NULL};
     }
     char err[512];
     bool same = true;
@@ -538,7 +538,7 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
             const uint32_t n = seqs[s].pos + seqs[s].n_tokens;
             toks[s][n] = (int32_t)argmax(seqs[s].logits, V);
             seqs[s] = (struct backend_seq){g_tab[s], n, 1, &toks[s][n], 1,
-                                           bl + ((size_t)(st + 1) * n_seq + s) * V};
+                                           bl + ((size_t)(st + 1) * n_seq + s) * V, NULL};
         }
     }
     for (uint32_t s = 0; s < n_seq && same; s++) {
@@ -563,6 +563,55 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
     }
     free(bl), free(al);
     return same;
+}
+
+/* The device's greedy picks (backend_seq.argmax): N_SEQ sequences prefilled,
+ * then BATCH_STEPS decode steps, each run twice at the same positions (the KV
+ * writes repeat the same values) — once asking for the picks, once for the
+ * logit rows — and every pick must equal backend_logits_argmax of its row
+ * (the prefill's picks, on the general path, too). */
+static bool argmax_check(struct backend *g)
+{
+    const uint32_t V = g->model->cfg.vocab;
+    int32_t toks[N_SEQ][64 + BATCH_STEPS], picks[N_SEQ];
+    uint32_t len[N_SEQ];
+    float *lg = malloc(sizeof(float) * N_SEQ * V);
+    struct backend_seq seqs[N_SEQ];
+    for (uint32_t s = 0; s < N_SEQ; s++) {
+        const uint32_t p = s % g_n_prompts;
+        len[s] = g_prompt_len[p];
+        memcpy(toks[s], g_prompts[p], len[s] * sizeof(int32_t));
+        seqs[s] = (struct backend_seq){g_tab[s], 0, len[s], toks[s], 1, lg + (size_t)s * V, NULL};
+    }
+    char err[512];
+    bool ok = lg != NULL;
+    for (uint32_t st = 0; st <= BATCH_STEPS && ok; st++) {
+        for (int pass = 0; pass < 2 && ok; pass++) {
+            for (uint32_t s = 0; s < N_SEQ; s++) {
+                seqs[s].argmax = pass == 0 ? &picks[s] : NULL;
+                picks[s] = pass == 0 ? -2 : picks[s];
+                poison(seqs[s].logits, V);
+            }
+            const struct backend_batch batch = {N_SEQ, seqs};
+            if (g->ops->forward(g, &batch, err, sizeof(err)) != 0) {
+                fprintf(stderr, "argmax forward: %s\n", err);
+                ok = false;
+            }
+        }
+        for (uint32_t s = 0; s < N_SEQ && ok; s++) {
+            const int32_t want = backend_logits_argmax(seqs[s].logits, V);
+            if (picks[s] != want) {
+                fprintf(stderr, "argmax: step %u sequence %u: device pick %d, row's argmax %d\n", st, s, picks[s],
+                        want);
+                ok = false;
+            }
+            const uint32_t n = seqs[s].pos + seqs[s].n_tokens;
+            toks[s][n] = want;
+            seqs[s] = (struct backend_seq){g_tab[s], n, 1, &toks[s][n], 1, lg + (size_t)s * V, NULL};
+        }
+    }
+    free(lg);
+    return ok;
 }
 
 #define CHUNK_GREEDY_N 16
@@ -720,6 +769,7 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     g_batch_rel = 0;
     R->batch_same = batch_vs_alone(g, N_SEQ) && batch_vs_alone(g, 5);
     R->batch_rel = g_batch_rel;
+    CHECK_MSG(argmax_check(g), "%s: the device's greedy picks differ from the rows' argmax", name);
     CHECK_MSG(R->batch_same, "%s: a batch of 16 or of 5 differs from alone", name);
     if (max_ctx >= 64) {
         R->paged_same = paged_check(c, g, &R->err_paged);

@@ -42,7 +42,7 @@ def reference_sizes():
 
 
 def test_bench_json_figures_consistent():
-    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "pp32,tg8,tg4@d8", "--reps", "2",
+    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "pp32,tg8,tg4@d8,tg4x3@d8", "--reps", "2",
                 "--json", "--bw", "123.5", "--flops", "7")
     assert out.returncode == 0, out.stderr
     j = json.loads(out.stdout)
@@ -53,20 +53,22 @@ def test_bench_json_figures_consistent():
     assert j["reps"] == 2 and j["bw_gbs"] == 123.5 and j["flops_tflops"] == 7
     assert j["max_batch_tokens"] == 32  # --ubatch 512 capped by the largest prefill (32)
     res = {r["test"]: r for r in j["results"]}
-    assert list(res) == ["pp32", "tg8", "tg4@d8"]
-    for name, kind, n, depth in (("pp32", "pp", 32, 0), ("tg8", "tg", 8, 0), ("tg4@d8", "tg", 4, 8)):
+    assert list(res) == ["pp32", "tg8", "tg4@d8", "tg4x3@d8"]
+    for name, kind, n, depth, batch in (("pp32", "pp", 32, 0, 1), ("tg8", "tg", 8, 0, 1), ("tg4@d8", "tg", 4, 8, 1),
+                                        ("tg4x3@d8", "tg", 4, 8, 3)):
         r = res[name]
-        assert (r["kind"], r["n_tokens"], r["depth"]) == (kind, n, depth)
+        assert (r["kind"], r["n_tokens"], r["depth"], r["batch"]) == (kind, n, depth, batch)
         assert len(r["times_s"]) == 2 and all(t > 0 for t in r["times_s"])
         assert r["median_s"] == pytest.approx(statistics.median(r["times_s"]), rel=1e-9)
-        assert r["tok_s"] > 0 and r["tok_s"] == pytest.approx(n / r["median_s"], rel=1e-9)
+        # tok/s counts every sequence's tokens; the weights are read once a step
+        assert r["tok_s"] > 0 and r["tok_s"] == pytest.approx(batch * n / r["median_s"], rel=1e-9)
         if kind == "pp":
             assert "gbs" not in r
             assert r["tflops"] == pytest.approx(2 * params * r["tok_s"] / 1e12, rel=1e-9)
             assert r["limit"] == 7 and r["pct_limit"] == pytest.approx(100 * r["tflops"] / 7, rel=1e-9)
         else:
             assert "tflops" not in r
-            assert r["gbs"] == pytest.approx(dbytes * r["tok_s"] / 1e9, rel=1e-9)
+            assert r["gbs"] == pytest.approx(dbytes * r["tok_s"] / batch / 1e9, rel=1e-9)
             assert r["limit"] == 123.5 and r["pct_limit"] == pytest.approx(100 * r["gbs"] / 123.5, rel=1e-9)
         assert r["pct_limit"] > 0
 
@@ -82,6 +84,7 @@ def test_bench_table_output():
 
 
 @pytest.mark.parametrize("args", [["--tests", "xx12"], ["--tests", "pp0"], ["--tests", "tg8@4"], ["--reps", "0"],
+                                  ["--tests", "pp8x2"], ["--tests", "tg8x0"], ["--tests", "tg8x257"],
                                   ["--bw", "-1"], ["--frobnicate"]])
 def test_bench_bad_arguments(args):
     out = bench(MODEL, *args)

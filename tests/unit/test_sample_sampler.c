@@ -2,6 +2,7 @@
  * min-p, penalties, logit_bias, logprobs, stop tokens, and a chi-square check
  * that temperature sampling follows the softmax. Expected values are computed
  * here independently, in double, from the definitions in sample.h. */
+#include "engine/backend.h"
 #include "sample/sample.h"
 #include "test.h"
 
@@ -568,8 +569,54 @@ static void test_extremes(void)
     }
 }
 
+/* The backends' greedy pick (engine/backend.h backend_logits_argmax, which
+ * the CUDA kernel reproduces) equals the sampler's greedy choice on rows full
+ * of NaN, ±inf, ±0 and ties; sampler_plain_greedy says when it may stand in. */
+static void test_plain_greedy_argmax(void)
+{
+    enum { N = 777 };
+    struct sample_params p;
+    sample_params_default(&p);
+    p.temperature = 0;
+    struct sampler s;
+    struct sample_work w;
+    mk(&s, &w, N, &p);
+    CHECK(sampler_plain_greedy(&s));
+    float l[N];
+    const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, FLT_MAX, 1.0f};
+    for (int rep = 0; rep < 400; rep++) {
+        random_logits(l, N, rep % 2 ? 4 : 1e-3); /* tiny scale: many equal floats */
+        const int n_special = rep % 50;
+        for (int k = 0; k < n_special; k++)
+            l[(uint32_t)(trng() * N)] = special[(int)(trng() * 7)];
+        if (rep % 40 == 3)
+            for (int i = 0; i < N; i++) /* no finite logit: −1 */
+                l[i] = i % 2 ? NAN : -INFINITY;
+        if (rep % 40 == 5)
+            for (int i = 0; i < N; i++) /* all tied */
+                l[i] = i % 3 ? 0.0f : -0.0f;
+        CHECK_EQ_INT(backend_logits_argmax(l, N), sampler_sample(&s, &w, l, NULL));
+    }
+    done(&s, &w);
+    const struct sample_bias bias = {5, 1.0f};
+    for (int k = 0; k < 4; k++) {
+        sample_params_default(&p);
+        p.temperature = k == 0 ? 0.5f : 0;
+        if (k == 1)
+            p.presence_penalty = 0.5f;
+        if (k == 2)
+            p.logit_bias = &bias, p.n_logit_bias = 1;
+        if (k == 3)
+            p.logprobs = true;
+        mk(&s, &w, N, &p);
+        CHECK_MSG(!sampler_plain_greedy(&s), "case %d is not plain greedy", k);
+        done(&s, &w);
+    }
+}
+
 int main(void)
 {
+    RUN(test_plain_greedy_argmax);
     RUN(test_greedy_argmax_ties);
     RUN(test_seed_determinism);
     RUN(test_top_k_1_is_greedy);

@@ -232,6 +232,9 @@ static int cpu_forward(struct backend *base, const struct backend_batch *batch, 
             for (uint64_t k = 0; k < n; k++)
                 s->logits[k] = c->final_softcap * tanhf(s->logits[k] / c->final_softcap);
         }
+        if (s->argmax)
+            for (uint32_t r = 0; r < s->n_logits; r++)
+                s->argmax[r] = backend_logits_argmax(s->logits + (uint64_t)r * c->vocab, c->vocab);
     }
     return 0;
 }

@@ -120,6 +120,8 @@ struct cuda_backend {
     uint32_t *h_dec;         /* pinned, the same layout */
     float *h_xdec;           /* pinned (G, dim) embedding rows when d_embd is NULL */
     float *h_logits;         /* pinned (G, vocab) */
+    int32_t *d_argmax;       /* (DEC_G) each row's greedy pick (sample.cu), written by the step's graph */
+    int32_t *h_argmax;       /* pinned (DEC_G) */
     struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
 };
 
@@ -148,6 +150,7 @@ static void cuda_be_free(struct backend *base)
         cuda_host_free(b->h_dec);
         cuda_host_free(b->h_xdec);
         cuda_host_free(b->h_logits);
+        cuda_host_free(b->h_argmax);
         for (size_t i = 0; i < b->n_allocs; i++)
             cuda_free(b->allocs[i]);
         cuda_gemm_free(b->gemm);
@@ -288,6 +291,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->h_x = calloc(T * c->dim, sizeof(float));
     b->layers = calloc(c->n_layers, sizeof(*b->layers));
     b->d_dec = (uint32_t *)dev_floats(b, 3 * DEC_G + b->tables_max, 1, &ok);
+    b->d_argmax = (int32_t *)dev_floats(b, DEC_G, 1, &ok);
     {
         /* MEMRA_ATTN=fast|exact; unset: fast when MEMRA_GEMM=fast (the same numerics trade) */
         const char *am = getenv("MEMRA_ATTN"), *gm = getenv("MEMRA_GEMM");
@@ -304,6 +308,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->h_dec = cuda_host_alloc(((size_t)3 * DEC_G + b->tables_max) * sizeof(uint32_t));
         b->h_xdec = cuda_host_alloc((size_t)b->dec_g * c->dim * sizeof(float));
         b->h_logits = cuda_host_alloc((size_t)b->dec_g * c->vocab * sizeof(float));
+        b->h_argmax = cuda_host_alloc((size_t)DEC_G * sizeof(int32_t));
     }
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
@@ -841,6 +846,15 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
     const struct cuda_weight *out = &b->output;
     const bool prep = decode_norm(b, pending, b->out_norm, T, is_quantized(out->dtype));
     decode_matmul(b, &out, &b->logits, 1, b->xb, T, prep);
+    if (c->final_softcap <= 0.0f) /* softcapped rows: the host caps, then picks */
+        cuda_argmax_rows(b->ctx, b->logits, T, c->vocab, b->d_argmax);
+}
+
+/* Whether sequence s of a decode step takes its greedy pick from the device
+ * instead of its logit row. */
+static bool dec_wants_argmax(const struct cuda_backend *b, const struct backend_seq *s)
+{
+    return s->n_logits && s->argmax && b->base.model->cfg.final_softcap <= 0.0f;
 }
 
 /* A batch the decode step takes: sequences of one token each (more than
@@ -886,14 +900,20 @@ static void decode_step(struct cuda_backend *b, const struct backend_batch *batc
     } else {
         decode_body(b, T);
     }
-    /* the rows asked for, contiguous runs in one copy each */
+    /* the greedy picks asked for (all T: 4 bytes each), then the logit rows
+     * asked for, contiguous runs in one copy each */
+    bool any_argmax = false;
+    for (uint32_t i = 0; i < T; i++)
+        any_argmax |= dec_wants_argmax(b, &batch->seqs[i]);
+    if (any_argmax)
+        cuda_download_async(b->ctx, b->h_argmax, b->d_argmax, (size_t)T * sizeof(int32_t));
     for (uint32_t i = 0; i < T;) {
-        if (batch->seqs[i].n_logits == 0) {
+        if (batch->seqs[i].n_logits == 0 || dec_wants_argmax(b, &batch->seqs[i])) {
             i++;
             continue;
         }
         uint32_t j = i + 1;
-        while (j < T && batch->seqs[j].n_logits)
+        while (j < T && batch->seqs[j].n_logits && !dec_wants_argmax(b, &batch->seqs[j]))
             j++;
         cuda_download_async(b->ctx, b->h_logits + (uint64_t)i * c->vocab, b->logits + (uint64_t)i * c->vocab,
                             (size_t)(j - i) * c->vocab * sizeof(float));
@@ -904,12 +924,18 @@ static void decode_step(struct cuda_backend *b, const struct backend_batch *batc
         const struct backend_seq *s = &batch->seqs[i];
         if (s->n_logits == 0)
             continue;
+        if (dec_wants_argmax(b, s)) {
+            s->argmax[0] = b->h_argmax[i];
+            continue;
+        }
         const float *src = b->h_logits + (uint64_t)i * c->vocab;
         if (c->final_softcap > 0.0f)
             for (uint32_t k = 0; k < c->vocab; k++)
                 s->logits[k] = c->final_softcap * tanhf(src[k] / c->final_softcap);
         else
             memcpy(s->logits, src, (size_t)c->vocab * sizeof(float));
+        if (s->argmax) /* softcapped: picked here, after the cap */
+            s->argmax[0] = backend_logits_argmax(s->logits, c->vocab);
     }
 }
 
@@ -995,6 +1021,9 @@ static int cuda_be_forward(struct backend *base, const struct backend_batch *bat
             if (c->final_softcap > 0.0f)
                 for (uint64_t k = 0; k < (uint64_t)nr * c->vocab; k++)
                     dst[k] = c->final_softcap * tanhf(dst[k] / c->final_softcap);
+            if (s->argmax) /* the general path's rows come down anyway: picked on the host */
+                for (uint32_t r = 0; r < nr; r++)
+                    s->argmax[r0 + r] = backend_logits_argmax(dst + (uint64_t)r * c->vocab, c->vocab);
         }
     }
     cuda_ctx_sync(b->ctx);

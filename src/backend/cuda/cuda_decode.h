@@ -32,6 +32,11 @@ bool cuda_embed_supported(enum dtype t, uint64_t dim);
 void cuda_embed_gather(struct cuda_ctx *ctx, enum dtype t, const void *table, uint64_t row_bytes, uint32_t dim,
                        const int32_t *tokens, uint32_t T, float scale, float *x);
 
+/* ---- greedy sampling on the device (sample.cu) ------------------------------
+ * out[r] = backend_logits_argmax(logits row r) (engine/backend.h's rule, bit
+ * for bit) for r < rows; logits (rows, vocab), out (rows) int32, device. */
+void cuda_argmax_rows(struct cuda_ctx *ctx, const float *logits, uint32_t rows, uint32_t vocab, int32_t *out);
+
 /* ---- pinned host memory and asynchronous copies (staging.cu) ---------------
  * cuda_host_alloc: page-locked host memory (cudaHostAlloc) or abort; the async
  * copies are queued on the context's stream and return at once: the host

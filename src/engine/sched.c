@@ -635,7 +635,7 @@ static bool sched_step(struct sched *s)
 
     /* the batch: decode tokens first, then prefill chunks in sequence order
      * (the budget bounds how much prefill runs) */
-    uint32_t budget = s->cfg.max_batch_tokens, n = 0;
+    uint32_t budget = s->cfg.max_batch_tokens, n = 0, n_prefill = 0, first_prefill_pos = 0;
     for (uint32_t i = 0; i < s->max_seqs && budget; i++) {
         struct sched_job *j = s->run[i];
         if (!j || j->state != JOB_DECODE)
@@ -664,6 +664,9 @@ static bool sched_step(struct sched *s)
                                           .logits = last ? s->logits + (size_t)n * s->vocab : NULL,
                                           .argmax = last && sampler_plain_greedy(&j->sampler) ? &j->argmax_tok
                                                                                                : NULL};
+        if (!n_prefill)
+            first_prefill_pos = j->n_past;
+        n_prefill += chunk;
         s->seq_job[n++] = j;
         budget -= chunk;
     }
@@ -684,6 +687,10 @@ static bool sched_step(struct sched *s)
     }
     atomic_fetch_add(&s->st_steps, 1);
     const uint64_t t_sample = now_ns();
+    if (n_prefill) /* prefill steps are few and decide the TTFT: each one logged */
+        log_debug("sched: step of %u sequences, %u prefill tokens (first at position %u): plan %.3f ms, forward "
+                  "%.3f ms", n, n_prefill, first_prefill_pos, 1e-6 * (double)(t_fwd - t_plan),
+                  1e-6 * (double)(t_sample - t_fwd));
     atomic_store(&s->st_progress_ns, t_sample);
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];

@@ -23,24 +23,29 @@
  * Layout trick: the dot product does not care which k goes to which fragment
  * slot as long as W and x agree, so a lane takes 8 consecutive k (16 bytes of
  * a weight row) per 32-wide chunk and feeds them to the slots it owns in the
- * chunk's two mmas; it reads the same 8 elements of x (f32, 32 bytes) and
- * splits them itself (columns 2t hi, 2t+1 lo of token t), so no conversion
- * kernel runs first.
+ * chunk's two mmas, and x's columns are laid out the same way (column 2t hi,
+ * 2t+1 lo of token t), so every fragment is one 16-byte load.
  *
  * Floor: rows·n·2 bytes / 4.3 TB/s (4096×4096: 7.8 µs; 128256×4096: 244 µs).
  * The products: 2·rows·n·2T FLOP on mma.sync — 64 tokens on an 8B model are
  * ~2 TFLOP a step, ~3 ms at the ~650 TFLOP/s mma.sync reaches, under the
- * weight read's 3.7 ms.
+ * weight read's 3.7 ms. Measured (H200, bench/RESULTS.md): 87-100 % of the
+ * floor at T = 1..8 on the large shapes, ~25-30 % at T = 64 (the x fragments'
+ * shared-memory reads and the per-step barriers, not the weight stream, bound
+ * it there; wgmma with x in shared memory as its B operand is the next step).
  *
- * Shape: blocks of 4 warps own 64 rows and one K slice; the grid is (row
- * blocks, S). The weight slice streams through a 3-stage cp.async pipeline of
- * 16 KiB stages (64 rows × 256 contiguous bytes: each warp copy instruction
- * moves 2 whole 256-byte runs), and the warps read their fragments from shared
- * memory. The 4 warps split the 4 row tiles and the token columns between
- * them (all rows × 4 tokens each up to 16 tokens; past that more columns a
- * warp). With S > 1 every block writes its slice's sums to a scratch and the
- * last block of a row block to finish (a counter per row block, reset by that
- * block, so graphs can replay the kernel) adds them in slice order.
+ * Shape: a block of NW warps owns BR rows and one K slice; the grid is (row
+ * blocks, S). The weight slice streams through a 3-stage cp.async pipeline
+ * (BR rows × KU·64 contiguous bytes a stage: each warp copy instruction moves
+ * whole runs of a row), and the warps read their fragments from shared
+ * memory. The warps split the row tiles and the token columns between them.
+ * x is either read by each warp from global memory and split on the fly, or
+ * (XS) loaded once per block and stage, split into a shared bf16 buffer, and
+ * read from there. g_variants lists the launch shapes the sweep tries;
+ * mmv_pick the ones the launcher uses (all give the same bits). With S > 1
+ * every block writes its slice's sums to a scratch and the last block of a
+ * row block to finish (a counter per row block, reset by that block, so
+ * graphs can replay the kernel) adds them in slice order.
  */
 #include <cuda_bf16.h>
 
@@ -103,7 +108,7 @@ __global__ void __launch_bounds__(NW * 32) kernel_mmv(const uint8_t *__restrict_
     constexpr int MAXT = WN * NTW * 4;                             /* tokens a block covers */
     constexpr int XN4 = MAXT * KU * 8;                             /* XS: float4s of x a stage */
     constexpr int XF4 = XS ? (XN4 + NW * 32 - 1) / (NW * 32) : 1;  /* of them a thread */
-    static_assert(NW % WM == 0 && KU >= 2 && STAGE / 16 % (NW * 32) == 0, "mmv: warp grid");
+    static_assert(NW % WM == 0 && KU >= 2, "mmv: warp grid");
     extern __shared__ __align__(128) uint8_t smem[];
     uint8_t *xbf = smem + MMV_NS * STAGE; /* XS: 2 buffers of (KU, 2·MAXT, 32) bf16 */
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -121,9 +126,9 @@ __global__ void __launch_bounds__(NW * 32) kernel_mmv(const uint8_t *__restrict_
             const uint32_t cs = c0 + step * KU;
             const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem + (step % MMV_NS) * STAGE);
 #pragma unroll
-            for (int j = 0; j < STAGE / 16 / (NW * 32); j++) {
+            for (int j = 0; j < (STAGE / 16 + NW * 32 - 1) / (NW * 32); j++) {
                 const uint32_t p = j * NW * 32 + tid, r = p / (KU * 4), pr = p % (KU * 4);
-                if (cs + pr / 4 < c1)
+                if (p < STAGE / 16 && cs + pr / 4 < c1)
                     cp_async16(base + stage_off<KU>(r, pr),
                                w + (uint64_t)min(r0 + r, rows - 1) * row_bytes + (uint64_t)cs * 64 + pr * 16);
             }
@@ -308,15 +313,26 @@ mmv_variant g_variants[] = {
     MMV_V(256, 16, 1, 2, 4, true), MMV_V(128, 8, 1, 2, 2, true),  MMV_V(128, 32, 1, 4, 4, true),
     MMV_V(128, 16, 1, 4, 4, true), MMV_V(64, 16, 1, 4, 4, true),  MMV_V(128, 16, 1, 8, 2, true),
     MMV_V(128, 8, 1, 2, 8, true),  MMV_V(64, 8, 1, 2, 4, true),   MMV_V(128, 16, 1, 2, 4, true),
+    MMV_V(128, 16, 1, 8, 4, true), MMV_V(64, 16, 1, 4, 2, true),  MMV_V(64, 32, 1, 2, 2, true),
+    MMV_V(128, 32, 1, 4, 2, true), MMV_V(256, 32, 1, 8, 2, true), MMV_V(128, 32, 1, 2, 2, true),
+    MMV_V(64, 16, 1, 2, 2, true),  MMV_V(128, 8, 1, 1, 4, true),  MMV_V(256, 16, 1, 1, 4, true),
 };
 constexpr int MMV_NVARIANTS = sizeof g_variants / sizeof g_variants[0];
 
-/* The launcher's choice per batch size (measured, bench/RESULTS.md). */
-int mmv_pick(uint32_t T)
+/* The launcher's choice per batch size and weight height, from the H200
+ * sweep of 2026-11-30 (kernel_mmv with MEMRA_MMV_SWEEP=1): many warps with
+ * one row tile each and x staged win at every T; past 32 tokens 256-row
+ * blocks of 32 warps (64-row ones for short weights such as k/v, which would
+ * leave SMs idle). Any choice gives the same bits. */
+int mmv_pick(uint32_t T, uint64_t rows)
 {
-    /* H200 sweep of 2026-11-30 (kernel_mmv with MEMRA_MMV_SWEEP=1): many
-     * warps with one row tile each, x staged, win at every T */
-    return T == 1 ? 13 : T <= 16 ? 23 : T <= 32 ? 18 : 20;
+    if (T == 1)
+        return 31;
+    if (T <= 16)
+        return 23;
+    if (T <= 32)
+        return rows <= 2048 ? 30 : 18;
+    return rows <= 2048 ? 25 : 28;
 }
 
 void mmv_launch(struct cuda_ctx *ctx, int v, const void *w, uint32_t rows, uint32_t n, const float *x, uint32_t T,
@@ -382,7 +398,7 @@ extern "C" void cuda_mmv_variant(struct cuda_ctx *ctx, enum dtype t, const void 
                   (unsigned long long)n);
     if (S > 1 && (rows + MMV_MIN_ROWS - 1) / MMV_MIN_ROWS > ctx->mmv_cnt_n)
         CUDA_FAIL("cuda_mmv: %llu rows not reserved", (unsigned long long)rows);
-    const int v = variant >= 0 ? variant : mmv_pick(T);
+    const int v = variant >= 0 ? variant : mmv_pick(T, rows);
     if (v >= MMV_NVARIANTS || T > g_variants[v].max_t)
         CUDA_FAIL("cuda_mmv: variant %d does not take batch %u", v, T);
     mmv_launch(ctx, v, w, (uint32_t)rows, (uint32_t)n, x, T, S, y, scale);

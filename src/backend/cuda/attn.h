@@ -1,6 +1,6 @@
 /* backend/cuda/attn.h — attention over the paged KV cache on the GPU: the
  * split-K decode kernel (attn_decode.cu) and the tensor-core prefill kernel
- * (attn_prefill.cu). Plain C declarations (no CUDA types) for backend_cuda.c
+ * (attn_prefill.cu). Plain C declarations (no CUDA types) for the backend's C files
  * and the kernel tests.
  *
  * Paged KV (one layer): K and V each (kv_blocks, CUDA_ATTN_BLOCK, kv_dim) f32,

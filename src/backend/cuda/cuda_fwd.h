@@ -3,7 +3,7 @@
  * GEMV kernel reads, the per-token attention prologue (bias, q/k RMSNorm, RoPE,
  * KV write), attention over a sequence's paged KV, the gated activation and the
  * residual add. Plain C declarations (no CUDA types); the definitions are in
- * fwd.cu. The C driver (backend_cuda.c) calls these.
+ * fwd.cu. The C driver (cuda_forward.c, cuda_decode_step.c) calls these.
  *
  * Every kernel computes each output element by the same float operations
  * whatever T (the number of batch tokens) is and wherever the token sits in the

@@ -1,0 +1,130 @@
+/* backend/cuda/backend_cuda_internal.h — the CUDA backend's private state,
+ * shared by its three host C files: backend_cuda.c (lifecycle: init, weight
+ * upload, the KV pool, free; the header comment there describes the whole
+ * backend), cuda_forward.c (the general forward path: per-span matmuls, the
+ * attention plan) and cuda_decode_step.c (the decode step: graphs, device
+ * embedding gather, greedy picks). Plain C; the GPU is reached only through
+ * cuda_ops.h, cuda_fwd.h, cuda_decode.h and attn.h.
+ */
+#ifndef MEMRA_BACKEND_CUDA_INTERNAL_H
+#define MEMRA_BACKEND_CUDA_INTERNAL_H
+
+#include "backend/cuda/attn.h"
+#include "backend/cuda/backend_cuda.h"
+#include "backend/cuda/cuda_decode.h"
+#include "backend/cuda/cuda_fwd.h"
+#include "backend/cuda/cuda_ops.h"
+#include "engine/backend.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A weight on the device: the file's bytes (GEMV types), or float32. */
+struct cuda_weight {
+    enum dtype dtype; /* DTYPE_F32: expanded, read by cuda_fwd_matmul_f32 */
+    uint32_t rows, cols;
+    float scale;
+    uint32_t gemm_min; /* spans of ≥ gemm_min tokens take the GEMM; 0: never (gemm_setup) */
+    bool mmv;          /* the tensor-core batched GEMV takes it (BF16, cols % 32 == 0) */
+    void *d; /* (rows, row bytes) */
+};
+
+struct cuda_layer {
+    float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm; /* (dim) or NULL */
+    float *bq, *bk, *bv;                                           /* qwen2 biases or NULL */
+    float *q_norm, *k_norm;                                        /* (head_dim) or NULL */
+    float *inv_freq;                                               /* (head_dim/2) */
+    struct cuda_weight wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+struct cuda_backend {
+    struct backend base;
+    struct cuda_ctx *ctx;
+    uint32_t q_dim, kv_dim;
+    struct cuda_layer *layers; /* (n_layers) host array of device pointers */
+    float *out_norm;           /* (dim) */
+    struct cuda_weight output; /* (vocab, dim) */
+    void **allocs;             /* every weight / vector allocation, for free */
+    size_t n_allocs, cap_allocs;
+
+    /* KV pool: layer l, kind k (0 keys, 1 values), block n, row r →
+     * kv + (((l·2 + k)·kv_blocks + n)·16 + r)·kv_dim (cuda_fwd.h) */
+    float *kv;          /* device (n_layers, 2, kv_blocks, 16, kv_dim) */
+    uint32_t tables_max; /* max_seqs · ceil(max_ctx / 16): the most block ids a batch brings */
+
+    /* device scratch, T = cfg.max_batch_tokens */
+    uint32_t *d_meta;   /* (2T + tables_max): positions, table offsets, then the concatenated tables */
+    float *x, *xb, *xb2; /* (T, dim) */
+    float *q, *att;     /* (T, q_dim) */
+    float *k, *v;       /* (T, kv_dim) */
+    float *hb, *hb2;    /* (T, ffn_dim) */
+    float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
+    struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
+    uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
+    /* attention (attn_plan): decode rows go attn_rows a launch */
+    bool attn_fast;          /* spans of ≥ 2 tokens on the bf16 tensor-core prefill kernel */
+    uint32_t attn_rows;      /* min(CUDA_BE_ATTN_ROWS, max_batch_tokens) */
+    float *attn_part;        /* cuda_attn_decode_scratch_floats(attn_rows): the splits' partials */
+    struct cuda_attn_span *d_attn_spans, *h_attn_spans; /* (max_seqs) this batch's prefill-kernel spans */
+    uint32_t *h_attn_runs;   /* (max_seqs, 2) this batch's runs of decode-kernel rows: first token, count */
+    uint32_t n_attn_spans, max_attn_span, n_attn_runs;
+    /* host staging */
+    uint32_t *h_meta;   /* (2T + tables_max) */
+    float *h_x;         /* (T, dim) embedding rows */
+
+    /* decode step (decode_step below), G = dec_g */
+    bool dec_on, dec_graphs; /* MEMRA_CUDA_DECODE / MEMRA_CUDA_GRAPH not 0 */
+    enum { MMV_OFF, MMV_AUTO, MMV_ALL } mmv_mode; /* MEMRA_DECODE_MMV (see use_mmv) */
+    uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
+    bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
+    const void *d_embd;      /* token embedding rows as in the file, on the device (NULL: host rows) */
+    float embd_scale;        /* its tensor scale × the model's embedding scale */
+    uint32_t *d_dec;         /* (3G + tables_max) token ids, positions, table offsets (G each), tables */
+    uint32_t *h_dec;         /* pinned, the same layout */
+    float *h_xdec;           /* pinned (G, dim) embedding rows when d_embd is NULL */
+    float *h_logits;         /* pinned (G, vocab) */
+    int32_t *d_argmax;       /* (DEC_G) each row's greedy pick (sample.cu), written by the step's graph */
+    int32_t *h_argmax;       /* pinned (DEC_G) */
+    struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
+};
+
+/* Room for the decode step's per-sequence inputs: the largest dec_g. */
+#define DEC_G CUDA_MMV_MAX_BATCH
+
+/* Block ids fit 24 bits (the CPU backend's limit too); headroom left free
+ * when the pool is sized from the free memory. */
+#define CUDA_MAX_KV_BLOCKS (1u << 24)
+#define CUDA_KV_HEADROOM ((uint64_t)1 << 30)
+#define CUDA_BE_ATTN_ROWS 64u /* decode-attention rows a launch (sizes its partials' scratch) */
+_Static_assert(CUDA_KV_BLOCK == BACKEND_KV_BLOCK, "cuda_fwd.h and engine/backend.h agree on the block size");
+
+static inline bool is_quantized(enum dtype t)
+{
+    return t != DTYPE_F32 && t != DTYPE_BF16 && t != DTYPE_F16 && t != DTYPE_F8_E4M3;
+}
+
+/* Whether T tokens run through weight w on the tensor-core batched GEMV
+ * (mmv.cu) rather than the CUDA-core GEMV: MEMRA_DECODE_MMV=auto (default)
+ * takes it for 2 or more tokens (1 token: the GEMV, ~15 % faster alone),
+ * all for any T (then a sequence's bits never depend on the batch: the mmv
+ * gives each token the same bits whatever T), off never. */
+static inline bool use_mmv(const struct cuda_backend *b, const struct cuda_weight *w, uint32_t T)
+{
+    return w->mmv && (T >= 2 || b->mmv_mode == MMV_ALL);
+}
+
+/* ---- cuda_forward.c ---------------------------------------------------------- */
+int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen);
+/* Rows [t0, t0 + n) of b->q through the split-K decode attention kernel into
+ * b->att, attn_rows a launch (the decode step's rows and the general path's
+ * one-token spans run the same kernel). */
+void cuda_be_attn_rows(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
+                       const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window);
+
+/* ---- cuda_decode_step.c ------------------------------------------------------ */
+/* Whether a batch is decode-shaped (every sequence one token) and the decode step is on. */
+bool cuda_be_decode_shaped(const struct cuda_backend *b, const struct backend_batch *batch);
+/* One decode step of batch->n_seqs ≤ b->dec_g sequences. */
+void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *batch);
+
+#endif

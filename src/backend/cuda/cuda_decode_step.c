@@ -1,0 +1,223 @@
+/* backend/cuda/cuda_decode_step.c — the CUDA backend's decode step (host C):
+ * batches of sequences × one token, the steady state of generation, as one
+ * CUDA graph per batch size (the section comment below has the details).
+ * Called by cuda_be_forward (cuda_forward.c) in groups of b->dec_g.
+ */
+#include "backend/cuda/backend_cuda_internal.h"
+#include "core/log.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- decode step ------------------------------------------------------------
+ * A batch of T ≤ dec_g sequences × 1 token (the steady state of generation)
+ * runs here instead of the general path: the step's inputs (token ids,
+ * positions, block-table offsets, block tables) go up in ONE async copy from
+ * pinned memory into fixed device buffers (d_dec), the whole forward — the
+ * embedding gather (embed.cu), every layer, the final norm and the logits
+ * GEMV — replays as a CUDA graph captured on the first step of each T, and
+ * the logit rows asked for come down in async copies to pinned memory; the
+ * only host sync of a step is the one before reading them. The graph stays
+ * valid across steps because no kernel's launch configuration depends on the
+ * positions (attention and RoPE read them from d_dec) and every pointer it
+ * holds is fixed (d_dec, the scratch, the KV pool, the GEMV activation scratch
+ * reserved at load for the largest n × 8, the mmv's for every shape at 64, so
+ * neither moves). dec_g is 64 when every matmul of the model has the
+ * tensor-core batched GEMV (BF16 weights), else 8 (the CUDA-core GEMV's batch).
+ *
+ * Fewer launches per layer: the residual add is fused into the next RMSNorm
+ * (cuda_rmsnorm with a residual), the RMSNorm and the activation write the
+ * quantized GEMVs' prepared x themselves (cuda_rmsnorm_prep, cuda_glu_prep),
+ * so no prep kernel runs before q/k/v, gate/up, down or the logits. Every
+ * output element is computed by the same float operations as the general
+ * path (the fused kernels are the same kernels; a + b = b + a exactly), so a
+ * sequence's logits are bit-identical whichever path or batch serves it.
+ * MEMRA_CUDA_GRAPH=0 runs the same step eagerly (no graph); MEMRA_CUDA_DECODE=0
+ * sends decode batches down the general path (both for measurements). */
+
+static bool group_quantized(const struct cuda_weight *const *ws, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (is_quantized(ws[i]->dtype))
+            return true;
+    return false;
+}
+
+/* ys[i] (T, rows) = x (T, cols) · ws[i]ᵀ, T ≤ dec_g: one GEMV per weight;
+ * prepared: x's quantized form is already in the context's scratch. */
+static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                          const float *x, uint32_t T, bool prepared)
+{
+    if (!prepared && group_quantized(ws, n))
+        cuda_gemv_prep_x(b->ctx, x, ws[0]->cols, T);
+    for (int i = 0; i < n; i++) {
+        const struct cuda_weight *w = ws[i];
+        if (w->dtype == DTYPE_F32) {
+            cuda_fwd_matmul_f32(b->ctx, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
+            continue;
+        }
+        if (use_mmv(b, w, T)) {
+            cuda_mmv(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
+            continue;
+        }
+        const bool q = is_quantized(w->dtype);
+        cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale, 0, q ? 1 : 0,
+                          q ? CUDA_GEMV_X_PREPARED : 0);
+    }
+}
+
+/* xb (T, dim) = rmsnorm(x += add) · w (add NULL: x as is), preparing xb for the
+ * quantized GEMVs when prep and the shapes allow; returns whether it did. */
+static bool decode_norm(struct cuda_backend *b, const float *add, const float *w, uint32_t T, bool prep)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    prep = prep && b->dec_fuse;
+    if (prep)
+        cuda_rmsnorm_prep(b->ctx, add ? add : b->x, add ? b->x : NULL, w, b->xb, T, c->dim, c->norm_eps);
+    else
+        cuda_rmsnorm(b->ctx, add ? add : b->x, add ? b->x : NULL, w, b->xb, T, c->dim, c->norm_eps);
+    return prep;
+}
+
+/* Everything a decode step queues on the stream after its input copy: what the
+ * graph of T holds. Logits of the T tokens → b->logits (T, vocab). */
+static void decode_body(struct cuda_backend *b, uint32_t T)
+{
+    const struct model *m = b->base.model;
+    const struct model_config *c = &m->cfg;
+    const uint32_t *tok = b->d_dec, *tok_pos = b->d_dec + DEC_G, *tok_table = b->d_dec + 2 * DEC_G;
+    const uint32_t *blocks = b->d_dec + 3 * DEC_G;
+    if (b->d_embd) /* else the caller uploaded the rows into x */
+        cuda_embed_gather(b->ctx, m->tok_embd.dtype, b->d_embd, m->tok_embd.row_bytes, c->dim, (const int32_t *)tok,
+                          T, b->embd_scale, b->x);
+    const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
+    const uint64_t kind_stride = (uint64_t)b->base.cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim;
+    const bool gelu = c->act == MODEL_ACT_GELU_TANH;
+    const float *pending = NULL; /* the last block's output, added into x by the next norm */
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        const struct model_layer *L = &m->layers[l];
+        const struct cuda_layer *D = &b->layers[l];
+        const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
+        float *qkv_out[3] = {b->q, b->k, b->v};
+        bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3));
+        decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep);
+        float *kl = b->kv + (uint64_t)l * 2 * kind_stride;
+        const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
+        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm, D->k_norm,
+                            D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
+        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1}; /* tok_table: offsets into blocks */
+        cuda_be_attn_rows(b, &akv, tok_pos, tok_table, 0, T, c->attn_scale, L->sliding ? c->sliding_window : 0);
+        const struct cuda_weight *wo = &D->wo;
+        decode_matmul(b, &wo, &b->xb2, 1, b->att, T, false);
+        if (D->post_attn_norm)
+            cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
+        const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
+        float *gu_out[2] = {b->hb, b->hb2};
+        prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2));
+        decode_matmul(b, gu, gu_out, 2, b->xb, T, prep);
+        const struct cuda_weight *wd = &D->w_down;
+        prep = b->dec_fuse && is_quantized(wd->dtype);
+        if (prep)
+            cuda_glu_prep(b->ctx, b->hb, b->hb2, T, c->ffn_dim, gelu);
+        else
+            cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, gelu);
+        decode_matmul(b, &wd, &b->xb2, 1, b->hb, T, prep);
+        if (D->post_ffn_norm)
+            cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
+        pending = b->xb2;
+    }
+    const struct cuda_weight *out = &b->output;
+    const bool prep = decode_norm(b, pending, b->out_norm, T, is_quantized(out->dtype));
+    decode_matmul(b, &out, &b->logits, 1, b->xb, T, prep);
+    if (c->final_softcap <= 0.0f) /* softcapped rows: the host caps, then picks */
+        cuda_argmax_rows(b->ctx, b->logits, T, c->vocab, b->d_argmax);
+}
+
+/* Whether sequence s of a decode step takes its greedy pick from the device
+ * instead of its logit row. */
+static bool dec_wants_argmax(const struct cuda_backend *b, const struct backend_seq *s)
+{
+    return s->n_logits && s->argmax && b->base.model->cfg.final_softcap <= 0.0f;
+}
+
+/* A batch the decode step takes: sequences of one token each (more than
+ * dec_g of them run as consecutive groups of dec_g, see cuda_be_forward). */
+bool cuda_be_decode_shaped(const struct cuda_backend *b, const struct backend_batch *batch)
+{
+    if (!b->dec_on || batch->n_seqs == 0)
+        return false;
+    for (uint32_t i = 0; i < batch->n_seqs; i++)
+        if (batch->seqs[i].n_tokens != 1)
+            return false;
+    return true;
+}
+
+void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *batch)
+{
+    const struct model *m = b->base.model;
+    const struct model_config *c = &m->cfg;
+    const uint32_t T = batch->n_seqs;
+    uint32_t n_ids = 0;
+    for (uint32_t i = 0; i < T; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t nb = backend_kv_blocks_for((uint64_t)s->pos + 1);
+        MEMRA_ASSERT(n_ids + nb <= b->tables_max); /* batch_check: ≤ max_seqs sequences within max_ctx */
+        b->h_dec[i] = (uint32_t)s->tokens[0];
+        b->h_dec[DEC_G + i] = s->pos;
+        b->h_dec[2 * DEC_G + i] = n_ids;
+        memcpy(b->h_dec + 3 * DEC_G + n_ids, s->blocks, nb * sizeof(uint32_t));
+        n_ids += nb;
+        if (!b->d_embd)
+            model_embed_row(m, s->tokens[0], b->h_xdec + (uint64_t)i * c->dim);
+    }
+    cuda_upload_async(b->ctx, b->d_dec, b->h_dec, ((size_t)3 * DEC_G + n_ids) * sizeof(uint32_t));
+    if (!b->d_embd)
+        cuda_upload_async(b->ctx, b->x, b->h_xdec, (size_t)T * c->dim * sizeof(float));
+    if (b->dec_graphs) {
+        if (!b->graphs[T]) {
+            cuda_graph_begin(b->ctx);
+            decode_body(b, T);
+            b->graphs[T] = cuda_graph_end(b->ctx);
+        }
+        cuda_graph_launch(b->ctx, b->graphs[T]);
+    } else {
+        decode_body(b, T);
+    }
+    /* the greedy picks asked for (all T: 4 bytes each), then the logit rows
+     * asked for, contiguous runs in one copy each */
+    bool any_argmax = false;
+    for (uint32_t i = 0; i < T; i++)
+        any_argmax |= dec_wants_argmax(b, &batch->seqs[i]);
+    if (any_argmax)
+        cuda_download_async(b->ctx, b->h_argmax, b->d_argmax, (size_t)T * sizeof(int32_t));
+    for (uint32_t i = 0; i < T;) {
+        if (batch->seqs[i].n_logits == 0 || dec_wants_argmax(b, &batch->seqs[i])) {
+            i++;
+            continue;
+        }
+        uint32_t j = i + 1;
+        while (j < T && batch->seqs[j].n_logits && !dec_wants_argmax(b, &batch->seqs[j]))
+            j++;
+        cuda_download_async(b->ctx, b->h_logits + (uint64_t)i * c->vocab, b->logits + (uint64_t)i * c->vocab,
+                            (size_t)(j - i) * c->vocab * sizeof(float));
+        i = j;
+    }
+    cuda_ctx_sync(b->ctx);
+    for (uint32_t i = 0; i < T; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        if (s->n_logits == 0)
+            continue;
+        if (dec_wants_argmax(b, s)) {
+            s->argmax[0] = b->h_argmax[i];
+            continue;
+        }
+        const float *src = b->h_logits + (uint64_t)i * c->vocab;
+        if (c->final_softcap > 0.0f)
+            for (uint32_t k = 0; k < c->vocab; k++)
+                s->logits[k] = c->final_softcap * tanhf(src[k] / c->final_softcap);
+        else
+            memcpy(s->logits, src, (size_t)c->vocab * sizeof(float));
+        if (s->argmax) /* softcapped: picked here, after the cap */
+            s->argmax[0] = backend_logits_argmax(s->logits, c->vocab);
+    }
+}

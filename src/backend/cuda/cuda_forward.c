@@ -1,0 +1,284 @@
+/* backend/cuda/cuda_forward.c — the CUDA backend's general forward path (host
+ * C): any batch of spans, laid out token after token in (T, ·) scratch; each
+ * span's matmuls take the cuBLASLt GEMM, the tensor-core batched GEMV or the
+ * decode GEMVs by its own length (matmul_multi), attention takes the split-K
+ * decode kernel or the prefill kernel by span (attn_plan); decode-shaped
+ * batches go to cuda_decode_step.c instead. backend_cuda.c's header comment
+ * describes the choices and why a sequence's bits never depend on the batch.
+ */
+#include "backend/cuda/backend_cuda_internal.h"
+#include "core/log.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Tokens [t0, t0 + T) through the GEMVs: ys[i] (T, rows) = x (T, cols) · wsᵀ,
+ * 64 tokens a launch on the mmv (use_mmv), else 8; the quantized ones share
+ * one preparation of x a chunk. */
+static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                        const float *x, uint32_t t0, uint32_t T)
+{
+    const uint32_t cols = ws[0]->cols;
+    bool any_q = false;
+    for (int i = 0; i < n; i++) {
+        if (ws[i]->dtype == DTYPE_F32)
+            cuda_fwd_matmul_f32(b->ctx, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t0 * cols, T,
+                                ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale);
+        any_q |= is_quantized(ws[i]->dtype);
+        if (use_mmv(b, ws[i], T))
+            for (uint32_t c0 = t0; c0 < t0 + T; c0 += CUDA_MMV_MAX_BATCH) {
+                const uint32_t nb = t0 + T - c0 < CUDA_MMV_MAX_BATCH ? t0 + T - c0 : CUDA_MMV_MAX_BATCH;
+                cuda_mmv(b->ctx, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)c0 * cols, nb,
+                         ys[i] + (uint64_t)c0 * ws[i]->rows, ws[i]->scale);
+            }
+    }
+    for (uint32_t c0 = t0; c0 < t0 + T; c0 += CUDA_GEMV_MAX_BATCH) {
+        const uint32_t nb = t0 + T - c0 < CUDA_GEMV_MAX_BATCH ? t0 + T - c0 : CUDA_GEMV_MAX_BATCH;
+        const float *xc = x + (uint64_t)c0 * cols;
+        if (any_q)
+            cuda_gemv_prep_x(b->ctx, xc, cols, nb);
+        for (int i = 0; i < n; i++) {
+            const struct cuda_weight *w = ws[i];
+            if (w->dtype == DTYPE_F32 || use_mmv(b, w, T))
+                continue;
+            const bool q = is_quantized(w->dtype);
+            /* ksplit 1 for quantized types: batch-independent summation order */
+            cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, cols, xc, nb, ys[i] + (uint64_t)c0 * w->rows,
+                              w->scale, 0, q ? 1 : 0, q ? CUDA_GEMV_X_PREPARED : 0);
+        }
+    }
+}
+
+/* Whether a span of len tokens takes the GEMM for this group of weights: all
+ * of them have one and len reaches every one's threshold. A function of the
+ * span's own length: a sequence's path does not depend on the rest of the
+ * batch. */
+static bool span_takes_gemm(const struct cuda_backend *b, const struct cuda_weight *const *ws, int n, uint32_t len)
+{
+    if (!b->gemm)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (ws[i]->gemm_min == 0 || len < ws[i]->gemm_min)
+            return false;
+    return true;
+}
+
+/* ys[i] (T, ws[i].rows) = x (T, cols) · ws[i]ᵀ for weights sharing the input,
+ * T = Σ spans: each span (a sequence's tokens, consecutive in x) of enough
+ * tokens runs the GEMM on its own rows; the others, gathered into runs of
+ * consecutive spans, run the GEMVs. */
+static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                         const float *x, const uint32_t *spans, uint32_t n_spans)
+{
+    const uint32_t cols = ws[0]->cols;
+    for (int i = 0; i < n; i++)
+        MEMRA_ASSERT(ws[i]->cols == cols);
+    uint32_t t = 0, run0 = 0; /* run0: first token of the pending GEMV run [run0, t) */
+    for (uint32_t s = 0; s < n_spans; s++) {
+        const uint32_t len = spans[s];
+        if (!span_takes_gemm(b, ws, n, len)) {
+            t += len;
+            continue;
+        }
+        if (t > run0)
+            matmul_gemv(b, ws, ys, n, x, run0, t - run0);
+        bool converted = false; /* x of this span converted by an earlier weight of the group (f32 ones read x
+                                   as is): the others reuse it when their input type is the same */
+        for (int i = 0; i < n; i++) {
+            cuda_gemm_run(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t * cols, len,
+                          ys[i] + (uint64_t)t * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
+            converted |= ws[i]->dtype != DTYPE_F32;
+        }
+        t += len;
+        run0 = t;
+    }
+    if (t > run0)
+        matmul_gemv(b, ws, ys, n, x, run0, t - run0);
+}
+
+static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const float *x, float *y,
+                   const uint32_t *spans, uint32_t n_spans)
+{
+    matmul_multi(b, &w, &y, 1, x, spans, n_spans);
+}
+
+/* Embedding rows, positions, table offsets and the concatenated block tables
+ * of the batch into the staging buffers, then up to the device (d_meta:
+ * [0, T) positions, [T, 2T) offsets into [2T, 2T + n_ids) block ids). */
+static void embed_upload(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
+{
+    const struct model *m = b->base.model;
+    const uint32_t dim = m->cfg.dim;
+    uint32_t g = 0, n_ids = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t nb = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);
+        MEMRA_ASSERT(n_ids + nb <= b->tables_max); /* batch_check: ≤ max_seqs sequences within max_ctx */
+        memcpy(b->h_meta + 2 * T + n_ids, s->blocks, nb * sizeof(uint32_t));
+        for (uint32_t t = 0; t < s->n_tokens; t++, g++) {
+            model_embed_row(m, s->tokens[t], b->h_x + (uint64_t)g * dim);
+            b->h_meta[g] = s->pos + t;
+            b->h_meta[T + g] = n_ids;
+        }
+        n_ids += nb;
+    }
+    cuda_upload(b->ctx, b->x, b->h_x, (size_t)T * dim * 4);
+    cuda_upload(b->ctx, b->d_meta, b->h_meta, ((size_t)T * 2 + n_ids) * 4);
+}
+
+/* ---- attention ----------------------------------------------------------------
+ * How each sequence's attention runs is decided from its own span only, so a
+ * sequence's bits never depend on the rest of the batch or on the path (the
+ * decode step's rows and the general path's one-token spans run the same
+ * kernel). */
+
+/* Rows [t0, t0 + n) through the split-K decode kernel, attn_rows a launch;
+ * tok_pos, tok_table: device (≥ t0 + n), table offsets into kv->tables. */
+void cuda_be_attn_rows(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
+                       const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    for (uint32_t o = 0; o < n; o += b->attn_rows) {
+        const uint32_t t = t0 + o, nr = n - o < b->attn_rows ? n - o : b->attn_rows;
+        cuda_attn_decode(b->ctx, b->q + (uint64_t)t * b->q_dim, b->att + (uint64_t)t * b->q_dim, nr, tok_pos + t,
+                         tok_table + t, ad, *kv, scale, window, b->attn_part);
+    }
+}
+
+/* The general path's plan: one token → a decode row; a longer span → the
+ * prefill kernel when attn_fast and the head_dim is one it takes, else decode
+ * rows. Consecutive decode rows form runs; the prefill spans go up once per
+ * forward. Needs h_meta filled by embed_upload (table offsets at [T, 2T)). */
+static void attn_plan(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    const bool prefill = b->attn_fast && cuda_attn_prefill_supported(ad);
+    uint32_t *runs = b->h_attn_runs, nr = 0, ns = 0, max_n = 0, g = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t n = s->n_tokens;
+        if (prefill && n > 1) {
+            b->h_attn_spans[ns++] = (struct cuda_attn_span){.q0 = g, .n = n, .pos0 = s->pos, .table = b->h_meta[T + g]};
+            max_n = n > max_n ? n : max_n;
+        } else if (nr > 0 && runs[2 * nr - 2] + runs[2 * nr - 1] == g) {
+            runs[2 * nr - 1] += n;
+        } else if (n > 0) {
+            runs[2 * nr] = g;
+            runs[2 * nr + 1] = n;
+            nr++;
+        }
+        g += n;
+    }
+    b->n_attn_runs = nr;
+    b->n_attn_spans = ns;
+    b->max_attn_span = max_n;
+    if (ns > 0)
+        cuda_upload(b->ctx, b->d_attn_spans, b->h_attn_spans, ns * sizeof(*b->h_attn_spans));
+}
+
+/* att (T, q_dim) = attention of q over one layer's KV as attn_plan decided. */
+static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
+                      const uint32_t *tok_table, float scale, uint32_t window)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    for (uint32_t r = 0; r < b->n_attn_runs; r++)
+        cuda_be_attn_rows(b, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window);
+    if (b->n_attn_spans > 0)
+        cuda_attn_prefill(b->ctx, b->q, b->att, b->d_attn_spans, b->n_attn_spans, b->max_attn_span, ad, *kv, scale,
+                          window);
+}
+
+int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen)
+{
+    struct cuda_backend *b = (struct cuda_backend *)base;
+    if (!b->kv)
+        return err_set(err, errlen, "cuda backend: forward before load_weights");
+    if (backend_batch_check(base, batch, err, errlen) != 0)
+        return -1;
+    if (cuda_be_decode_shaped(b, batch)) {
+        /* groups of dec_g: a sequence's bits are those of its group's graph,
+         * which equal the sequence's alone (the GEMVs and the mmv give each
+         * token the same bits whatever the batch; kernel_forward checks batch
+         * vs alone) — except that MEMRA_DECODE_MMV=auto runs a group of 1 on
+         * the CUDA-core GEMV and larger ones on the mmv (logits within ~1e-6) */
+        for (uint32_t g0 = 0; g0 < batch->n_seqs; g0 += b->dec_g) {
+            const uint32_t n = batch->n_seqs - g0 < b->dec_g ? batch->n_seqs - g0 : b->dec_g;
+            const struct backend_batch sub = {.n_seqs = n, .seqs = batch->seqs + g0};
+            cuda_be_decode_step(b, &sub);
+        }
+        return 0;
+    }
+    const struct model *m = base->model;
+    const struct model_config *c = &m->cfg;
+    uint32_t T = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        T += batch->seqs[i].n_tokens;
+        b->spans[i] = batch->seqs[i].n_tokens;
+    }
+    const uint32_t *spans = b->spans, n_spans = batch->n_seqs;
+    embed_upload(b, batch, T);
+    attn_plan(b, batch, T);
+    const uint32_t *tok_pos = b->d_meta, *tok_table = b->d_meta + T, *blocks = b->d_meta + 2 * T;
+    const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
+    const uint64_t kind_stride = (uint64_t)base->cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim;
+    const uint64_t nx = (uint64_t)T * c->dim;
+
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        const struct model_layer *L = &m->layers[l];
+        const struct cuda_layer *D = &b->layers[l];
+        /* attention block */
+        cuda_rmsnorm(b->ctx, b->x, NULL, D->attn_norm, b->xb, T, c->dim, c->norm_eps);
+        const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
+        float *qkv_out[3] = {b->q, b->k, b->v};
+        matmul_multi(b, qkv, qkv_out, 3, b->xb, spans, n_spans);
+        float *kl = b->kv + (uint64_t)l * 2 * kind_stride;
+        const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
+        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
+                            D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
+        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1}; /* tok_table: offsets into blocks */
+        attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
+        matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);
+        if (D->post_attn_norm)
+            cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
+        cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
+        /* feed-forward block */
+        cuda_rmsnorm(b->ctx, b->x, NULL, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
+        const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
+        float *gu_out[2] = {b->hb, b->hb2};
+        matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
+        cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, c->act == MODEL_ACT_GELU_TANH);
+        matmul(b, &D->w_down, b->hb, b->xb2, spans, n_spans);
+        if (D->post_ffn_norm)
+            cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
+        cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
+    }
+
+    /* logits for the last n_logits tokens of each sequence, 8 rows at a time */
+    uint32_t g = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        g += s->n_tokens;
+        if (s->n_logits == 0)
+            continue;
+        const float *h = b->x + (uint64_t)(g - s->n_logits) * c->dim;
+        cuda_rmsnorm(b->ctx, h, NULL, b->out_norm, b->xb, s->n_logits, c->dim, c->norm_eps);
+        for (uint32_t r0 = 0; r0 < s->n_logits; r0 += CUDA_GEMV_MAX_BATCH) {
+            const uint32_t nr = s->n_logits - r0 < CUDA_GEMV_MAX_BATCH ? s->n_logits - r0 : CUDA_GEMV_MAX_BATCH;
+            matmul(b, &b->output, b->xb + (uint64_t)r0 * c->dim, b->logits, &nr, 1); /* ≤ 8 rows: GEMV */
+            float *dst = s->logits + (uint64_t)r0 * c->vocab;
+            cuda_download(b->ctx, dst, b->logits, (size_t)nr * c->vocab * 4);
+            if (c->final_softcap > 0.0f)
+                for (uint64_t k = 0; k < (uint64_t)nr * c->vocab; k++)
+                    dst[k] = c->final_softcap * tanhf(dst[k] / c->final_softcap);
+            if (s->argmax) /* the general path's rows come down anyway: picked on the host */
+                for (uint32_t r = 0; r < nr; r++)
+                    s->argmax[r0 + r] = backend_logits_argmax(dst + (uint64_t)r * c->vocab, c->vocab);
+        }
+    }
+    cuda_ctx_sync(b->ctx);
+    return 0;
+}

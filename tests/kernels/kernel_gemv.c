@@ -40,6 +40,7 @@
 
 #define KERNEL_RNG_SEED 0x9E3779B97F4A7C15ull
 #include "kernel_rng.h"
+#include "kernel_time.h"
 
 #define BW_REF_GBS 4300.0 /* measured H200 device-to-device copy rate, GB/s */
 #define TOL 1e-4
@@ -405,38 +406,19 @@ static void bench_launch(struct bench *b, int copy)
         cuda_gemv_variant(g_ctx, b->t, b->w[copy], b->rows, b->n, b->x, b->batch, b->y, 1.0f, b->rpb, b->ks, b->flags);
 }
 
-static int cmp_double(const void *a, const void *b)
+
+static void bench_launch_i(void *arg, int i)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    struct bench *b = arg;
+    bench_launch(b, i % b->ncopies);
 }
 
-/* Median µs per launch over REPS graph replays of L launches each. */
+/* Median µs per launch (kernel_time.h): a graph of max(24, copies) launches
+ * rotating over the weight copies. */
 static double bench_time(struct bench *b)
 {
-    enum { REPS = 15 };
     const int L = b->ncopies > 24 ? b->ncopies : 24;
-    for (int i = 0; i < (b->ncopies < 4 ? 4 : b->ncopies); i++) /* warm-up, also cuBLAS's first-call setup */
-        bench_launch(b, i % b->ncopies);
-    cuda_ctx_sync(g_ctx);
-    cuda_graph_begin(g_ctx);
-    for (int i = 0; i < L; i++)
-        bench_launch(b, i % b->ncopies);
-    struct cuda_graph *g = cuda_graph_end(g_ctx);
-    struct cuda_timer *tm = cuda_timer_new();
-    cuda_graph_launch(g_ctx, g);
-    double us[REPS];
-    for (int r = 0; r < REPS; r++) {
-        cuda_timer_start(g_ctx, tm);
-        cuda_graph_launch(g_ctx, g);
-        cuda_timer_stop(g_ctx, tm);
-        us[r] = 1000.0 * cuda_timer_ms(tm) / L;
-    }
-    cuda_ctx_sync(g_ctx);
-    cuda_timer_free(tm);
-    cuda_graph_free(g);
-    qsort(us, REPS, sizeof us[0], cmp_double);
-    return us[REPS / 2];
+    return kernel_time_graph(g_ctx, bench_launch_i, b, b->ncopies < 4 ? 4 : b->ncopies, L);
 }
 
 static void bench_alloc(struct bench *b, enum dtype t, uint64_t rows, uint64_t n)
@@ -513,7 +495,7 @@ static void bench_copy(void)
         if (r > 0)
             us[r - 1] = t; /* first one is the warm-up */
     }
-    qsort(us, 11, sizeof us[0], cmp_double);
+    qsort(us, 11, sizeof us[0], kernel_time_cmp);
     printf("d2d copy 1 GiB: %.1f us median, %.0f GB/s (read + write)\n", us[5], 2.0 * bytes / us[5] / 1e3);
     cuda_timer_free(tm);
     cuda_free(a), cuda_free(b);
@@ -683,7 +665,7 @@ int main(int argc, char **argv)
                 cuda_timer_stop(g_ctx, tm);
                 us[r] = 1000.0 * cuda_timer_ms(tm) / 100;
             }
-            qsort(us, 9, sizeof us[0], cmp_double);
+            qsort(us, 9, sizeof us[0], kernel_time_cmp);
             cuda_graph_free(g);
             static const char *names[6] = {"rmsnorm+residual", "rmsnorm+residual", "swiglu", "swiglu",
                                            "rmsnorm+residual+prep", "swiglu+prep"};

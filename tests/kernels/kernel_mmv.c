@@ -30,6 +30,7 @@
 
 #define KERNEL_RNG_SEED 0x5DEECE66Dull
 #include "kernel_rng.h"
+#include "kernel_time.h"
 
 #define BW_REF_GBS 4300.0
 #define TOL 2e-5
@@ -127,12 +128,6 @@ static void check_mmv(uint64_t rows, uint64_t n, uint32_t T)
 
 /* ---- timing ---------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Weights for timing: enough copies of one random (rows, n) BF16 matrix to
  * make the working set ≥ 4× the L2, and x (64, n). */
 struct timing {
@@ -174,40 +169,30 @@ static void timing_free(struct timing *tb)
     free(tb->w);
 }
 
-/* Median µs per launch: variant ≥ -1 the tensor-core GEMV (−1: the
- * launcher's choice), −2 the CUDA-core GEMV (T ≤ 8). */
+struct timed {
+    const struct timing *tb;
+    int variant;
+    uint32_t T;
+};
+
+static void timed_launch(void *arg, int i)
+{
+    const struct timed *c = arg;
+    const struct timing *tb = c->tb;
+    if (c->variant >= -1)
+        cuda_mmv_variant(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f,
+                         c->variant);
+    else
+        cuda_gemv(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f);
+}
+
+/* Median µs per launch (kernel_time.h): variant ≥ -1 the tensor-core GEMV
+ * (−1: the launcher's choice), −2 the CUDA-core GEMV (T ≤ 8). */
 static double time_gemv(const struct timing *tb, int variant, uint32_t T)
 {
-    enum { REPS = 15 };
+    struct timed c = {tb, variant, T};
     const int L = tb->nc > 24 ? tb->nc : 24;
-    for (int pass = 0; pass < 2; pass++) { /* pass 0: warm-up outside the graph */
-        if (pass)
-            cuda_graph_begin(g_ctx);
-        for (int i = 0; i < L; i++) {
-            if (variant >= -1)
-                cuda_mmv_variant(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, T, tb->dy, 1.0f,
-                                 variant);
-            else
-                cuda_gemv(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, T, tb->dy, 1.0f);
-        }
-        if (!pass)
-            cuda_ctx_sync(g_ctx);
-    }
-    struct cuda_graph *g = cuda_graph_end(g_ctx);
-    struct cuda_timer *tm = cuda_timer_new();
-    cuda_graph_launch(g_ctx, g);
-    double us[REPS];
-    for (int r = 0; r < REPS; r++) {
-        cuda_timer_start(g_ctx, tm);
-        cuda_graph_launch(g_ctx, g);
-        cuda_timer_stop(g_ctx, tm);
-        us[r] = 1000.0 * cuda_timer_ms(tm) / L;
-    }
-    cuda_ctx_sync(g_ctx);
-    cuda_timer_free(tm);
-    cuda_graph_free(g);
-    qsort(us, REPS, sizeof us[0], cmp_double);
-    return us[REPS / 2];
+    return kernel_time_graph(g_ctx, timed_launch, &c, L, L);
 }
 
 int main(int argc, char **argv)

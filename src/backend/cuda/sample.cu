@@ -24,6 +24,18 @@ __device__ __forceinline__ bool am_better(float va, int ia, float vb, int ib)
     return va > vb || (va == vb && ia < ib);
 }
 
+/* The best (value, index) of the warp into every lane; index −1 = nothing seen. */
+__device__ __forceinline__ void am_warp_best(float &best, int &at)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+        if (oi >= 0 && (at < 0 || am_better(ov, oi, best, at)))
+            best = ov, at = oi;
+    }
+}
+
 __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__restrict__ logits, uint32_t vocab,
                                                                  int32_t *__restrict__ out)
 {
@@ -40,26 +52,14 @@ __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__
             at = (int)i;
         }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, at, o);
-        if (oi >= 0 && (at < 0 || am_better(ov, oi, best, at)))
-            best = ov, at = oi;
-    }
+    am_warp_best(best, at);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0)
         sv[warp] = best, si[warp] = at;
     __syncthreads();
     if (warp == 0) {
         best = sv[lane], at = si[lane];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, at, o);
-            if (oi >= 0 && (at < 0 || am_better(ov, oi, best, at)))
-                best = ov, at = oi;
-        }
+        am_warp_best(best, at);
         if (lane == 0)
             out[blockIdx.x] = at;
     }

@@ -299,12 +299,10 @@ struct mmv_variant {
     bool xs;
     uint32_t max_t;
     mmv_fn fn;
-    bool attr_set;
 };
 #define MMV_V(BR, NW, MT, NTW, KU, XS)                                                                           \
-    {BR, NW, MT, NTW, KU, XS, (uint32_t)((NW) / ((BR) / 16 / (MT)) * (NTW) * 4), kernel_mmv<BR, NW, MT, NTW, KU, XS>, \
-     false}
-mmv_variant g_variants[] = {
+    {BR, NW, MT, NTW, KU, XS, (uint32_t)((NW) / ((BR) / 16 / (MT)) * (NTW) * 4), kernel_mmv<BR, NW, MT, NTW, KU, XS>}
+const mmv_variant g_variants[] = {
     MMV_V(64, 4, 1, 1, 4, false),  MMV_V(64, 4, 1, 2, 4, false),  MMV_V(64, 4, 1, 4, 4, false),
     MMV_V(64, 4, 2, 4, 4, false),  MMV_V(64, 4, 4, 4, 4, false),  MMV_V(128, 8, 1, 1, 4, false),
     MMV_V(64, 4, 1, 4, 4, true),   MMV_V(64, 4, 4, 4, 4, true),   MMV_V(128, 8, 2, 8, 4, true),
@@ -335,15 +333,18 @@ int mmv_pick(uint32_t T, uint64_t rows)
     return rows <= 2048 ? 25 : 28;
 }
 
+/* Dynamic shared memory of a launch shape: the weight stages, and the two
+ * split-x buffers when x is staged. */
+int mmv_smem(const mmv_variant &V)
+{
+    return MMV_NS * V.br * V.ku * 64 + (V.xs ? 2 * V.ku * 2 * (int)V.max_t * 64 : 0);
+}
+
 void mmv_launch(struct cuda_ctx *ctx, int v, const void *w, uint32_t rows, uint32_t n, const float *x, uint32_t T,
                 uint32_t S, float *y, float scale)
 {
-    mmv_variant &V = g_variants[v];
-    const int smem = MMV_NS * V.br * V.ku * 64 + (V.xs ? 2 * V.ku * 2 * (int)V.max_t * 64 : 0);
-    if (!V.attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)V.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        V.attr_set = true;
-    }
+    const mmv_variant &V = g_variants[v];
+    const int smem = mmv_smem(V);
     const uint32_t nchunks = n / MMV_CHUNK, cps = (nchunks + S - 1) / S;
     const dim3 grid((rows + V.br - 1) / V.br, S);
     V.fn<<<grid, V.nw * 32, smem, ctx->stream>>>((const uint8_t *)w, rows, n, x, T, S, cps, (float *)ctx->mmv_part,
@@ -372,6 +373,10 @@ extern "C" void cuda_mmv_reserve(struct cuda_ctx *ctx, uint64_t rows, uint64_t n
         CUDA_CHECK(cudaMalloc(&ctx->mmv_part, pb));
         ctx->mmv_part_bytes = pb;
     }
+    if (!ctx->mmv_cnt) /* the context's first reserve: every launch shape may use its shared memory */
+        for (int v = 0; v < MMV_NVARIANTS; v++)
+            CUDA_CHECK(cudaFuncSetAttribute((const void *)g_variants[v].fn,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, mmv_smem(g_variants[v])));
     if (cn > ctx->mmv_cnt_n) {
         if (ctx->mmv_cnt)
             CUDA_CHECK(cudaFree(ctx->mmv_cnt));
@@ -396,7 +401,7 @@ extern "C" void cuda_mmv_variant(struct cuda_ctx *ctx, enum dtype t, const void 
     if ((size_t)S * T * rows * 4 > ctx->mmv_part_bytes && S > 1)
         CUDA_FAIL("cuda_mmv: %llu×%llu not reserved (cuda_mmv_reserve)", (unsigned long long)rows,
                   (unsigned long long)n);
-    if (S > 1 && (rows + MMV_MIN_ROWS - 1) / MMV_MIN_ROWS > ctx->mmv_cnt_n)
+    if (!ctx->mmv_cnt || (S > 1 && (rows + MMV_MIN_ROWS - 1) / MMV_MIN_ROWS > ctx->mmv_cnt_n))
         CUDA_FAIL("cuda_mmv: %llu rows not reserved", (unsigned long long)rows);
     const int v = variant >= 0 ? variant : mmv_pick(T, rows);
     if (v >= MMV_NVARIANTS || T > g_variants[v].max_t)

@@ -605,6 +605,13 @@ static void job_on_token(struct sched *s, struct sched_job *j, const struct samp
 
 /* One step: cancellations, admissions, reservations, one batch, sampling.
  * Returns false when it had nothing to run. */
+/* Where the backend puts j's greedy pick (backend_seq.argmax) when its
+ * sampler would pick the plain argmax anyway; NULL: j needs its logits. */
+static int32_t *job_argmax(struct sched_job *j)
+{
+    return sampler_plain_greedy(&j->sampler) ? &j->argmax_tok : NULL;
+}
+
 static bool sched_step(struct sched *s)
 {
     const uint64_t t_plan = now_ns();
@@ -645,7 +652,7 @@ static bool sched_step(struct sched *s)
         s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = 1,
                                           .tokens = j->toks + j->n_past, .n_logits = 1,
                                           .logits = s->logits + (size_t)n * s->vocab,
-                                          .argmax = sampler_plain_greedy(&j->sampler) ? &j->argmax_tok : NULL};
+                                          .argmax = job_argmax(j)};
         s->seq_job[n++] = j;
         budget--;
     }
@@ -662,8 +669,7 @@ static bool sched_step(struct sched *s)
         s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = chunk,
                                           .tokens = j->toks + j->n_past, .n_logits = last ? 1 : 0,
                                           .logits = last ? s->logits + (size_t)n * s->vocab : NULL,
-                                          .argmax = last && sampler_plain_greedy(&j->sampler) ? &j->argmax_tok
-                                                                                               : NULL};
+                                          .argmax = last ? job_argmax(j) : NULL};
         if (!n_prefill)
             first_prefill_pos = j->n_past;
         n_prefill += chunk;

@@ -81,6 +81,20 @@ static inline int32_t backend_logits_argmax(const float *l, uint32_t n)
     return at;
 }
 
+/* The host's last touch on `rows` rows of logits a backend computed: the
+ * model's final softcap (cfg.final_softcap > 0: l = cap·tanh(l / cap)) in
+ * place, then, when argmax is set, each row's greedy pick into argmax[r].
+ * Every backend finishes its host-side rows through here. */
+static inline void backend_logits_finish(const struct model_config *c, float *logits, uint32_t rows,
+                                         int32_t *argmax)
+{
+    if (c->final_softcap > 0.0f)
+        for (uint64_t k = 0; k < (uint64_t)rows * c->vocab; k++)
+            logits[k] = c->final_softcap * tanhf(logits[k] / c->final_softcap);
+    for (uint32_t r = 0; argmax && r < rows; r++)
+        argmax[r] = backend_logits_argmax(logits + (uint64_t)r * c->vocab, c->vocab);
+}
+
 struct backend_batch {
     uint32_t n_seqs;
     const struct backend_seq *seqs; /* (n_seqs); written blocks not shared within a batch */

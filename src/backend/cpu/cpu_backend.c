@@ -227,14 +227,7 @@ static int cpu_forward(struct backend *base, const struct backend_batch *batch, 
         const float *h = b->x + (uint64_t)(g - s->n_logits) * c->dim;
         cpu_rmsnorm(b, b->xb, h, m->out_norm, c->dim, s->n_logits);
         cpu_matmul(b, &m->output, b->xb, s->logits, s->n_logits);
-        if (c->final_softcap > 0.0f) {
-            const uint64_t n = (uint64_t)s->n_logits * c->vocab;
-            for (uint64_t k = 0; k < n; k++)
-                s->logits[k] = c->final_softcap * tanhf(s->logits[k] / c->final_softcap);
-        }
-        if (s->argmax)
-            for (uint32_t r = 0; r < s->n_logits; r++)
-                s->argmax[r] = backend_logits_argmax(s->logits + (uint64_t)r * c->vocab, c->vocab);
+        backend_logits_finish(c, s->logits, s->n_logits, s->argmax);
     }
     return 0;
 }

@@ -211,13 +211,7 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
             s->argmax[0] = b->h_argmax[i];
             continue;
         }
-        const float *src = b->h_logits + (uint64_t)i * c->vocab;
-        if (c->final_softcap > 0.0f)
-            for (uint32_t k = 0; k < c->vocab; k++)
-                s->logits[k] = c->final_softcap * tanhf(src[k] / c->final_softcap);
-        else
-            memcpy(s->logits, src, (size_t)c->vocab * sizeof(float));
-        if (s->argmax) /* softcapped: picked here, after the cap */
-            s->argmax[0] = backend_logits_argmax(s->logits, c->vocab);
+        memcpy(s->logits, b->h_logits + (uint64_t)i * c->vocab, (size_t)c->vocab * sizeof(float));
+        backend_logits_finish(c, s->logits, 1, s->argmax); /* argmax here: a softcapped model's pick */
     }
 }

@@ -271,12 +271,8 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
             matmul(b, &b->output, b->xb + (uint64_t)r0 * c->dim, b->logits, &nr, 1); /* ≤ 8 rows: GEMV */
             float *dst = s->logits + (uint64_t)r0 * c->vocab;
             cuda_download(b->ctx, dst, b->logits, (size_t)nr * c->vocab * 4);
-            if (c->final_softcap > 0.0f)
-                for (uint64_t k = 0; k < (uint64_t)nr * c->vocab; k++)
-                    dst[k] = c->final_softcap * tanhf(dst[k] / c->final_softcap);
-            if (s->argmax) /* the general path's rows come down anyway: picked on the host */
-                for (uint32_t r = 0; r < nr; r++)
-                    s->argmax[r0 + r] = backend_logits_argmax(dst + (uint64_t)r * c->vocab, c->vocab);
+            /* the general path's rows come down anyway: capped and picked on the host */
+            backend_logits_finish(c, dst, nr, s->argmax ? s->argmax + r0 : NULL);
         }
     }
     cuda_ctx_sync(b->ctx);

@@ -17,6 +17,7 @@ import threading
 import time
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -106,6 +107,21 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
+
+
+def metric_samples(srv):
+    """Every sample of srv's /metrics (which must answer 200), read with prometheus_client's parser."""
+    status, _, data = srv.request("GET", "/metrics")
+    assert status == 200
+    text = data.decode() if isinstance(data, bytes) else data
+    return [smp for fam in text_string_to_metric_families(text) for smp in fam.samples]
+
+
+def model_metric(srv, name):
+    """The value of the one sample `name` labelled with the served model (ALIAS)."""
+    vals = [smp.value for smp in metric_samples(srv) if smp.name == name and smp.labels.get("model") == ALIAS]
+    assert len(vals) == 1, f"{name} for model {ALIAS}: {len(vals)} samples in /metrics"
+    return vals[0]
 
 
 def wait_until(pred, timeout=30.0, step=0.05):

@@ -13,9 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
-from memra_server import ALIAS, MODEL, ROOT, Server, server_binary
+from memra_server import ALIAS, MODEL, ROOT, Server, model_metric, server_binary
 
 LOAD = ROOT / "bench" / "load.py"
 
@@ -28,14 +26,7 @@ def srv():
 
 
 def generated_total(srv):
-    status, _, text = srv.request("GET", "/metrics")
-    assert status == 200
-    text = text.decode() if isinstance(text, bytes) else text
-    for fam in text_string_to_metric_families(text):
-        for smp in fam.samples:
-            if smp.name == "memra_generated_tokens_total" and smp.labels.get("model") == ALIAS:
-                return smp.value
-    raise AssertionError("memra_generated_tokens_total missing")
+    return model_metric(srv, "memra_generated_tokens_total")
 
 
 def run_load(srv, tmp_path, *args):

@@ -12,9 +12,7 @@ import struct
 import threading
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
-from memra_server import ALIAS, Server, wait_until
+from memra_server import ALIAS, Server, metric_samples, model_metric, wait_until
 
 # The KV-in-use gauge of /metrics: blocks of the paged KV pool referenced by running sequences
 # (cached prefix blocks nobody references are not "in use"; idle is 0).
@@ -30,21 +28,12 @@ def srv():
     assert s.stop() == 0, s.log
 
 
-def metrics(srv):
-    status, _, text = srv.request("GET", "/metrics")
-    assert status == 200
-    text = text.decode() if isinstance(text, bytes) else text
-    return [smp for fam in text_string_to_metric_families(text) for smp in fam.samples]
-
-
 def kv_in_use(srv):
-    vals = [smp.value for smp in metrics(srv) if smp.name == KV_GAUGE and smp.labels.get("model") == ALIAS]
-    assert len(vals) == 1, f"{KV_GAUGE} for model {ALIAS} not in /metrics"
-    return vals[0]
+    return model_metric(srv, KV_GAUGE)
 
 
 def dropped_count(srv):
-    return sum(smp.value for smp in metrics(srv) if smp.name == "memra_requests_total"
+    return sum(smp.value for smp in metric_samples(srv) if smp.name == "memra_requests_total"
                and smp.labels.get("status") == "499")
 
 

@@ -23,9 +23,7 @@ import uuid
 
 import openai
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
-from memra_server import ALIAS, Server, wait_until
+from memra_server import ALIAS, Server, model_metric, wait_until
 from test_server_auth import gen_key, write_ring
 
 # topics for distinct prompts (their first block differs)
@@ -39,16 +37,6 @@ def long_prompt(topic, words=70):
 
 def auth(key):
     return {"Authorization": f"Bearer {key}"} if key else {}
-
-
-def metric(s, name):
-    status, _, data = s.request("GET", "/metrics")
-    assert status == 200
-    for fam in text_string_to_metric_families(data.decode()):
-        for smp in fam.samples:
-            if smp.name == name and smp.labels.get("model") == ALIAS:
-                return smp.value
-    raise KeyError(name)
 
 
 def complete(s, prompt, key=None, max_tokens=8, **extra):
@@ -120,7 +108,7 @@ def test_prefix_cache_is_per_tenant_and_salt(tenants):
         for bad in (7, "", "x" * 257):
             status, _, data = complete(s, p, a, cache_salt=bad)
             assert status == 400 and data["error"]["param"] == "cache_salt", data
-        assert metric(s, "memra_kv_blocks_used") == 0
+        assert model_metric(s, "memra_kv_blocks_used") == 0
     finally:
         assert s.stop() == 0, s.log
 
@@ -135,9 +123,9 @@ def test_eviction_under_pressure_keeps_greedy_text(server):
             for p in prompts:
                 text, _ = ok(s, p, max_tokens=12)
                 assert text == want[p], (rnd, p)
-        assert metric(s, "memra_kv_evictions_total") > 0
-        assert metric(s, "memra_kv_blocks_used") == 0
-        assert metric(s, "memra_kv_blocks_free") + metric(s, "memra_kv_blocks_cached") == 24
+        assert model_metric(s, "memra_kv_evictions_total") > 0
+        assert model_metric(s, "memra_kv_blocks_used") == 0
+        assert model_metric(s, "memra_kv_blocks_free") + model_metric(s, "memra_kv_blocks_cached") == 24
     finally:
         assert s.stop() == 0, s.log
 
@@ -196,14 +184,14 @@ def test_kv_exhaustion_preempts_batch_then_refuses_interactive(server, tenants):
         # the batch one is recomputed afterwards (prompt + what it had generated) and still right
         pool = concurrent.futures.ThreadPoolExecutor(1)
         fut = pool.submit(ok, s, big, keys["bat"], max_tokens=gen, logit_bias=bias)
-        assert wait_until(lambda: metric(s, "memra_kv_blocks_used") >= 9 or fut.done(), timeout=120)
+        assert wait_until(lambda: model_metric(s, "memra_kv_blocks_used") >= 9 or fut.done(), timeout=120)
         assert not fut.done(), "the batch request ended before the interactive one came"
         text, u = ok(s, mid, keys["alice"], max_tokens=8)
         assert text == want_mid
         btext, busage = fut.result(timeout=300)
         assert btext == want_batch and busage["completion_tokens"] == gen
-        assert metric(s, "memra_preemptions_total") >= 1
-        assert metric(s, "memra_kv_refusals_total") == 0
+        assert model_metric(s, "memra_preemptions_total") >= 1
+        assert model_metric(s, "memra_kv_refusals_total") == 0
 
         # an interactive request holds 9+ blocks; a new interactive one cannot fit and nothing is
         # batch work: 503 with Retry-After, as plain JSON for a stream too; served once the pool frees
@@ -214,10 +202,10 @@ def test_kv_exhaustion_preempts_batch_then_refuses_interactive(server, tenants):
                 assert status == 503, data
                 assert h["Retry-After"] == "1"
                 assert data["error"]["code"] == "kv_cache_full"
-            assert metric(s, "memra_kv_refusals_total") == 2
+            assert model_metric(s, "memra_kv_refusals_total") == 2
         finally:
             hold.close()
-        assert wait_until(lambda: metric(s, "memra_kv_blocks_used") == 0, timeout=60)
+        assert wait_until(lambda: model_metric(s, "memra_kv_blocks_used") == 0, timeout=60)
         text, _ = ok(s, mid, keys["bob"], max_tokens=8)
         assert text == want_mid
     finally:

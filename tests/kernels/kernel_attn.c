@@ -16,19 +16,25 @@
  *           bits (determinism); the backend's table layout (tables
  *           concatenated, offsets as table ids, stride 1) gives the same bits.
  *   prefill (head_dim 64, 128): spans with and without a cached prefix,
- *           lengths not multiples of the 64-row tile, windows; bf16 q, K, P, V:
- *           max|Δ| / max|ref| ≤ 2e-2 (2^-8 relative rounding of each operand);
- *           a span alone gives the same bits as in the batch.
+ *           lengths not multiples of the 64-row tile, windows, short spans
+ *           deep in their sequence (split over CTAs by the backend's rule,
+ *           then every short span split 16 ways — empty splits, one key tile
+ *           a split — and none), scratch NaN-poisoned; bf16 mode (q, K, P, V
+ *           rounded): max|Δ| / max|ref| ≤ 2e-2 (2^-8 relative rounding of each
+ *           operand); exact mode (each operand bf16 high + low): ≤ 1e-4, the
+ *           decode kernel's bound; a span alone gives the same bits as in the
+ *           batch.
  * Each case prints its measured error.
  *
  * Timing (8B shape: 32 heads, 8 kv heads, head_dim 128): decode at depths
  * 512 / 4096 / 16384, batch 1 and 16, as CUDA-graph replays of launches that
  * rotate over KV copies (working set ≥ 4× L2), median per launch, GB/s of KV
- * read against 4.3 TB/s; prefill of one span of T = 512 / 4096 from position
- * 0, median of event-timed launches, causal FLOPs 4·hd·heads·T(T+1)/2 against
- * 790 TFLOP/s bf16 dense (32 sampled rows of T = 4096 checked too); and the
- * same spans through the f32 decode kernel 64 rows a launch (the backend's
- * exact default for prefill), checked on the sampled rows to 1e-4.
+ * read against 4.3 TB/s; prefill of one span of T rows after pos0 cached
+ * positions — (0, 512), (0, 4096), (6000, 32), (6000, 128), (3584, 512) — in
+ * bf16 and exact mode (median of event-timed launches, FLOPs 4·hd·heads·Σ
+ * visible keys against 790 TFLOP/s bf16 dense; exact mode does 3× the mma
+ * work) and through the f32 decode kernel 64 rows a launch (MEMRA_ATTN=rows),
+ * 32 sampled rows of each checked.
  *
  * Usage: kernel_attn [--quick]   (--quick: checks only)
  */
@@ -47,6 +53,7 @@
 
 #define TOL_DECODE 1e-4
 #define TOL_PREFILL 2e-2
+#define TOL_PREFILL_EXACT 1e-4
 #define BW_REF_GBS 4300.0
 #define TF_REF 790.0
 
@@ -293,10 +300,13 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
 
 /* ---- prefill checks ----------------------------------------------------- */
 
-/* spans: (pos0, n) pairs; sequence i holds pos0 + n positions. */
-static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32_t (*sp)[2], uint32_t n_spans)
+/* spans: (pos0, n) pairs; sequence i holds pos0 + n positions. splits: 0 →
+ * cuda_attn_prefill_splits (the backend's rule), else that many for every span
+ * of ≤ CUDA_ATTN_PREFILL_SPLIT_ROWS rows (1: none split). */
+static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32_t (*sp)[2], uint32_t n_spans,
+                          bool exact, uint32_t splits)
 {
-    uint32_t *len = xmalloc(n_spans * sizeof *len), T = 0, max_n = 0;
+    uint32_t *len = xmalloc(n_spans * sizeof *len), T = 0, max_n = 0, max_splits = 1, part = 0, n_split = 0;
     for (uint32_t i = 0; i < n_spans; i++) {
         len[i] = sp[i][0] + sp[i][1];
         T += sp[i][1];
@@ -314,29 +324,45 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
     uint32_t *row = xmalloc(T * sizeof *row), *seq = xmalloc(T * sizeof *seq), *pos = xmalloc(T * sizeof *pos);
     uint32_t r = 0;
     for (uint32_t i = 0; i < n_spans; i++) {
-        spans[i] = (struct cuda_attn_span){.q0 = r, .n = sp[i][1], .pos0 = sp[i][0], .table = i};
+        uint32_t ns = cuda_attn_prefill_splits(sp[i][0], sp[i][1]);
+        if (splits > 0 && sp[i][1] <= CUDA_ATTN_PREFILL_SPLIT_ROWS)
+            ns = splits;
+        spans[i] = (struct cuda_attn_span){.q0 = r, .n = sp[i][1], .pos0 = sp[i][0], .table = i, .splits = ns};
+        if (ns > 1) {
+            spans[i].part0 = part;
+            part += sp[i][1] * ns;
+            n_split++;
+        }
+        max_splits = ns > max_splits ? ns : max_splits;
         for (uint32_t j = 0; j < sp[i][1]; j++, r++) {
             row[r] = r;
             seq[r] = i;
             pos[r] = sp[i][0] + j;
         }
     }
+    float *scr = part ? cuda_alloc(cuda_attn_prefill_scratch_floats(part, d) * sizeof(float)) : NULL;
+    if (scr) /* partials never written must never be read */
+        cuda_fill_nan_f32(g_ctx, scr, cuda_attn_prefill_scratch_floats(part, d));
     struct cuda_attn_span *dspans = cuda_alloc(n_spans * sizeof *dspans);
     cuda_upload(g_ctx, dspans, spans, n_spans * sizeof *spans);
     cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
-    cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, d, pool_kv(&p), scale, window);
+    cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, max_splits, d, pool_kv(&p), scale, window, exact, scr,
+                      part);
     cuda_download(g_ctx, hatt, datt, (size_t)T * q_dim * sizeof(float));
     int nonfinite;
     const double err = compare_rows(&p, hq, hatt, T, row, seq, pos, scale, window, &nonfinite);
-    printf("prefill heads %2u/%u hd %3u window %4u spans %u rows %u: max|d|/max|ref| %.2e\n", d.n_heads,
-           d.n_kv_heads, hd, window, n_spans, T, err);
-    CHECK_MSG(err <= TOL_PREFILL && nonfinite == 0, "prefill hd %u: error %.3g, %d non-finite", hd, err,
-              nonfinite);
+    const double tol = exact ? TOL_PREFILL_EXACT : TOL_PREFILL;
+    printf("prefill %s heads %2u/%u hd %3u window %4u spans %u (%u split, ≤ %u splits) rows %u: max|d|/max|ref| "
+           "%.2e\n",
+           exact ? "exact" : "bf16 ", d.n_heads, d.n_kv_heads, hd, window, n_spans, n_split, max_splits, T, err);
+    CHECK_MSG(err <= tol && nonfinite == 0, "prefill %s hd %u splits %u: error %.3g (tolerance %.0e), %d non-finite",
+              exact ? "exact" : "bf16", hd, splits, err, tol, nonfinite);
     /* the last span alone: same bits */
     const struct cuda_attn_span *last = &spans[n_spans - 1];
     float *hone = xmalloc((size_t)last->n * q_dim * sizeof(float));
     cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
-    cuda_attn_prefill(g_ctx, dq, datt, dspans + (n_spans - 1), 1, last->n, d, pool_kv(&p), scale, window);
+    cuda_attn_prefill(g_ctx, dq, datt, dspans + (n_spans - 1), 1, last->n, last->splits, d, pool_kv(&p), scale,
+                      window, exact, scr, part);
     cuda_download(g_ctx, hone, datt + (size_t)last->q0 * q_dim, (size_t)last->n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hone, hatt + (size_t)last->q0 * q_dim, (size_t)last->n * q_dim * sizeof(float)) == 0,
               "prefill: a span alone differs from the same span in the batch");
@@ -351,6 +377,7 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
     cuda_free(dq);
     cuda_free(datt);
     cuda_free(dspans);
+    cuda_free(scr);
     pool_free(&p);
 }
 
@@ -369,11 +396,18 @@ static void test_decode(void)
 
 static void test_prefill(void)
 {
-    static const uint32_t sp[][2] = {{0, 1}, {0, 15}, {0, 64}, {0, 100}, {1000, 17}, {16, 200}, {4000, 130}, {37, 65}};
-    check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 8);
-    check_prefill((struct cuda_attn_dims){9, 3, 64}, 0, sp, 8);
-    check_prefill((struct cuda_attn_dims){8, 2, 128}, 100, sp, 8);
-    check_prefill((struct cuda_attn_dims){8, 8, 64}, 64, sp, 8);
+    /* (6000, 32), (2000, 100), (1000, 17): split by the rule (12, 5, 2 splits) */
+    static const uint32_t sp[][2] = {{0, 1},      {0, 15},      {0, 64},     {0, 100},  {1000, 17},
+                                     {16, 200},   {4000, 130},  {37, 65},    {6000, 32}, {2000, 100}};
+    static const struct cuda_attn_dims dims[] = {{32, 8, 128}, {9, 3, 64}, {8, 2, 128}, {8, 8, 64}};
+    static const uint32_t windows[] = {0, 0, 100, 64};
+    for (int exact = 1; exact >= 0; exact--)
+        for (int i = 0; i < 4; i++)
+            check_prefill(dims[i], windows[i], sp, 10, exact, 0);
+    /* every short span split the most (empty splits, one key tile a split), or none */
+    check_prefill(dims[0], 0, sp, 10, true, CUDA_ATTN_PREFILL_MAX_SPLITS);
+    check_prefill(dims[2], 100, sp, 10, true, CUDA_ATTN_PREFILL_MAX_SPLITS);
+    check_prefill(dims[0], 0, sp, 10, true, 1);
 }
 
 /* ---- timing ------------------------------------------------------------- */
@@ -460,76 +494,94 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2)
     cuda_free(scr);
 }
 
-static void bench_prefill(uint32_t T)
+/* Median ms of `reps` event-timed runs of one prefill launch (after 3 warm-ups). */
+static float time_prefill(const float *dq, float *datt, const struct cuda_attn_span *dsp, uint32_t T,
+                          uint32_t splits, const struct pool *p, float scale, bool exact, float *scr, uint32_t cap)
 {
-    const struct cuda_attn_dims d = {32, 8, 128};
-    const uint32_t q_dim = 32 * 128;
-    struct pool p;
-    pool_init(&p, d, 1, &T);
-    float *hq, *dq = rand_dev((size_t)T * q_dim, 2.0f, &hq);
-    float *datt = cuda_alloc((size_t)T * q_dim * 4);
-    const struct cuda_attn_span sp = {.q0 = 0, .n = T, .pos0 = 0, .table = 0};
-    struct cuda_attn_span *dsp = cuda_alloc(sizeof sp);
-    cuda_upload(g_ctx, dsp, &sp, sizeof sp);
-    const float scale = 1.0f / sqrtf(128.0f);
-    cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
-    cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, d, pool_kv(&p), scale, 0);
-    /* 32 sampled rows checked */
-    float *hatt = xmalloc((size_t)T * q_dim * 4);
-    cuda_download(g_ctx, hatt, datt, (size_t)T * q_dim * 4);
-    uint32_t rows[32], seqs[32], poss[32];
-    for (int i = 0; i < 32; i++) {
-        rows[i] = poss[i] = i == 0 ? T - 1 : (uint32_t)(rng_u64() % T);
-        seqs[i] = 0;
-    }
-    int nonfinite;
-    const double err = compare_rows(&p, hq, hatt, 32, rows, seqs, poss, scale, 0, &nonfinite);
-    test_current = "prefill bench rows";
-    CHECK_MSG(err <= TOL_PREFILL && nonfinite == 0, "prefill T %u: error %.3g", T, err);
     struct cuda_timer *tm = cuda_timer_new();
     float ms[15];
+    const struct cuda_attn_dims d = p->d;
     for (int w = 0; w < 3; w++)
-        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, d, pool_kv(&p), scale, 0);
+        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, pool_kv(p), scale, 0, exact, scr, cap);
     for (int r = 0; r < 15; r++) {
         cuda_timer_start(g_ctx, tm);
-        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, d, pool_kv(&p), scale, 0);
+        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, pool_kv(p), scale, 0, exact, scr, cap);
         cuda_timer_stop(g_ctx, tm);
         ms[r] = cuda_timer_ms(tm);
     }
     qsort(ms, 15, sizeof *ms, cmp_float);
-    const double flops = 4.0 * 128 * 32 * (double)T * (T + 1) / 2.0;
-    const double tfs = flops / (ms[7] * 1e-3) / 1e12;
-    /* the exact (f32) path the backend takes by default: decode rows, 64 a launch */
+    cuda_timer_free(tm);
+    return ms[7];
+}
+
+/* One span of T rows at positions pos0 .. pos0 + T − 1 (8B shape): bf16, exact
+ * and the f32 rows path timed, 32 sampled rows of each checked. */
+static void bench_prefill(uint32_t pos0, uint32_t T)
+{
+    const struct cuda_attn_dims d = {32, 8, 128};
+    const uint32_t q_dim = 32 * 128, len = pos0 + T;
+    struct pool p;
+    pool_init(&p, d, 1, &len);
+    float *hq, *dq = rand_dev((size_t)T * q_dim, 2.0f, &hq);
+    float *datt = cuda_alloc((size_t)T * q_dim * 4);
+    const uint32_t splits = cuda_attn_prefill_splits(pos0, T);
+    const struct cuda_attn_span sp = {.q0 = 0, .n = T, .pos0 = pos0, .table = 0, .splits = splits};
+    struct cuda_attn_span *dsp = cuda_alloc(sizeof sp);
+    cuda_upload(g_ctx, dsp, &sp, sizeof sp);
+    float *scr = splits > 1 ? cuda_alloc(cuda_attn_prefill_scratch_floats(T * splits, d) * 4) : NULL;
+    const float scale = 1.0f / sqrtf(128.0f);
+    float *hatt = xmalloc((size_t)T * q_dim * 4);
+    uint32_t rows[32], seqs[32], poss[32];
+    for (int i = 0; i < 32; i++) {
+        rows[i] = i == 0 ? T - 1 : (uint32_t)(rng_u64() % T);
+        poss[i] = pos0 + rows[i];
+        seqs[i] = 0;
+    }
+    int nonfinite;
+    double err[2];
+    float ms[3];
+    test_current = "prefill bench rows";
+    for (int exact = 0; exact < 2; exact++) {
+        cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
+        ms[exact] = time_prefill(dq, datt, dsp, T, splits, &p, scale, exact, scr, T * splits);
+        cuda_download(g_ctx, hatt, datt, (size_t)T * q_dim * 4);
+        err[exact] = compare_rows(&p, hq, hatt, 32, rows, seqs, poss, scale, 0, &nonfinite);
+        CHECK_MSG(err[exact] <= (exact ? TOL_PREFILL_EXACT : TOL_PREFILL) && nonfinite == 0,
+                  "prefill %s pos0 %u T %u: error %.3g", exact ? "exact" : "bf16", pos0, T, err[exact]);
+    }
+    /* the f32 decode kernel row by row, 64 rows a launch (MEMRA_ATTN=rows) */
     const uint32_t R = 64;
     uint32_t *pos = xmalloc(T * sizeof *pos), *tabrow = xmalloc(T * sizeof *tabrow);
     for (uint32_t i = 0; i < T; i++) {
-        pos[i] = i;
+        pos[i] = pos0 + i;
         tabrow[i] = 0;
     }
     uint32_t *dpos = cuda_alloc(T * sizeof *dpos), *dtab = cuda_alloc(T * sizeof *dtab);
     cuda_upload(g_ctx, dpos, pos, T * sizeof *pos);
     cuda_upload(g_ctx, dtab, tabrow, T * sizeof *tabrow);
-    float *scr = cuda_alloc(cuda_attn_decode_scratch_floats(R, d) * 4);
+    float *dscr = cuda_alloc(cuda_attn_decode_scratch_floats(R, d) * 4);
+    struct cuda_timer *tm = cuda_timer_new();
     float me[3];
     for (int r = 0; r < 4; r++) {
         cuda_timer_start(g_ctx, tm);
         for (uint32_t t = 0; t < T; t += R)
             cuda_attn_decode(g_ctx, dq + (size_t)t * q_dim, datt + (size_t)t * q_dim, T - t < R ? T - t : R,
-                             dpos + t, dtab + t, d, pool_kv(&p), scale, 0, scr);
+                             dpos + t, dtab + t, d, pool_kv(&p), scale, 0, dscr);
         cuda_timer_stop(g_ctx, tm);
         if (r > 0)
             me[r - 1] = cuda_timer_ms(tm);
     }
     qsort(me, 3, sizeof *me, cmp_float);
-    cuda_download(g_ctx, hatt, datt, (size_t)T * q_dim * 4);
-    const double err_e = compare_rows(&p, hq, hatt, 32, rows, seqs, poss, scale, 0, &nonfinite);
-    CHECK_MSG(err_e <= TOL_DECODE && nonfinite == 0, "prefill rows by decode T %u: error %.3g", T, err_e);
-    printf("| %u | %.3f | %.1f | %.0f %% | %.2f | %.1f | %.1e | %.3f | %.2f | %.1e |\n", T, ms[7], tfs,
-           100.0 * tfs / TF_REF, ms[7] * 32, flops * 32 / (TF_REF * 1e12) * 1e3, err, me[1], me[1] * 32, err_e);
+    ms[2] = me[1];
+    const double flops = 4.0 * 128 * 32 * ((double)T * pos0 + (double)T * (T + 1) / 2.0);
+    printf("| %u | %u | %u | %.3f | %.1f | %.1e | %.3f | %.1f | %.1e | %.3f | %.2f | %.2f | %.2f |\n", pos0, T,
+           splits, ms[0], flops / (ms[0] * 1e-3) / 1e12, err[0], ms[1], flops / (ms[1] * 1e-3) / 1e12, err[1], ms[2],
+           ms[1] * 32, ms[2] * 32, flops * 3 * 32 / (TF_REF * 1e12) * 1e3);
     free(pos);
     free(tabrow);
     cuda_free(dpos);
     cuda_free(dtab);
+    cuda_free(dscr);
     cuda_free(scr);
     cuda_timer_free(tm);
     free(hq);
@@ -564,13 +616,16 @@ int main(int argc, char **argv)
             bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx));
         for (int i = 0; i < 3; i++)
             bench_decode(depths[i], 16, cuda_ctx_l2_bytes(g_ctx));
-        printf("\n## Prefill attention, 8B shape, one causal span from position 0 (bf16 mma.sync, median of 15)\n\n"
-               "(exact = the f32 decode kernel over the span's rows, 64 rows a launch: the backend's default path; "
-               "median of 3)\n\n"
-               "| T | ms | TFLOP/s (causal) | %% of 790 | ms x 32 layers | floor ms x 32 | sampled err | exact ms | "
-               "exact ms x 32 | exact err |\n|---|---|---|---|---|---|---|---|---|---|\n");
-        bench_prefill(512);
-        bench_prefill(4096);
+        printf("\n## Prefill attention, 8B shape, one causal span of T rows after pos0 cached positions "
+               "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
+               "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "
+               "rows ms | exact ms x 32 | rows ms x 32 | exact floor ms x 32 (3x FLOPs) |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        bench_prefill(0, 512);
+        bench_prefill(0, 4096);
+        bench_prefill(6000, 32);
+        bench_prefill(6000, 128);
+        bench_prefill(3584, 512);
     }
     cuda_ctx_free(g_ctx);
     return test_summary();

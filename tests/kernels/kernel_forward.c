@@ -45,6 +45,13 @@
  *    (the table's last column).
  *    Models the CUDA backend refuses (qwen3_moe) must be refused with the
  *    "not yet supported" message; they are listed as such in the table.
+ * 3. Deep prefill (check_deep), on a small head_dim-64 model made by
+ *    tools/make_test_models.py --tiny (gpu/tiny/hf-bf16) and on the default
+ *    model: a 900-token prompt in one
+ *    shot and as 800 + 100 (the 100 at depth 800 take the prefill kernel with
+ *    their keys split over CTAs), alone and beside another sequence's span:
+ *    logits of the last 100 rows within 1e-3 of the CPU's range, greedy 8
+ *    tokens the CPU's, the split span's bits independent of the batch.
  * The table is printed last. Run from the repository root (fixture paths);
  * MEMRA_FORWARD_PART (see main) runs a part only.
  */
@@ -57,6 +64,7 @@
 #include <jansson.h>
 
 #include "backend/cpu/backend_cpu.h"
+#include "backend/cuda/attn.h"
 #include "backend/cuda/backend_cuda.h"
 #include "backend/cuda/cuda_fwd.h"
 #include "backend/cuda/cuda_ops.h"
@@ -823,6 +831,141 @@ static void test_fixture_models(void)
     }
 }
 
+/* Deep prefill on the default model (head_dim 64: the tensor-core prefill
+ * kernel): a DEEP_LEN-token prompt (fixture prompts repeated) through the CPU
+ * once, and through the GPU (a) in one shot (no key split: > 128 rows), (b)
+ * as DEEP_SPLIT tokens then the last DEEP_LEN − DEEP_SPLIT (a short span at
+ * depth: its keys split over CTAs, cuda_attn_prefill_splits), (c) the same
+ * chunks with a second sequence's 300-token span (not split) in the same
+ * forward. The logits of the last rows: (a) and (b) within 1e-3 of the CPU
+ * logits' range, (c) bit-identical to (b); the greedy tokens after (a), (b)
+ * equal the CPU's. */
+#define DEEP_LEN 900u
+#define DEEP_SPLIT 800u
+#define DEEP_CTX 1024u
+#define DEEP_GREEDY 8
+
+static int deep_run(struct backend *b, const int32_t *toks, uint32_t split, bool with_other, float *lg,
+                    int32_t *greedy_out)
+{
+    const uint32_t V = b->model->cfg.vocab, tail = DEEP_LEN - DEEP_SPLIT;
+    static uint32_t tab[2][DEEP_CTX / BACKEND_KV_BLOCK];
+    backend_blocks_linear(tab[0], 0, DEEP_CTX);
+    backend_blocks_linear(tab[1], 1, DEEP_CTX);
+    int32_t seq[DEEP_LEN + DEEP_GREEDY];
+    memcpy(seq, toks, DEEP_LEN * sizeof(int32_t));
+    char err[512];
+    float *other = malloc(sizeof(float) * V);
+    int rc = 0;
+    if (split > 0) {
+        struct backend_seq s0 = {tab[0], 0, split, seq, 0, lg, NULL};
+        const struct backend_batch b0 = {1, &s0};
+        rc = b->ops->forward(b, &b0, err, sizeof(err));
+    }
+    if (rc == 0) {
+        poison(lg, (size_t)tail * V);
+        struct backend_seq ss[2] = {{tab[0], split, DEEP_LEN - split, seq + split, tail, lg, NULL},
+                                    {tab[1], 0, 300, toks + 17, 1, other, NULL}};
+        const struct backend_batch bb = {with_other ? 2 : 1, ss};
+        rc = b->ops->forward(b, &bb, err, sizeof(err));
+    }
+    float *cur = malloc(sizeof(float) * V);
+    if (rc == 0)
+        memcpy(cur, lg + (size_t)(tail - 1) * V, sizeof(float) * V);
+    for (uint32_t i = 0, n = DEEP_LEN; rc == 0 && greedy_out && i < DEEP_GREEDY; i++, n++) {
+        seq[n] = greedy_out[i] = (int32_t)argmax(cur, V);
+        struct backend_seq s1 = {tab[0], n, 1, &seq[n], 1, cur, NULL};
+        const struct backend_batch b1 = {1, &s1};
+        if (i + 1 < DEEP_GREEDY)
+            rc = b->ops->forward(b, &b1, err, sizeof(err));
+    }
+    if (rc != 0)
+        fprintf(stderr, "deep prefill (%s): %s\n", b->ops->name, err);
+    free(cur);
+    free(other);
+    return rc;
+}
+
+static double deep_err(const float *want, const float *got, size_t n)
+{
+    float mn = INFINITY, mx = -INFINITY;
+    double md = 0;
+    for (size_t i = 0; i < n; i++) {
+        mn = want[i] < mn ? want[i] : mn;
+        mx = want[i] > mx ? want[i] : mx;
+        const double d = fabs((double)got[i] - want[i]);
+        md = d > md || d != d ? d : md;
+    }
+    return md / (mx - mn);
+}
+
+static void check_deep(const char *path)
+{
+    char err[512];
+    struct model m;
+    if (model_open(&m, path, err, sizeof(err)) != 0) {
+        CHECK_MSG(0, "%s: %s", path, err);
+        return;
+    }
+    struct backend_config cfg = {.max_seqs = 2, .max_ctx = DEEP_CTX, .kv_blocks = 2 * DEEP_CTX / BACKEND_KV_BLOCK,
+                                 .max_batch_tokens = 1024, .n_threads = 0};
+    struct backend *c = NULL, *g = NULL;
+    const bool opened = backend_cpu_ops.init(&c, &m, &cfg, err, sizeof(err)) == 0 &&
+                        c->ops->load_weights(c, err, sizeof(err)) == 0 &&
+                        backend_cuda_ops.init(&g, &m, &cfg, err, sizeof(err)) == 0 &&
+                        g->ops->load_weights(g, err, sizeof(err)) == 0;
+    CHECK_MSG(opened, "deep prefill: %s", err);
+    const uint32_t V = m.cfg.vocab, tail = DEEP_LEN - DEEP_SPLIT;
+    int32_t toks[DEEP_LEN];
+    for (uint32_t i = 0; i < DEEP_LEN; i++) { /* the fixture prompts, over and over */
+        const uint32_t p = (i / 64) % g_n_prompts;
+        toks[i] = g_prompts[p][i % g_prompt_len[p]] % (int32_t)V;
+    }
+    float *lc = malloc(sizeof(float) * tail * V), *la = malloc(sizeof(float) * tail * V);
+    float *lb = malloc(sizeof(float) * tail * V), *lx = malloc(sizeof(float) * tail * V);
+    int32_t tc[DEEP_GREEDY], ta[DEEP_GREEDY], tb[DEEP_GREEDY];
+    const bool ok = opened && deep_run(c, toks, 0, false, lc, tc) == 0 && deep_run(g, toks, 0, false, la, ta) == 0 &&
+                    deep_run(g, toks, DEEP_SPLIT, false, lb, tb) == 0 &&
+                    deep_run(g, toks, DEEP_SPLIT, true, lx, NULL) == 0;
+    CHECK_MSG(ok, "deep prefill: forward failed");
+    if (ok) {
+        const double ea = deep_err(lc, la, (size_t)tail * V), eb = deep_err(lc, lb, (size_t)tail * V);
+        printf("deep prefill (%u tokens; %u + %u, the second span split %u ways): GPU vs CPU one shot %.2e, "
+               "chunked %.2e; greedy %s / %s\n",
+               DEEP_LEN, DEEP_SPLIT, tail, cuda_attn_prefill_splits(DEEP_SPLIT, tail), ea, eb,
+               memcmp(tc, ta, sizeof tc) ? "DIFF" : "same", memcmp(tc, tb, sizeof tc) ? "DIFF" : "same");
+        CHECK_MSG(ea <= 1e-3, "deep prefill one shot: GPU vs CPU max|dlogit|/range %.3g", ea);
+        CHECK_MSG(eb <= 1e-3, "deep prefill chunked: GPU vs CPU max|dlogit|/range %.3g", eb);
+        CHECK_MSG(memcmp(tc, ta, sizeof tc) == 0 && memcmp(tc, tb, sizeof tc) == 0,
+                  "deep prefill: greedy tokens differ from the CPU's");
+        CHECK_MSG(memcmp(lb, lx, sizeof(float) * tail * V) == 0,
+                  "deep prefill: the split span with another span in the batch differs from alone");
+    }
+    free(lc), free(la), free(lb), free(lx);
+    if (g)
+        g->ops->free(g);
+    if (c)
+        c->ops->free(c);
+    model_close(&m);
+}
+
+/* The deep check on a small model of head_dim 64 that travels to the GPU
+ * machine (the default model is too large to carry): MEMRA_DEEP_MODEL, else
+ * gpu/tiny/hf-bf16 (python3 tools/make_test_models.py gpu/tiny --tiny
+ * --formats bf16: 2 layers, width 256, 4 heads / 2 kv heads of 64). */
+static void test_deep_small(void)
+{
+    const char *path = getenv("MEMRA_DEEP_MODEL");
+    path = path ? path : "gpu/tiny/hf-bf16";
+    FILE *f = fopen(path, "rb");
+    CHECK_MSG(f != NULL, "deep check model %s not found: make it with python3 tools/make_test_models.py gpu/tiny "
+              "--tiny --formats bf16 (or set MEMRA_DEEP_MODEL)", path);
+    if (!f)
+        return;
+    fclose(f);
+    check_deep(path);
+}
+
 static void test_default_model(void)
 {
     const char *cands[] = {"gpu/SmolLM2-135M-Instruct.Q4_1.gguf", "models/SmolLM2-135M-Instruct.Q4_1.gguf"};
@@ -832,6 +975,7 @@ static void test_default_model(void)
             continue;
         fclose(f);
         check_model(cands[i], "SmolLM2-135M Q4_1", "Q4_1 (GGUF)", NULL, 256, true);
+        check_deep(cands[i]);
         return;
     }
     CHECK_MSG(0, "default model not found (gpu/ or models/SmolLM2-135M-Instruct.Q4_1.gguf)");
@@ -855,6 +999,7 @@ int main(void)
         RUN(test_attention);
         RUN(test_glu_add);
         RUN(test_fixture_models);
+        RUN(test_deep_small);
     } else {
         CHECK(load_manifest() == 0);
     }

@@ -8,13 +8,18 @@
 # $OUT when set (the device tool's output folder), else /tmp. Run it from the
 # repository root: kernel_forward reads tests/fixtures/engine/ and the default
 # model gpu/SmolLM2-135M-Instruct.Q4_1.gguf (copy it there: ../shared and
-# models/ do not travel); MEMRA_FORWARD_PART=fixtures|default runs a part.
+# models/ do not travel) and gpu/tiny/hf-bf16 (made below when missing);
+# MEMRA_FORWARD_PART=fixtures|default runs a part.
 set -uo pipefail
 B=${1:-build-cuda}
 LOG=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit \
     --format=csv | tee "$LOG/gpu.txt"
 rc=0
+# kernel_forward's deep-prefill check runs on a small head_dim-64 model
+# (transformers random init; made here when it did not travel)
+[ -f gpu/tiny/hf-bf16/model.safetensors ] ||
+    python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > "$LOG/make-tiny.log" 2>&1
 for k in "$B"/kernels/kernel_*; do
     [ -x "$k" ] || continue
     name=$(basename "$k")
@@ -22,7 +27,7 @@ for k in "$B"/kernels/kernel_*; do
     "$k" > "$LOG/$name.log" 2>&1
     r=$?
     [ $r -ne 0 ] && rc=$r
-    grep -E "FAIL|CHECK failed|cases," "$LOG/$name.log" | head -40
+    grep -E "FAIL|CHECK failed|cases,|deep prefill" "$LOG/$name.log" | head -40
     # the tables: everything from the first "## " heading on
     sed -n '/^## /,$p' "$LOG/$name.log"
     echo "== $name exit $r"
@@ -48,15 +53,19 @@ done
 # Decode batches on the tensor-core GEMV for every batch size, a lone token
 # included: batch vs alone must then be bit-identical (the default, auto, lets
 # a lone BF16 token take the CUDA-core GEMV and allows 1e-5 of the range).
-if [ -x "$B/kernels/kernel_forward" ]; then
-    echo "== kernel_forward MEMRA_DECODE_MMV=all"
-    MEMRA_DECODE_MMV=all "$B/kernels/kernel_forward" > "$LOG/kernel_forward-mmv-all.log" 2>&1
+# Then prefill attention row by row on the f32 decode kernel (MEMRA_ATTN=rows,
+# the path of head dims the tensor-core kernel lacks).
+for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows; do
+    [ -x "$B/kernels/kernel_forward" ] || break
+    tag=$(echo "${envv#MEMRA_}" | tr "=A-Z" "-a-z")
+    echo "== kernel_forward $envv"
+    env "$envv" "$B/kernels/kernel_forward" > "$LOG/kernel_forward-$tag.log" 2>&1
     r=$?
     [ $r -ne 0 ] && rc=$r
-    grep -E "FAIL|CHECK failed|cases," "$LOG/kernel_forward-mmv-all.log" | head -40
-    sed -n '/^## /,$p' "$LOG/kernel_forward-mmv-all.log"
-    echo "== kernel_forward MEMRA_DECODE_MMV=all exit $r"
-fi
+    grep -E "FAIL|CHECK failed|cases,|deep prefill" "$LOG/kernel_forward-$tag.log" | head -40
+    sed -n '/^## /,$p' "$LOG/kernel_forward-$tag.log"
+    echo "== kernel_forward $envv exit $r"
+done
 
 # run-gen on the default model with the CUDA backend: end-to-end generation
 # speed (the prompt and generation tok/s lines run-gen prints on stderr).

@@ -67,19 +67,40 @@ void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *att, uint32_t
  * Span i: query rows q0 .. q0 + n − 1 of q/att at positions pos0 .. pos0 + n −
  * 1 of the sequence of block table `table` (positions below pos0 are the
  * cached prefix, already in the KV; the span's own K/V are written before the
- * call). Flash attention on the tensor cores (mma.sync m16n8k16, bf16 inputs
- * converted from f32 on load, f32 accumulation and softmax), 64 query rows ×
- * one head a CTA, causal mask + window. head_dim 64 and 128 only
- * (cuda_attn_prefill_supported); other head dims run the decode kernel per
- * row. spans: device array of n_spans; max_n ≥ every span's n (sizes the grid).
+ * call). Flash attention on the tensor cores (mma.sync m16n8k16, f32
+ * accumulation and softmax), 64 query rows × one head a CTA, causal mask +
+ * window. Two precisions:
+ *   exact = false: q, K, P and V rounded to bf16 (8-bit mantissa);
+ *   exact = true:  each operand split into bf16 high + low parts and every
+ *                  product taken as hi·hi + hi·lo + lo·hi (three mma), which
+ *                  keeps ~16 bits of each operand: the numerics of the exact
+ *                  GEMM, ~1e-5 of the largest value off.
+ * Key splits: a short span deep in its sequence would give too few CTAs, so
+ * its key tiles are split (flash-decoding) into `splits` ranges fixed by the
+ * span alone (cuda_attn_prefill_splits); each writes a partial into the
+ * scratch at row-splits part0 .. part0 + n·splits − 1 and a combine merges
+ * them in split order. Whatever is in the launch, a span's bits are the same.
+ * head_dim 64 and 128 only (cuda_attn_prefill_supported); other head dims
+ * run the decode kernel per row. spans: device array of n_spans; max_n ≥ every
+ * span's n and max_splits ≥ every span's splits (they size the grid).
+ * scratch: part_cap row-splits, cuda_attn_prefill_scratch_floats(part_cap)
+ * floats (may be NULL when every span has splits = 1).
  * Tolerance against an f64 reference: see tests/kernels/kernel_attn.c. */
 struct cuda_attn_span {
     uint32_t q0, n, pos0, table;
+    uint32_t splits; /* 1 ≤ splits ≤ CUDA_ATTN_PREFILL_MAX_SPLITS */
+    uint32_t part0;  /* first row-split of the scratch (splits > 1) */
 };
+#define CUDA_ATTN_PREFILL_MAX_SPLITS 16u
+#define CUDA_ATTN_PREFILL_SPLIT_ROWS 128u /* longer spans never split */
 bool cuda_attn_prefill_supported(struct cuda_attn_dims d);
+/* The key splits of a span of n rows at pos0 (a function of the span only). */
+uint32_t cuda_attn_prefill_splits(uint32_t pos0, uint32_t n);
+size_t cuda_attn_prefill_scratch_floats(uint32_t part_cap, struct cuda_attn_dims d);
 void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *att, const struct cuda_attn_span *spans,
-                       uint32_t n_spans, uint32_t max_n, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
-                       uint32_t window);
+                       uint32_t n_spans, uint32_t max_n, uint32_t max_splits, struct cuda_attn_dims d,
+                       struct cuda_attn_kv kv, float scale, uint32_t window, bool exact, float *scratch,
+                       uint32_t part_cap);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #include <math.h>
 
 #include "backend/cuda/attn.h"
+#include "backend/cuda/attn_combine.cuh"
 #include "backend/cuda/cuda_common.cuh"
 
 namespace {
@@ -245,38 +246,11 @@ __global__ void __launch_bounds__(128)
     kernel_attn_combine(const float *__restrict__ part_acc, const float *__restrict__ part_ml, float *__restrict__ att,
                         uint32_t n_heads, uint32_t hd)
 {
-    __shared__ float s_w[NS];
-    __shared__ float s_inv;
     const uint32_t h = blockIdx.x, t = blockIdx.y;
     const uint64_t pi = ((uint64_t)t * n_heads + h) * NS;
-    const float *ml = part_ml + pi * 2;
-    if (threadIdx.x < 32) { /* NS == 32: one split a lane */
-        const float mi = ml[threadIdx.x * 2], li = ml[threadIdx.x * 2 + 1];
-        float M = mi;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-        s_w[threadIdx.x] = li > 0.0f ? exp2f(mi - M) : 0.0f;
-        __syncwarp();
-        if (threadIdx.x == 0) {
-            float L = 0.0f;
-            for (uint32_t i = 0; i < NS; i++)
-                L = fmaf(ml[i * 2 + 1], s_w[i], L);
-            s_inv = 1.0f / L;
-        }
-    }
-    __syncthreads();
-    const float *acc = part_acc + pi * hd;
-    float *out = att + ((uint64_t)t * n_heads + h) * hd;
-    for (uint32_t col = threadIdx.x; col < hd; col += blockDim.x) {
-        float A = 0.0f;
-        for (uint32_t i = 0; i < NS; i++)
-            if (s_w[i] != 0.0f)
-                A = fmaf(acc[(uint64_t)i * hd + col], s_w[i], A);
-        out[col] = A * s_inv;
-    }
+    attn_combine_row(part_acc + pi * hd, hd, part_ml + pi * 2, 2, NS, att + ((uint64_t)t * n_heads + h) * hd, hd);
 }
-static_assert(NS == 32, "the combine kernel gives one split a lane");
+static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
 template <int VEC, int NJ, int LPP>
 void launch_shape(cudaStream_t st, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,

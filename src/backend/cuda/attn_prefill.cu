@@ -1,33 +1,44 @@
 /* backend/cuda/attn_prefill.cu — prefill attention over the paged KV cache on
  * the tensor cores (declared in attn.h): flash attention with mma.sync.
  *
- * One CTA of 4 warps per (tile of 64 query rows of a span, query head, span);
- * warp w owns rows 16w .. 16w + 15. The q fragments (pre-scaled by
- * scale·log2(e), rounded to bf16) stay in registers. The CTA walks the key
- * tiles of 64 positions from the window's start to its last row's position:
- * each tile's K and V (key, dim) are read from the paged f32 cache with
- * 16-byte loads (a warp reads whole rows), rounded to bf16 into shared memory
- * (rows padded by 8 bf16 so the fragment reads hit 32 distinct banks; V's
- * B fragments come transposed through ldmatrix .trans); S = Q·Kᵀ
- * (m16n8k16, f32 accumulation), causal / window / padding mask, online
- * softmax in f32 base 2 (row max over the quad by shuffles, sums kept per
- * thread until the end), P rounded to bf16 in registers becomes the A operand
- * of O += P·V. Rows of the tile past the span's end are computed on zero q and
- * not written.
+ * One CTA of 4 warps per (tile of 64 query rows of a span, query head, span,
+ * key split); warp w owns rows 16w .. 16w + 15. The q fragments (pre-scaled
+ * by scale·log2(e), rounded to bf16 — in exact mode as bf16 high + low parts)
+ * stay in registers. The CTA walks the key tiles of 64 positions from the
+ * window's start to its last row's position (within its split's range): each
+ * tile's K and V (key, dim) are read from the paged f32 cache with 16-byte
+ * loads (a warp reads whole rows), rounded to bf16 (exact: high and low
+ * parts) into shared memory (rows padded by 8 bf16 so the fragment reads hit
+ * 32 distinct banks; V's B fragments come transposed through ldmatrix
+ * .trans); S = Q·Kᵀ (m16n8k16, f32 accumulation), causal / window / padding
+ * mask, online softmax in f32 base 2 (row max over the quad by shuffles, sums
+ * kept per thread until the end), P rounded to bf16 (exact: split) in
+ * registers becomes the A operand of O += P·V. Exact mode takes every product
+ * as lo·hi + hi·lo + hi·hi (the lo·lo term, ~2^-16 of the product, dropped).
+ * Rows of the tile past the span's end are computed on zero q and not
+ * written.
  *
- * Numerics: q, K, P and V are bf16 (8-bit mantissa), everything else f32; see
- * tests/kernels/kernel_attn.c for the tolerance against an f64 reference.
- * head_dim 64 and 128 (the register budget of the q and O fragments).
+ * Split spans (splits > 1) cut the key tiles 0 .. last into `splits` equal
+ * ranges; a CTA writes its rows' partials (m, l, unnormalized O) and
+ * kernel_attn_prefill_combine merges them with attn_combine_row, the decode
+ * kernel's merge. A row's float operations depend only on its span (its
+ * position, its split ranges), never on the rest of the launch.
+ *
+ * Numerics: see tests/kernels/kernel_attn.c for the tolerances against an
+ * f64 reference. head_dim 64 and 128 (the register budget of the q and O
+ * fragments).
  */
 #include <cuda_bf16.h>
 #include <math.h>
 
 #include "backend/cuda/attn.h"
+#include "backend/cuda/attn_combine.cuh"
 #include "backend/cuda/cuda_common.cuh"
 
 namespace {
 
 constexpr int BM = 64, BN = 64, NT = 128;
+constexpr int LOADS = 8; /* tile load: float4s of K and of V a thread has in flight */
 constexpr float LOG2E = 1.4426950408889634f;
 
 static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
@@ -56,19 +67,31 @@ static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const
                  : "memory"); /* reads what the CTA's plain stores wrote before __syncthreads */
 }
 
-template <int HD>
+/* bf16 high parts of (x, y) packed, and the bf16 rounding of what they miss. */
+static __device__ __forceinline__ void split_bf16(float x, float y, uint32_t &hi, uint32_t &lo)
+{
+    __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    const float2 f = __bfloat1622float2(h);
+    hi = *reinterpret_cast<uint32_t *>(&h);
+    lo = pack_bf16(x - f.x, y - f.y);
+}
+
+template <int HD, bool EXACT>
 __global__ void __launch_bounds__(NT)
     kernel_attn_prefill(const float *__restrict__ q, float *__restrict__ att,
-                        const cuda_attn_span *__restrict__ spans, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                        uint32_t window)
+                        const cuda_attn_span *__restrict__ spans, uint32_t max_splits, cuda_attn_dims d,
+                        cuda_attn_kv kv, float scale2, uint32_t window, float *__restrict__ part_acc,
+                        float *__restrict__ part_ml)
 {
-    constexpr int KP = HD + 8;
-    __shared__ __align__(16) __nv_bfloat16 sK[BN * KP]; /* (key, dim) */
-    __shared__ __align__(16) __nv_bfloat16 sV[BN * KP]; /* (key, dim) */
+    constexpr int KP = HD + 8, TILE = BN * KP, NP = EXACT ? 2 : 1; /* bf16 parts kept per operand */
+    constexpr int ITER = BN * HD / 4 / NT, LB = ITER < LOADS ? ITER : LOADS; /* tile load: float4s a thread */
+    static_assert(ITER % LB == 0, "tile load rounds");
+    extern __shared__ __align__(16) __nv_bfloat16 smem[];
+    __nv_bfloat16 *sK = smem, *sV = smem + NP * TILE; /* (key, dim); part 1 (low) at + TILE */
 
-    const cuda_attn_span sp = spans[blockIdx.z];
-    const uint32_t tile = blockIdx.x;
-    if (tile * BM >= sp.n)
+    const cuda_attn_span sp = spans[blockIdx.z / max_splits];
+    const uint32_t split = blockIdx.z % max_splits, tile = blockIdx.x;
+    if (tile * BM >= sp.n || split >= sp.splits)
         return;
     const uint32_t h = blockIdx.y, kvh = h / (d.n_heads / d.n_kv_heads);
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
@@ -79,21 +102,24 @@ __global__ void __launch_bounds__(NT)
     const uint32_t pa = sp.pos0 + tile * BM + ra, pb = pa + 8;
     const uint32_t pf = sp.pos0 + tile * BM, pl = pf + nrows - 1; /* first and last row positions */
 
-    uint32_t qf[HD / 16][4];
+    uint32_t qh[HD / 16][4], ql[EXACT ? HD / 16 : 1][4];
     {
         const float *qa = q + (uint64_t)(sp.q0 + tile * BM + ra) * q_dim + (uint64_t)h * HD;
         const float *qb = qa + 8 * (uint64_t)q_dim;
 #pragma unroll
         for (int kk = 0; kk < HD / 16; kk++) {
             const int c = kk * 16 + 2 * tq;
-            float2 a0 = va ? *reinterpret_cast<const float2 *>(qa + c) : make_float2(0.f, 0.f);
-            float2 a2 = va ? *reinterpret_cast<const float2 *>(qa + c + 8) : make_float2(0.f, 0.f);
-            float2 b0 = vb ? *reinterpret_cast<const float2 *>(qb + c) : make_float2(0.f, 0.f);
-            float2 b2 = vb ? *reinterpret_cast<const float2 *>(qb + c + 8) : make_float2(0.f, 0.f);
-            qf[kk][0] = pack_bf16(a0.x * scale2, a0.y * scale2);
-            qf[kk][1] = pack_bf16(b0.x * scale2, b0.y * scale2);
-            qf[kk][2] = pack_bf16(a2.x * scale2, a2.y * scale2);
-            qf[kk][3] = pack_bf16(b2.x * scale2, b2.y * scale2);
+            float2 v[4] = {va ? *reinterpret_cast<const float2 *>(qa + c) : make_float2(0.f, 0.f),
+                           vb ? *reinterpret_cast<const float2 *>(qb + c) : make_float2(0.f, 0.f),
+                           va ? *reinterpret_cast<const float2 *>(qa + c + 8) : make_float2(0.f, 0.f),
+                           vb ? *reinterpret_cast<const float2 *>(qb + c + 8) : make_float2(0.f, 0.f)};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                if constexpr (EXACT)
+                    split_bf16(v[i].x * scale2, v[i].y * scale2, qh[kk][i], ql[kk][i]);
+                else
+                    qh[kk][i] = pack_bf16(v[i].x * scale2, v[i].y * scale2);
+            }
         }
     }
 
@@ -105,22 +131,57 @@ __global__ void __launch_bounds__(NT)
 
     const uint32_t *tab = kv.tables + (uint64_t)sp.table * kv.table_stride;
     const uint32_t k_lo = window > 0 && pf + 1 > window ? pf + 1 - window : 0;
-    for (uint32_t kt = k_lo / BN * BN; kt <= pl; kt += BN) {
+    uint32_t kt_first = k_lo / BN, kt_last = pl / BN; /* key tiles, inclusive */
+    if (sp.splits > 1) {
+        const uint32_t nkt = (sp.pos0 + sp.n - 1) / BN + 1, per = (nkt + sp.splits - 1) / sp.splits;
+        kt_first = max(kt_first, split * per);
+        kt_last = min(kt_last, split * per + per - 1);
+    }
+    for (uint32_t kti = kt_first; kti <= kt_last; kti++) {
+        const uint32_t kt = kti * BN;
         __syncthreads(); /* the previous tile's fragments are read */
-        for (uint32_t i = threadIdx.x; i < BN * HD / 4; i += NT) {
-            const uint32_t key = i / (HD / 4), c4 = i % (HD / 4) * 4, kp = kt + key;
-            float4 kf = make_float4(0.f, 0.f, 0.f, 0.f), vf = kf;
-            if (kp <= pl) {
-                const uint64_t row = (uint64_t)tab[kp / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + kp % CUDA_ATTN_BLOCK;
-                const uint64_t off = row * kv_dim + (uint64_t)kvh * HD + c4;
-                uint4 ku = ldg_stream16(kv.k + off), vu = ldg_stream16(kv.v + off);
-                kf = make_float4(__uint_as_float(ku.x), __uint_as_float(ku.y), __uint_as_float(ku.z),
-                                 __uint_as_float(ku.w));
-                vf = make_float4(__uint_as_float(vu.x), __uint_as_float(vu.y), __uint_as_float(vu.z),
-                                 __uint_as_float(vu.w));
+        /* LB float4 of K and of V a thread in flight at once (the tile's load is
+         * latency-bound otherwise), then rounded into shared memory */
+#pragma unroll
+        for (int i0 = 0; i0 < ITER; i0 += LB) {
+            uint4 ku[LB], vu[LB];
+#pragma unroll
+            for (int j = 0; j < LB; j++) {
+                const uint32_t i = (uint32_t)(i0 + j) * NT + threadIdx.x;
+                const uint32_t key = i / (HD / 4), c4 = i % (HD / 4) * 4, kp = kt + key;
+                ku[j] = vu[j] = make_uint4(0u, 0u, 0u, 0u);
+                if (kp <= pl) {
+                    const uint64_t row = (uint64_t)tab[kp / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + kp % CUDA_ATTN_BLOCK;
+                    const uint64_t off = row * kv_dim + (uint64_t)kvh * HD + c4;
+                    ku[j] = ldg_stream16(kv.k + off);
+                    vu[j] = ldg_stream16(kv.v + off);
+                }
             }
-            *reinterpret_cast<uint2 *>(sK + key * KP + c4) = make_uint2(pack_bf16(kf.x, kf.y), pack_bf16(kf.z, kf.w));
-            *reinterpret_cast<uint2 *>(sV + key * KP + c4) = make_uint2(pack_bf16(vf.x, vf.y), pack_bf16(vf.z, vf.w));
+#pragma unroll
+            for (int j = 0; j < LB; j++) {
+                const uint32_t i = (uint32_t)(i0 + j) * NT + threadIdx.x;
+                const uint32_t so = i / (HD / 4) * KP + i % (HD / 4) * 4;
+                const float4 kf = make_float4(__uint_as_float(ku[j].x), __uint_as_float(ku[j].y),
+                                              __uint_as_float(ku[j].z), __uint_as_float(ku[j].w));
+                const float4 vf = make_float4(__uint_as_float(vu[j].x), __uint_as_float(vu[j].y),
+                                              __uint_as_float(vu[j].z), __uint_as_float(vu[j].w));
+                if constexpr (EXACT) {
+                    uint32_t h0, l0, h1, l1;
+                    split_bf16(kf.x, kf.y, h0, l0);
+                    split_bf16(kf.z, kf.w, h1, l1);
+                    *reinterpret_cast<uint2 *>(sK + so) = make_uint2(h0, h1);
+                    *reinterpret_cast<uint2 *>(sK + TILE + so) = make_uint2(l0, l1);
+                    split_bf16(vf.x, vf.y, h0, l0);
+                    split_bf16(vf.z, vf.w, h1, l1);
+                    *reinterpret_cast<uint2 *>(sV + so) = make_uint2(h0, h1);
+                    *reinterpret_cast<uint2 *>(sV + TILE + so) = make_uint2(l0, l1);
+                } else {
+                    *reinterpret_cast<uint2 *>(sK + so) =
+                        make_uint2(pack_bf16(kf.x, kf.y), pack_bf16(kf.z, kf.w));
+                    *reinterpret_cast<uint2 *>(sV + so) =
+                        make_uint2(pack_bf16(vf.x, vf.y), pack_bf16(vf.z, vf.w));
+                }
+            }
         }
         __syncthreads();
 
@@ -131,8 +192,14 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
             for (int kk = 0; kk < HD / 16; kk++) {
                 const __nv_bfloat16 *kr = sK + (nt * 8 + g) * KP + kk * 16 + 2 * tq;
-                mma_bf16(s[nt], qf[kk], *reinterpret_cast<const uint32_t *>(kr),
-                         *reinterpret_cast<const uint32_t *>(kr + 8));
+                const uint32_t b0 = *reinterpret_cast<const uint32_t *>(kr),
+                               b1 = *reinterpret_cast<const uint32_t *>(kr + 8);
+                if constexpr (EXACT) {
+                    mma_bf16(s[nt], ql[kk], b0, b1);
+                    mma_bf16(s[nt], qh[kk], *reinterpret_cast<const uint32_t *>(kr + TILE),
+                             *reinterpret_cast<const uint32_t *>(kr + TILE + 8));
+                }
+                mma_bf16(s[nt], qh[kk], b0, b1);
             }
         }
         float mx_a = -INFINITY, mx_b = -INFINITY;
@@ -182,9 +249,18 @@ __global__ void __launch_bounds__(NT)
         }
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++) {
-            const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                                   pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                   pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            uint32_t ah[4], al[4];
+            if constexpr (EXACT) {
+                split_bf16(s[2 * kk][0], s[2 * kk][1], ah[0], al[0]);
+                split_bf16(s[2 * kk][2], s[2 * kk][3], ah[1], al[1]);
+                split_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1], ah[2], al[2]);
+                split_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3], ah[3], al[3]);
+            } else {
+                ah[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+                ah[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+                ah[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+                ah[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            }
             /* lane l addresses row l % 8 of 8x8 matrix l / 8: keys kk·16 + (m & 1)·8 + r,
              * dims (nt + (m >> 1))·8 ..; transposed, they are the B fragments of nt, nt + 1 */
             const uint32_t mrow = kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), mcol = (lane >> 4) * 8;
@@ -192,8 +268,16 @@ __global__ void __launch_bounds__(NT)
             for (int nt = 0; nt < HD / 8; nt += 2) {
                 uint32_t b[4];
                 ldmatrix_x4_trans(b, sV + mrow * KP + nt * 8 + mcol);
-                mma_bf16(o[nt], a, b[0], b[1]);
-                mma_bf16(o[nt + 1], a, b[2], b[3]);
+                if constexpr (EXACT) {
+                    uint32_t bl[4];
+                    ldmatrix_x4_trans(bl, sV + TILE + mrow * KP + nt * 8 + mcol);
+                    mma_bf16(o[nt], al, b[0], b[1]);
+                    mma_bf16(o[nt], ah, bl[0], bl[1]);
+                    mma_bf16(o[nt + 1], al, b[2], b[3]);
+                    mma_bf16(o[nt + 1], ah, bl[2], bl[3]);
+                }
+                mma_bf16(o[nt], ah, b[0], b[1]);
+                mma_bf16(o[nt + 1], ah, b[2], b[3]);
             }
         }
     }
@@ -202,8 +286,27 @@ __global__ void __launch_bounds__(NT)
         l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
         l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
     }
+    const uint32_t r_a = tile * BM + ra; /* row of the span */
+    if (sp.splits > 1) { /* partial of this split: (m, l), O unnormalized */
+        const uint64_t ia = ((uint64_t)(sp.part0 + r_a * sp.splits + split) * d.n_heads + h);
+        const uint64_t ib = ia + (uint64_t)8 * sp.splits * d.n_heads; /* row r_a + 8 */
+        float *oa = part_acc + ia * HD, *ob = part_acc + ib * HD;
+#pragma unroll
+        for (int nt = 0; nt < HD / 8; nt++) {
+            const int c = nt * 8 + 2 * tq;
+            if (va)
+                *reinterpret_cast<float2 *>(oa + c) = make_float2(o[nt][0], o[nt][1]);
+            if (vb)
+                *reinterpret_cast<float2 *>(ob + c) = make_float2(o[nt][2], o[nt][3]);
+        }
+        if (tq == 0 && va)
+            *reinterpret_cast<float2 *>(part_ml + ia * 2) = make_float2(m_a, l_a);
+        if (tq == 0 && vb)
+            *reinterpret_cast<float2 *>(part_ml + ib * 2) = make_float2(m_b, l_b);
+        return;
+    }
     const float ia = 1.0f / l_a, ib = 1.0f / l_b;
-    float *oa = att + (uint64_t)(sp.q0 + tile * BM + ra) * q_dim + (uint64_t)h * HD;
+    float *oa = att + (uint64_t)(sp.q0 + r_a) * q_dim + (uint64_t)h * HD;
 #pragma unroll
     for (int nt = 0; nt < HD / 8; nt++) {
         const int c = nt * 8 + 2 * tq;
@@ -214,6 +317,37 @@ __global__ void __launch_bounds__(NT)
     }
 }
 
+/* One CTA per (query head, row, span) of the split spans: the row's partials
+ * merged in split order. */
+__global__ void __launch_bounds__(128)
+    kernel_attn_prefill_combine(const cuda_attn_span *__restrict__ spans, const float *__restrict__ part_acc,
+                                const float *__restrict__ part_ml, float *__restrict__ att, uint32_t n_heads,
+                                uint32_t hd)
+{
+    const cuda_attn_span sp = spans[blockIdx.z];
+    const uint32_t h = blockIdx.x, r = blockIdx.y;
+    if (sp.splits <= 1 || r >= sp.n)
+        return;
+    const uint64_t pi = (uint64_t)(sp.part0 + r * sp.splits) * n_heads + h;
+    attn_combine_row(part_acc + pi * hd, (size_t)n_heads * hd, part_ml + pi * 2, (size_t)n_heads * 2, sp.splits,
+                     att + ((uint64_t)(sp.q0 + r) * n_heads + h) * hd, hd);
+}
+
+template <int HD, bool EXACT>
+void launch_prefill(cudaStream_t st, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
+                    uint32_t max_splits, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
+                    float *pa, float *pm)
+{
+    constexpr size_t smem = (size_t)(EXACT ? 4 : 2) * BN * (HD + 8) * sizeof(__nv_bfloat16);
+    static bool attr_set; /* the engine thread is the only caller */
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill<HD, EXACT>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        attr_set = true;
+    }
+    kernel_attn_prefill<HD, EXACT><<<grid, NT, smem, st>>>(q, att, spans, max_splits, d, kv, scale2, window, pa, pm);
+}
+
 } // namespace
 
 extern "C" bool cuda_attn_prefill_supported(struct cuda_attn_dims d)
@@ -221,22 +355,52 @@ extern "C" bool cuda_attn_prefill_supported(struct cuda_attn_dims d)
     return (d.head_dim == 64 || d.head_dim == 128) && d.n_kv_heads > 0 && d.n_heads % d.n_kv_heads == 0;
 }
 
+extern "C" uint32_t cuda_attn_prefill_splits(uint32_t pos0, uint32_t n)
+{
+    if (n == 0 || n > CUDA_ATTN_PREFILL_SPLIT_ROWS)
+        return 1;
+    /* ≥ 8 key tiles (512 positions) a split: fewer would spend more on the
+     * partials than on the keys */
+    const uint64_t nkt = ((uint64_t)pos0 + n - 1) / BN + 1, s = (nkt + 7) / 8;
+    return s < 1 ? 1 : s > CUDA_ATTN_PREFILL_MAX_SPLITS ? CUDA_ATTN_PREFILL_MAX_SPLITS : (uint32_t)s;
+}
+
+extern "C" size_t cuda_attn_prefill_scratch_floats(uint32_t part_cap, struct cuda_attn_dims d)
+{
+    return (size_t)part_cap * d.n_heads * (d.head_dim + 2);
+}
+
 extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *att,
                                   const struct cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n,
-                                  struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale, uint32_t window)
+                                  uint32_t max_splits, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
+                                  uint32_t window, bool exact, float *scratch, uint32_t part_cap)
 {
     if (!cuda_attn_prefill_supported(d))
         CUDA_FAIL("cuda_attn_prefill: unsupported shape (heads %u, kv heads %u, head_dim %u)", d.n_heads,
                   d.n_kv_heads, d.head_dim);
     if (n_spans == 0 || max_n == 0)
         return;
-    if (n_spans > 65535 || d.n_heads > 65535)
-        CUDA_FAIL("cuda_attn_prefill: %u spans, %u heads (at most 65535)", n_spans, d.n_heads);
-    const dim3 grid((max_n + BM - 1) / BM, d.n_heads, n_spans);
+    if (max_splits == 0 || max_splits > CUDA_ATTN_PREFILL_MAX_SPLITS || (max_splits > 1 && !scratch))
+        CUDA_FAIL("cuda_attn_prefill: %u key splits (1..%u, > 1 needs scratch)", max_splits,
+                  CUDA_ATTN_PREFILL_MAX_SPLITS);
+    if ((uint64_t)n_spans * max_splits > 65535 || d.n_heads > 65535)
+        CUDA_FAIL("cuda_attn_prefill: %u spans × %u splits, %u heads (at most 65535)", n_spans, max_splits,
+                  d.n_heads);
+    const dim3 grid((max_n + BM - 1) / BM, d.n_heads, n_spans * max_splits);
     const float scale2 = scale * LOG2E;
+    float *pa = scratch, *pm = scratch ? scratch + (size_t)part_cap * d.n_heads * d.head_dim : NULL;
+    cudaStream_t st = ctx->stream;
     if (d.head_dim == 64)
-        kernel_attn_prefill<64><<<grid, NT, 0, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
+        exact ? launch_prefill<64, true>(st, grid, q, att, spans, max_splits, d, kv, scale2, window, pa, pm)
+              : launch_prefill<64, false>(st, grid, q, att, spans, max_splits, d, kv, scale2, window, pa, pm);
     else
-        kernel_attn_prefill<128><<<grid, NT, 0, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
+        exact ? launch_prefill<128, true>(st, grid, q, att, spans, max_splits, d, kv, scale2, window, pa, pm)
+              : launch_prefill<128, false>(st, grid, q, att, spans, max_splits, d, kv, scale2, window, pa, pm);
     CUDA_CHECK_LAUNCH();
+    if (max_splits > 1) {
+        const uint32_t rows = max_n < CUDA_ATTN_PREFILL_SPLIT_ROWS ? max_n : CUDA_ATTN_PREFILL_SPLIT_ROWS;
+        kernel_attn_prefill_combine<<<dim3(d.n_heads, rows, n_spans), 128, 0, st>>>(spans, pa, pm, att, d.n_heads,
+                                                                                   d.head_dim);
+        CUDA_CHECK_LAUNCH();
+    }
 }

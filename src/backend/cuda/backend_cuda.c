@@ -37,10 +37,13 @@
  * T·dim floats per forward, negligible next to the weights.
  *
  * Attention (attn.h), chosen per span too: a one-token span (decode) runs the
- * split-K decode kernel (f32) on either path; a longer span runs the bf16
- * tensor-core prefill kernel when MEMRA_ATTN=fast (default: fast when
- * MEMRA_GEMM=fast) and the head_dim is 64 or 128, else the decode kernel on each
- * of its rows (f32, exact: the default).
+ * split-K decode kernel (f32) on either path; a longer span runs the
+ * tensor-core prefill kernel when the head_dim is 64 or 128 — with every
+ * operand split into bf16 high + low parts (MEMRA_ATTN=exact, the default) or
+ * in plain bf16 (fast; the default when MEMRA_GEMM=fast) — with its keys
+ * split over CTAs when the span is short and deep (cuda_attn_prefill_splits,
+ * a function of the span alone); else (or MEMRA_ATTN=rows) the decode kernel
+ * on each of its rows.
  *
  * Decode: batches of sequences × 1 token take the decode step instead
  * (cuda_decode_step.c), in groups of 64 (BF16 models) or 8: device-side embedding gather, one CUDA graph per batch size,
@@ -82,6 +85,7 @@ static void cuda_be_free(struct backend *base)
     free(b->spans);
     free(b->h_attn_spans);
     free(b->h_attn_runs);
+    free(b->h_attn_launch);
     free(b->h_meta);
     free(b->h_x);
     free(base->batch_mark);
@@ -214,16 +218,20 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->d_dec = (uint32_t *)dev_floats(b, 3 * DEC_G + b->tables_max, 1, &ok);
     b->d_argmax = (int32_t *)dev_floats(b, DEC_G, 1, &ok);
     {
-        /* MEMRA_ATTN=fast|exact; unset: fast when MEMRA_GEMM=fast (the same numerics trade) */
+        /* MEMRA_ATTN=exact|fast|rows; unset: fast when MEMRA_GEMM=fast (the same numerics trade) */
         const char *am = getenv("MEMRA_ATTN"), *gm = getenv("MEMRA_GEMM");
-        b->attn_fast = am ? strcmp(am, "fast") == 0 : gm != NULL && strcmp(gm, "fast") == 0;
+        const bool fast = am ? strcmp(am, "fast") == 0 : gm != NULL && strcmp(gm, "fast") == 0;
+        b->attn_mode = fast ? CUDA_BE_ATTN_MODE_FAST
+                       : am && strcmp(am, "rows") == 0 ? CUDA_BE_ATTN_MODE_ROWS
+                                                      : CUDA_BE_ATTN_MODE_EXACT;
         const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
         b->attn_rows = T < CUDA_BE_ATTN_ROWS ? (uint32_t)T : CUDA_BE_ATTN_ROWS;
         b->attn_part = dev_floats(b, cuda_attn_decode_scratch_floats(b->attn_rows, ad), 1, &ok);
         b->d_attn_spans = (struct cuda_attn_span *)dev_floats(b, bc->max_seqs, sizeof(struct cuda_attn_span) / 4, &ok);
         b->h_attn_spans = calloc(bc->max_seqs, sizeof(struct cuda_attn_span));
         b->h_attn_runs = calloc(2 * (size_t)bc->max_seqs, sizeof(uint32_t));
-        ok = ok && b->h_attn_spans && b->h_attn_runs;
+        b->h_attn_launch = calloc(4 * (size_t)bc->max_seqs, sizeof(uint32_t));
+        ok = ok && b->h_attn_spans && b->h_attn_runs && b->h_attn_launch;
     }
     if (ok) {
         b->h_dec = cuda_host_alloc(((size_t)3 * DEC_G + b->tables_max) * sizeof(uint32_t));

@@ -29,6 +29,12 @@ struct cuda_weight {
     void *d; /* (rows, row bytes) */
 };
 
+/* Spans of ≥ 2 tokens (MEMRA_ATTN): the tensor-core prefill kernel split into
+ * bf16 high + low parts (exact), the same kernel in plain bf16 (fast), or the
+ * f32 decode kernel row by row (rows). Head dims the prefill kernel lacks
+ * always run rows. */
+enum cuda_be_attn { CUDA_BE_ATTN_MODE_EXACT, CUDA_BE_ATTN_MODE_FAST, CUDA_BE_ATTN_MODE_ROWS };
+
 struct cuda_layer {
     float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm; /* (dim) or NULL */
     float *bq, *bk, *bv;                                           /* qwen2 biases or NULL */
@@ -62,12 +68,14 @@ struct cuda_backend {
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
     /* attention (attn_plan): decode rows go attn_rows a launch */
-    bool attn_fast;          /* spans of ≥ 2 tokens on the bf16 tensor-core prefill kernel */
+    enum cuda_be_attn attn_mode; /* MEMRA_ATTN: how spans of ≥ 2 tokens run */
     uint32_t attn_rows;      /* min(CUDA_BE_ATTN_ROWS, max_batch_tokens) */
-    float *attn_part;        /* cuda_attn_decode_scratch_floats(attn_rows): the splits' partials */
+    float *attn_part;        /* cuda_attn_decode_scratch_floats(attn_rows): the splits' partials (decode rows,
+                                and the split prefill spans as attn_rows·CUDA_ATTN_SPLITS row-splits) */
     struct cuda_attn_span *d_attn_spans, *h_attn_spans; /* (max_seqs) this batch's prefill-kernel spans */
+    uint32_t *h_attn_launch; /* (max_seqs, 4) prefill launches: first span, spans, max n, max splits */
     uint32_t *h_attn_runs;   /* (max_seqs, 2) this batch's runs of decode-kernel rows: first token, count */
-    uint32_t n_attn_spans, max_attn_span, n_attn_runs;
+    uint32_t n_attn_launches, n_attn_runs;
     /* host staging */
     uint32_t *h_meta;   /* (2T + tables_max) */
     float *h_x;         /* (T, dim) embedding rows */

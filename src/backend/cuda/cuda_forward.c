@@ -148,21 +148,25 @@ void cuda_be_attn_rows(struct cuda_backend *b, const struct cuda_attn_kv *kv, co
 }
 
 /* The general path's plan: one token → a decode row; a longer span → the
- * prefill kernel when attn_fast and the head_dim is one it takes, else decode
- * rows. Consecutive decode rows form runs; the prefill spans go up once per
- * forward. Needs h_meta filled by embed_upload (table offsets at [T, 2T)). */
+ * prefill kernel unless MEMRA_ATTN=rows or the head_dim is one it lacks, else
+ * decode rows. Consecutive decode rows form runs. Prefill spans go up once per
+ * forward, grouped into launches: the spans that are not split in the first,
+ * the split ones packed so that each launch's partials fit attn_part
+ * (attn_rows·CUDA_ATTN_SPLITS row-splits; one split span always fits: n ≤
+ * attn_rows or n ≤ 128, splits ≤ 16). Needs h_meta filled by embed_upload
+ * (table offsets at [T, 2T)). */
 static void attn_plan(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
 {
     const struct model_config *c = &b->base.model->cfg;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
-    const bool prefill = b->attn_fast && cuda_attn_prefill_supported(ad);
-    uint32_t *runs = b->h_attn_runs, nr = 0, ns = 0, max_n = 0, g = 0;
+    const bool prefill = b->attn_mode != CUDA_BE_ATTN_MODE_ROWS && cuda_attn_prefill_supported(ad);
+    const uint32_t cap = b->attn_rows * CUDA_ATTN_SPLITS;
+    uint32_t *runs = b->h_attn_runs, nr = 0, g = 0, n_one = 0;
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
         const uint32_t n = s->n_tokens;
         if (prefill && n > 1) {
-            b->h_attn_spans[ns++] = (struct cuda_attn_span){.q0 = g, .n = n, .pos0 = s->pos, .table = b->h_meta[T + g]};
-            max_n = n > max_n ? n : max_n;
+            n_one += cuda_attn_prefill_splits(s->pos, n) == 1;
         } else if (nr > 0 && runs[2 * nr - 2] + runs[2 * nr - 1] == g) {
             runs[2 * nr - 1] += n;
         } else if (n > 0) {
@@ -173,10 +177,45 @@ static void attn_plan(struct cuda_backend *b, const struct backend_batch *batch,
         g += n;
     }
     b->n_attn_runs = nr;
-    b->n_attn_spans = ns;
-    b->max_attn_span = max_n;
-    if (ns > 0)
-        cuda_upload(b->ctx, b->d_attn_spans, b->h_attn_spans, ns * sizeof(*b->h_attn_spans));
+    /* spans: the unsplit ones at [0, n_one) (launch 0), the split ones after them */
+    uint32_t *L = b->h_attn_launch, nl = 0, one = 0, slot = n_one, used = cap;
+    if (n_one > 0) {
+        L[0] = L[1] = L[2] = 0;
+        L[3] = 1;
+        nl = 1;
+    }
+    g = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        const uint32_t n = s->n_tokens, q0 = g;
+        g += n;
+        if (!prefill || n < 2)
+            continue;
+        struct cuda_attn_span sp = {.q0 = q0, .n = n, .pos0 = s->pos, .table = b->h_meta[T + q0]};
+        sp.splits = cuda_attn_prefill_splits(s->pos, n);
+        uint32_t *l = L;
+        if (sp.splits == 1) {
+            b->h_attn_spans[one++] = sp;
+        } else {
+            if (used + n * sp.splits > cap) { /* a new launch */
+                L[4 * nl] = slot;
+                L[4 * nl + 1] = L[4 * nl + 2] = 0;
+                L[4 * nl + 3] = 1;
+                nl++;
+                used = 0;
+            }
+            l = &L[4 * (nl - 1)];
+            sp.part0 = used;
+            used += n * sp.splits;
+            b->h_attn_spans[slot++] = sp;
+        }
+        l[1]++;
+        l[2] = n > l[2] ? n : l[2];
+        l[3] = sp.splits > l[3] ? sp.splits : l[3];
+    }
+    b->n_attn_launches = nl;
+    if (slot > 0)
+        cuda_upload(b->ctx, b->d_attn_spans, b->h_attn_spans, slot * sizeof(*b->h_attn_spans));
 }
 
 /* att (T, q_dim) = attention of q over one layer's KV as attn_plan decided. */
@@ -187,9 +226,11 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     for (uint32_t r = 0; r < b->n_attn_runs; r++)
         cuda_be_attn_rows(b, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window);
-    if (b->n_attn_spans > 0)
-        cuda_attn_prefill(b->ctx, b->q, b->att, b->d_attn_spans, b->n_attn_spans, b->max_attn_span, ad, *kv, scale,
-                          window);
+    for (uint32_t i = 0; i < b->n_attn_launches; i++) {
+        const uint32_t *l = &b->h_attn_launch[4 * i];
+        cuda_attn_prefill(b->ctx, b->q, b->att, b->d_attn_spans + l[0], l[1], l[2], l[3], ad, *kv, scale, window,
+                          b->attn_mode == CUDA_BE_ATTN_MODE_EXACT, b->attn_part, b->attn_rows * CUDA_ATTN_SPLITS);
+    }
 }
 
 int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen)

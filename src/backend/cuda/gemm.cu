@@ -17,6 +17,10 @@
  *    one GEMM. f32 weights: TF32 (CUBLAS_COMPUTE_32F_FAST_TF32).
  *  - EXACT: x = x_hi + x_lo, both bf16 (or f16), x_lo = x − x_hi exactly, so
  *    x is kept to ~16 significant bits: two GEMMs accumulated in f32 (beta 1).
+ *    x_lo is stored right after x_hi, so a short span (T ≤ GEMM_STACK_T, and
+ *    2·T·rows ≤ GEMM_STACK_FLOATS) takes one GEMM of 2T columns instead —
+ *    the weight read once, not twice: it bounds a short span's time — into a
+ *    scratch, and y = y_hi + y_lo after it (kernel_add_halves).
  *    f32 weights: plain f32 GEMM (CUBLAS_COMPUTE_32F, no TF32).
  * Weights: BF16 and F16 are read as stored. FP8 E4M3 is widened to bf16 into a
  * scratch (exact: 3 mantissa bits), its per-tensor scale goes into alpha. The
@@ -47,6 +51,8 @@
 
 #define GEMM_WS_BYTES ((size_t)32 << 20)
 #define GEMM_PLANS 128
+#define GEMM_STACK_T 64u                   /* exact mode: spans up to this take one stacked GEMM */
+#define GEMM_STACK_FLOATS ((size_t)16 << 20) /* its (2T, rows) f32 result scratch: 64 MB */
 
 #define CUBLASLT_CHECK(call) CUBLAS_CHECK(call)
 
@@ -86,6 +92,13 @@ __global__ void kernel_x_split_bf16(const float4 *__restrict__ x, uint64_t n4, u
             lo[i] = make_uint2(*reinterpret_cast<const uint32_t *>(&l01), *reinterpret_cast<const uint32_t *>(&l23));
         }
     }
+}
+
+/* y[i] = d[i] + d[half + i]: the stacked GEMM's x_hi and x_lo products summed. */
+__global__ void kernel_add_halves(const float *__restrict__ d, uint64_t half, float *__restrict__ y)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < half; i += (uint64_t)gridDim.x * blockDim.x)
+        y[i] = d[i] + d[half + i];
 }
 
 static __device__ __forceinline__ float sat_f16(float v) { return fminf(fmaxf(v, -65504.0f), 65504.0f); }
@@ -210,7 +223,8 @@ struct cuda_gemm {
     cublasLtHandle_t lt;
     void *ws;                /* GEMM_WS_BYTES, fixed: part of the algorithm's identity */
     uint64_t max_x, max_w;   /* elements the scratches hold */
-    uint16_t *xhi, *xlo;     /* (T, n) bf16/f16 of the current x; xlo EXACT only */
+    uint16_t *xhi, *xlo;     /* (T, n) bf16/f16 of the current x; xlo EXACT only, = xhi + T·n (contiguous) */
+    float *ystack;           /* EXACT: GEMM_STACK_FLOATS, the stacked GEMM's (2T, rows) */
     uint16_t *whi, *wlo;     /* (rows, n) bf16 dequantized weight; wlo EXACT only */
     struct {                 /* what xhi/xlo hold (cuda_gemm_prep_x) */
         const float *x;
@@ -236,11 +250,10 @@ extern "C" struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm
     CUBLASLT_CHECK(cublasLtCreate(&g->lt));
     CUDA_CHECK(cudaMalloc(&g->ws, GEMM_WS_BYTES));
     const bool exact = mode == CUDA_GEMM_EXACT;
-    if (max_x) {
-        CUDA_CHECK(cudaMalloc(&g->xhi, 2 * max_x));
-        if (exact)
-            CUDA_CHECK(cudaMalloc(&g->xlo, 2 * max_x));
-    }
+    if (max_x) /* EXACT: x_lo follows x_hi (prep_x) */
+        CUDA_CHECK(cudaMalloc(&g->xhi, (exact ? 4 : 2) * max_x));
+    if (exact)
+        CUDA_CHECK(cudaMalloc(&g->ystack, GEMM_STACK_FLOATS * sizeof(float)));
     if (max_w) {
         CUDA_CHECK(cudaMalloc(&g->whi, 2 * max_w));
         if (exact)
@@ -261,7 +274,7 @@ extern "C" void cuda_gemm_free(struct cuda_gemm *g)
         cublasLtMatrixLayoutDestroy(g->plans[i].d);
     }
     cublasLtDestroy(g->lt);
-    void *bufs[] = {g->ws, g->xhi, g->xlo, g->whi, g->wlo};
+    void *bufs[] = {g->ws, g->xhi, g->ystack, g->whi, g->wlo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             CUDA_CHECK(cudaFree(bufs[i]));
@@ -298,7 +311,8 @@ static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_
                   (unsigned long long)g->max_x);
     if (n % 4 || (uintptr_t)x % 16)
         CUDA_FAIL("cuda_gemm: x must be 16-byte aligned with n %% 4 == 0");
-    uint2 *lo = g->mode == CUDA_GEMM_EXACT ? (uint2 *)g->xlo : NULL;
+    g->xlo = g->mode == CUDA_GEMM_EXACT ? g->xhi + cnt : NULL;
+    uint2 *lo = (uint2 *)g->xlo;
     if (kind == XK_BF16)
         kernel_x_split_bf16<<<grid_for(cnt / 4, 256), 256, 0, g->ctx->stream>>>((const float4 *)x, cnt / 4,
                                                                                  (uint2 *)g->xhi, lo);
@@ -444,9 +458,19 @@ extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, 
         cuda_gemm_dequant(g, t, w, rows, n);
         a = g->whi;
     }
+    if (exact && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
+        /* x_hi and x_lo as one B of 2T columns: the weight is read once */
+        gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, 2 * T, g->ystack, scale, 0.0f, 256);
+        const uint64_t half = (uint64_t)T * rows;
+        kernel_add_halves<<<grid_for(half, 256), 256, 0, g->ctx->stream>>>(g->ystack, half, y);
+        CUDA_CHECK_LAUNCH();
+        if (gemv_quant_has(t)) /* the weight's own low part */
+            gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+        return;
+    }
     gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
     if (exact) {
-        gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+        gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, align_of((uint64_t)T * n * 2));
         if (gemv_quant_has(t)) /* the weight's own low part */
             gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
     }

@@ -68,8 +68,8 @@ void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *att, uint32_t
  * 1 of the sequence of block table `table` (positions below pos0 are the
  * cached prefix, already in the KV; the span's own K/V are written before the
  * call). Flash attention on the tensor cores (mma.sync m16n8k16, f32
- * accumulation and softmax), 64 query rows × one head a CTA, causal mask +
- * window. Two precisions:
+ * accumulation and softmax), 64 query rows a CTA (tokens × the query heads
+ * of one kv head), causal mask + window. Two precisions:
  *   exact = false: q, K, P and V rounded to bf16 (8-bit mantissa);
  *   exact = true:  each operand split into bf16 high + low parts and every
  *                  product taken as hi·hi + hi·lo + lo·hi (three mma), which

@@ -3,8 +3,11 @@
  *
  * kernel_attn_decode: one CTA of 4 warps per (kv head, group of ≤ 8 query
  * heads sharing it, split s, query row t). Split s takes the chunks of 32
- * positions c ≡ s (mod 32) that overlap the row's visible range [p0, p]; the
- * grid never depends on the lengths (CTAs with nothing to do write an empty
+ * positions c ≡ s (mod 32) that overlap the row's visible range [p0, p]
+ * (launches of < 8 rows, head_dim ≤ 128: the next chunk's K/V loads are in
+ * flight while this one is computed — the same float operations, so the same
+ * bits; with more rows the extra registers cost more occupancy than they
+ * save latency); the grid never depends on the lengths (CTAs with nothing to do write an empty
  * partial and exit), so a captured CUDA graph stays valid as sequences grow.
  * Inside a chunk warp w takes positions 8w .. 8w + 7 (their loads issued
  * together when head_dim ≤ 128); a position's K and V row
@@ -64,7 +67,7 @@ static __device__ __forceinline__ float weight_of(float m, float M)
 
 /* VEC floats a load; NJ loads a lane covers a row slice; LPP lanes a position;
  * GM query heads a CTA at most. Columns of lane li: (li + LPP·j)·VEC + e. */
-template <int VEC, int NJ, int LPP, int GM>
+template <int VEC, int NJ, int LPP, int GM, bool PF>
 __global__ void __launch_bounds__(NW * 32)
     kernel_attn_decode(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                        const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
@@ -122,64 +125,94 @@ __global__ void __launch_bounds__(NW * 32)
 
     const uint32_t *tab = kv.tables + (uint64_t)tok_table[t] * kv.table_stride;
     const float *kb = kv.k + (uint64_t)kvh * hd, *vb = kv.v + (uint64_t)kvh * hd;
-    for (; c <= clast; c += NS) {
-        const uint32_t base = c * CH + warp * PW;
+    /* one round: UNR·PPW positions of chunk cc from r0, loads issued together */
+    auto load_round = [&](uint32_t cc, int r0, float (&kr)[UNR][NJ][VEC], float (&vr)[UNR][NJ][VEC],
+                          bool (&ok)[UNR]) {
+        const uint32_t base = cc * CH + warp * PW;
 #pragma unroll
-        for (int r0 = 0; r0 < PW; r0 += PPW * UNR) {
-            float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
-            bool ok[UNR];
+        for (int u = 0; u < UNR; u++) {
+            const uint32_t pos = base + r0 + u * PPW + sub;
+            ok[u] = pos >= p0 && pos <= p;
+            const uint64_t row =
+                ok[u] ? (uint64_t)tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + pos % CUDA_ATTN_BLOCK : 0;
 #pragma unroll
-            for (int u = 0; u < UNR; u++) {
-                const uint32_t pos = base + r0 + u * PPW + sub;
-                ok[u] = pos >= p0 && pos <= p;
-                const uint64_t row = ok[u] ? (uint64_t)tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK +
-                                                 pos % CUDA_ATTN_BLOCK
-                                           : 0;
+            for (int j = 0; j < NJ; j++) {
+                const uint32_t col = (li + LPP * j) * VEC;
+                if (ok[u] && col < hd) {
+                    load_slice<VEC>(kb + row * kv_dim + col, kr[u][j]);
+                    load_slice<VEC>(vb + row * kv_dim + col, vr[u][j]);
+                } else {
 #pragma unroll
-                for (int j = 0; j < NJ; j++) {
-                    const uint32_t col = (li + LPP * j) * VEC;
-                    if (ok[u] && col < hd) {
-                        load_slice<VEC>(kb + row * kv_dim + col, kr[u][j]);
-                        load_slice<VEC>(vb + row * kv_dim + col, vr[u][j]);
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < VEC; e++)
-                            kr[u][j][e] = vr[u][j][e] = 0.0f;
-                    }
+                    for (int e = 0; e < VEC; e++)
+                        kr[u][j][e] = vr[u][j][e] = 0.0f;
                 }
             }
+        }
+    };
+    auto compute_round = [&](const float (&kr)[UNR][NJ][VEC], const float (&vr)[UNR][NJ][VEC],
+                             const bool (&ok)[UNR]) {
 #pragma unroll
-            for (int u = 0; u < UNR; u++) {
-                float dot[GM];
+        for (int u = 0; u < UNR; u++) {
+            float dot[GM];
+#pragma unroll
+            for (int g = 0; g < GM; g++) {
+                float a = 0.0f;
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        a = fmaf(qr[g][j][e], kr[u][j][e], a);
+#pragma unroll
+                for (int o = LPP / 2; o > 0; o >>= 1)
+                    a += __shfl_xor_sync(0xffffffffu, a, o);
+                dot[g] = a;
+            }
+            if (ok[u]) {
 #pragma unroll
                 for (int g = 0; g < GM; g++) {
-                    float a = 0.0f;
+                    const float mn = fmaxf(m[g], dot[g]);
+                    const float corr = exp2f(m[g] - mn), w = exp2f(dot[g] - mn);
+                    l[g] = fmaf(l[g], corr, w);
 #pragma unroll
                     for (int j = 0; j < NJ; j++)
 #pragma unroll
                         for (int e = 0; e < VEC; e++)
-                            a = fmaf(qr[g][j][e], kr[u][j][e], a);
-#pragma unroll
-                    for (int o = LPP / 2; o > 0; o >>= 1)
-                        a += __shfl_xor_sync(0xffffffffu, a, o);
-                    dot[g] = a;
-                }
-                if (ok[u]) {
-#pragma unroll
-                    for (int g = 0; g < GM; g++) {
-                        const float mn = fmaxf(m[g], dot[g]);
-                        const float corr = exp2f(m[g] - mn), w = exp2f(dot[g] - mn);
-                        l[g] = fmaf(l[g], corr, w);
-#pragma unroll
-                        for (int j = 0; j < NJ; j++)
-#pragma unroll
-                            for (int e = 0; e < VEC; e++)
-                                acc[g][j][e] = fmaf(w, vr[u][j][e], acc[g][j][e] * corr);
-                        m[g] = mn;
-                    }
+                            acc[g][j][e] = fmaf(w, vr[u][j][e], acc[g][j][e] * corr);
+                    m[g] = mn;
                 }
             }
         }
+    };
+    if constexpr (PF && PPW * UNR == PW) {
+        /* a chunk is one round: the next chunk's loads are issued before this
+         * one is computed (two register sets; the same operations in the same
+         * order as one chunk at a time) */
+        float ka[UNR][NJ][VEC], va[UNR][NJ][VEC], kn[UNR][NJ][VEC], vn[UNR][NJ][VEC];
+        bool oka[UNR], okn[UNR];
+        load_round(c, 0, ka, va, oka);
+        for (;;) {
+            const uint32_t c1 = c + NS, c2 = c + 2 * NS;
+            if (c1 <= clast)
+                load_round(c1, 0, kn, vn, okn);
+            compute_round(ka, va, oka);
+            if (c1 > clast)
+                break;
+            if (c2 <= clast)
+                load_round(c2, 0, ka, va, oka);
+            compute_round(kn, vn, okn);
+            if (c2 > clast)
+                break;
+            c = c2;
+        }
+    } else {
+        for (; c <= clast; c += NS)
+#pragma unroll
+            for (int r0 = 0; r0 < PW; r0 += PPW * UNR) {
+                float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
+                bool ok[UNR];
+                load_round(c, r0, kr, vr, ok);
+                compute_round(kr, vr, ok);
+            }
     }
 
     /* merge the position slots of the warp (lanes li + LPP·k), fixed order */
@@ -252,17 +285,27 @@ __global__ void __launch_bounds__(128)
 }
 static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
+template <int VEC, int NJ, int LPP, bool PF>
+void launch_pf(cudaStream_t st, dim3 grid, int gm, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
+               cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, float *pa, float *pm)
+{
+    switch (gm) {
+    case 1: kernel_attn_decode<VEC, NJ, LPP, 1, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 2: kernel_attn_decode<VEC, NJ, LPP, 2, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 4: kernel_attn_decode<VEC, NJ, LPP, 4, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    default: kernel_attn_decode<VEC, NJ, LPP, 8, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    }
+}
+
 template <int VEC, int NJ, int LPP>
 void launch_shape(cudaStream_t st, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                   const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
                   float *pa, float *pm)
 {
-    switch (gm) {
-    case 1: kernel_attn_decode<VEC, NJ, LPP, 1><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    case 2: kernel_attn_decode<VEC, NJ, LPP, 2><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    case 4: kernel_attn_decode<VEC, NJ, LPP, 4><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    default: kernel_attn_decode<VEC, NJ, LPP, 8><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    }
+    if (grid.z < 8) /* few rows: latency-bound, prefetch the next chunk */
+        launch_pf<VEC, NJ, LPP, true>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+    else
+        launch_pf<VEC, NJ, LPP, false>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
 }
 
 } // namespace

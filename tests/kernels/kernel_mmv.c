@@ -15,7 +15,9 @@
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
  * of 15 replays; bytes counted = the weight matrix; % of the 4.3 TB/s floor.
+ * Both kernels are checked: mmv.cu (mma.sync) and mmv_wg.cu (wgmma; n % 64).
  * Usage: kernel_mmv [--quick]   (--quick: checks only)
+ *        kernel_mmv --one ROWS N T VARIANT   (5 launches of the wgmma kernel, for ncu)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -36,12 +38,21 @@
 #define TOL 2e-5
 
 static struct cuda_ctx *g_ctx;
+static bool g_wg; /* which kernel the checks run: mmv_wg.cu (wgmma) or mmv.cu (mma.sync) */
+
+static void mmv_variant(const void *dw, uint64_t rows, uint64_t n, const float *dx, uint32_t T, float *dy, int v)
+{
+    if (g_wg)
+        cuda_mmv_wg_variant(g_ctx, dw, rows, n, dx, T, dy, 1.0f, v);
+    else
+        cuda_mmv_variant(g_ctx, DTYPE_BF16, dw, rows, n, dx, T, dy, 1.0f, v);
+}
 
 /* y (T, rows) on the device for W (rows, n) and x (T, n) already there. */
 static void run_mmv(const void *dw, uint64_t rows, uint64_t n, const float *dx, uint32_t T, float *dy, float *y)
 {
     cuda_fill_nan_f32(g_ctx, dy, rows * T);
-    cuda_mmv(g_ctx, DTYPE_BF16, dw, rows, n, dx, T, dy, 1.0f);
+    mmv_variant(dw, rows, n, dx, T, dy, -1);
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y, dy, sizeof(float) * rows * T);
 }
@@ -100,20 +111,20 @@ static void check_mmv(uint64_t rows, uint64_t n, uint32_t T)
     /* every launch shape taking T: the same bits */
     int diff_var = 0;
     uint32_t max_t[64];
-    const int nv = cuda_mmv_variants(max_t);
+    const int nv = g_wg ? cuda_mmv_wg_variants(max_t) : cuda_mmv_variants(max_t);
     cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
     for (int v = 0; v < nv; v++) {
         if (T > max_t[v])
             continue;
         cuda_fill_nan_f32(g_ctx, dy, rows * T);
-        cuda_mmv_variant(g_ctx, DTYPE_BF16, dw, rows, n, dx, T, dy, 1.0f, v);
+        mmv_variant(dw, rows, n, dx, T, dy, v);
         cuda_ctx_sync(g_ctx);
         cuda_download(g_ctx, y64, dy, sizeof(float) * rows * T);
         diff_var += memcmp(y64, y, 4 * rows * T) != 0;
     }
 
     char label[96];
-    snprintf(label, sizeof label, "bf16 %" PRIu64 "x%" PRIu64 " batch %u", rows, n, T);
+    snprintf(label, sizeof label, "%s bf16 %" PRIu64 "x%" PRIu64 " batch %u", g_wg ? "wg" : "sync", rows, n, T);
     CHECK_MSG(diff_var == 0, "%s: %d launch shapes give other bits", label, diff_var);
     CHECK_MSG(bad == 0 && rel <= TOL, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
               TOL);
@@ -171,6 +182,7 @@ static void timing_free(struct timing *tb)
 
 struct timed {
     const struct timing *tb;
+    int kind; /* 0 mma.sync mmv, 1 wgmma mmv, 2 CUDA-core GEMV (T ≤ 8) */
     int variant;
     uint32_t T;
 };
@@ -179,18 +191,19 @@ static void timed_launch(void *arg, int i)
 {
     const struct timed *c = arg;
     const struct timing *tb = c->tb;
-    if (c->variant >= -1)
+    if (c->kind == 0)
         cuda_mmv_variant(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f,
                          c->variant);
+    else if (c->kind == 1)
+        cuda_mmv_wg_variant(g_ctx, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f, c->variant);
     else
         cuda_gemv(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f);
 }
 
-/* Median µs per launch (kernel_time.h): variant ≥ -1 the tensor-core GEMV
- * (−1: the launcher's choice), −2 the CUDA-core GEMV (T ≤ 8). */
-static double time_gemv(const struct timing *tb, int variant, uint32_t T)
+/* Median µs per launch (kernel_time.h); variant −1 = the launcher's choice. */
+static double time_gemv(const struct timing *tb, int kind, int variant, uint32_t T)
 {
-    struct timed c = {tb, variant, T};
+    struct timed c = {tb, kind, variant, T};
     const int L = tb->nc > 24 ? tb->nc : 24;
     return kernel_time_graph(g_ctx, timed_launch, &c, L, L);
 }
@@ -203,19 +216,37 @@ int main(int argc, char **argv)
     if (!g_ctx)
         die("%s", err);
     printf("device: %s, %d SMs\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx));
-    test_current = "mmv";
-    const uint32_t Ts[] = {1, 4, 5, 8, 9, 16, 17, 32, 33, 64};
-    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
-        test_cases++;
-        check_mmv(333, 4096, Ts[k]);
+    if (argc == 6 && strcmp(argv[1], "--one") == 0) { /* --one ROWS N T VARIANT: 5 launches, for a profiler */
+        struct timing tb;
+        timing_init(&tb, strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
+        struct timed c = {&tb, 1, atoi(argv[5]), (uint32_t)atoi(argv[4])};
+        for (int i = 0; i < 5; i++)
+            timed_launch(&c, i);
+        cuda_ctx_sync(g_ctx);
+        timing_free(&tb);
+        cuda_ctx_free(g_ctx);
+        return 0;
     }
-    test_cases += 6;
-    check_mmv(1000, 14336, 3);
-    check_mmv(333, 4128, 9); /* 129 chunks in 16 slices of 9: the last slices short or empty */
-    check_mmv(70, 32, 64);
-    check_mmv(4096, 1024, 17);
-    check_mmv(5, 8192, 2);
-    fflush(stdout);
+    test_current = "mmv";
+    for (int k = 0; k < 2; k++) {
+        g_wg = k == 1;
+        const uint32_t Ts[] = {1, 4, 5, 8, 9, 16, 17, 32, 33, 64};
+        for (size_t j = 0; j < sizeof Ts / sizeof Ts[0]; j++) {
+            test_cases++;
+            check_mmv(333, 4096, Ts[j]);
+        }
+        test_cases += 5;
+        check_mmv(1000, 14336, 3);
+        check_mmv(333, 4160, 9);  /* 65 chunks of 64 (130 of 32) in 16 slices: the last slices short or empty */
+        check_mmv(70, 64, 64);
+        check_mmv(4096, 1024, 17);
+        check_mmv(5, 8192, 2);
+        if (!g_wg) {
+            test_cases++;
+            check_mmv(70, 32, 64); /* mmv.cu alone takes n % 64 != 0 */
+        }
+        fflush(stdout);
+    }
     if (test_failures || quick) {
         cuda_ctx_free(g_ctx);
         return test_summary();
@@ -225,30 +256,36 @@ int main(int argc, char **argv)
         {"lm_head", 128256, 4096},
     };
     const bool sweep = getenv("MEMRA_MMV_SWEEP") != NULL;
-    uint32_t max_t[64];
-    const int nv = cuda_mmv_variants(max_t);
-    printf("\n## tensor-core batched GEMV (mmv) vs CUDA-core GEMV, BF16, µs per launch (GB/s, %% of %.0f GB/s)\n\n",
+    uint32_t max_t[64], max_t_wg[64];
+    const int nv = cuda_mmv_variants(max_t), nv_wg = cuda_mmv_wg_variants(max_t_wg);
+    printf("\n## batched decode GEMV, BF16, µs per launch (GB/s, %% of %.0f GB/s): wgmma (mmv_wg.cu), mma.sync "
+           "(mmv.cu), CUDA-core GEMV\n\n",
            BW_REF_GBS);
-    printf("| shape | T | mmv µs | mmv GB/s | %% floor | gemv µs | gemv/mmv |\n|---|---|---|---|---|---|---|\n");
+    printf("| shape | T | wg µs | wg GB/s | %% floor | sync µs | sync/wg | gemv µs | gemv/wg |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         struct timing tb;
         timing_init(&tb, shapes[s].rows, shapes[s].n);
-        const uint32_t tt[] = {1, 8, 16, 32, 64};
+        const uint32_t tt[] = {1, 2, 8, 16, 32, 64};
         for (size_t k = 0; k < sizeof tt / sizeof tt[0]; k++) {
             const uint32_t T = tt[k];
-            const double um = time_gemv(&tb, -1, T);
-            const double ug = T <= 8 ? time_gemv(&tb, -2, T) : 0;
-            const double gbs = (double)shapes[s].rows * shapes[s].n * 2 / um / 1e3;
-            printf("| %s %" PRIu64 "x%" PRIu64 " | %u | %.2f | %.0f | %.1f | ", shapes[s].name, shapes[s].rows,
-                   shapes[s].n, T, um, gbs, 100 * gbs / BW_REF_GBS);
+            const double uw = time_gemv(&tb, 1, -1, T), us = time_gemv(&tb, 0, -1, T);
+            const double ug = T <= 8 ? time_gemv(&tb, 2, -1, T) : 0;
+            const double gbs = (double)shapes[s].rows * shapes[s].n * 2 / uw / 1e3;
+            printf("| %s %" PRIu64 "x%" PRIu64 " | %u | %.2f | %.0f | %.1f | %.2f | %.2f | ", shapes[s].name,
+                   shapes[s].rows, shapes[s].n, T, uw, gbs, 100 * gbs / BW_REF_GBS, us, us / uw);
             if (ug > 0)
-                printf("%.2f | %.2f |\n", ug, ug / um);
+                printf("%.2f | %.2f |\n", ug, ug / uw);
             else
                 printf("— | — |\n");
-            if (sweep) /* every launch shape taking T */
+            if (sweep) { /* every launch shape taking T */
+                for (int v = 0; v < nv_wg; v++)
+                    if (T <= max_t_wg[v])
+                        printf("|   wg variant %d | %u | %.2f | | | | | | |\n", v, T, time_gemv(&tb, 1, v, T));
                 for (int v = 0; v < nv; v++)
                     if (T <= max_t[v])
-                        printf("|   variant %d | %u | %.2f | | | | |\n", v, T, time_gemv(&tb, v, T));
+                        printf("|   sync variant %d | %u | | | | %.2f | | | |\n", v, T, time_gemv(&tb, 0, v, T));
+            }
             fflush(stdout);
         }
         timing_free(&tb);

@@ -9,7 +9,8 @@
 # repository root: kernel_forward reads tests/fixtures/engine/ and the default
 # model gpu/SmolLM2-135M-Instruct.Q4_1.gguf (copy it there: ../shared and
 # models/ do not travel) and gpu/tiny/hf-bf16 (made below when missing);
-# MEMRA_FORWARD_PART=fixtures|default runs a part.
+# MEMRA_FORWARD_PART=fixtures|default runs a part; QUICK=1 runs the checks
+# only (--quick to the kernel tests that have timing tables).
 set -uo pipefail
 B=${1:-build-cuda}
 LOG=${OUT:-/tmp}
@@ -24,7 +25,9 @@ for k in "$B"/kernels/kernel_*; do
     [ -x "$k" ] || continue
     name=$(basename "$k")
     echo "== $name"
-    "$k" > "$LOG/$name.log" 2>&1
+    q=""
+    [ -n "${QUICK:-}" ] && grep -q -- "--quick" "$k" && q=--quick
+    "$k" $q > "$LOG/$name.log" 2>&1
     r=$?
     [ $r -ne 0 ] && rc=$r
     grep -E "FAIL|CHECK failed|cases,|deep prefill" "$LOG/$name.log" | head -40

@@ -22,8 +22,9 @@
  * GGUF weights, which pay a dequantization) runs the cuBLASLt GEMM (gemm.cu)
  * on its own rows; shorter spans (decode tokens) run the decode GEMV of the
  * weight's type, 8 tokens a launch, or for BF16 weights the tensor-core
- * batched GEMV (mmv.cu), 64 tokens a launch, when a run has 2 or more tokens
- * (use_mmv; MEMRA_DECODE_MMV=auto|all|off). Quantized GEMVs always run with
+ * batched GEMV, 64 tokens a launch, when a run has 2 or more tokens (use_mmv;
+ * MEMRA_DECODE_MMV=auto|all|off): the wgmma kernel (mmv_wg.cu, n % 64 == 0)
+ * or with MEMRA_MMV=sync the mma.sync one (mmv.cu, also the fallback). Quantized GEMVs always run with
  * ksplit 1, the shape whose summation order does not depend on the batch
  * size, the mmv's slices depend only on the weight's shape, and a GEMM's
  * algorithm is fixed per shape, so a sequence's result is the same alone or
@@ -200,6 +201,13 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
             return err_set(err, errlen, "cuda backend: MEMRA_DECODE_MMV=%s: expected auto, all or off", mv);
         }
         b->mmv_mode = !mv || !*mv || strcmp(mv, "auto") == 0 ? MMV_AUTO : strcmp(mv, "all") == 0 ? MMV_ALL : MMV_OFF;
+        /* MEMRA_MMV = wg (default: mmv_wg.cu) | sync (mmv.cu, the mma.sync kernel) */
+        const char *mk = getenv("MEMRA_MMV");
+        if (mk && *mk && strcmp(mk, "wg") != 0 && strcmp(mk, "sync") != 0) {
+            cuda_be_free(&b->base);
+            return err_set(err, errlen, "cuda backend: MEMRA_MMV=%s: expected wg or sync", mk);
+        }
+        cuda_mmv_set_kernel(b->ctx, mk && strcmp(mk, "sync") == 0 ? CUDA_MMV_SYNC : CUDA_MMV_WG);
         bool all = b->mmv_mode != MMV_OFF && model_weight_mmv(&m->output);
         for (uint32_t l = 0; l < c->n_layers && all; l++) {
             const struct model_layer *L = &m->layers[l];

@@ -112,8 +112,9 @@ static inline bool is_quantized(enum dtype t)
 }
 
 /* Whether T tokens run through weight w on the tensor-core batched GEMV
- * (mmv.cu) rather than the CUDA-core GEMV: MEMRA_DECODE_MMV=auto (default)
- * takes it for 2 or more tokens (1 token: the GEMV, ~15 % faster alone),
+ * (cuda_mmv: mmv_wg.cu, or mmv.cu with MEMRA_MMV=sync) rather than the
+ * CUDA-core GEMV: MEMRA_DECODE_MMV=auto (default) takes it for 2 or more
+ * tokens (1 token: the GEMV, ~15-30 % faster alone),
  * all for any T (then a sequence's bits never depend on the batch: the mmv
  * gives each token the same bits whatever T), off never. */
 static inline bool use_mmv(const struct cuda_backend *b, const struct cuda_weight *w, uint32_t T)

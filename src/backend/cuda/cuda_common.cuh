@@ -62,6 +62,12 @@ struct cuda_ctx {
     size_t mmv_part_bytes;
     void *mmv_cnt;       /* (mmv_cnt_n) finished slices per row block, 0 between launches */
     size_t mmv_cnt_n;
+    enum cuda_mmv_kernel mmv_kernel; /* what cuda_mmv runs: mmv_wg.cu (default) or mmv.cu */
+    void *mmv_xs;        /* mmv_wg.cu: x split into bf16 hi/lo rows (2·64, n) */
+    size_t mmv_xs_bytes;
+    const float *mmv_xs_src; /* what it holds: the split of this x (T, n) */
+    uint32_t mmv_xs_t;
+    uint64_t mmv_xs_n;
 };
 
 /* ---- device helpers ------------------------------------------------------ */

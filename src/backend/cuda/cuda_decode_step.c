@@ -56,8 +56,9 @@ static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *cons
             cuda_fwd_matmul_f32(b->ctx, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
             continue;
         }
-        if (use_mmv(b, w, T)) {
-            cuda_mmv(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
+        if (use_mmv(b, w, T)) { /* the weights of a group read the same x */
+            (i > 0 && use_mmv(b, ws[i - 1], T) ? cuda_mmv_next : cuda_mmv)(b->ctx, w->dtype, w->d, w->rows, w->cols,
+                                                                          x, T, ys[i], w->scale);
             continue;
         }
         const bool q = is_quantized(w->dtype);

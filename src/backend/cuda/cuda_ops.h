@@ -120,7 +120,7 @@ void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
                        const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int ksplit,
                        unsigned flags);
 
-/* ---- batched decode GEMV on the tensor cores (mmv.cu), BF16 weights --------
+/* ---- batched decode GEMV on the tensor cores (mmv.cu, mmv_wg.cu), BF16 -----
  *   y (T, rows) f32 = scale · x (T, n) f32 · Wᵀ,  T = 1..CUDA_MMV_MAX_BATCH
  * W read once for all T tokens; x split into bf16 hi + lo in the kernel (exact
  * to ~2^-17 of each element); each output's bits are the same for any T and
@@ -133,11 +133,27 @@ bool cuda_mmv_supported(enum dtype t, uint64_t rows, uint64_t n);
 void cuda_mmv_reserve(struct cuda_ctx *ctx, uint64_t rows, uint64_t n);
 void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
               const float *x /* (T, n) */, uint32_t T, float *y /* (T, rows) */, float scale);
+/* cuda_mmv for the next weight of a group that reads the same x (pointer, T,
+ * n and contents unchanged since the call before it on this context): the
+ * wgmma kernel's split of x into bf16 hi/lo rows is not redone. */
+void cuda_mmv_next(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
+                   uint32_t T, float *y, float scale);
 /* For the kernel test's sweep: the launch shapes (all give the same bits),
  * their largest batch in max_t (may be NULL); variant −1 = the launcher's. */
 int cuda_mmv_variants(uint32_t *max_t);
 void cuda_mmv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
                       uint32_t T, float *y, float scale, int variant);
+/* The same product on wgmma (mmv_wg.cu; n % 64 == 0): batch-invariant as
+ * well, but other bits than mmv.cu's. cuda_mmv takes it when the context's
+ * mmv kernel is CUDA_MMV_WG (the default) and the shape fits; the scratch is
+ * the same (cuda_mmv_reserve sizes it for both). */
+enum cuda_mmv_kernel { CUDA_MMV_WG, CUDA_MMV_SYNC };
+void cuda_mmv_set_kernel(struct cuda_ctx *ctx, enum cuda_mmv_kernel k);
+bool cuda_mmv_wg_supported(uint64_t rows, uint64_t n);
+uint32_t cuda_mmv_wg_slices(uint64_t rows, uint64_t n, int sms);
+int cuda_mmv_wg_variants(uint32_t *max_t);
+void cuda_mmv_wg_variant(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t T,
+                         float *y, float scale, int variant);
 
 /* ---- baseline (cublas_ref.cu): cuBLAS bf16 GEMV through cublasGemmEx,
  * y (rows) f32 = W (rows, n) bf16 · x (n) bf16, f32 accumulation. For the

@@ -50,6 +50,11 @@
 #include <cuda_bf16.h>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/tile_copy.cuh"
+
+/* mmv_wg.cu's launcher, reuse = x's split of the call before may serve */
+extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
+                                   uint32_t T, float *y, float scale, int variant, bool reuse);
 
 namespace {
 
@@ -66,22 +71,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void cp_async16(uint32_t smem, const void *g)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(g));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
-
-/* Two floats → their bf16 hi parts (lo = false) or the bf16 of what hi
- * leaves (lo = true), packed low element first. */
-__device__ __forceinline__ uint32_t split_pair(float a, float b, bool lo)
-{
-    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    if (lo)
-        h = __floats2bfloat162_rn(a - __low2float(h), b - __high2float(h));
-    return *reinterpret_cast<uint32_t *>(&h);
-}
 
 /* Byte offset in a stage of the 16-byte piece p (0..15: chunk p/4, lane
  * quarter p%4) of row r; odd rows swap the two halves of each chunk pair so
@@ -377,6 +366,13 @@ extern "C" void cuda_mmv_reserve(struct cuda_ctx *ctx, uint64_t rows, uint64_t n
         for (int v = 0; v < MMV_NVARIANTS; v++)
             CUDA_CHECK(cudaFuncSetAttribute((const void *)g_variants[v].fn,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, mmv_smem(g_variants[v])));
+    const size_t xb = (size_t)4 * CUDA_MMV_MAX_BATCH * n; /* mmv_wg.cu's split x */
+    if (cuda_mmv_wg_supported(rows, n) && xb > ctx->mmv_xs_bytes) {
+        if (ctx->mmv_xs)
+            CUDA_CHECK(cudaFree(ctx->mmv_xs));
+        CUDA_CHECK(cudaMalloc(&ctx->mmv_xs, xb));
+        ctx->mmv_xs_bytes = xb;
+    }
     if (cn > ctx->mmv_cnt_n) {
         if (ctx->mmv_cnt)
             CUDA_CHECK(cudaFree(ctx->mmv_cnt));
@@ -416,8 +412,25 @@ extern "C" int cuda_mmv_variants(uint32_t *max_t)
     return MMV_NVARIANTS;
 }
 
+extern "C" void cuda_mmv_set_kernel(struct cuda_ctx *ctx, enum cuda_mmv_kernel k) { ctx->mmv_kernel = k; }
+
+static void mmv_run(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
+                    uint32_t T, float *y, float scale, bool same_x)
+{
+    if (ctx->mmv_kernel == CUDA_MMV_WG && t == DTYPE_BF16 && cuda_mmv_wg_supported(rows, n))
+        cuda_mmv_wg_launch(ctx, w, rows, n, x, T, y, scale, -1, same_x);
+    else
+        cuda_mmv_variant(ctx, t, w, rows, n, x, T, y, scale, -1);
+}
+
 extern "C" void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                          const float *x, uint32_t T, float *y, float scale)
 {
-    cuda_mmv_variant(ctx, t, w, rows, n, x, T, y, scale, -1);
+    mmv_run(ctx, t, w, rows, n, x, T, y, scale, false);
+}
+
+extern "C" void cuda_mmv_next(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                              const float *x, uint32_t T, float *y, float scale)
+{
+    mmv_run(ctx, t, w, rows, n, x, T, y, scale, true);
 }

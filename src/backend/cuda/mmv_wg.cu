@@ -1,0 +1,395 @@
+/* backend/cuda/mmv_wg.cu — the batched decode GEMV on Hopper's warpgroup
+ * tensor-core instruction (wgmma), BF16 weights: y[t][r] = scale · Σ_i W[r, i]
+ * · x[t][i] for 1..64 tokens t, W read once for all of them.
+ *
+ * Why: mmv.cu (mma.sync) reaches ~25-30 % of the weight stream at 64 tokens
+ * because every warp reads its x fragments from shared memory through the
+ * register file for each 16 weight rows (bench/RESULTS.md, 2026-11-30). wgmma
+ * reads both operands from shared memory itself, 64 A rows × 128 B columns an
+ * instruction, so x is read once per 128 weight rows and the weight once per
+ * 64 A rows.
+ *
+ * Operands: A = x, its 64 rows the hi and lo bf16 parts of 32 tokens
+ * interleaved (row 2t = rn(x_t), row 2t+1 = rn(x_t − hi)), K-major; B = the
+ * weight tile, 128 weight rows, K-major as stored (row r, 64 consecutive k =
+ * 128 bytes). A small kernel first splits x into those rows in the context's
+ * scratch (mmv_xs; cuda_mmv_next skips it for the next weight of a group
+ * reading the same x); then both tiles stream through an NS-stage cp.async
+ * pipeline into shared memory in the 128-byte swizzle wgmma reads (16-byte
+ * piece c of row r at r·128 + (c ^ r%8)·16, tiles 1024-byte aligned), A rows
+ * past 2T zero-filled. wgmma groups run one step behind (wait_group 1), so a
+ * step's barrier and copies overlap the previous step's products.
+ * D: each lane holds rows g and g+8 (g = 16·warp + lane/4) of its 8-column
+ * blocks, so hi (row 2t) and lo (row 2t+1) of a token are 4 lanes apart: one
+ * shuffle adds them (hi + lo, the order of mmv.cu and gemm.cu's exact mode).
+ *
+ * Exactness and batch invariance: each product is an exact bf16×bf16 term in
+ * an f32 wgmma accumulation; a token's outputs come from the same wgmma
+ * sequence whatever the batch (its A row depends on it alone, the k order is
+ * fixed: slice s of S, its 64-wide chunks in order, four k16 steps a chunk),
+ * S depends on the weight's shape only, and the slice sums are added in
+ * slice order. So a token's bits are the same alone or anywhere in a batch of
+ * 64, and for every launch shape (kernel_mmv checks all three). They are not
+ * the bits of mmv.cu (another instruction's internal order).
+ *
+ * Floor: rows·n·2 bytes / 4.3 TB/s. Products: 2·rows·n·64 FLOP a 32-token A
+ * tile — at 64 tokens (two tiles) 128 FLOP per weight byte, ~550 TFLOP/s at
+ * the full weight stream, within wgmma's dense rate (~790 measured).
+ * Measured (H200, bench/RESULTS.md 2026-12-01): ≤ 32 tokens 80-86 % of the
+ * floor on gate/up, 66-76 % on down, 45-57 % on q/o; 64 tokens 74 % on
+ * gate/up, 32-40 % on q/o and down (their S = 4 clusters: only 30 of 32 fit
+ * at once, ncu's "max active clusters").
+ *
+ * Shape: a block of NWG warpgroups and one K slice; either each warpgroup owns
+ * 128 weight rows and runs MT A tiles (MT = 1: ≤ 32 tokens, 2: ≤ 64), or (MS)
+ * the two warpgroups share the block's 128 rows and run A tile 0 and 1 — at
+ * 64 tokens that halves a warpgroup's serial wgmma chain, the best shape
+ * measured. With S > 1 the S slices of a row block are one thread-block
+ * cluster: each block leaves its slice sums in its shared memory and every
+ * block adds all S tiles, through distributed shared memory, in slice order,
+ * for NR / S of the rows (no scratch, no counters, no serial tail).
+ */
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/tile_copy.cuh"
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int WG_CHUNK = 64;  /* k per stage: 128 bytes of a weight row, one swizzle atom */
+constexpr int WG_ROWS = 128;  /* weight rows a warpgroup */
+constexpr int WG_TILE = 8192; /* bytes of one A tile: 64 rows × 128 */
+
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* keeps the compiler from moving accumulator reads across the asynchronous wgmma */
+__device__ __forceinline__ void reg_fence(float &v) { asm volatile("" : "+f"(v)::"memory"); }
+
+/* Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle:
+ * start address, leading byte offset 16 (unused by this swizzle), stride 1024
+ * bytes between 8-row groups. */
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
+           ((uint64_t)1 << 62);
+}
+
+/* Byte offset of the 16-byte piece c (0..7) of row r in a swizzled tile. */
+__device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+
+/* D (64×128 f32: this thread's 64) += A (64×16) · B (16×128), bf16 operands in
+ * shared memory named by descriptors, both K-major; scale-d = 1 (accumulate). */
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+                   "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+                   "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+                   "+f"(d[63])
+                 : "l"(da), "l"(db));
+}
+
+/* x (T, n) f32 → xs (2T, n) bf16: row 2t = rn(x_t), row 2t + 1 = rn(x_t − hi),
+ * the A rows the GEMV kernel copies. */
+__global__ void kernel_mmv_wg_split(const float *__restrict__ x, uint32_t T, uint32_t n, uint8_t *__restrict__ xs)
+{
+    const uint32_t n4 = n / 4;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < T * n4; i += gridDim.x * blockDim.x) {
+        const uint32_t t = i / n4, k4 = i % n4;
+        const float4 v = __ldg(reinterpret_cast<const float4 *>(x) + i);
+        *reinterpret_cast<uint2 *>(xs + ((uint64_t)2 * t * n + 4 * k4) * 2) =
+            make_uint2(split_pair(v.x, v.y, false), split_pair(v.z, v.w, false));
+        *reinterpret_cast<uint2 *>(xs + ((uint64_t)(2 * t + 1) * n + 4 * k4) * 2) =
+            make_uint2(split_pair(v.x, v.y, true), split_pair(v.z, v.w, true));
+    }
+}
+
+template <int NWG, int MT, int NS, bool MS>
+__global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__restrict__ w, uint32_t rows, uint32_t n,
+                                                           const uint8_t *__restrict__ xs, uint32_t T, uint32_t S,
+                                                           uint32_t cps, float *__restrict__ y, float scale)
+{
+    constexpr int NT = NWG * 128, NR = MS ? WG_ROWS : NWG * WG_ROWS, WBYTES = NR * 128, STAGE = WBYTES + MT * WG_TILE;
+    constexpr int MA = MS ? 1 : MT;       /* A tiles a warpgroup runs (MS: warpgroup w runs tile w) */
+    constexpr int WP = WBYTES / 16 / NT;  /* 16-byte weight pieces a thread a stage */
+    constexpr int XP = MT * WG_TILE / 16 / NT; /* and of x */
+    constexpr int P = NS - 2;             /* stages in flight beyond the one computing */
+    static_assert(WP * NT * 16 == WBYTES && XP * NT * 16 == MT * WG_TILE && P >= 1 && (!MS || NWG == MT),
+                  "mmv_wg: shape");
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem_raw) + 1023) & ~1023u;
+    const uint32_t tid = threadIdx.x, wg = tid / 128, lt = tid % 128, lane = tid & 31;
+    const uint32_t r0 = blockIdx.x * NR;
+    const uint32_t s = blockIdx.y, nchunks = n / WG_CHUNK;
+    const uint32_t c0 = min(nchunks, s * cps), c1 = min(nchunks, c0 + cps), nsteps = c1 - c0;
+    const uint64_t row_bytes = (uint64_t)n * 2;
+
+    /* a stage: the weight tile (NR rows), then MT A tiles; piece p = j·NT + tid:
+     * row p/8, 16-byte piece p%8 of its 128 bytes; A rows past 2T are zero-filled */
+    auto issue = [&](uint32_t step) {
+        if (step < nsteps) {
+            const uint32_t base = sbase + (step % NS) * STAGE;
+            const uint64_t koff = (uint64_t)(c0 + step) * 128;
+#pragma unroll
+            for (int j = 0; j < WP; j++) {
+                const uint32_t p = j * NT + tid, r = p / 8, c = p % 8;
+                cp_async16(base + swz(r, c), w + (uint64_t)min(r0 + r, rows - 1) * row_bytes + koff + c * 16);
+            }
+#pragma unroll
+            for (int j = 0; j < XP; j++) {
+                const uint32_t p = j * NT + tid, a = p / 8, c = p % 8;
+                const bool live = a < 2 * T;
+                cp_async16_zfill(base + WBYTES + (a / 64) * WG_TILE + swz(a % 64, c),
+                                 live ? xs + (uint64_t)a * row_bytes + koff + c * 16 : xs, live ? 16 : 0);
+            }
+        }
+        cp_async_commit(); /* empty groups keep the count */
+    };
+
+    float acc[MA][64];
+#pragma unroll
+    for (int m = 0; m < MA; m++)
+#pragma unroll
+        for (int i = 0; i < 64; i++)
+            acc[m][i] = 0.0f;
+
+#pragma unroll
+    for (int i = 0; i < P; i++)
+        issue(i);
+    for (uint32_t step = 0; step < nsteps; step++) {
+        cp_async_wait<P - 1>(); /* this thread's copies of stage step have landed */
+        fence_proxy_async();    /* ... and are visible to wgmma */
+        __syncthreads();        /* everyone's; and wgmma step − 2 is done everywhere */
+        issue(step + P);        /* into the buffer of step − 2 */
+        const uint32_t wb = sbase + (step % NS) * STAGE, xb = wb + WBYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+            for (int m = 0; m < MA; m++) {
+                const uint32_t tile = MS ? wg : m, wrow = MS ? 0 : wg * WG_ROWS;
+                wgmma_m64n128k16(acc[m], smem_desc(xb + tile * WG_TILE + kk * 32),
+                                 smem_desc(wb + wrow * 128 + kk * 32));
+            }
+        wgmma_commit();
+        wgmma_wait<1>(); /* step − 1's products are done: its buffer may be refilled next step */
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int m = 0; m < MA; m++)
+#pragma unroll
+        for (int i = 0; i < 64; i++)
+            reg_fence(acc[m][i]);
+    cp_async_wait<0>();
+
+    /* D: acc[m][4j + 2h + e] = A row 16·warp + lane/4 + 8h, column 8j + 2·(lane%4) + e;
+     * A row 2t is token t's hi, 2t + 1 its lo (lane + 4). S == 1: straight to y;
+     * else to this block's shared tile red (t, NR), the stages' memory, which
+     * the S blocks of the cluster (one row block, every slice) then add up in
+     * slice order, each for NR / S of the rows. */
+    __syncthreads(); /* every warpgroup is done with the stages */
+    float *red = reinterpret_cast<float *>(smem_raw + (sbase - (uint32_t)__cvta_generic_to_shared(smem_raw)));
+    const uint32_t g = (lt / 32) * 16 + lane / 4, q = lane & 3;
+    const bool hi_lane = ((lane >> 2) & 1) == 0;
+#pragma unroll
+    for (int m = 0; m < MA; m++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const float v = acc[m][4 * j + 2 * h + e];
+                    const float o = __shfl_xor_sync(0xffffffffu, v, 4);
+                    const uint32_t t = (MS ? wg : m) * 32 + (g + 8 * h) / 2;
+                    const uint32_t rl = (MS ? 0 : wg * WG_ROWS) + 8 * j + 2 * q + e, r = r0 + rl;
+                    if (!hi_lane || t >= T)
+                        continue;
+                    if (S > 1)
+                        red[t * NR + rl] = v + o;
+                    else if (r < rows)
+                        y[(uint64_t)t * rows + r] = scale * (v + o);
+                }
+    if (S == 1)
+        return;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    /* 4 rows an item, the S tiles' loads issued together (slice order kept in the sums) */
+    const uint32_t per4 = NR / S / 4, rank = cluster.block_rank();
+    const bool vec = rows % 4 == 0;
+    for (uint32_t i = tid; i < T * per4; i += NT) {
+        const uint32_t t = i / per4, rl = (rank * per4 + i % per4) * 4;
+        float4 p[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (k < (int)S)
+                p[k] = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, k) + t * NR + rl);
+        float4 v = p[0];
+#pragma unroll
+        for (int k = 1; k < 8; k++)
+            if (k < (int)S)
+                v.x += p[k].x, v.y += p[k].y, v.z += p[k].z, v.w += p[k].w;
+        v.x *= scale, v.y *= scale, v.z *= scale, v.w *= scale;
+        float *dst = y + (uint64_t)t * rows + r0 + rl;
+        if (vec && r0 + rl + 3 < rows) {
+            *reinterpret_cast<float4 *>(dst) = v;
+        } else {
+            const float vv[4] = {v.x, v.y, v.z, v.w};
+            for (int e = 0; e < 4 && r0 + rl + e < rows; e++)
+                dst[e] = vv[e];
+        }
+    }
+    cluster.sync(); /* the other blocks' reads of this one's tile are done */
+}
+
+} // namespace
+
+namespace {
+
+typedef void (*mmv_wg_fn)(const uint8_t *, uint32_t, uint32_t, const uint8_t *, uint32_t, uint32_t, uint32_t,
+                          float *, float);
+
+/* The launch shapes: warpgroups a block, A tiles, pipeline stages; max_t =
+ * the tokens it covers. All compute the same bits. */
+struct mmv_wg_variant {
+    int nwg, mt, ns;
+    bool ms; /* warpgroup w runs A tile w over the block's 128 rows */
+    uint32_t max_t;
+    mmv_wg_fn fn;
+};
+#define MMV_WG_V(NWG, MT, NS, MS) {NWG, MT, NS, MS, (uint32_t)(MT) * 32, kernel_mmv_wg<NWG, MT, NS, MS>}
+const mmv_wg_variant g_wg_variants[] = {
+    MMV_WG_V(1, 1, 3, false), MMV_WG_V(1, 1, 4, false), MMV_WG_V(1, 1, 8, false), MMV_WG_V(2, 1, 5, false),
+    MMV_WG_V(1, 2, 3, false), MMV_WG_V(1, 2, 6, false), MMV_WG_V(2, 2, 3, false), MMV_WG_V(2, 2, 4, false),
+    MMV_WG_V(2, 2, 3, true),  MMV_WG_V(2, 2, 4, true),  MMV_WG_V(2, 2, 6, true),
+};
+constexpr int MMV_WG_NVARIANTS = sizeof g_wg_variants / sizeof g_wg_variants[0];
+
+int mmv_wg_smem(const mmv_wg_variant &V)
+{
+    return V.ns * ((V.ms ? 1 : V.nwg) * WG_ROWS * 128 + V.mt * WG_TILE) + 1024; /* + the 1024-byte alignment */
+}
+
+/* The launcher's choice per batch and weight shape, from the H200 sweep of
+ * 2026-12-01 (kernel_mmv with MEMRA_MMV_SWEEP=1). Any gives the same bits. */
+int mmv_wg_pick(uint32_t T, uint64_t rows, uint64_t n)
+{
+    if (T <= 32) {
+        if (rows <= 2048)
+            return 2;       /* k/v: one warpgroup, 8 stages */
+        if (rows > 65536)
+            return 1;       /* lm_head */
+        return n > 8192 || rows <= 4096 ? 3 : 2; /* down, q/o: two warpgroups; gate/up */
+    }
+    return rows <= 2048 || rows > 8192 ? 10 : 8; /* the warpgroups split the tokens */
+}
+
+} // namespace
+
+/* K slices of a (rows, n) weight: the most (a power of 2, at most 8: a
+ * portable cluster; slices of ≥ 4 chunks) that keep the 128-row units × S
+ * within one per SM, so that each block streams a long run of its rows. A
+ * function of the shape only (batch invariance). */
+extern "C" uint32_t cuda_mmv_wg_slices(uint64_t rows, uint64_t n, int sms)
+{
+    const uint64_t rb = (rows + WG_ROWS - 1) / WG_ROWS, nchunks = n / WG_CHUNK;
+    uint32_t S = 1;
+    while (S < 8 && rb * S * 2 <= (uint64_t)sms && (uint64_t)S * 2 * 4 <= nchunks)
+        S *= 2;
+    return S;
+}
+
+extern "C" bool cuda_mmv_wg_supported(uint64_t rows, uint64_t n)
+{
+    return rows >= 1 && n >= WG_CHUNK && n % WG_CHUNK == 0 && rows < (1ull << 31) && n < (1ull << 24);
+}
+
+extern "C" void cuda_mmv_wg_init(void)
+{
+    static bool done; /* the attribute is per function and device; set before the first launch */
+    if (done)
+        return;
+    for (int v = 0; v < MMV_WG_NVARIANTS; v++)
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)g_wg_variants[v].fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        mmv_wg_smem(g_wg_variants[v])));
+    done = true;
+}
+
+extern "C" int cuda_mmv_wg_variants(uint32_t *max_t)
+{
+    for (int v = 0; v < MMV_WG_NVARIANTS && max_t; v++)
+        max_t[v] = g_wg_variants[v].max_t;
+    return MMV_WG_NVARIANTS;
+}
+
+/* reuse: x is the same (pointer, T, n, contents) as in the call before on this
+ * context, whose split may serve again */
+extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
+                                   uint32_t T, float *y, float scale, int variant, bool reuse)
+{
+    if (!cuda_mmv_wg_supported(rows, n))
+        CUDA_FAIL("cuda_mmv_wg: %llu×%llu not supported", (unsigned long long)rows, (unsigned long long)n);
+    if (T < 1 || T > CUDA_MMV_MAX_BATCH)
+        CUDA_FAIL("cuda_mmv_wg: batch %u not in 1..%d", T, CUDA_MMV_MAX_BATCH);
+    if (((uintptr_t)w | (uintptr_t)x) % 16 != 0)
+        CUDA_FAIL("cuda_mmv_wg: w and x must be 16-byte aligned");
+    const uint32_t S = cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount);
+    const int v = variant >= 0 ? variant : mmv_wg_pick(T, rows, n);
+    if (v >= MMV_WG_NVARIANTS || T > g_wg_variants[v].max_t)
+        CUDA_FAIL("cuda_mmv_wg: variant %d does not take batch %u", v, T);
+    if (!ctx->mmv_xs || (size_t)4 * T * n > ctx->mmv_xs_bytes)
+        CUDA_FAIL("cuda_mmv_wg: n = %llu not reserved (cuda_mmv_reserve)", (unsigned long long)n);
+    cuda_mmv_wg_init();
+    if (!(reuse && ctx->mmv_xs_src == x && ctx->mmv_xs_t == T && ctx->mmv_xs_n == n)) {
+        const uint32_t n4 = (uint32_t)(T * n / 4), sb = (n4 + 255) / 256;
+        kernel_mmv_wg_split<<<sb < 1024u ? sb : 1024u, 256, 0, ctx->stream>>>(x, T, (uint32_t)n,
+                                                                               (uint8_t *)ctx->mmv_xs);
+        CUDA_CHECK_LAUNCH();
+        ctx->mmv_xs_src = x, ctx->mmv_xs_t = T, ctx->mmv_xs_n = n;
+    }
+    const mmv_wg_variant &V = g_wg_variants[v];
+    const uint32_t nchunks = (uint32_t)(n / WG_CHUNK), cps = (nchunks + S - 1) / S;
+    const uint32_t nr = (uint32_t)(V.ms ? 1 : V.nwg) * WG_ROWS;
+    /* the S slices of a row block form a cluster: they add their sums through distributed shared memory */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((uint32_t)((rows + nr - 1) / nr), S);
+    cfg.blockDim = dim3(V.nwg * 128);
+    cfg.dynamicSmemBytes = (size_t)mmv_wg_smem(V);
+    cfg.stream = ctx->stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = S;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
+                                  (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale));
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_mmv_wg_variant(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
+                                    uint32_t T, float *y, float scale, int variant)
+{
+    cuda_mmv_wg_launch(ctx, w, rows, n, x, T, y, scale, variant, false);
+}

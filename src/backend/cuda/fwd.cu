@@ -42,58 +42,71 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
     }
 }
 
-/* One block per token; warp w handles heads w, w + 8, ... of q then k. */
-__global__ void __launch_bounds__(256) kernel_qk_rope_kv(float *q, float *k, float *v, const uint32_t *tok_pos,
-                                                         const float *bq, const float *bk,
-                                                         const float *bv, const float *q_norm, const float *k_norm,
-                                                         const float *inv_freq, bool neox, float eps,
-                                                         cuda_attn_shape sh, cuda_kv_view kv)
+/* A block per token and group of 8 heads (the q heads, then the k heads), a
+ * warp per head: bias, per-head RMSNorm, RoPE (cos/sin of the position taken
+ * once a block into shared memory); the warp of a k head also writes that
+ * head's k and v (v plus its bias) into the KV cache. Every element sees the
+ * same float operations whatever the grid. */
+constexpr int ROPE_WARPS = 8;
+__global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, float *k, float *v,
+                                                                     const uint32_t *tok_pos, const float *bq,
+                                                                     const float *bk, const float *bv,
+                                                                     const float *q_norm, const float *k_norm,
+                                                                     const float *inv_freq, bool neox, float eps,
+                                                                     cuda_attn_shape sh, cuda_kv_view kv)
 {
-    const uint32_t t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __shared__ float s_cos[CUDA_FWD_MAX_HEAD_DIM / 2], s_sin[CUDA_FWD_MAX_HEAD_DIM / 2];
+    const uint32_t t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t hd = sh.head_dim, half = hd / 2;
     const uint32_t q_dim = sh.n_heads * hd, kv_dim = sh.n_kv_heads * hd;
     const uint32_t pos = tok_pos[t];
-    for (uint32_t h = warp; h < sh.n_heads + sh.n_kv_heads; h += nw) {
-        const bool isq = h < sh.n_heads;
-        const uint32_t off = (isq ? h : h - sh.n_heads) * hd;
-        float *p = isq ? q + (uint64_t)t * q_dim + off : k + (uint64_t)t * kv_dim + off;
-        const float *bias = isq ? bq : bk;
-        const float *nw_ = isq ? q_norm : k_norm;
-        float ss = 0.0f;
-        for (uint32_t i = lane; i < hd; i += 32) {
-            float val = p[i];
-            if (bias)
-                val += bias[off + i];
-            p[i] = val;
-            ss = fmaf(val, val, ss);
-        }
-        if (nw_) {
-            ss = warp_sum(ss);
-            const float inv = 1.0f / sqrtf(ss / (float)hd + eps);
-            for (uint32_t i = lane; i < hd; i += 32)
-                p[i] = nw_[i] * (p[i] * inv);
-        }
-        __syncwarp();
-        for (uint32_t i = lane; i < half; i += 32) {
-            const float a = (float)pos * inv_freq[i];
-            const float c = cosf(a), s = sinf(a);
-            const uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-            const float x0 = p[i0], x1 = p[i1];
-            p[i0] = x0 * c - x1 * s;
-            p[i1] = x1 * c + x0 * s;
-        }
+    for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) {
+        const float a = (float)pos * inv_freq[i];
+        s_cos[i] = cosf(a), s_sin[i] = sinf(a);
     }
     __syncthreads();
-    float *kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim);
-    float *vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim);
-    const float *kt = k + (uint64_t)t * kv_dim;
-    float *vt = v + (uint64_t)t * kv_dim;
-    for (uint32_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+    const uint32_t h = blockIdx.y * ROPE_WARPS + warp;
+    if (h >= sh.n_heads + sh.n_kv_heads)
+        return;
+    const bool isq = h < sh.n_heads;
+    const uint32_t off = (isq ? h : h - sh.n_heads) * hd;
+    float *p = isq ? q + (uint64_t)t * q_dim + off : k + (uint64_t)t * kv_dim + off;
+    const float *bias = isq ? bq : bk;
+    const float *nw_ = isq ? q_norm : k_norm;
+    float ss = 0.0f;
+    for (uint32_t i = lane; i < hd; i += 32) {
+        float val = p[i];
+        if (bias)
+            val += bias[off + i];
+        p[i] = val;
+        ss = fmaf(val, val, ss);
+    }
+    if (nw_) {
+        ss = warp_sum(ss);
+        const float inv = 1.0f / sqrtf(ss / (float)hd + eps);
+        for (uint32_t i = lane; i < hd; i += 32)
+            p[i] = nw_[i] * (p[i] * inv);
+    }
+    __syncwarp();
+    for (uint32_t i = lane; i < half; i += 32) {
+        const float c = s_cos[i], sn = s_sin[i];
+        const uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        const float x0 = p[i0], x1 = p[i1];
+        p[i0] = x0 * c - x1 * sn;
+        p[i1] = x1 * c + x0 * sn;
+    }
+    if (isq)
+        return;
+    __syncwarp();
+    float *kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim) + off;
+    float *vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim) + off;
+    float *vt = v + (uint64_t)t * kv_dim + off;
+    for (uint32_t i = lane; i < hd; i += 32) {
         float vv = vt[i];
         if (bv)
-            vv += bv[i];
+            vv += bv[off + i];
         vt[i] = vv;
-        kc[i] = kt[i];
+        kc[i] = p[i];
         vc[i] = vv;
     }
 }
@@ -238,8 +251,9 @@ extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, fl
         CUDA_FAIL("qk_rope_kv: head_dim %u, heads %u / %u not supported", sh.head_dim, sh.n_heads, sh.n_kv_heads);
     if (T == 0)
         return;
-    kernel_qk_rope_kv<<<T, 256, 0, ctx->stream>>>(q, k, v, tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq,
-                                                   neox, eps, sh, kv);
+    const dim3 grid(T, (sh.n_heads + sh.n_kv_heads + ROPE_WARPS - 1) / ROPE_WARPS);
+    kernel_qk_rope_kv<<<grid, ROPE_WARPS * 32, 0, ctx->stream>>>(q, k, v, tok_pos, bq, bk, bv, q_norm, k_norm,
+                                                                  inv_freq, neox, eps, sh, kv);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -113,4 +113,10 @@ static __device__ __forceinline__ void block_sum(float (&acc)[K], float *red)
     }
 }
 
+/* mmv_wg.cu's launcher behind cuda_mmv / cuda_mmv_wg_variant (mmv.cu picks
+ * the kernel); reuse: x is the same as in the call before on this context,
+ * whose split into bf16 hi/lo rows may serve again. */
+extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
+                                   uint32_t T, float *y, float scale, int variant, bool reuse);
+
 #endif

@@ -52,10 +52,6 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/tile_copy.cuh"
 
-/* mmv_wg.cu's launcher, reuse = x's split of the call before may serve */
-extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
-                                   uint32_t T, float *y, float scale, int variant, bool reuse);
-
 namespace {
 
 constexpr int MMV_CHUNK = 32; /* k per chunk: two m16n8k16 steps */
@@ -70,7 +66,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-
 
 /* Byte offset in a stage of the 16-byte piece p (0..15: chunk p/4, lane
  * quarter p%4) of row r; odd rows swap the two halves of each chunk pair so

@@ -342,8 +342,6 @@ extern "C" int cuda_mmv_wg_variants(uint32_t *max_t)
     return MMV_WG_NVARIANTS;
 }
 
-/* reuse: x is the same (pointer, T, n, contents) as in the call before on this
- * context, whose split may serve again */
 extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
                                    uint32_t T, float *y, float scale, int variant, bool reuse)
 {

@@ -262,10 +262,6 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
     cluster.sync(); /* the other blocks' reads of this one's tile are done */
 }
 
-} // namespace
-
-namespace {
-
 typedef void (*mmv_wg_fn)(const uint8_t *, uint32_t, uint32_t, const uint8_t *, uint32_t, uint32_t, uint32_t,
                           float *, float);
 

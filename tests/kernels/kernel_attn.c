@@ -253,6 +253,15 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr);
     cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0, "decode not deterministic");
+    /* settled KV (the decode step's promise): the first chunk's loads go ahead of the PDL wait, same bits */
+    {
+        struct cuda_attn_kv skv = pool_kv(&p);
+        skv.settled = 1;
+        cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
+        cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, skv, scale, window, scr);
+        cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
+        CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0, "decode: settled KV changes the bits");
+    }
     /* the backend's layout: tables concatenated, tok_table = each one's offset, stride 1: same bits */
     {
         uint32_t *flat = xmalloc((size_t)n * p.stride * sizeof *flat), *offs = xmalloc(n * sizeof *offs), nf = 0;

@@ -45,6 +45,12 @@ struct cuda_attn_kv {
     const float *k, *v;       /* (kv_blocks, 16, kv_dim) each */
     const uint32_t *tables;   /* (n_tables, table_stride) block ids */
     uint32_t table_stride;
+    /* decode: nonzero when every row's keys and values before its own position
+     * were written before the kernel launched ahead of this one (the decode
+     * step: one token a sequence), so the kernel may read them before its PDL
+     * wait (cuda_common.cuh); 0 (the safe default) when a launch's rows may
+     * include earlier positions written just before (prefill spans run as rows) */
+    uint32_t settled;
 };
 
 /* ---- decode (attn_decode.cu): any number of independent query rows --------

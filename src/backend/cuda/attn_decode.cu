@@ -74,6 +74,7 @@ __global__ void __launch_bounds__(NW * 32)
                        uint32_t window, float *__restrict__ part_acc /* (T, n_heads, NS, hd) */,
                        float *__restrict__ part_ml /* (T, n_heads, NS, 2) */)
 {
+    pdl_trigger();
     constexpr int PPW = 32 / LPP;               /* positions a warp takes at once */
     /* rounds of PPW positions whose loads are issued together: all 8 of the
      * warp's chunk share when the registers allow (at batch 1 the kernel is
@@ -99,30 +100,11 @@ __global__ void __launch_bounds__(NW * 32)
     const uint32_t cmin = p0 / CH, clast = p / CH;
     if (cmin > s)
         c = s + (cmin - s + NS - 1) / NS * NS;
-    if (c > clast) {
-        if (threadIdx.x < (uint32_t)ng) {
-            part_ml[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
-            part_ml[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
-        }
-        return;
-    }
-
-    float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
-#pragma unroll
-    for (int g = 0; g < GM; g++) {
-        const float *qh = q + (uint64_t)t * q_dim + (uint64_t)(h0 + g) * hd;
-#pragma unroll
-        for (int j = 0; j < NJ; j++)
-#pragma unroll
-            for (int e = 0; e < VEC; e++) {
-                const uint32_t col = (li + LPP * j) * VEC + e;
-                qr[g][j][e] = g < ng && col < hd ? qh[col] * scale2 : 0.0f;
-                acc[g][j][e] = 0.0f;
-            }
-        m[g] = -INFINITY;
-        l[g] = 0.0f;
-    }
-
+    /* PDL: when the keys and values of positions before p were written by
+     * earlier steps (kv.settled), the prefetching loop issues the first
+     * chunk's loads before the wait — unless it holds p, whose row this
+     * step's RoPE kernel writes */
+    constexpr bool CHUNK_ROUND = PF && PPW * UNR == PW; /* a chunk is one round */
     const uint32_t *tab = kv.tables + (uint64_t)tok_table[t] * kv.table_stride;
     const float *kb = kv.k + (uint64_t)kvh * hd, *vb = kv.v + (uint64_t)kvh * hd;
     /* one round: UNR·PPW positions of chunk cc from r0, loads issued together */
@@ -149,6 +131,36 @@ __global__ void __launch_bounds__(NW * 32)
             }
         }
     };
+    float ka[UNR][NJ][VEC], va[UNR][NJ][VEC];
+    bool oka[UNR];
+    const bool early = CHUNK_ROUND && kv.settled && c < clast;
+    if (early)
+        load_round(c, 0, ka, va, oka);
+    pdl_wait();
+    if (c > clast) {
+        if (threadIdx.x < (uint32_t)ng) {
+            part_ml[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
+            part_ml[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
+        }
+        return;
+    }
+
+    float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        const float *qh = q + (uint64_t)t * q_dim + (uint64_t)(h0 + g) * hd;
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const uint32_t col = (li + LPP * j) * VEC + e;
+                qr[g][j][e] = g < ng && col < hd ? qh[col] * scale2 : 0.0f;
+                acc[g][j][e] = 0.0f;
+            }
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+    }
+
     auto compute_round = [&](const float (&kr)[UNR][NJ][VEC], const float (&vr)[UNR][NJ][VEC],
                              const bool (&ok)[UNR]) {
 #pragma unroll
@@ -183,13 +195,14 @@ __global__ void __launch_bounds__(NW * 32)
             }
         }
     };
-    if constexpr (PF && PPW * UNR == PW) {
-        /* a chunk is one round: the next chunk's loads are issued before this
-         * one is computed (two register sets; the same operations in the same
-         * order as one chunk at a time) */
-        float ka[UNR][NJ][VEC], va[UNR][NJ][VEC], kn[UNR][NJ][VEC], vn[UNR][NJ][VEC];
-        bool oka[UNR], okn[UNR];
-        load_round(c, 0, ka, va, oka);
+    if constexpr (CHUNK_ROUND) {
+        /* the next chunk's loads are issued before this one is computed (two
+         * register sets; the same operations in the same order as one chunk
+         * at a time) */
+        float kn[UNR][NJ][VEC], vn[UNR][NJ][VEC];
+        bool okn[UNR];
+        if (!early)
+            load_round(c, 0, ka, va, oka);
         for (;;) {
             const uint32_t c1 = c + NS, c2 = c + 2 * NS;
             if (c1 <= clast)
@@ -279,6 +292,7 @@ __global__ void __launch_bounds__(128)
     kernel_attn_combine(const float *__restrict__ part_acc, const float *__restrict__ part_ml, float *__restrict__ att,
                         uint32_t n_heads, uint32_t hd)
 {
+    pdl_enter();
     const uint32_t h = blockIdx.x, t = blockIdx.y;
     const uint64_t pi = ((uint64_t)t * n_heads + h) * NS;
     attn_combine_row(part_acc + pi * hd, hd, part_ml + pi * 2, 2, NS, att + ((uint64_t)t * n_heads + h) * hd, hd);
@@ -286,26 +300,26 @@ __global__ void __launch_bounds__(128)
 static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
 template <int VEC, int NJ, int LPP, bool PF>
-void launch_pf(cudaStream_t st, dim3 grid, int gm, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
+void launch_pf(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, float *pa, float *pm)
 {
     switch (gm) {
-    case 1: kernel_attn_decode<VEC, NJ, LPP, 1, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    case 2: kernel_attn_decode<VEC, NJ, LPP, 2, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    case 4: kernel_attn_decode<VEC, NJ, LPP, 4, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    default: kernel_attn_decode<VEC, NJ, LPP, 8, PF><<<grid, NW * 32, 0, st>>>(q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
     }
 }
 
 template <int VEC, int NJ, int LPP>
-void launch_shape(cudaStream_t st, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
+void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                   const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
                   float *pa, float *pm)
 {
     if (grid.z < 8) /* few rows: latency-bound, prefetch the next chunk */
-        launch_pf<VEC, NJ, LPP, true>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_pf<VEC, NJ, LPP, true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
     else
-        launch_pf<VEC, NJ, LPP, false>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_pf<VEC, NJ, LPP, false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
 }
 
 } // namespace
@@ -332,16 +346,14 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
     const dim3 grid(d.n_kv_heads * ((G + gm - 1) / gm), NS, T);
     float *pa = scratch, *pm = scratch + (size_t)T * d.n_heads * NS * hd;
     const float scale2 = scale * LOG2E;
-    cudaStream_t st = ctx->stream;
     if (hd % 4 == 0 && hd <= 64)
-        launch_shape<4, 1, 16>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<4, 1, 16>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
     else if (hd % 4 == 0 && hd <= 128)
-        launch_shape<4, 1, 32>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<4, 1, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
     else if (hd % 4 == 0)
-        launch_shape<4, 2, 32>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<4, 2, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
     else
-        launch_shape<2, 4, 32>(st, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<2, 4, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
     CUDA_CHECK_LAUNCH();
-    kernel_attn_combine<<<dim3(d.n_heads, T), 128, 0, st>>>(pa, pm, att, d.n_heads, hd);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_attn_combine, dim3(d.n_heads, T), 128, 0, pa, pm, att, d.n_heads, hd);
 }

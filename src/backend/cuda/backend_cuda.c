@@ -193,6 +193,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->v = dev_floats(b, T, b->kv_dim, &ok);
     b->hb = dev_floats(b, T, c->ffn_dim, &ok);
     b->hb2 = dev_floats(b, T, c->ffn_dim, &ok);
+    b->qkv1 = dev_floats(b, 1, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
+    b->gu1 = dev_floats(b, 2, c->ffn_dim, &ok);
     {
         /* MEMRA_DECODE_MMV = auto (default) | all | off; the decode step takes
          * 64 sequences when every matmul of a decode token has the mmv */
@@ -251,6 +253,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
+    const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
+    b->fuse_lone = !(env_fuse && strcmp(env_fuse, "off") == 0);
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     if (!ok || !b->h_meta || !b->spans || !b->h_x || !b->layers) {
         cuda_be_free(&b->base);
@@ -290,24 +294,68 @@ static int expand_rows(const struct model_weight *w, uint64_t r0, uint64_t n, fl
     return 0;
 }
 
+/* Whether w keeps the file's bytes on the device (a GEMV type) rather than
+ * being expanded to float32. */
+static bool weight_as_stored(const struct model_weight *w)
+{
+    return !w->block_scale && w->dtype != DTYPE_F32 && cuda_gemv_supported(w->dtype, w->rows, w->cols);
+}
+
+static void weight_init(struct cuda_backend *b, const struct model_weight *w, struct cuda_weight *o, void *d)
+{
+    o->rows = (uint32_t)w->rows;
+    o->cols = (uint32_t)w->cols;
+    o->gemm_min = 0; /* set by gemm_setup */
+    o->dtype = w->dtype;
+    o->scale = w->scale;
+    o->d = d;
+    cuda_upload(b->ctx, o->d, w->data, w->rows * w->row_bytes);
+    o->mmv = b->mmv_mode != MMV_OFF && model_weight_mmv(w);
+    if (o->mmv)
+        cuda_mmv_reserve(b->ctx, w->rows, w->cols);
+}
+
+/* The n weights src (q/k/v or gate/up) into one allocation, back to back, as
+ * *fused (and each dst[i] pointing into it) when they are all kept as stored
+ * with the same type, width and scale, each starting 16-byte aligned; else
+ * returns false and uploads nothing. */
+static bool upload_fused(struct cuda_backend *b, const struct model_weight *const *src, struct cuda_weight *const *dst,
+                         int n, struct cuda_weight *fused)
+{
+    uint64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        const struct model_weight *w = src[i];
+        if (!weight_as_stored(w) || w->dtype != src[0]->dtype || w->cols != src[0]->cols ||
+            w->scale != src[0]->scale || (rows * w->row_bytes) % 16 != 0)
+            return false;
+        rows += w->rows;
+    }
+    if (rows > UINT32_MAX / 4 || !cuda_gemv_supported(src[0]->dtype, rows, src[0]->cols))
+        return false;
+    uint8_t *d = dev_alloc(b, rows * src[0]->row_bytes);
+    for (int i = 0; i < n; i++) {
+        weight_init(b, src[i], dst[i], d);
+        d += src[i]->rows * src[i]->row_bytes;
+    }
+    *fused = *dst[0];
+    fused->d = dst[0]->d;
+    fused->rows = (uint32_t)rows;
+    fused->mmv = false; /* batches keep the members on the tensor-core GEMV */
+    return true;
+}
+
 static int upload_weight(struct cuda_backend *b, const struct model_weight *w, struct cuda_weight *o, char *err,
                          size_t errlen)
 {
     if (w->rows > UINT32_MAX / 4 || w->cols > UINT32_MAX / 4)
         return err_set(err, errlen, "cuda backend: tensor '%s' too large", w->name);
+    if (weight_as_stored(w)) {
+        weight_init(b, w, o, dev_alloc(b, w->rows * w->row_bytes));
+        return 0;
+    }
     o->rows = (uint32_t)w->rows;
     o->cols = (uint32_t)w->cols;
     o->gemm_min = 0; /* set by gemm_setup */
-    if (!w->block_scale && w->dtype != DTYPE_F32 && cuda_gemv_supported(w->dtype, w->rows, w->cols)) {
-        o->dtype = w->dtype;
-        o->scale = w->scale;
-        o->d = dev_alloc(b, w->rows * w->row_bytes);
-        cuda_upload(b->ctx, o->d, w->data, w->rows * w->row_bytes);
-        o->mmv = b->mmv_mode != MMV_OFF && model_weight_mmv(w);
-        if (o->mmv)
-            cuda_mmv_reserve(b->ctx, w->rows, w->cols);
-        return 0;
-    }
     /* float32 path, expanded in slices of ≤ 16 MiB */
     o->mmv = false;
     o->dtype = DTYPE_F32;
@@ -437,9 +485,13 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
         D->inv_freq = upload_vec(b, L->inv_freq, c->head_dim / 2);
         const struct model_weight *src[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         struct cuda_weight *dst[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
-        for (int i = 0; i < 7; i++)
+        const bool fq = upload_fused(b, src, dst, 3, &D->qkv), fg = upload_fused(b, src + 4, dst + 4, 2, &D->gu);
+        for (int i = 0; i < 7; i++) {
+            if ((fq && i < 3) || (fg && (i == 4 || i == 5)))
+                continue;
             if (upload_weight(b, src[i], dst[i], err, errlen) != 0)
                 return -1;
+        }
     }
     b->out_norm = upload_vec(b, m->out_norm, c->dim);
     if (upload_weight(b, &m->output, &b->output, err, errlen) != 0)

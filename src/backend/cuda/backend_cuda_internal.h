@@ -41,6 +41,12 @@ struct cuda_layer {
     float *q_norm, *k_norm;                                        /* (head_dim) or NULL */
     float *inv_freq;                                               /* (head_dim/2) */
     struct cuda_weight wq, wk, wv, wo, w_gate, w_up, w_down;
+    /* q/k/v and gate/up as one matrix each (rows 0: not fused), for the lone
+     * decode token's GEMV: the members' bytes lie back to back in one
+     * allocation (their d point into it) when they share type, width and
+     * scale, so one launch computes them all (same bits: a row's sum does not
+     * depend on its neighbours) */
+    struct cuda_weight qkv, gu;
 };
 
 struct cuda_backend {
@@ -64,6 +70,7 @@ struct cuda_backend {
     float *q, *att;     /* (T, q_dim) */
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
+    float *qkv1, *gu1;  /* a lone decode token's fused outputs: (q_dim + 2 kv_dim), (2 ffn_dim) */
     float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
@@ -83,6 +90,7 @@ struct cuda_backend {
     /* decode step (decode_step below), G = dec_g */
     bool dec_on, dec_graphs; /* MEMRA_CUDA_DECODE / MEMRA_CUDA_GRAPH not 0 */
     enum { MMV_OFF, MMV_AUTO, MMV_ALL } mmv_mode; /* MEMRA_DECODE_MMV (see use_mmv) */
+    bool fuse_lone; /* MEMRA_DECODE_FUSE (default on): a lone decode token's q/k/v and gate/up as one GEMV each */
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
     const void *d_embd;      /* token embedding rows as in the file, on the device (NULL: host rows) */
@@ -124,10 +132,11 @@ static inline bool use_mmv(const struct cuda_backend *b, const struct cuda_weigh
 
 /* ---- cuda_forward.c ---------------------------------------------------------- */
 int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen);
-/* Rows [t0, t0 + n) of b->q through the split-K decode attention kernel into
- * b->att, attn_rows a launch (the decode step's rows and the general path's
- * one-token spans run the same kernel). */
-void cuda_be_attn_rows(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
+/* Rows [t0, t0 + n) of q ((T, q_dim): b->q, or the fused q/k/v output)
+ * through the split-K decode attention kernel into b->att, attn_rows a launch
+ * (the decode step's rows and the general path's one-token spans run the same
+ * kernel). */
+void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
                        const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window);
 
 /* ---- cuda_decode_step.c ------------------------------------------------------ */

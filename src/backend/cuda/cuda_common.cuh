@@ -68,7 +68,53 @@ struct cuda_ctx {
     const float *mmv_xs_src; /* what it holds: the split of this x (T, n) */
     uint32_t mmv_xs_t;
     uint64_t mmv_xs_n;
+    bool pdl;                /* cuda_launch's PDL attribute (below) */
 };
+
+/* ---- programmatic dependent launch (PDL) ---------------------------------
+ * The kernels of the decode path are launched through cuda_launch, which (when
+ * ctx->pdl) lets a kernel's blocks start while the kernel before it on the
+ * stream is still running: they become resident, compute their indices and —
+ * the GEMVs — issue their first weight loads, then wait. In a decode step of
+ * ~400 small dependent kernels this hides part of each launch's ramp
+ * (bench/RESULTS.md, 2026-12-01 sixth run). The contract of every kernel
+ * launched through cuda_launch:
+ *   - pdl_trigger() early (it only lets the next kernel be scheduled; it says
+ *     nothing about memory), and
+ *   - pdl_wait() before its first access — read or write — to memory that
+ *     another kernel writes or reads. Only constant data (weights) may be
+ *     touched before it.
+ * Both are no-ops when the kernel was launched without the attribute, so the
+ * kernels are the same in every mode and outside graphs. (Tried and dropped:
+ * cp.async.bulk.prefetch.L2 of each block's weight rows before the wait cost
+ * 9–20 % of tg128, same call.) */
+static __device__ __forceinline__ void pdl_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+static __device__ __forceinline__ void pdl_trigger(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+/* The top of a kernel that touches nothing before its inputs are ready. */
+static __device__ __forceinline__ void pdl_enter(void)
+{
+    pdl_trigger();
+    pdl_wait();
+}
+
+/* kernel<<<grid, block, smem, ctx->stream>>>(args...), with the PDL attribute
+ * when ctx->pdl. */
+template <typename... K, typename... A>
+static inline void cuda_launch(const struct cuda_ctx *ctx, void (*kernel)(K...), dim3 grid, dim3 block, size_t smem,
+                               A... args)
+{
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = ctx->stream;
+    cfg.attrs = at;
+    cfg.numAttrs = ctx->pdl ? 1 : 0;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
 
 /* ---- device helpers ------------------------------------------------------ */
 

@@ -20,10 +20,17 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
                      e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");
         return NULL;
     }
+    const char *pdl = getenv("MEMRA_PDL");
+    if (pdl && *pdl && strcmp(pdl, "on") != 0 && strcmp(pdl, "off") != 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "MEMRA_PDL=%s: expected on or off", pdl);
+        return NULL;
+    }
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         CUDA_FAIL("out of host memory");
     ctx->device = device;
+    ctx->pdl = !(pdl && strcmp(pdl, "off") == 0);
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
@@ -46,6 +53,8 @@ extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
     CUDA_CHECK(cudaStreamDestroy(ctx->stream));
     free(ctx);
 }
+
+extern "C" void cuda_ctx_set_pdl(struct cuda_ctx *ctx, bool on) { ctx->pdl = on; }
 
 extern "C" const char *cuda_ctx_device_name(const struct cuda_ctx *ctx) { return ctx->prop.name; }
 extern "C" int cuda_ctx_sm_count(const struct cuda_ctx *ctx) { return ctx->prop.multiProcessorCount; }

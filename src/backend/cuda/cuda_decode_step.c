@@ -67,6 +67,15 @@ static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *cons
     }
 }
 
+/* Whether a step of T tokens runs the fused matrix f (q/k/v or gate/up) as
+ * one GEMV: a lone token that takes the CUDA-core GEMV (batches and
+ * MEMRA_DECODE_MMV=all keep the members, on the tensor-core GEMV). */
+static bool lone_fused(const struct cuda_backend *b, const struct cuda_weight *f, const struct cuda_weight *member,
+                       uint32_t T)
+{
+    return T == 1 && f->rows && !use_mmv(b, member, 1) && b->fuse_lone;
+}
+
 /* xb (T, dim) = rmsnorm(x += add) · w (add NULL: x as is), preparing xb for the
  * quantized GEMVs when prep and the shapes allow; returns whether it did. */
 static bool decode_norm(struct cuda_backend *b, const float *add, const float *w, uint32_t T, bool prep)
@@ -101,13 +110,20 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
         bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3));
-        decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep);
+        if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v */
+            qkv_out[0] = b->qkv1, qkv_out[1] = b->qkv1 + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
+            const struct cuda_weight *f = &D->qkv;
+            decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep);
+        } else {
+            decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep);
+        }
         float *kl = b->kv + (uint64_t)l * 2 * kind_stride;
         const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
-        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm, D->k_norm,
-                            D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1}; /* tok_table: offsets into blocks */
-        cuda_be_attn_rows(b, &akv, tok_pos, tok_table, 0, T, c->attn_scale, L->sliding ? c->sliding_window : 0);
+        cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
+                            D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
+        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1, 1}; /* tok_table: offsets into blocks; one token a sequence */
+        cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,
+                          L->sliding ? c->sliding_window : 0);
         const struct cuda_weight *wo = &D->wo;
         decode_matmul(b, &wo, &b->xb2, 1, b->att, T, false);
         if (D->post_attn_norm)
@@ -115,14 +131,20 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
         float *gu_out[2] = {b->hb, b->hb2};
         prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2));
-        decode_matmul(b, gu, gu_out, 2, b->xb, T, prep);
+        if (lone_fused(b, &D->gu, &D->w_gate, T)) { /* one GEMV into gate | up */
+            gu_out[0] = b->gu1, gu_out[1] = b->gu1 + c->ffn_dim;
+            const struct cuda_weight *f = &D->gu;
+            decode_matmul(b, &f, gu_out, 1, b->xb, T, prep);
+        } else {
+            decode_matmul(b, gu, gu_out, 2, b->xb, T, prep);
+        }
         const struct cuda_weight *wd = &D->w_down;
         prep = b->dec_fuse && is_quantized(wd->dtype);
         if (prep)
-            cuda_glu_prep(b->ctx, b->hb, b->hb2, T, c->ffn_dim, gelu);
+            cuda_glu_prep(b->ctx, gu_out[0], gu_out[1], T, c->ffn_dim, gelu);
         else
-            cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, gelu);
-        decode_matmul(b, &wd, &b->xb2, 1, b->hb, T, prep);
+            cuda_fwd_glu(b->ctx, gu_out[0], gu_out[1], (uint64_t)T * c->ffn_dim, gelu);
+        decode_matmul(b, &wd, &b->xb2, 1, gu_out[0], T, prep);
         if (D->post_ffn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
         pending = b->xb2;

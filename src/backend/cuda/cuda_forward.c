@@ -135,14 +135,14 @@ static void embed_upload(struct cuda_backend *b, const struct backend_batch *bat
 
 /* Rows [t0, t0 + n) through the split-K decode kernel, attn_rows a launch;
  * tok_pos, tok_table: device (≥ t0 + n), table offsets into kv->tables. */
-void cuda_be_attn_rows(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
+void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
                        const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window)
 {
     const struct model_config *c = &b->base.model->cfg;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     for (uint32_t o = 0; o < n; o += b->attn_rows) {
         const uint32_t t = t0 + o, nr = n - o < b->attn_rows ? n - o : b->attn_rows;
-        cuda_attn_decode(b->ctx, b->q + (uint64_t)t * b->q_dim, b->att + (uint64_t)t * b->q_dim, nr, tok_pos + t,
+        cuda_attn_decode(b->ctx, q + (uint64_t)t * b->q_dim, b->att + (uint64_t)t * b->q_dim, nr, tok_pos + t,
                          tok_table + t, ad, *kv, scale, window, b->attn_part);
     }
 }
@@ -225,7 +225,7 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
     const struct model_config *c = &b->base.model->cfg;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     for (uint32_t r = 0; r < b->n_attn_runs; r++)
-        cuda_be_attn_rows(b, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window);
+        cuda_be_attn_rows(b, b->q, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window);
     for (uint32_t i = 0; i < b->n_attn_launches; i++) {
         const uint32_t *l = &b->h_attn_launch[4 * i];
         cuda_attn_prefill(b->ctx, b->q, b->att, b->d_attn_spans + l[0], l[1], l[2], l[3], ad, *kv, scale, window,
@@ -280,7 +280,7 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
         cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1}; /* tok_table: offsets into blocks */
+        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1, 0}; /* tok_table: offsets into blocks; spans as rows: not settled */
         attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
         matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);
         if (D->post_attn_norm)

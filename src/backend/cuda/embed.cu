@@ -105,6 +105,7 @@ __global__ void __launch_bounds__(256) kernel_embed(const uint8_t *__restrict__ 
                                                     uint32_t dim, const int32_t *__restrict__ tokens, float scale,
                                                     float *__restrict__ x)
 {
+    pdl_enter();
     const uint8_t *row = table + (uint64_t)(uint32_t)tokens[blockIdx.x] * row_bytes;
     float *out = x + (uint64_t)blockIdx.x * dim;
     for (uint32_t e = threadIdx.x; e < dim; e += blockDim.x) {
@@ -148,7 +149,7 @@ extern "C" void cuda_embed_gather(struct cuda_ctx *ctx, enum dtype t, const void
     switch (t) {
 #define EMBED_CASE(D)                                                                                              \
     case D:                                                                                                        \
-        kernel_embed<D><<<T, 256, 0, ctx->stream>>>(w, row_bytes, dim, tokens, scale, x);                          \
+        cuda_launch(ctx, kernel_embed<D>, T, 256, 0, w, row_bytes, dim, tokens, scale, x);                          \
         break;
         EMBED_CASE(DTYPE_F32)
         EMBED_CASE(DTYPE_BF16)

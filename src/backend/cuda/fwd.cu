@@ -26,6 +26,7 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
                                                          const float *__restrict__ x, uint32_t T,
                                                          float *__restrict__ y, float scale)
 {
+    pdl_enter();
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t r = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
     if (r >= rows)
@@ -55,6 +56,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
                                                                      const float *inv_freq, bool neox, float eps,
                                                                      cuda_attn_shape sh, cuda_kv_view kv)
 {
+    pdl_enter();
     __shared__ float s_cos[CUDA_FWD_MAX_HEAD_DIM / 2], s_sin[CUDA_FWD_MAX_HEAD_DIM / 2];
     const uint32_t t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t hd = sh.head_dim, half = hd / 2;
@@ -116,6 +118,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
                                                                    cuda_attn_shape sh, cuda_kv_view kv, float scale,
                                                                    uint32_t window)
 {
+    pdl_enter();
     __shared__ float s_m[ATT_WARPS], s_l[ATT_WARPS];
     __shared__ float s_acc[ATT_WARPS][CUDA_FWD_MAX_HEAD_DIM];
     const uint32_t h = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -189,6 +192,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
 
 __global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu)
 {
+    pdl_enter();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const float g = hb[i];
         if (gelu) {
@@ -202,6 +206,7 @@ __global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n,
 
 __global__ void kernel_add(float *x, const float *__restrict__ y, uint64_t n)
 {
+    pdl_enter();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
         x[i] += y[i];
 }
@@ -237,8 +242,7 @@ extern "C" void cuda_fwd_matmul_f32(struct cuda_ctx *ctx, const float *w, uint32
     if (T == 0)
         return;
     const dim3 grid((rows + 7) / 8, T < MAX_GRID_Y ? T : MAX_GRID_Y);
-    kernel_matmul_f32<<<grid, 256, 0, ctx->stream>>>(w, rows, n, x, T, y, scale);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_matmul_f32, grid, 256, 0, w, rows, n, x, T, y, scale);
 }
 
 extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T,
@@ -252,9 +256,7 @@ extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, fl
     if (T == 0)
         return;
     const dim3 grid(T, (sh.n_heads + sh.n_kv_heads + ROPE_WARPS - 1) / ROPE_WARPS);
-    kernel_qk_rope_kv<<<grid, ROPE_WARPS * 32, 0, ctx->stream>>>(q, k, v, tok_pos, bq, bk, bv, q_norm, k_norm,
-                                                                  inv_freq, neox, eps, sh, kv);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_qk_rope_kv, grid, ROPE_WARPS * 32, 0, q, k, v, tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
 }
 
 extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,
@@ -266,24 +268,21 @@ extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *
     if (T == 0)
         return;
     const dim3 grid(sh.n_heads, T < MAX_GRID_Y ? T : MAX_GRID_Y);
-    kernel_attention<<<grid, ATT_WARPS * 32, 0, ctx->stream>>>(q, att, T, tok_pos, sh, kv, scale, window);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_attention, grid, ATT_WARPS * 32, 0, q, att, T, tok_pos, sh, kv, scale, window);
 }
 
 extern "C" void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu)
 {
     if (n == 0)
         return;
-    kernel_glu<<<grid_1d(n), 256, 0, ctx->stream>>>(hb, hb2, n, gelu);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu);
 }
 
 extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n)
 {
     if (n == 0)
         return;
-    kernel_add<<<grid_1d(n), 256, 0, ctx->stream>>>(x, y, n);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_add, grid_1d(n), 256, 0, x, y, n);
 }
 
 extern "C" size_t cuda_fwd_mem_free(void)

@@ -96,8 +96,10 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
     for (int k = 0; k < R * NB; k++)
         acc[k] = 0.0f;
 
-    for (uint32_t c0 = threadIdx.x; c0 < nchunks; c0 += NT * U) {
-        uint4 v[U][R];
+    /* a step's U·R chunks; the first step's are asked for before the wait
+     * (PDL: weights are constant), each next one at the end of the step before */
+    uint4 v[U][R];
+    auto load = [&](uint32_t c0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const uint32_t c = c0 + u * NT;
@@ -105,6 +107,10 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
             for (int r = 0; r < R; r++)
                 v[u][r] = c < nchunks ? ldg_stream16(wr[r] + (uint64_t)c * 16) : make_uint4(0, 0, 0, 0);
         }
+    };
+    load(threadIdx.x);
+    pdl_wait();
+    for (uint32_t c0 = threadIdx.x; c0 < nchunks; c0 += NT * U) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const uint32_t c = c0 + u * NT;
@@ -138,7 +144,10 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
                 }
             }
         }
+        if (c0 + NT * U < nchunks)
+            load(c0 + NT * U);
     }
+    pdl_trigger(); /* the next kernel's blocks may come in as this one's finish */
     block_sum<NT, R * NB>(acc, red);
     if (threadIdx.x == 0) {
 #pragma unroll
@@ -151,35 +160,34 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
 }
 
 template <class P, int R, int NB>
-void launch_plain(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb, float *y,
+void launch_plain(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb, float *y,
                   float scale)
 {
     constexpr int U = R >= 4 ? 1 : 4 / R;
     const uint64_t row_bytes = n / P::EPC * 16;
     const uint32_t blocks = (uint32_t)((rows + R - 1) / R);
-    kernel_gemv_plain<P, R, NB, U><<<blocks, NT, 0, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows,
-                                                          (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_gemv_plain<P, R, NB, U>, blocks, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
+                (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale);
 }
 
 template <class P>
-void dispatch_plain(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb,
+void dispatch_plain(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb,
                     float *y, float scale, int rpb)
 {
     if (nb > 4) {
-        launch_plain<P, 2, 8>(st, w, rows, n, x, nb, y, scale);
+        launch_plain<P, 2, 8>(ctx, w, rows, n, x, nb, y, scale);
         return;
     }
     if (nb > 1) {
-        launch_plain<P, 2, 4>(st, w, rows, n, x, nb, y, scale);
+        launch_plain<P, 2, 4>(ctx, w, rows, n, x, nb, y, scale);
         return;
     }
     if (rpb == 0) /* FP8: a 4096 row is one 16-byte chunk a thread, so R rows = R loads in flight: 4 */
         rpb = P::EPC == 16 ? 4 : gemv_pick_rows_per_block(rows, sms);
     switch (rpb) {
-    case 1: launch_plain<P, 1, 1>(st, w, rows, n, x, nb, y, scale); break;
-    case 2: launch_plain<P, 2, 1>(st, w, rows, n, x, nb, y, scale); break;
-    case 4: launch_plain<P, 4, 1>(st, w, rows, n, x, nb, y, scale); break;
+    case 1: launch_plain<P, 1, 1>(ctx, w, rows, n, x, nb, y, scale); break;
+    case 2: launch_plain<P, 2, 1>(ctx, w, rows, n, x, nb, y, scale); break;
+    case 4: launch_plain<P, 4, 1>(ctx, w, rows, n, x, nb, y, scale); break;
     default: CUDA_FAIL("gemv: rows_per_block %d not in {1,2,4}", rpb);
     }
 }
@@ -191,9 +199,9 @@ void gemv_plain_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
 {
     const int sms = ctx->prop.multiProcessorCount;
     switch (t) {
-    case DTYPE_BF16: dispatch_plain<plain_bf16>(ctx->stream, sms, w, rows, n, x, nb, y, scale, rpb); break;
-    case DTYPE_F16: dispatch_plain<plain_f16>(ctx->stream, sms, w, rows, n, x, nb, y, scale, rpb); break;
-    case DTYPE_F8_E4M3: dispatch_plain<plain_f8e4m3>(ctx->stream, sms, w, rows, n, x, nb, y, scale, rpb); break;
+    case DTYPE_BF16: dispatch_plain<plain_bf16>(ctx, sms, w, rows, n, x, nb, y, scale, rpb); break;
+    case DTYPE_F16: dispatch_plain<plain_f16>(ctx, sms, w, rows, n, x, nb, y, scale, rpb); break;
+    case DTYPE_F8_E4M3: dispatch_plain<plain_f8e4m3>(ctx, sms, w, rows, n, x, nb, y, scale, rpb); break;
     default: CUDA_FAIL("gemv_plain: type %s has no plain kernel", dtype_name(t));
     }
 }

@@ -38,6 +38,7 @@ constexpr int NT = 128; /* threads per block: 4 independent warps */
 __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restrict__ x, uint32_t n, uint32_t nb,
                                                           uint8_t *__restrict__ xq)
 {
+    pdl_enter();
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; /* float4 index over the batch */
     const bool valid = t < (uint64_t)n / 4 * nb;
     const uint64_t e = valid ? 4 * t : 0;
@@ -58,6 +59,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     constexpr int BPS = 32 / S;     /* blocks per warp step */
     constexpr int W = NT / 32;
     static_assert(KS == 1 || KS == W, "KS: 1 or all warps of the block");
+    pdl_wait(); /* (PDL: nothing to do before x is ready; the next kernel is let in after the loop) */
     const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
     const uint32_t row0 = KS == 1 ? (blockIdx.x * W + wi) * R : blockIdx.x * R;
     if (row0 >= rows)
@@ -118,6 +120,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
             }
         }
     }
+    pdl_trigger();
 #pragma unroll
     for (int k = 0; k < R * NB; k++)
         acc[k] = warp_sum(acc[k]);
@@ -151,27 +154,26 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
 }
 
 template <class Q, int R, int NB, int KS>
-void launch_q(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
+void launch_q(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
               float scale)
 {
     const uint64_t row_bytes = n / Q::QK * Q::BS;
     const uint64_t groups = (rows + R - 1) / R;
     const uint32_t blocks = (uint32_t)(KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups);
-    kernel_gemv_q<Q, R, NB, KS><<<blocks, NT, 0, st>>>((const uint8_t *)w, row_bytes, (uint32_t)rows, (uint32_t)n, xq,
-                                                       nb, y, scale);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_gemv_q<Q, R, NB, KS>, blocks, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
+                (uint32_t)n, xq, nb, y, scale);
 }
 
 template <class Q>
-void dispatch_q(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
+void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
                 float *y, float scale, int rpw, int ks)
 {
     if (nb > 4) {
-        launch_q<Q, 2, 8, 1>(st, w, rows, n, xq, nb, y, scale);
+        launch_q<Q, 2, 8, 1>(ctx, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (nb > 1) {
-        launch_q<Q, 2, 4, 1>(st, w, rows, n, xq, nb, y, scale);
+        launch_q<Q, 2, 4, 1>(ctx, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (rpw == 0)
@@ -181,12 +183,12 @@ void dispatch_q(cudaStream_t st, int sms, const void *w, uint64_t rows, uint64_t
     if (ks != 1 && ks != 4)
         CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
     switch (rpw * 8 + ks) {
-    case 9: launch_q<Q, 1, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
-    case 17: launch_q<Q, 2, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
-    case 33: launch_q<Q, 4, 1, 1>(st, w, rows, n, xq, nb, y, scale); break;
-    case 12: launch_q<Q, 1, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
-    case 20: launch_q<Q, 2, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
-    case 36: launch_q<Q, 4, 1, 4>(st, w, rows, n, xq, nb, y, scale); break;
+    case 9: launch_q<Q, 1, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 17: launch_q<Q, 2, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 33: launch_q<Q, 4, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 12: launch_q<Q, 1, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 20: launch_q<Q, 2, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 36: launch_q<Q, 4, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
     default: CUDA_FAIL("gemv: rows_per_warp %d not in {1,2,4}", rpw);
     }
 }
@@ -225,8 +227,7 @@ void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_
 {
     uint8_t *xq = gemv_quant_xq_reserve(ctx, n, nb);
     const uint64_t threads = n / 4 * nb;
-    kernel_gemv_prep_x<<<(unsigned)((threads + 255) / 256), 256, 0, ctx->stream>>>(x, (uint32_t)n, nb, xq);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_gemv_prep_x, (unsigned)((threads + 255) / 256), 256, 0, x, (uint32_t)n, nb, xq);
 }
 
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
@@ -236,16 +237,15 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
         CUDA_FAIL("gemv %s: activations not prepared for n = %llu, batch %u (cuda_gemv_prep_x)", dtype_name(t),
                   (unsigned long long)n, nb);
     const int sms = ctx->prop.multiProcessorCount;
-    cudaStream_t st = ctx->stream;
     const uint8_t *xq = (const uint8_t *)ctx->xq;
     switch (t) {
-    case DTYPE_Q8_0: dispatch_q<qt_q8_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q4_0: dispatch_q<qt_q4_0>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q4_1: dispatch_q<qt_q4_1>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q4_K: dispatch_q<qt_q4_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q5_K: dispatch_q<qt_q5_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q6_K: dispatch_q<qt_q6_k>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_IQ4_XS: dispatch_q<qt_iq4_xs>(st, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q8_0: dispatch_q<qt_q8_0>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q4_0: dispatch_q<qt_q4_0>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q4_1: dispatch_q<qt_q4_1>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q4_K: dispatch_q<qt_q4_k>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q5_K: dispatch_q<qt_q5_k>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_Q6_K: dispatch_q<qt_q6_k>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case DTYPE_IQ4_XS: dispatch_q<qt_iq4_xs>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));
     }
 }

@@ -88,6 +88,7 @@ __global__ void __launch_bounds__(NW * 32) kernel_mmv(const uint8_t *__restrict_
                                                       uint32_t cps, float *__restrict__ part,
                                                       unsigned *__restrict__ cnt, float *__restrict__ y, float scale)
 {
+    pdl_enter();
     constexpr int WM = BR / 16 / MT, WN = NW / WM, STAGE = BR * KU * 64;
     constexpr int MAXT = WN * NTW * 4;                             /* tokens a block covers */
     constexpr int XN4 = MAXT * KU * 8;                             /* XS: float4s of x a stage */
@@ -331,9 +332,8 @@ void mmv_launch(struct cuda_ctx *ctx, int v, const void *w, uint32_t rows, uint3
     const int smem = mmv_smem(V);
     const uint32_t nchunks = n / MMV_CHUNK, cps = (nchunks + S - 1) / S;
     const dim3 grid((rows + V.br - 1) / V.br, S);
-    V.fn<<<grid, V.nw * 32, smem, ctx->stream>>>((const uint8_t *)w, rows, n, x, T, S, cps, (float *)ctx->mmv_part,
-                                                 (unsigned *)ctx->mmv_cnt, y, scale);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, V.fn, grid, V.nw * 32, smem, (const uint8_t *)w, rows, n, x, T, S, cps, (float *)ctx->mmv_part,
+                (unsigned *)ctx->mmv_cnt, y, scale);
 }
 
 } // namespace

@@ -113,6 +113,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, ui
  * the A rows the GEMV kernel copies. */
 __global__ void kernel_mmv_wg_split(const float *__restrict__ x, uint32_t T, uint32_t n, uint8_t *__restrict__ xs)
 {
+    pdl_enter();
     const uint32_t n4 = n / 4;
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < T * n4; i += gridDim.x * blockDim.x) {
         const uint32_t t = i / n4, k4 = i % n4;
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
 
     /* a stage: the weight tile (NR rows), then MT A tiles; piece p = j·NT + tid:
      * row p/8, 16-byte piece p%8 of its 128 bytes; A rows past 2T are zero-filled */
-    auto issue = [&](uint32_t step) {
+    auto issue_w = [&](uint32_t step) {
         if (step < nsteps) {
             const uint32_t base = sbase + (step % NS) * STAGE;
             const uint64_t koff = (uint64_t)(c0 + step) * 128;
@@ -155,6 +156,12 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
                 const uint32_t p = j * NT + tid, r = p / 8, c = p % 8;
                 cp_async16(base + swz(r, c), w + (uint64_t)min(r0 + r, rows - 1) * row_bytes + koff + c * 16);
             }
+        }
+    };
+    auto issue_x = [&](uint32_t step) {
+        if (step < nsteps) {
+            const uint32_t base = sbase + (step % NS) * STAGE;
+            const uint64_t koff = (uint64_t)(c0 + step) * 128;
 #pragma unroll
             for (int j = 0; j < XP; j++) {
                 const uint32_t p = j * NT + tid, a = p / 8, c = p % 8;
@@ -165,6 +172,10 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
         }
         cp_async_commit(); /* empty groups keep the count */
     };
+    auto issue = [&](uint32_t step) {
+        issue_w(step);
+        issue_x(step);
+    };
 
     float acc[MA][64];
 #pragma unroll
@@ -173,9 +184,17 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
         for (int i = 0; i < 64; i++)
             acc[m][i] = 0.0f;
 
+    /* PDL: the weights of the first P stages are asked for before the split
+     * x is known to be ready (weights are constant); the first commit group
+     * then holds them all, which only makes stage 0 wait for more than it needs.
+     * The next kernel is let in once the products are done. */
 #pragma unroll
     for (int i = 0; i < P; i++)
-        issue(i);
+        issue_w(i);
+    pdl_wait();
+#pragma unroll
+    for (int i = 0; i < P; i++)
+        issue_x(i);
     for (uint32_t step = 0; step < nsteps; step++) {
         cp_async_wait<P - 1>(); /* this thread's copies of stage step have landed */
         fence_proxy_async();    /* ... and are visible to wgmma */
@@ -195,6 +214,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
         wgmma_wait<1>(); /* step − 1's products are done: its buffer may be refilled next step */
     }
     wgmma_wait<0>();
+    pdl_trigger();
 #pragma unroll
     for (int m = 0; m < MA; m++)
 #pragma unroll
@@ -356,9 +376,8 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     cuda_mmv_wg_init();
     if (!(reuse && ctx->mmv_xs_src == x && ctx->mmv_xs_t == T && ctx->mmv_xs_n == n)) {
         const uint32_t n4 = (uint32_t)(T * n / 4), sb = (n4 + 255) / 256;
-        kernel_mmv_wg_split<<<sb < 1024u ? sb : 1024u, 256, 0, ctx->stream>>>(x, T, (uint32_t)n,
-                                                                               (uint8_t *)ctx->mmv_xs);
-        CUDA_CHECK_LAUNCH();
+        cuda_launch(ctx, kernel_mmv_wg_split, sb < 1024u ? sb : 1024u, 256, 0, x, T, (uint32_t)n,
+                    (uint8_t *)ctx->mmv_xs);
         ctx->mmv_xs_src = x, ctx->mmv_xs_t = T, ctx->mmv_xs_n = n;
     }
     const mmv_wg_variant &V = g_wg_variants[v];
@@ -370,16 +389,17 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     cfg.blockDim = dim3(V.nwg * 128);
     cfg.dynamicSmemBytes = (size_t)mmv_wg_smem(V);
     cfg.stream = ctx->stream;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = 1;
     attr[0].val.clusterDim.y = S;
     attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* cuda_common.cuh: PDL */
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = ctx->pdl ? 2 : 1;
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
                                   (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale));
-    CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void cuda_mmv_wg_variant(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,

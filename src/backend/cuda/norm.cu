@@ -31,6 +31,7 @@ template <bool PREP>
 __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
                                                       float *out, uint32_t n, float eps, uint8_t *xq)
 {
+    pdl_enter();
     __shared__ float red[NT / 32];
     __shared__ float inv;
     const uint32_t n4 = n / 4;
@@ -74,6 +75,7 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
 __global__ void __launch_bounds__(NT) kernel_rmsnorm(const float *x, float *residual, const float *__restrict__ w,
                                                      float *out, uint32_t n, float eps)
 {
+    pdl_enter();
     __shared__ float red[NT / 32];
     __shared__ float inv;
     const uint64_t base = (uint64_t)blockIdx.x * n;
@@ -104,6 +106,7 @@ template <bool PREP>
 __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n,
                                uint8_t *xq)
 {
+    pdl_enter();
     const uint32_t n4 = n / 4;
     const uint64_t total4 = (uint64_t)rows * n4;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -130,6 +133,7 @@ __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__
 template <bool GELU>
 __global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint32_t rows, uint32_t n, uint8_t *xq)
 {
+    pdl_enter();
     const uint32_t n4 = n / 4;
     const uint64_t total4 = (uint64_t)rows * n4;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -162,6 +166,7 @@ __global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint
 
 __global__ void kernel_swiglu(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n)
 {
+    pdl_enter();
     const uint64_t total = (uint64_t)rows * n;
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < total; k += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t r = k / n, i = k % n;
@@ -177,12 +182,11 @@ void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const
     if (xq && !vec)
         CUDA_FAIL("rmsnorm_prep: n = %u must be a multiple of 32 and ≤ %d, pointers 16-byte aligned", n, 4 * KV * NT);
     if (xq)
-        kernel_rmsnorm4<true><<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps, xq);
+        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq);
     else if (vec)
-        kernel_rmsnorm4<false><<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps, nullptr);
+        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr);
     else
-        kernel_rmsnorm<<<nrows, NT, 0, ctx->stream>>>(x, residual, w, out, n, eps);
-    CUDA_CHECK_LAUNCH();
+        cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps);
 }
 
 void launch_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n, uint8_t *xq)
@@ -198,12 +202,11 @@ void launch_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t r
     const uint64_t want = (items + T - 1) / T;
     const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
     if (xq)
-        kernel_swiglu4<true><<<blocks, T, 0, ctx->stream>>>(gu, out, rows, n, xq);
+        cuda_launch(ctx, kernel_swiglu4<true>, blocks, T, 0, gu, out, rows, n, xq);
     else if (vec)
-        kernel_swiglu4<false><<<blocks, T, 0, ctx->stream>>>(gu, out, rows, n, nullptr);
+        cuda_launch(ctx, kernel_swiglu4<false>, blocks, T, 0, gu, out, rows, n, nullptr);
     else
-        kernel_swiglu<<<blocks, T, 0, ctx->stream>>>(gu, out, rows, n);
-    CUDA_CHECK_LAUNCH();
+        cuda_launch(ctx, kernel_swiglu, blocks, T, 0, gu, out, rows, n);
 }
 
 } // namespace
@@ -232,10 +235,9 @@ extern "C" void cuda_glu_prep(struct cuda_ctx *ctx, float *gate, const float *up
     const uint64_t want = ((uint64_t)rows * (n / 4) + 255) / 256;
     const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
     if (gelu)
-        kernel_glu_prep<true><<<blocks, 256, 0, ctx->stream>>>(gate, up, rows, n, xq);
+        cuda_launch(ctx, kernel_glu_prep<true>, blocks, 256, 0, gate, up, rows, n, xq);
     else
-        kernel_glu_prep<false><<<blocks, 256, 0, ctx->stream>>>(gate, up, rows, n, xq);
-    CUDA_CHECK_LAUNCH();
+        cuda_launch(ctx, kernel_glu_prep<false>, blocks, 256, 0, gate, up, rows, n, xq);
 }
 
 extern "C" void cuda_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n)

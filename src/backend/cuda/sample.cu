@@ -39,6 +39,7 @@ __device__ __forceinline__ void am_warp_best(float &best, int &at)
 __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__restrict__ logits, uint32_t vocab,
                                                                  int32_t *__restrict__ out)
 {
+    pdl_enter();
     __shared__ float sv[AM_THREADS / 32];
     __shared__ int si[AM_THREADS / 32];
     const float *l = logits + (uint64_t)blockIdx.x * vocab;
@@ -72,6 +73,5 @@ extern "C" void cuda_argmax_rows(struct cuda_ctx *ctx, const float *logits, uint
 {
     if (rows == 0)
         return;
-    kernel_argmax_rows<<<rows, AM_THREADS, 0, ctx->stream>>>(logits, vocab, out);
-    CUDA_CHECK_LAUNCH();
+    cuda_launch(ctx, kernel_argmax_rows, rows, AM_THREADS, 0, logits, vocab, out);
 }

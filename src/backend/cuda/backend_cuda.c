@@ -51,6 +51,9 @@
  * (cuda_decode_step.c), in groups of 64 (BF16 models) or 8: device-side embedding gather, one CUDA graph per batch size,
  * fused norm / activation preparation, async I/O through pinned memory — the
  * same bits as the general path, less per-token overhead (bench/FORWARD.md).
+ * For it, load_weights uploads each layer's q/k/v (and gate/up) back to back
+ * into one allocation when they share type, width and scale (upload_fused),
+ * so that a lone token runs each group as one GEMV.
  */
 #include "backend/cuda/backend_cuda_internal.h"
 #include "core/checked.h"

@@ -73,21 +73,28 @@ struct cuda_ctx {
 
 /* ---- programmatic dependent launch (PDL) ---------------------------------
  * The kernels of the decode path are launched through cuda_launch, which (when
- * ctx->pdl) lets a kernel's blocks start while the kernel before it on the
- * stream is still running: they become resident, compute their indices and —
- * the GEMVs — issue their first weight loads, then wait. In a decode step of
- * ~400 small dependent kernels this hides part of each launch's ramp
- * (bench/RESULTS.md, 2026-12-01 sixth run). The contract of every kernel
- * launched through cuda_launch:
- *   - pdl_trigger() early (it only lets the next kernel be scheduled; it says
- *     nothing about memory), and
+ * ctx->pdl, MEMRA_PDL) lets a kernel's blocks start while the kernel before it
+ * on the stream is still running: they become resident, compute their indices
+ * and issue their loads of constant data, then wait. In a decode step of ~400
+ * small dependent kernels this hides part of each launch's ramp: +3 % at
+ * tg128 on the 8B model (bench/RESULTS.md, 2026-12-01 sixth run). The
+ * contract of every kernel launched through cuda_launch:
  *   - pdl_wait() before its first access — read or write — to memory that
- *     another kernel writes or reads. Only constant data (weights) may be
- *     touched before it.
- * Both are no-ops when the kernel was launched without the attribute, so the
- * kernels are the same in every mode and outside graphs. (Tried and dropped:
- * cp.async.bulk.prefetch.L2 of each block's weight rows before the wait cost
- * 9–20 % of tg128, same call.) */
+ *     another kernel of the stream writes or reads. Only constant data may be
+ *     touched before it: weights, and what was uploaded before the step
+ *     (positions, block tables); the decode attention also reads keys and
+ *     values of earlier steps when its caller says they are settled (attn.h).
+ *   - pdl_trigger() once the next kernel may take SM room: it only lets the
+ *     next kernel be scheduled (its blocks then wait for this one to finish
+ *     and flush); it says nothing about memory. The short kernels trigger at
+ *     their top (pdl_enter), the GEMVs after their main loop.
+ * A waiting kernel's own predecessor may still be running while it runs its
+ * pre-wait part (the chain can run ahead), hence "constant" above. Both calls
+ * are no-ops when the kernel was launched without the attribute, so the
+ * kernels are the same in every mode and outside graphs, and give the same
+ * bits. Tried and dropped (same calls): cp.async.bulk.prefetch.L2 of each
+ * block's weight rows before the wait (−9 % to −20 % at tg128), the decode
+ * attention's first two chunks instead of one ahead of the wait (no gain). */
 static __device__ __forceinline__ void pdl_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 static __device__ __forceinline__ void pdl_trigger(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 /* The top of a kernel that touches nothing before its inputs are ready. */

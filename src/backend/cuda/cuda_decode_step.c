@@ -32,6 +32,13 @@
  * output element is computed by the same float operations as the general
  * path (the fused kernels are the same kernels; a + b = b + a exactly), so a
  * sequence's logits are bit-identical whichever path or batch serves it.
+ * A lone token (T = 1, on the CUDA-core GEMV) runs q/k/v as one GEMV and
+ * gate/up as one, over the fused allocations of the layer (cuda_layer.qkv /
+ * .gu), writing into qkv1 / gu1 instead of q, k, v / hb, hb2 — same bits,
+ * two and one launches fewer a layer (MEMRA_DECODE_FUSE=off: one a matrix).
+ * Every kernel of the step is launched with programmatic dependent launch
+ * (cuda_common.cuh, MEMRA_PDL); the attention is told its keys and values
+ * before each row's position are settled (one token a sequence).
  * MEMRA_CUDA_GRAPH=0 runs the same step eagerly (no graph); MEMRA_CUDA_DECODE=0
  * sends decode batches down the general path (both for measurements). */
 

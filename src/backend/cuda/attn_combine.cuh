@@ -21,7 +21,7 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
                                                         const float *__restrict__ ml, size_t ml_stride, uint32_t ns,
                                                         float *__restrict__ out, uint32_t hd)
 {
-    __shared__ float s_w[32];
+    __shared__ float s_w[32], s_l[32];
     __shared__ float s_inv;
     if (threadIdx.x < 32) { /* one split a lane */
         const bool have = threadIdx.x < ns;
@@ -32,20 +32,28 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
         for (int o = 16; o > 0; o >>= 1)
             M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
         s_w[threadIdx.x] = li > 0.0f ? exp2f(mi - M) : 0.0f;
+        s_l[threadIdx.x] = li;
         __syncwarp();
         if (threadIdx.x == 0) {
             float L = 0.0f;
             for (uint32_t i = 0; i < ns; i++)
-                L = fmaf(ml[i * ml_stride + 1], s_w[i], L);
+                L = fmaf(s_l[i], s_w[i], L);
             s_inv = 1.0f / L;
         }
     }
     __syncthreads();
+    /* the ns loads of a column are issued together (an empty split's acc,
+     * never written, is loaded but not used), then folded in split order */
     for (uint32_t col = threadIdx.x; col < hd; col += blockDim.x) {
+        float a[32];
+#pragma unroll
+        for (uint32_t i = 0; i < 32; i++)
+            a[i] = i < ns ? acc[i * acc_stride + col] : 0.0f;
         float A = 0.0f;
-        for (uint32_t i = 0; i < ns; i++)
-            if (s_w[i] != 0.0f)
-                A = fmaf(acc[i * acc_stride + col], s_w[i], A);
+#pragma unroll
+        for (uint32_t i = 0; i < 32; i++)
+            if (i < ns && s_w[i] != 0.0f)
+                A = fmaf(a[i], s_w[i], A);
         out[col] = A * s_inv;
     }
 }

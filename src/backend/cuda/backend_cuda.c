@@ -340,8 +340,7 @@ static bool upload_fused(struct cuda_backend *b, const struct model_weight *cons
         weight_init(b, src[i], dst[i], d);
         d += src[i]->rows * src[i]->row_bytes;
     }
-    *fused = *dst[0];
-    fused->d = dst[0]->d;
+    *fused = *dst[0]; /* type, width, scale and d: the first member's */
     fused->rows = (uint32_t)rows;
     fused->mmv = false; /* batches keep the members on the tensor-core GEMV */
     return true;

@@ -2,6 +2,13 @@
  *
  *   memra-bench PATH [--tests pp512,pp4096,tg128,tg128@d4096] [--reps N] [--backend NAME]
  *               [--ubatch N] [--threads N] [--json] [--bw GBPS (4300)] [--flops TFLOPS (790)]
+ *   memra-bench PATH --sample ROWS [--reps N]
+ *
+ * --sample: the engine's host-side sampling instead of the model: ROWS rows of
+ * random logits of the model's vocabulary (temperature 0.8, top-p 0.95, the
+ * same fixed seeds every run) drawn the way a server step draws them
+ * (sample/sample_batch.h), on 1 thread and on the batch sampler's default
+ * count; prints ms a step and rows/s. The model is only read for its vocabulary.
  *
  * Tests: ppN = one prefill of N tokens from an empty KV slot, fed in chunks of
  * the backend's max_batch_tokens (--ubatch, default 512, like llama-bench's
@@ -32,6 +39,7 @@
 #include "core/log.h"
 #include "engine/backend.h"
 #include "model/model.h"
+#include "sample/sample_batch.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -224,10 +232,76 @@ static double median(const double *v, uint32_t n)
     return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
+/* --sample: ms a step of sampling `rows` rows of n_vocab random logits, on 1
+ * thread and on the batch sampler's default thread count; median of reps runs
+ * of 8 steps each, after one untimed step. */
+static int bench_sampling(uint32_t n_vocab, uint32_t rows, uint32_t reps)
+{
+    char err[256];
+    float *l = malloc(sizeof(float) * rows * n_vocab);
+    struct sampler *sm = calloc(rows, sizeof(*sm));
+    struct sample_job *jobs = calloc(rows, sizeof(*jobs));
+    struct sample_result *res = calloc(rows, sizeof(*res));
+    if (!l || !sm || !jobs || !res) {
+        fprintf(stderr, "memra-bench: out of memory for %u rows of %u\n", rows, n_vocab);
+        free(l), free(sm), free(jobs), free(res);
+        return 1;
+    }
+    uint64_t x = 0x9E3779B97F4A7C15ULL; /* fixed logits: roughly normal, sd ~2.9 */
+    for (size_t i = 0; i < (size_t)rows * n_vocab; i++) {
+        float v = 0;
+        for (int k = 0; k < 4; k++) {
+            x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+            v += (float)((x * 0x2545F4914F6CDD1DULL) >> 40) * 0x1p-24f - 0.5f;
+        }
+        l[i] = 5.0f * v;
+    }
+    printf("| rows | vocab | threads | ms a step | rows/s |\n| --- | --- | --- | --- | --- |\n");
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        struct sample_batch sb;
+        if (sample_batch_init(&sb, n_vocab, pass == 0 ? 1 : 0, err, sizeof err) != 0) {
+            fprintf(stderr, "memra-bench: %s\n", err);
+            rc = 1;
+            break;
+        }
+        for (uint32_t r = 0; r < rows && rc == 0; r++) {
+            struct sample_params p;
+            sample_params_default(&p);
+            p.temperature = 0.8f, p.top_p = 0.95f, p.seed = r;
+            if (sampler_init(&sm[r], n_vocab, &p, err, sizeof err) != 0)
+                rc = 1;
+            jobs[r] = (struct sample_job){&sm[r], l + (size_t)r * n_vocab, &res[r]};
+        }
+        double t[BENCH_MAX_REPS];
+        sample_batch_run(&sb, jobs, rows); /* warm-up */
+        for (uint32_t i = 0; i < reps && rc == 0; i++) {
+            const double t0 = now_s();
+            for (int k = 0; k < 8; k++)
+                sample_batch_run(&sb, jobs, rows);
+            t[i] = (now_s() - t0) / 8;
+        }
+        if (rc == 0) {
+            for (uint32_t i = 1; i < reps; i++) /* insertion sort: few reps */
+                for (uint32_t j = i; j > 0 && t[j] < t[j - 1]; j--) {
+                    const double tmp = t[j];
+                    t[j] = t[j - 1], t[j - 1] = tmp;
+                }
+            const double med = t[reps / 2];
+            printf("| %u | %u | %u | %.3f | %.0f |\n", rows, n_vocab, sb.pool.n_threads, med * 1e3, rows / med);
+        }
+        for (uint32_t r = 0; r < rows; r++)
+            sampler_free(&sm[r]);
+        sample_batch_free(&sb);
+    }
+    free(l), free(sm), free(jobs), free(res);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL, *backend_name = NULL, *tests_arg = "pp512,pp4096,tg128,tg128@d4096";
-    uint32_t reps = 3, ubatch = 512, threads = 0;
+    uint32_t reps = 3, ubatch = 512, threads = 0, sample_rows = 0;
     int json = 0;
     double bw = 4300.0, flops = 790.0;
     for (int i = 1; i < argc; i++) {
@@ -249,6 +323,8 @@ int main(int argc, char **argv)
             bad = i + 1 >= argc || parse_pos_double(argv[++i], &flops);
         else if (strcmp(a, "--json") == 0)
             json = 1;
+        else if (strcmp(a, "--sample") == 0)
+            bad = i + 1 >= argc || parse_u32(argv[++i], 1, BENCH_MAX_BATCH, &sample_rows);
         else if (a[0] != '-' && !path)
             path = a;
         else
@@ -268,7 +344,8 @@ int main(int argc, char **argv)
     }
     if (!path) {
         fprintf(stderr, "usage: memra-bench PATH [--tests pp512,pp4096,tg128,tg128@d4096] [--reps N] "
-                        "[--backend NAME] [--ubatch N] [--threads N] [--json] [--bw GBPS] [--flops TFLOPS]\n");
+                        "[--backend NAME] [--ubatch N] [--threads N] [--json] [--bw GBPS] [--flops TFLOPS]\n"
+                        "       memra-bench PATH --sample ROWS [--reps N]\n");
         return 2;
     }
 
@@ -277,6 +354,11 @@ int main(int argc, char **argv)
     if (model_open(&m, path, err, sizeof(err)) != 0) {
         fprintf(stderr, "memra-bench: %s\n", err);
         return 1;
+    }
+    if (sample_rows) {
+        const int src = bench_sampling(m.cfg.vocab, sample_rows, reps);
+        model_close(&m);
+        return src;
     }
     uint32_t max_pos = 1, max_pp = 1, max_b = 1;
     for (uint32_t i = 0; i < n_tests; i++) {

@@ -11,11 +11,18 @@
  * them as its prompt and samples after the last one, exactly as the decode step
  * it lost would have (its sampler, detokenizer and stop matcher kept their
  * state, so nothing is emitted twice).
+ *
+ * Sampling: after a step's forward, every row drawn from logits (not a plain
+ * greedy pick, which comes from the backend) is sampled at once over the
+ * batch sampler's threads (sample/sample_batch.h: each row's sampler and
+ * logits are its own, so the bits are those of one row after another); then
+ * each sequence takes its token in batch order.
  */
 #include "engine/sched.h"
 
 #include "core/log.h"
 #include "engine/kv_pool.h"
+#include "sample/sample_batch.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -91,7 +98,9 @@ struct sched {
     struct backend_seq *seqs;                   /* (max_seqs) batch scratch */
     struct sched_job **seq_job;                 /* (max_seqs) job of seqs[i] */
     float *logits;                              /* (max_seqs, vocab) */
-    struct sample_work work;                    /* the sampler's scratch (engine thread) */
+    struct sample_batch sb;                     /* samples a step's rows over a few threads */
+    struct sample_job *sjobs;                   /* (max_seqs) this step's rows to sample */
+    struct sample_result *sres;                 /* (max_seqs) their results, by batch index */
 
     _Atomic uint32_t st_running, st_waiting, st_kv_used, st_kv_free, st_kv_cached;
     _Atomic uint64_t st_steps, st_generated, st_prefilled, st_lookups, st_hit_tokens, st_evictions;
@@ -698,6 +707,15 @@ static bool sched_step(struct sched *s)
                   "%.3f ms", n, n_prefill, first_prefill_pos, 1e-6 * (double)(t_fwd - t_plan),
                   1e-6 * (double)(t_sample - t_fwd));
     atomic_store(&s->st_progress_ns, t_sample);
+    /* the rows drawn from logits, all at once over the batch sampler's threads
+     * (a sequence's sampler and row are its own: the same bits as one by one) */
+    uint32_t n_draw = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct backend_seq *q = &s->seqs[i];
+        if (q->n_logits && !q->argmax)
+            s->sjobs[n_draw++] = (struct sample_job){&s->seq_job[i]->sampler, q->logits, &s->sres[i]};
+    }
+    sample_batch_run(&s->sb, s->sjobs, n_draw);
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
         struct sched_job *j = s->seq_job[i];
@@ -711,7 +729,7 @@ static bool sched_step(struct sched *s)
         if (q->argmax) /* plain greedy: the backend's pick, the sampler's rule (sampler_plain_greedy) */
             r = (struct sample_result){.token = *q->argmax};
         else
-            sampler_sample(&j->sampler, &s->work, q->logits, &r);
+            r = s->sres[i];
         job_on_token(s, j, &r);
     }
     publish_pool_stats(s);
@@ -826,11 +844,13 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     s->seqs = calloc(s->max_seqs, sizeof(*s->seqs));
     s->seq_job = calloc(s->max_seqs, sizeof(*s->seq_job));
     s->logits = malloc((size_t)s->max_seqs * s->vocab * sizeof(float));
-    if (!s->run || !s->copies || !s->seqs || !s->seq_job || !s->logits) {
+    s->sjobs = calloc(s->max_seqs, sizeof(*s->sjobs));
+    s->sres = calloc(s->max_seqs, sizeof(*s->sres));
+    if (!s->run || !s->copies || !s->seqs || !s->seq_job || !s->logits || !s->sjobs || !s->sres) {
         err_set(err, errlen, "out of memory for %u sequences", s->max_seqs);
         goto fail;
     }
-    if (sample_work_init(&s->work, s->vocab, err, errlen))
+    if (sample_batch_init(&s->sb, s->vocab, 0, err, errlen))
         goto fail;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -839,7 +859,7 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     if (pthread_create(&s->thread, NULL, sched_thread, s) != 0) {
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);
-        sample_work_free(&s->work);
+        sample_batch_free(&s->sb);
         err_set(err, errlen, "cannot start the engine thread");
         goto fail;
     }
@@ -852,6 +872,8 @@ fail:
     free(s->seqs);
     free(s->seq_job);
     free(s->logits);
+    free(s->sjobs);
+    free(s->sres);
     free(s);
     return -1;
 }
@@ -873,6 +895,8 @@ void sched_stop(struct sched *s)
     free(s->seqs);
     free(s->seq_job);
     free(s->logits);
-    sample_work_free(&s->work);
+    free(s->sjobs);
+    free(s->sres);
+    sample_batch_free(&s->sb);
     free(s);
 }

@@ -1,7 +1,7 @@
 """memra-server driven by the official openai package: chat and completions,
 streamed and not, stop strings, max_tokens, seeds, logprobs, n, usage, prefix
-reuse, 16 concurrent streams against the same requests run alone, and a
-client that disconnects mid-stream."""
+reuse, 16 concurrent streams (greedy, and sampled with seeds) against the same
+requests run alone, and a client that disconnects mid-stream."""
 import concurrent.futures as cf
 import http.client
 import json
@@ -197,6 +197,27 @@ def test_16_concurrent_streams_match_alone(client):
     with cf.ThreadPoolExecutor(16) as ex:
         got = list(ex.map(streamed, prompts))
     assert got == want
+
+
+def test_12_concurrent_sampled_streams_match_alone(client):
+    """Sampled rows of one step are drawn over the engine's sampling threads
+    (sample/sample_batch.h): each sequence's draws depend on its seed and logits
+    only, so its text is the same alone or beside 11 others."""
+    kws = [dict(messages=[{"role": "user", "content": f"Tell me about the number {i}."}], max_tokens=12,
+                temperature=0.9, top_p=0.95 if i % 2 else 1.0, seed=100 + i) for i in range(12)]
+    for i, kw in enumerate(kws):
+        if i % 3 == 0:
+            kw["frequency_penalty"] = 0.5  # a penalty history in the mix
+
+    def streamed(kw):
+        s = client.chat.completions.create(model=ALIAS, stream=True, **kw)
+        return "".join(c.choices[0].delta.content or "" for c in s if c.choices)
+
+    want = [chat_text(client, **kw)[1] for kw in kws]
+    with cf.ThreadPoolExecutor(12) as ex:
+        got = list(ex.map(streamed, kws))
+    assert got == want
+    assert len(set(want)) > 1
 
 
 def test_disconnect_mid_stream_frees_the_sequence(server, eog_bias):

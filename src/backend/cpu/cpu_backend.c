@@ -75,7 +75,7 @@ static int cpu_init(struct backend **out, const struct model *m, const struct ba
         return err_set(err, errlen, "cpu backend: kv_blocks %u out of range (at most %u)", bc->kv_blocks,
                        1u << 24);
     }
-    if (threadpool_init(&b->pool, bc->n_threads, err, errlen) != 0) {
+    if (threadpool_init(&b->pool, bc->n_threads, THREADPOOL_SPIN_NS, err, errlen) != 0) {
         cpu_free(&b->base);
         return -1;
     }

@@ -5,7 +5,7 @@
 #define MEMRA_BACKEND_CPU_CPU_INTERNAL_H
 
 #include "backend/cpu/backend_cpu.h"
-#include "backend/cpu/threadpool.h"
+#include "core/threadpool.h"
 #include "model/model.h"
 
 struct cpu_backend {

@@ -1,7 +1,7 @@
-/* backend/cpu/threadpool.c — see threadpool.h. A job is published by bumping
+/* core/threadpool.c — see threadpool.h. A job is published by bumping
  * `generation` under the mutex; each worker runs its range and decrements
  * `pending`; the last one signals `done`. */
-#include "backend/cpu/threadpool.h"
+#include "core/threadpool.h"
 #include "core/log.h"
 
 #include <stdlib.h>
@@ -10,12 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How long a worker keeps polling for the next job before it sleeps, and how
- * long the caller polls for the end of a job. Decode issues a job every few
- * tens of microseconds with short serial parts in between, so the window must
- * cover those; polling yields the core (sched_yield), so on an oversubscribed
- * machine the thread doing real work still gets it. */
-#define SPIN_NS 300000
+/* p->spin_ns: how long a worker keeps polling for the next job before it
+ * sleeps, and how long the caller polls for the end of a job. Polling yields
+ * the core (sched_yield), so on an oversubscribed machine the thread doing
+ * real work still gets it. */
 #define SPIN_CHECK 64 /* polls between clock reads */
 
 static uint64_t now_ns(void)
@@ -34,7 +32,7 @@ static inline void cpu_relax(void)
 
 /* Poll until (*v != value) == differ, or stop is set, or the spin window
  * ends; returns the last value seen. */
-static unsigned spin_on(atomic_uint *v, unsigned value, bool differ, const atomic_bool *stop)
+static unsigned spin_on(atomic_uint *v, unsigned value, bool differ, const atomic_bool *stop, uint64_t spin_ns)
 {
     const uint64_t t0 = now_ns();
     for (unsigned i = 1;; i++) {
@@ -42,7 +40,7 @@ static unsigned spin_on(atomic_uint *v, unsigned value, bool differ, const atomi
         if ((cur != value) == differ || (stop && atomic_load_explicit(stop, memory_order_relaxed)))
             return cur;
         if (i % SPIN_CHECK == 0) {
-            if (now_ns() - t0 > SPIN_NS)
+            if (now_ns() - t0 > spin_ns)
                 return cur;
             sched_yield();
         } else {
@@ -72,7 +70,7 @@ static void *worker_main(void *arg)
     free(wa);
     unsigned seen = 0;
     for (;;) {
-        unsigned g = spin_on(&p->generation, seen, true, &p->stop);
+        unsigned g = spin_on(&p->generation, seen, true, &p->stop, p->spin_ns);
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
             while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
@@ -91,9 +89,10 @@ static void *worker_main(void *arg)
     }
 }
 
-int threadpool_init(struct threadpool *p, uint32_t n_threads, char *err, size_t errlen)
+int threadpool_init(struct threadpool *p, uint32_t n_threads, uint64_t spin_ns, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
+    p->spin_ns = spin_ns;
     if (n_threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = n > 0 ? (uint32_t)n : 1;
@@ -139,7 +138,7 @@ void threadpool_run(struct threadpool *p, uint32_t n, threadpool_fn fn, void *ct
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     run_range(p, 0);
-    if (spin_on(&p->pending, 0, false, NULL) == 0)
+    if (spin_on(&p->pending, 0, false, NULL, p->spin_ns) == 0)
         return;
     {
         pthread_mutex_lock(&p->mu);

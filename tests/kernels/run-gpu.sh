@@ -57,8 +57,10 @@ done
 # included: batch vs alone must then be bit-identical (the default, auto, lets
 # a lone BF16 token take the CUDA-core GEMV and allows 1e-5 of the range).
 # Then prefill attention row by row on the f32 decode kernel (MEMRA_ATTN=rows,
-# the path of head dims the tensor-core kernel lacks).
-for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows; do
+# the path of head dims the tensor-core kernel lacks). Then the decode step
+# without programmatic dependent launch and with one GEMV a matrix for a lone
+# token (MEMRA_PDL=off, MEMRA_DECODE_FUSE=off), checked against the CPU as the defaults are.
+for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows MEMRA_PDL=off MEMRA_DECODE_FUSE=off; do
     [ -x "$B/kernels/kernel_forward" ] || break
     tag=$(echo "${envv#MEMRA_}" | tr "=A-Z" "-a-z")
     echo "== kernel_forward $envv"

@@ -79,3 +79,18 @@ def test_run_server_script_on_the_cpu(tmp_path):
     assert all(r["failed"] == 0 and r["generated_tokens"] >= r["requests"] for r in rows), rows
     assert "server exit status 0" in (tmp_path / "load.log").read_text()
     assert (tmp_path / "server-load.md").read_text().count("\n") == 4
+
+
+def test_run_server_script_sampled(tmp_path):
+    """TEMPERATURE > 0: every token is sampled on the host (the engine's batch
+    sampler), and the rows say so."""
+    build = pathlib.Path(server_binary()).parent.parent
+    env = dict(os.environ, OUT=str(tmp_path), BACKEND="cpu", BUILD=str(build), SLOTS="4", CTX="256",
+               BATCH_TOKENS="128", NO_BENCH="1", TEMPERATURE="0.8")
+    p = subprocess.run(["bash", str(ROOT / "bench" / "run-server.sh"), str(MODEL), "3x16x6"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [json.loads(x) for x in (tmp_path / "server-load.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["failed"] == 0 and rows[0]["generated_tokens"] >= 3, rows
+    assert "temperature 0.8" in rows[0]["label"]
+    assert "--temperature 0.8" in (tmp_path / "server-load.md").read_text()

@@ -2,13 +2,14 @@
  *
  *   memra-bench PATH [--tests pp512,pp4096,tg128,tg128@d4096] [--reps N] [--backend NAME]
  *               [--ubatch N] [--threads N] [--json] [--bw GBPS (4300)] [--flops TFLOPS (790)]
- *   memra-bench PATH --sample ROWS [--reps N]
+ *   memra-bench (PATH | --vocab N) --sample ROWS [--reps N]
  *
  * --sample: the engine's host-side sampling instead of the model: ROWS rows of
- * random logits of the model's vocabulary (temperature 0.8, top-p 0.95, the
- * same fixed seeds every run) drawn the way a server step draws them
- * (sample/sample_batch.h), on 1 thread and on the batch sampler's default
- * count; prints ms a step and rows/s. The model is only read for its vocabulary.
+ * random logits of the model's vocabulary, or of --vocab N entries (temperature
+ * 0.8, top-p 0.95, the same fixed seeds every run) drawn the way a server step
+ * draws them (sample/sample_batch.h), on 1 thread and on the batch sampler's
+ * default count; prints ms a step and rows/s. The model is only read for its
+ * vocabulary.
  *
  * Tests: ppN = one prefill of N tokens from an empty KV slot, fed in chunks of
  * the backend's max_batch_tokens (--ubatch, default 512, like llama-bench's
@@ -273,7 +274,7 @@ static int bench_sampling(uint32_t n_vocab, uint32_t rows, uint32_t reps)
                 rc = 1;
             jobs[r] = (struct sample_job){&sm[r], l + (size_t)r * n_vocab, &res[r]};
         }
-        double t[BENCH_MAX_REPS];
+        double t[BENCH_MAX_REPS] = {0};
         sample_batch_run(&sb, jobs, rows); /* warm-up */
         for (uint32_t i = 0; i < reps && rc == 0; i++) {
             const double t0 = now_s();
@@ -301,7 +302,7 @@ static int bench_sampling(uint32_t n_vocab, uint32_t rows, uint32_t reps)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *backend_name = NULL, *tests_arg = "pp512,pp4096,tg128,tg128@d4096";
-    uint32_t reps = 3, ubatch = 512, threads = 0, sample_rows = 0;
+    uint32_t reps = 3, ubatch = 512, threads = 0, sample_rows = 0, vocab = 0;
     int json = 0;
     double bw = 4300.0, flops = 790.0;
     for (int i = 1; i < argc; i++) {
@@ -325,6 +326,8 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(a, "--sample") == 0)
             bad = i + 1 >= argc || parse_u32(argv[++i], 1, BENCH_MAX_BATCH, &sample_rows);
+        else if (strcmp(a, "--vocab") == 0)
+            bad = i + 1 >= argc || parse_u32(argv[++i], 2, 1u << 22, &vocab);
         else if (a[0] != '-' && !path)
             path = a;
         else
@@ -335,6 +338,8 @@ int main(int argc, char **argv)
             break;
         }
     }
+    if (sample_rows && vocab && !path) /* no model needed */
+        return bench_sampling(vocab, sample_rows, reps);
     struct bench_test tests[BENCH_MAX_TESTS];
     uint32_t n_tests = 0;
     if (path && bench_parse_tests(tests_arg, tests, &n_tests) != 0) {
@@ -345,7 +350,7 @@ int main(int argc, char **argv)
     if (!path) {
         fprintf(stderr, "usage: memra-bench PATH [--tests pp512,pp4096,tg128,tg128@d4096] [--reps N] "
                         "[--backend NAME] [--ubatch N] [--threads N] [--json] [--bw GBPS] [--flops TFLOPS]\n"
-                        "       memra-bench PATH --sample ROWS [--reps N]\n");
+                        "       memra-bench (PATH | --vocab N) --sample ROWS [--reps N]\n");
         return 2;
     }
 
@@ -356,7 +361,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (sample_rows) {
-        const int src = bench_sampling(m.cfg.vocab, sample_rows, reps);
+        const int src = bench_sampling(vocab ? vocab : m.cfg.vocab, sample_rows, reps);
         model_close(&m);
         return src;
     }

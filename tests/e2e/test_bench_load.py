@@ -66,14 +66,19 @@ def test_load_driver_fails_clearly_without_a_server(tmp_path):
     assert p.returncode == 2 and "cannot build the prompts" in p.stderr, p.stderr
 
 
-def test_run_server_script_on_the_cpu(tmp_path):
+def run_server_script(tmp_path, configs, **env):
+    """bench/run-server.sh on the CPU backend with a small server; its rows."""
     build = pathlib.Path(server_binary()).parent.parent
     env = dict(os.environ, OUT=str(tmp_path), BACKEND="cpu", BUILD=str(build), SLOTS="4", CTX="256",
-               BATCH_TOKENS="128", REQS_C1="2", NO_BENCH="1")
-    p = subprocess.run(["bash", str(ROOT / "bench" / "run-server.sh"), str(MODEL), "1x24x6 3x32x8"], cwd=ROOT,
+               BATCH_TOKENS="128", NO_BENCH="1", **env)
+    p = subprocess.run(["bash", str(ROOT / "bench" / "run-server.sh"), str(MODEL), configs], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
-    rows = [json.loads(x) for x in (tmp_path / "server-load.jsonl").read_text().splitlines()]
+    return [json.loads(x) for x in (tmp_path / "server-load.jsonl").read_text().splitlines()]
+
+
+def test_run_server_script_on_the_cpu(tmp_path):
+    rows = run_server_script(tmp_path, "1x24x6 3x32x8", REQS_C1="2")
     assert [(r["concurrency"], r["requests"], r["prompt_tokens"], r["max_tokens"]) for r in rows] == \
         [(1, 2, 24, 6), (3, 3, 32, 8)]
     assert all(r["failed"] == 0 and r["generated_tokens"] >= r["requests"] for r in rows), rows
@@ -84,13 +89,7 @@ def test_run_server_script_on_the_cpu(tmp_path):
 def test_run_server_script_sampled(tmp_path):
     """TEMPERATURE > 0: every token is sampled on the host (the engine's batch
     sampler), and the rows say so."""
-    build = pathlib.Path(server_binary()).parent.parent
-    env = dict(os.environ, OUT=str(tmp_path), BACKEND="cpu", BUILD=str(build), SLOTS="4", CTX="256",
-               BATCH_TOKENS="128", NO_BENCH="1", TEMPERATURE="0.8")
-    p = subprocess.run(["bash", str(ROOT / "bench" / "run-server.sh"), str(MODEL), "3x16x6"], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    rows = [json.loads(x) for x in (tmp_path / "server-load.jsonl").read_text().splitlines()]
+    rows = run_server_script(tmp_path, "3x16x6", TEMPERATURE="0.8")
     assert len(rows) == 1 and rows[0]["failed"] == 0 and rows[0]["generated_tokens"] >= 3, rows
     assert "temperature 0.8" in rows[0]["label"]
     assert "--temperature 0.8" in (tmp_path / "server-load.md").read_text()

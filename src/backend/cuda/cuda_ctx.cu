@@ -54,8 +54,6 @@ extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
     free(ctx);
 }
 
-extern "C" void cuda_ctx_set_pdl(struct cuda_ctx *ctx, bool on) { ctx->pdl = on; }
-
 extern "C" const char *cuda_ctx_device_name(const struct cuda_ctx *ctx) { return ctx->prop.name; }
 extern "C" int cuda_ctx_sm_count(const struct cuda_ctx *ctx) { return ctx->prop.multiProcessorCount; }
 extern "C" size_t cuda_ctx_l2_bytes(const struct cuda_ctx *ctx) { return (size_t)ctx->prop.l2CacheSize; }

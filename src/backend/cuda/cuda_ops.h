@@ -39,13 +39,11 @@ struct cuda_ctx; /* opaque: device ordinal, properties, one stream, cuBLAS handl
 
 /* Select `device`, read its properties and create the stream the launchers
  * use. Returns NULL with the reason in err when there is no such device (or
- * MEMRA_PDL has a value it does not know). */
-struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen);
-/* Whether the decode-path kernels are launched with programmatic dependent
+ * MEMRA_PDL has a value it does not know). MEMRA_PDL=on (default) | off:
+ * whether the decode-path kernels are launched with programmatic dependent
  * launch (cuda_common.cuh): each kernel's blocks may start, and ask for their
- * first weights, while the kernel before it finishes. MEMRA_PDL=on (default)
- * | off sets it at init. Both give the same bits. */
-void cuda_ctx_set_pdl(struct cuda_ctx *ctx, bool on);
+ * first weights, while the kernel before it finishes; both give the same bits. */
+struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen);
 void cuda_ctx_free(struct cuda_ctx *ctx);
 
 const char *cuda_ctx_device_name(const struct cuda_ctx *ctx); /* "NVIDIA H200" */

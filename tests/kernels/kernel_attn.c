@@ -37,8 +37,9 @@
  * 32 sampled rows of each checked.
  *
  * Usage: kernel_attn [--quick]   (--quick: checks only)
- *        kernel_attn --one DEPTH BATCH   (one decode timing row and nothing
- *                                        else: for a profiler)
+ *        kernel_attn --one DEPTH BATCH   (the decode timing rows of that shape,
+ *                                        one a kernel, and nothing else: for a
+ *                                        profiler)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -286,6 +287,22 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         free(flat);
         free(offs);
     }
+    /* the launch as one CTA a row and as 32 split CTAs a row + combine: same bits */
+    {
+        static const struct {
+            uint32_t rows_min;
+            const char *what;
+        } modes[] = {{1, "one CTA a row"}, {0, "split CTAs"}};
+        for (int i = 0; i < 2; i++) {
+            cuda_attn_decode_set_rows(g_ctx, modes[i].rows_min);
+            cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
+            cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr);
+            cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
+            CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
+                      "decode hd %u: %s changes the bits", hd, modes[i].what);
+        }
+        cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
+    }
     /* the last row alone (row 0 of the launch, q row n-1): same bits */
     cuda_fill_nan_f32(g_ctx, datt, q_dim);
     cuda_attn_decode(g_ctx, dq + (size_t)(n - 1) * q_dim, datt, 1, dpos + (n - 1), dseq + (n - 1), d, pool_kv(&p),
@@ -429,8 +446,15 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void bench_decode(uint32_t depth, uint32_t batch, size_t l2)
+/* mode: 0 the launcher's rule, 1 split CTAs + combine, 2 one CTA a row */
+static const char *const k_modes[] = {"auto", "split", "rows"};
+
+static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
 {
+    if (mode == 1)
+        cuda_attn_decode_set_rows(g_ctx, 0);
+    else if (mode == 2)
+        cuda_attn_decode_set_rows(g_ctx, 1);
     const struct cuda_attn_dims d = {32, 8, 128};
     const uint32_t q_dim = 32 * 128, kv_dim = 8 * 128;
     const double bytes = (double)batch * depth * kv_dim * 4.0 * 2.0;
@@ -488,8 +512,9 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2)
     }
     qsort(ms, 21, sizeof *ms, cmp_float);
     const double us = ms[10] * 1e3, gbs = bytes / (us * 1e-6) / 1e9;
-    printf("| %u | %u | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, bytes / 1e6, us, gbs,
-           100.0 * gbs / BW_REF_GBS, us * 32 / 1e3);
+    printf("| %u | %u | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode], bytes / 1e6, us,
+           gbs, 100.0 * gbs / BW_REF_GBS, us * 32 / 1e3);
+    cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
     cuda_timer_free(tm);
     cuda_graph_free(gr);
     free(hq);
@@ -622,8 +647,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "kernel_attn --one DEPTH BATCH: depth 1..%d, batch 1..64\n", 1 << 20);
             return 2;
         }
-        printf("| depth | batch | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n|---|---|---|---|---|---|---|\n");
-        bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx));
+        printf("| depth | batch | kernel | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+        for (int m = 0; m < 3; m++)
+            bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m);
         cuda_ctx_free(g_ctx);
         return 0;
     }
@@ -632,13 +659,17 @@ int main(int argc, char **argv)
     if (!quick) {
         printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 KV), split-K %u x %u positions "
                "(graph of 64 launches incl. combine, median)\n\n"
-               "| depth | batch | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n|---|---|---|---|---|---|---|\n",
+               "| depth | batch | kernel | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
+               "|---|---|---|---|---|---|---|---|\n",
                CUDA_ATTN_SPLITS, CUDA_ATTN_CHUNK);
         const uint32_t depths[] = {512, 4096, 16384};
         for (int i = 0; i < 3; i++)
-            bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx));
-        for (int i = 0; i < 3; i++)
-            bench_decode(depths[i], 16, cuda_ctx_l2_bytes(g_ctx));
+            bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx), 0);
+        /* batches: the split launch against one CTA a row */
+        static const uint32_t bd[][2] = {{512, 16}, {4096, 16}, {640, 32}, {640, 48}, {640, 64}, {1024, 64}, {4096, 64}};
+        for (int i = 0; i < 7; i++)
+            for (int m = 1; m < 3; m++)
+                bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m);
         printf("\n## Prefill attention, 8B shape, one causal span of T rows after pos0 cached positions "
                "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
                "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "

@@ -59,8 +59,10 @@ done
 # Then prefill attention row by row on the f32 decode kernel (MEMRA_ATTN=rows,
 # the path of head dims the tensor-core kernel lacks). Then the decode step
 # without programmatic dependent launch and with one GEMV a matrix for a lone
-# token (MEMRA_PDL=off, MEMRA_DECODE_FUSE=off), checked against the CPU as the defaults are.
-for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows MEMRA_PDL=off MEMRA_DECODE_FUSE=off; do
+# token (MEMRA_PDL=off, MEMRA_DECODE_FUSE=off), and with the decode attention
+# one CTA a row at every batch size (MEMRA_ATTN_ROWS=1: batch vs alone then
+# compares it with the split kernel), checked against the CPU as the defaults are.
+for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows MEMRA_PDL=off MEMRA_DECODE_FUSE=off MEMRA_ATTN_ROWS=1; do
     [ -x "$B/kernels/kernel_forward" ] || break
     tag=$(echo "${envv#MEMRA_}" | tr "=A-Z" "-a-z")
     echo "== kernel_forward $envv"

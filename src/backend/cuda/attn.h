@@ -65,6 +65,14 @@ struct cuda_attn_kv {
  * q, att: (T, n_heads·head_dim). scratch: cuda_attn_decode_scratch_floats(T)
  * floats of device memory (nothing else may use it during the call). */
 size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d);
+/* Launches of ≥ rows_min rows (head_dim ≤ 128, % 4 == 0) run one CTA a (kv
+ * head, row) that computes the row's splits one after the other and merges
+ * them itself: the same partials by the same operations, so the same bits,
+ * without the 32 CTAs a row and the combine launch (0: never). The context's
+ * value comes from MEMRA_ATTN_ROWS at cuda_ctx_init, default below; tests and
+ * benchmarks set it to compare the two. */
+#define CUDA_ATTN_ROWS_MIN_DEFAULT 64u
+void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
 void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T, const uint32_t *tok_pos,
                       const uint32_t *tok_table, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
                       uint32_t window, float *scratch);

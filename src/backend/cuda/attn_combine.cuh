@@ -16,23 +16,30 @@
 /* out[col] = Σ_s w_s·acc_s[col] / Σ_s w_s·l_s over the splits s < ns (ns ≤ 32),
  * w_s = 2^(m_s − max m) (0 for an empty split), summed in split order. Split
  * s's (m, l) are ml[s·ml_stride], ml[s·ml_stride + 1]; its acc starts at
- * acc + s·acc_stride. Called by a whole CTA (blockDim.x ≥ 32), once. */
+ * acc + s·acc_stride. Called by a whole CTA (blockDim.x ≥ 32); again only
+ * after a barrier (its shared memory is reused). */
 static __device__ __forceinline__ void attn_combine_row(const float *__restrict__ acc, size_t acc_stride,
                                                         const float *__restrict__ ml, size_t ml_stride, uint32_t ns,
                                                         float *__restrict__ out, uint32_t hd)
 {
     __shared__ float s_w[32], s_l[32];
     __shared__ float s_inv;
+    __shared__ uint32_t s_ne;
     if (threadIdx.x < 32) { /* one split a lane */
         const bool have = threadIdx.x < ns;
-        const float mi = have ? ml[threadIdx.x * ml_stride] : -INFINITY;
-        const float li = have ? ml[threadIdx.x * ml_stride + 1] : 0.0f;
+        const float mi = have ? __ldcg(ml + threadIdx.x * ml_stride) : -INFINITY;
+        const float li = have ? __ldcg(ml + threadIdx.x * ml_stride + 1) : 0.0f;
         float M = mi;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
             M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-        s_w[threadIdx.x] = li > 0.0f ? exp2f(mi - M) : 0.0f;
+        const float wi = li > 0.0f ? exp2f(mi - M) : 0.0f;
+        s_w[threadIdx.x] = wi;
         s_l[threadIdx.x] = li;
+        /* splits from the last one with a weight on add nothing: not loaded */
+        const uint32_t used = __ballot_sync(0xffffffffu, wi != 0.0f);
+        if (threadIdx.x == 0)
+            s_ne = 32 - __clz(used);
         __syncwarp();
         if (threadIdx.x == 0) {
             float L = 0.0f;
@@ -42,13 +49,17 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
         }
     }
     __syncthreads();
-    /* the ns loads of a column are issued together (an empty split's acc,
-     * never written, is loaded but not used), then folded in split order */
+    /* the loads of a column's splits below ne are issued together (an empty
+     * split's acc, never written, may be loaded among them but is not used;
+     * at short depth most of the 32 splits are past ne), then folded in split
+     * order. __ldcg: the partials may have been written by this CTA (the
+     * per-row decode kernel), so not through the read-only path. */
+    const uint32_t ne = s_ne;
     for (uint32_t col = threadIdx.x; col < hd; col += blockDim.x) {
         float a[32];
 #pragma unroll
         for (uint32_t i = 0; i < 32; i++)
-            a[i] = i < ns ? acc[i * acc_stride + col] : 0.0f;
+            a[i] = i < ne ? __ldcg(acc + i * acc_stride + col) : 0.0f;
         float A = 0.0f;
 #pragma unroll
         for (uint32_t i = 0; i < 32; i++)

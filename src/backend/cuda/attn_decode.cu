@@ -24,6 +24,11 @@
  * its q and its KV — not on T or the other rows — so a sequence's result is
  * bit-identical alone or in any batch.
  *
+ * kernel_attn_decode_rows (launches of ≥ ctx->attn_rows_min rows): one CTA per
+ * (kv head group, row) runs that row's splits one after the other — each the
+ * same device functions (dec_*) as the split kernel's CTA for it — and merges
+ * them with the same attn_combine_row: the same bits, fewer CTAs.
+ *
  * Scores are kept in base 2: q is multiplied by scale·log2(e) on load and
  * exp2f replaces expf (same result within f32 rounding).
  */
@@ -65,170 +70,129 @@ static __device__ __forceinline__ float weight_of(float m, float M)
     return m == -INFINITY ? 0.0f : exp2f(m - M);
 }
 
-/* VEC floats a load; NJ loads a lane covers a row slice; LPP lanes a position;
- * GM query heads a CTA at most. Columns of lane li: (li + LPP·j)·VEC + e. */
-template <int VEC, int NJ, int LPP, int GM, bool PF>
-__global__ void __launch_bounds__(NW * 32)
-    kernel_attn_decode(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
-                       const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                       uint32_t window, float *__restrict__ part_acc /* (T, n_heads, NS, hd) */,
-                       float *__restrict__ part_ml /* (T, n_heads, NS, 2) */)
-{
-    pdl_trigger();
-    constexpr int PPW = 32 / LPP;               /* positions a warp takes at once */
-    /* rounds of PPW positions whose loads are issued together: all 8 of the
-     * warp's chunk share when the registers allow (at batch 1 the kernel is
-     * bound by load latency, not bandwidth) */
-    constexpr int UNR = NJ == 1 ? PW / PPW : 1;
+/* What a CTA's threads share about its (kv head, query row): where the keys
+ * and values are, the visible range [p0, p], and the thread's place. */
+struct dec_row {
+    const float *kb, *vb;   /* kv head's column in K and V */
+    const uint32_t *tab;    /* the row's block table */
+    uint32_t kv_dim, hd, p0, p;
+    uint32_t warp, sub, li; /* warp; position slot of the lane (lane / LPP); lane within the slot */
+};
+
+/* The launch shape's constants: PPW positions a warp takes at once; UNR rounds
+ * of PPW positions whose loads are issued together — all 8 of the warp's
+ * chunk share when the registers allow (at batch 1 the kernel is bound by
+ * load latency, not bandwidth). */
+template <int VEC, int NJ, int LPP> struct dec_shape {
+    static constexpr int PPW = 32 / LPP;
+    static constexpr int UNR = NJ == 1 ? PW / PPW : 1;
+    static constexpr bool CHUNK_ROUND = PPW * UNR == PW; /* a chunk is one round */
     static_assert(PW % (PPW * UNR) == 0, "positions per warp");
-    __shared__ float s_acc[NW][GM][CUDA_ATTN_MAX_HEAD_DIM];
-    __shared__ float s_m[NW][GM], s_l[NW][GM];
+};
 
-    const uint32_t hd = d.head_dim, G = d.n_heads / d.n_kv_heads, n_groups = (G + GM - 1) / GM;
-    const uint32_t kvh = blockIdx.x / n_groups, hg = blockIdx.x % n_groups;
-    const uint32_t h0 = kvh * G + hg * GM;
-    const int ng = (int)min((uint32_t)GM, G - hg * GM);
-    const uint32_t s = blockIdx.y, t = blockIdx.z;
-    const uint32_t kv_dim = d.n_kv_heads * hd, q_dim = d.n_heads * hd;
-    const uint32_t p = tok_pos[t];
-    const uint32_t p0 = window > 0 && p + 1 > window ? p + 1 - window : 0;
-    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane / LPP, li = lane % LPP;
-    const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + s; /* + g·NS for head h0 + g */
-
-    /* first chunk of this split overlapping [p0, p] */
-    uint32_t c = s;
-    const uint32_t cmin = p0 / CH, clast = p / CH;
-    if (cmin > s)
-        c = s + (cmin - s + NS - 1) / NS * NS;
-    /* PDL: when the keys and values of positions before p were written by
-     * earlier steps (kv.settled), the prefetching loop issues the first
-     * chunk's loads before the wait — unless it holds p, whose row this
-     * step's RoPE kernel writes */
-    constexpr bool CHUNK_ROUND = PF && PPW * UNR == PW; /* a chunk is one round */
-    const uint32_t *tab = kv.tables + (uint64_t)tok_table[t] * kv.table_stride;
-    const float *kb = kv.k + (uint64_t)kvh * hd, *vb = kv.v + (uint64_t)kvh * hd;
-    /* one round: UNR·PPW positions of chunk cc from r0, loads issued together */
-    auto load_round = [&](uint32_t cc, int r0, float (&kr)[UNR][NJ][VEC], float (&vr)[UNR][NJ][VEC],
-                          bool (&ok)[UNR]) {
-        const uint32_t base = cc * CH + warp * PW;
+/* One round: UNR·PPW positions of chunk cc from r0, loads issued together. */
+template <int VEC, int NJ, int LPP>
+static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t cc, int r0,
+                                                      float (&kr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
+                                                      float (&vr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
+                                                      bool (&ok)[dec_shape<VEC, NJ, LPP>::UNR])
+{
+    constexpr int PPW = dec_shape<VEC, NJ, LPP>::PPW, UNR = dec_shape<VEC, NJ, LPP>::UNR;
+    const uint32_t base = cc * CH + R.warp * PW;
 #pragma unroll
-        for (int u = 0; u < UNR; u++) {
-            const uint32_t pos = base + r0 + u * PPW + sub;
-            ok[u] = pos >= p0 && pos <= p;
-            const uint64_t row =
-                ok[u] ? (uint64_t)tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + pos % CUDA_ATTN_BLOCK : 0;
+    for (int u = 0; u < UNR; u++) {
+        const uint32_t pos = base + r0 + u * PPW + R.sub;
+        ok[u] = pos >= R.p0 && pos <= R.p;
+        const uint64_t row =
+            ok[u] ? (uint64_t)R.tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + pos % CUDA_ATTN_BLOCK : 0;
 #pragma unroll
-            for (int j = 0; j < NJ; j++) {
-                const uint32_t col = (li + LPP * j) * VEC;
-                if (ok[u] && col < hd) {
-                    load_slice<VEC>(kb + row * kv_dim + col, kr[u][j]);
-                    load_slice<VEC>(vb + row * kv_dim + col, vr[u][j]);
-                } else {
+        for (int j = 0; j < NJ; j++) {
+            const uint32_t col = (R.li + LPP * j) * VEC;
+            if (ok[u] && col < R.hd) {
+                load_slice<VEC>(R.kb + row * R.kv_dim + col, kr[u][j]);
+                load_slice<VEC>(R.vb + row * R.kv_dim + col, vr[u][j]);
+            } else {
 #pragma unroll
-                    for (int e = 0; e < VEC; e++)
-                        kr[u][j][e] = vr[u][j][e] = 0.0f;
-                }
+                for (int e = 0; e < VEC; e++)
+                    kr[u][j][e] = vr[u][j][e] = 0.0f;
             }
         }
-    };
-    float ka[UNR][NJ][VEC], va[UNR][NJ][VEC];
-    bool oka[UNR];
-    const bool early = CHUNK_ROUND && kv.settled && c < clast;
-    if (early)
-        load_round(c, 0, ka, va, oka);
-    pdl_wait();
-    if (c > clast) {
-        if (threadIdx.x < (uint32_t)ng) {
-            part_ml[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
-            part_ml[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
+    }
+}
+
+/* The online-softmax update of every query head of the CTA by one round. */
+template <int VEC, int NJ, int LPP, int GM>
+static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][NJ][VEC],
+                                                         const float (&kr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
+                                                         const float (&vr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
+                                                         const bool (&ok)[dec_shape<VEC, NJ, LPP>::UNR],
+                                                         float (&acc)[GM][NJ][VEC], float (&m)[GM], float (&l)[GM])
+{
+    constexpr int UNR = dec_shape<VEC, NJ, LPP>::UNR;
+#pragma unroll
+    for (int u = 0; u < UNR; u++) {
+        float dot[GM];
+#pragma unroll
+        for (int g = 0; g < GM; g++) {
+            float a = 0.0f;
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    a = fmaf(qr[g][j][e], kr[u][j][e], a);
+#pragma unroll
+            for (int o = LPP / 2; o > 0; o >>= 1)
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+            dot[g] = a;
         }
-        return;
-    }
-
-    float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
-#pragma unroll
-    for (int g = 0; g < GM; g++) {
-        const float *qh = q + (uint64_t)t * q_dim + (uint64_t)(h0 + g) * hd;
-#pragma unroll
-        for (int j = 0; j < NJ; j++)
-#pragma unroll
-            for (int e = 0; e < VEC; e++) {
-                const uint32_t col = (li + LPP * j) * VEC + e;
-                qr[g][j][e] = g < ng && col < hd ? qh[col] * scale2 : 0.0f;
-                acc[g][j][e] = 0.0f;
-            }
-        m[g] = -INFINITY;
-        l[g] = 0.0f;
-    }
-
-    auto compute_round = [&](const float (&kr)[UNR][NJ][VEC], const float (&vr)[UNR][NJ][VEC],
-                             const bool (&ok)[UNR]) {
-#pragma unroll
-        for (int u = 0; u < UNR; u++) {
-            float dot[GM];
+        if (ok[u]) {
 #pragma unroll
             for (int g = 0; g < GM; g++) {
-                float a = 0.0f;
+                const float mn = fmaxf(m[g], dot[g]);
+                const float corr = exp2f(m[g] - mn), w = exp2f(dot[g] - mn);
+                l[g] = fmaf(l[g], corr, w);
 #pragma unroll
                 for (int j = 0; j < NJ; j++)
 #pragma unroll
                     for (int e = 0; e < VEC; e++)
-                        a = fmaf(qr[g][j][e], kr[u][j][e], a);
-#pragma unroll
-                for (int o = LPP / 2; o > 0; o >>= 1)
-                    a += __shfl_xor_sync(0xffffffffu, a, o);
-                dot[g] = a;
-            }
-            if (ok[u]) {
-#pragma unroll
-                for (int g = 0; g < GM; g++) {
-                    const float mn = fmaxf(m[g], dot[g]);
-                    const float corr = exp2f(m[g] - mn), w = exp2f(dot[g] - mn);
-                    l[g] = fmaf(l[g], corr, w);
-#pragma unroll
-                    for (int j = 0; j < NJ; j++)
-#pragma unroll
-                        for (int e = 0; e < VEC; e++)
-                            acc[g][j][e] = fmaf(w, vr[u][j][e], acc[g][j][e] * corr);
-                    m[g] = mn;
-                }
+                        acc[g][j][e] = fmaf(w, vr[u][j][e], acc[g][j][e] * corr);
+                m[g] = mn;
             }
         }
-    };
-    if constexpr (CHUNK_ROUND) {
-        /* the next chunk's loads are issued before this one is computed (two
-         * register sets; the same operations in the same order as one chunk
-         * at a time) */
-        float kn[UNR][NJ][VEC], vn[UNR][NJ][VEC];
-        bool okn[UNR];
-        if (!early)
-            load_round(c, 0, ka, va, oka);
-        for (;;) {
-            const uint32_t c1 = c + NS, c2 = c + 2 * NS;
-            if (c1 <= clast)
-                load_round(c1, 0, kn, vn, okn);
-            compute_round(ka, va, oka);
-            if (c1 > clast)
-                break;
-            if (c2 <= clast)
-                load_round(c2, 0, ka, va, oka);
-            compute_round(kn, vn, okn);
-            if (c2 > clast)
-                break;
-            c = c2;
-        }
-    } else {
-        for (; c <= clast; c += NS)
-#pragma unroll
-            for (int r0 = 0; r0 < PW; r0 += PPW * UNR) {
-                float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
-                bool ok[UNR];
-                load_round(c, r0, kr, vr, ok);
-                compute_round(kr, vr, ok);
-            }
     }
+}
 
-    /* merge the position slots of the warp (lanes li + LPP·k), fixed order */
+template <int VEC, int NJ, int GM>
+static __device__ __forceinline__ void dec_state_init(float (&acc)[GM][NJ][VEC], float (&m)[GM], float (&l)[GM])
+{
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++)
+                acc[g][j][e] = 0.0f;
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+    }
+}
+
+/* The shared memory of the split merge. */
+template <int GM> struct dec_smem {
+    float acc[NW][GM][CUDA_ATTN_MAX_HEAD_DIM];
+    float m[NW][GM], l[NW][GM];
+};
+
+/* A split's end: the position slots of each warp (lanes li + LPP·k), then the
+ * 4 warps, merged in a fixed order into one partial (m, l, acc[hd]) per query
+ * head, written at part_acc/part_ml index part0 + g·NS. Called by the whole
+ * CTA; ends with a barrier, so the shared memory may be used again. */
+template <int VEC, int NJ, int LPP, int GM>
+static __device__ __forceinline__ void dec_split_write(const dec_row &R, float (&acc)[GM][NJ][VEC], float (&m)[GM],
+                                                       float (&l)[GM], int ng, dec_smem<GM> &sm,
+                                                       float *__restrict__ part_acc, float *__restrict__ part_ml,
+                                                       uint64_t part0)
+{
 #pragma unroll
     for (int o = LPP; o < 32; o <<= 1) {
 #pragma unroll
@@ -246,37 +210,38 @@ __global__ void __launch_bounds__(NW * 32)
             m[g] = M;
         }
     }
-    if (sub == 0) {
+    if (R.sub == 0) {
 #pragma unroll
         for (int g = 0; g < GM; g++) {
 #pragma unroll
             for (int j = 0; j < NJ; j++)
 #pragma unroll
                 for (int e = 0; e < VEC; e++) {
-                    const uint32_t col = (li + LPP * j) * VEC + e;
-                    if (col < hd)
-                        s_acc[warp][g][col] = acc[g][j][e];
+                    const uint32_t col = (R.li + LPP * j) * VEC + e;
+                    if (col < R.hd)
+                        sm.acc[R.warp][g][col] = acc[g][j][e];
                 }
-            if (li == 0) {
-                s_m[warp][g] = m[g];
-                s_l[warp][g] = l[g];
+            if (R.li == 0) {
+                sm.m[R.warp][g] = m[g];
+                sm.l[R.warp][g] = l[g];
             }
         }
     }
     __syncthreads();
     /* merge the warps, in warp order; one partial per query head */
+    const uint32_t hd = R.hd;
     for (uint32_t i = threadIdx.x; i < (uint32_t)ng * hd; i += NW * 32) {
         const uint32_t g = i / hd, col = i % hd;
         float M = -INFINITY;
 #pragma unroll
         for (int w = 0; w < NW; w++)
-            M = fmaxf(M, s_m[w][g]);
+            M = fmaxf(M, sm.m[w][g]);
         float L = 0.0f, A = 0.0f;
 #pragma unroll
         for (int w = 0; w < NW; w++) {
-            const float a = weight_of(s_m[w][g], M);
-            L = fmaf(s_l[w][g], a, L);
-            A = fmaf(s_acc[w][g][col], a, A);
+            const float a = weight_of(sm.m[w][g], M);
+            L = fmaf(sm.l[w][g], a, L);
+            A = fmaf(sm.acc[w][g][col], a, A);
         }
         const uint64_t pi = part0 + (uint64_t)g * NS;
         part_acc[pi * hd + col] = A;
@@ -284,6 +249,221 @@ __global__ void __launch_bounds__(NW * 32)
             part_ml[pi * 2] = M;
             part_ml[pi * 2 + 1] = L;
         }
+    }
+    __syncthreads();
+}
+
+/* The CTA's geometry: kv head, query heads h0 .. h0 + ng − 1, the row's range. */
+template <int GM>
+static __device__ __forceinline__ dec_row dec_row_of(uint32_t bx, uint32_t t, const uint32_t *__restrict__ tok_pos,
+                                                     const uint32_t *__restrict__ tok_table, const cuda_attn_dims &d,
+                                                     const cuda_attn_kv &kv, uint32_t window, int LPP, uint32_t &h0,
+                                                     int &ng)
+{
+    const uint32_t hd = d.head_dim, G = d.n_heads / d.n_kv_heads, n_groups = (G + GM - 1) / GM;
+    const uint32_t kvh = bx / n_groups, hg = bx % n_groups;
+    h0 = kvh * G + hg * GM;
+    ng = (int)min((uint32_t)GM, G - hg * GM);
+    dec_row R;
+    R.p = tok_pos[t];
+    R.p0 = window > 0 && R.p + 1 > window ? R.p + 1 - window : 0;
+    R.kv_dim = d.n_kv_heads * hd;
+    R.hd = hd;
+    R.tab = kv.tables + (uint64_t)tok_table[t] * kv.table_stride;
+    R.kb = kv.k + (uint64_t)kvh * hd;
+    R.vb = kv.v + (uint64_t)kvh * hd;
+    const uint32_t lane = threadIdx.x & 31;
+    R.warp = threadIdx.x >> 5;
+    R.sub = lane / LPP;
+    R.li = lane % LPP;
+    return R;
+}
+
+/* The first chunk of split s overlapping [cmin·CH, …]: s, s + NS, … */
+static __device__ __forceinline__ uint32_t dec_first_chunk(uint32_t s, uint32_t cmin)
+{
+    return cmin > s ? s + (cmin - s + NS - 1) / NS * NS : s;
+}
+
+template <int VEC, int NJ, int LPP, int GM>
+static __device__ __forceinline__ void dec_load_q(const float *__restrict__ q, uint64_t qoff, uint32_t hd, int ng,
+                                                  uint32_t li, float scale2, float (&qr)[GM][NJ][VEC])
+{
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        const float *qh = q + qoff + (uint64_t)g * hd;
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const uint32_t col = (li + LPP * j) * VEC + e;
+                qr[g][j][e] = g < ng && col < hd ? qh[col] * scale2 : 0.0f;
+            }
+    }
+}
+
+/* VEC floats a load; NJ loads a lane covers a row slice; LPP lanes a position;
+ * GM query heads a CTA at most. Columns of lane li: (li + LPP·j)·VEC + e.
+ * One CTA a (kv head group, split, row). */
+template <int VEC, int NJ, int LPP, int GM, bool PF>
+__global__ void __launch_bounds__(NW * 32)
+    kernel_attn_decode(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
+                       const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
+                       uint32_t window, float *__restrict__ part_acc /* (T, n_heads, NS, hd) */,
+                       float *__restrict__ part_ml /* (T, n_heads, NS, 2) */)
+{
+    pdl_trigger();
+    using SH = dec_shape<VEC, NJ, LPP>;
+    constexpr int UNR = SH::UNR;
+    __shared__ dec_smem<GM> sm;
+    uint32_t h0;
+    int ng;
+    const uint32_t s = blockIdx.y, t = blockIdx.z;
+    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, h0, ng);
+    const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + s; /* + g·NS for head h0 + g */
+
+    /* first chunk of this split overlapping [p0, p] */
+    uint32_t c = dec_first_chunk(s, R.p0 / CH);
+    const uint32_t clast = R.p / CH;
+    /* PDL: when the keys and values of positions before p were written by
+     * earlier steps (kv.settled), the prefetching loop issues the first
+     * chunk's loads before the wait — unless it holds p, whose row this
+     * step's RoPE kernel writes */
+    constexpr bool CHUNK_ROUND = PF && SH::CHUNK_ROUND;
+    float ka[UNR][NJ][VEC], va[UNR][NJ][VEC];
+    bool oka[UNR];
+    const bool early = CHUNK_ROUND && kv.settled && c < clast;
+    if (early)
+        dec_load_round<VEC, NJ, LPP>(R, c, 0, ka, va, oka);
+    pdl_wait();
+    if (c > clast) {
+        if (threadIdx.x < (uint32_t)ng) {
+            part_ml[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
+            part_ml[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
+        }
+        return;
+    }
+
+    float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
+    dec_load_q<VEC, NJ, LPP, GM>(q, (uint64_t)t * d.n_heads * R.hd + (uint64_t)h0 * R.hd, R.hd, ng, R.li, scale2, qr);
+    dec_state_init<VEC, NJ, GM>(acc, m, l);
+
+    if constexpr (CHUNK_ROUND) {
+        /* the next chunk's loads are issued before this one is computed (two
+         * register sets; the same operations in the same order as one chunk
+         * at a time) */
+        float kn[UNR][NJ][VEC], vn[UNR][NJ][VEC];
+        bool okn[UNR];
+        if (!early)
+            dec_load_round<VEC, NJ, LPP>(R, c, 0, ka, va, oka);
+        for (;;) {
+            const uint32_t c1 = c + NS, c2 = c + 2 * NS;
+            if (c1 <= clast)
+                dec_load_round<VEC, NJ, LPP>(R, c1, 0, kn, vn, okn);
+            dec_compute_round<VEC, NJ, LPP, GM>(qr, ka, va, oka, acc, m, l);
+            if (c1 > clast)
+                break;
+            if (c2 <= clast)
+                dec_load_round<VEC, NJ, LPP>(R, c2, 0, ka, va, oka);
+            dec_compute_round<VEC, NJ, LPP, GM>(qr, kn, vn, okn, acc, m, l);
+            if (c2 > clast)
+                break;
+            c = c2;
+        }
+    } else {
+        for (; c <= clast; c += NS)
+#pragma unroll
+            for (int r0 = 0; r0 < PW; r0 += SH::PPW * UNR) {
+                float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
+                bool ok[UNR];
+                dec_load_round<VEC, NJ, LPP>(R, c, r0, kr, vr, ok);
+                dec_compute_round<VEC, NJ, LPP, GM>(qr, kr, vr, ok, acc, m, l);
+            }
+    }
+    dec_split_write<VEC, NJ, LPP, GM>(R, acc, m, l, ng, sm, part_acc, part_ml, part0);
+}
+
+/* One CTA a (kv head group, row) for launches of many rows: the CTA runs the
+ * row's splits one after the other — each split's partial computed by the same
+ * operations as kernel_attn_decode's CTA for it — and merges them itself with
+ * attn_combine_row: the same bits as the split launch + combine, without its
+ * 32 CTAs a row (most of them empty at short depth, 2-4 resident an SM) and
+ * without the combine launch. It pays at full batches of short rows (64 rows
+ * at depth 640: 138 against 158 µs, H200), not below (32 rows: 128 against
+ * 81): the split launch has more CTAs in flight. A variant with the next
+ * chunk's loads in flight (two register sets, 228 registers, 2 CTAs an SM)
+ * was slower at every batch measured. Head dims ≤ 128, % 4 == 0 (NJ = 1, a
+ * chunk one round). */
+template <int LPP, int GM>
+__global__ void __launch_bounds__(NW * 32)
+    kernel_attn_decode_rows(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
+                            const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
+                            uint32_t window, float *__restrict__ part_acc, float *__restrict__ part_ml,
+                            float *__restrict__ att)
+{
+    pdl_trigger();
+    constexpr int VEC = 4, NJ = 1;
+    using SH = dec_shape<VEC, NJ, LPP>;
+    constexpr int UNR = SH::UNR;
+    static_assert(SH::CHUNK_ROUND, "kernel_attn_decode_rows: a chunk must be one round");
+    __shared__ dec_smem<GM> sm;
+    uint32_t h0;
+    int ng;
+    const uint32_t t = blockIdx.y;
+    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, h0, ng);
+    const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS;
+    const uint32_t cmin = R.p0 / CH, clast = R.p / CH;
+    /* the (split, chunk) pairs in the order computed: splits ascending, each
+     * split's chunks ascending; next_pair steps to the following one */
+    auto next_pair = [&](uint32_t &s, uint32_t &c) -> bool {
+        if (c + NS <= clast) {
+            c += NS;
+            return true;
+        }
+        for (s++; s < NS; s++) {
+            c = dec_first_chunk(s, cmin);
+            if (c <= clast)
+                return true;
+        }
+        return false;
+    };
+    pdl_wait();
+    /* empty splits: the partial the combine skips */
+    for (uint32_t i = threadIdx.x; i < NS * (uint32_t)ng; i += NW * 32) {
+        const uint32_t g = i / NS, s = i % NS;
+        if (dec_first_chunk(s, cmin) > clast) {
+            part_ml[(part0 + g * NS + s) * 2] = -INFINITY;
+            part_ml[(part0 + g * NS + s) * 2 + 1] = 0.0f;
+        }
+    }
+    float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
+    dec_load_q<VEC, NJ, LPP, GM>(q, (uint64_t)t * d.n_heads * R.hd + (uint64_t)h0 * R.hd, R.hd, ng, R.li, scale2, qr);
+    dec_state_init<VEC, NJ, GM>(acc, m, l);
+    /* the first non-empty split (chunk clast's split is never empty) */
+    uint32_t s = 0, c = dec_first_chunk(0, cmin);
+    while (c > clast)
+        c = dec_first_chunk(++s, cmin);
+    for (;;) {
+        float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
+        bool ok[UNR];
+        dec_load_round<VEC, NJ, LPP>(R, c, 0, kr, vr, ok);
+        dec_compute_round<VEC, NJ, LPP, GM>(qr, kr, vr, ok, acc, m, l);
+        uint32_t s1 = s, c1 = c;
+        const bool more = next_pair(s1, c1);
+        if (!more || s1 != s) {
+            dec_split_write<VEC, NJ, LPP, GM>(R, acc, m, l, ng, sm, part_acc, part_ml, part0 + s);
+            dec_state_init<VEC, NJ, GM>(acc, m, l);
+        }
+        if (!more)
+            break;
+        s = s1, c = c1;
+    }
+    /* the partials of this CTA's heads (written above, read back through L2) */
+    for (int g = 0; g < ng; g++) {
+        const uint64_t pi = part0 + (uint64_t)g * NS;
+        attn_combine_row(part_acc + pi * R.hd, R.hd, part_ml + pi * 2, 2, NS,
+                         att + ((uint64_t)t * d.n_heads + h0 + g) * R.hd, R.hd);
+        __syncthreads(); /* attn_combine_row's shared memory is used again */
     }
 }
 
@@ -322,7 +502,25 @@ void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const 
         launch_pf<VEC, NJ, LPP, false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
 }
 
+template <int LPP>
+void launch_rows(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
+                 const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
+                 float *pa, float *pm, float *att)
+{
+    switch (gm) {
+    case 1: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 1>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
+    case 2: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 2>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
+    case 4: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 4>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
+    default: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 8>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
+    }
+}
+
 } // namespace
+
+extern "C" void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min)
+{
+    ctx->attn_rows_min = rows_min;
+}
 
 extern "C" size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d)
 {
@@ -346,6 +544,15 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
     const dim3 grid(d.n_kv_heads * ((G + gm - 1) / gm), NS, T);
     float *pa = scratch, *pm = scratch + (size_t)T * d.n_heads * NS * hd;
     const float scale2 = scale * LOG2E;
+    if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
+        const dim3 rgrid(grid.x, T);
+        if (hd <= 64)
+            launch_rows<16>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att);
+        else
+            launch_rows<32>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
     if (hd % 4 == 0 && hd <= 64)
         launch_shape<4, 1, 16>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
     else if (hd % 4 == 0 && hd <= 128)

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/cuda/attn.h"
 #include "backend/cuda/cuda_common.cuh"
 
 extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
@@ -26,11 +27,24 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "MEMRA_PDL=%s: expected on or off", pdl);
         return NULL;
     }
+    /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
+    const char *rows = getenv("MEMRA_ATTN_ROWS");
+    unsigned long rows_min = CUDA_ATTN_ROWS_MIN_DEFAULT;
+    if (rows && *rows) {
+        char *end;
+        rows_min = strtoul(rows, &end, 10);
+        if (*end || rows_min > 65535 || rows[0] == '-') {
+            if (err && errlen)
+                snprintf(err, errlen, "MEMRA_ATTN_ROWS=%s: expected 0 (never) .. 65535 rows", rows);
+            return NULL;
+        }
+    }
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         CUDA_FAIL("out of host memory");
     ctx->device = device;
     ctx->pdl = !(pdl && strcmp(pdl, "off") == 0);
+    ctx->attn_rows_min = (uint32_t)rows_min;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));

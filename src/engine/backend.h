@@ -49,6 +49,18 @@
 /* Positions per KV block. */
 #define BACKEND_KV_BLOCK 16u
 
+/* A temperature draw made by the backend where the logits are (the
+ * sampler's full-vocabulary rule, sample.h: sampler_plain_temperature), so
+ * that only the token crosses to the host. Honoured only by a backend whose
+ * struct backend has device_draw set, for a sequence with n_logits == 1 and
+ * no argmax. */
+struct backend_draw {
+    float temperature; /* > 0 */
+    double u;          /* the sampler's uniform in [0, 1) (sampler_draw_begin) */
+    int32_t token;     /* out: sampler_sample's choice from these logits and u */
+    bool used;         /* out: whether u was used (false: the greedy case, max z = ±inf) */
+};
+
 struct backend_seq {
     const uint32_t *blocks; /* (ceil((pos + n_tokens) / BACKEND_KV_BLOCK)) block ids, each < kv_blocks */
     uint32_t pos;           /* position of tokens[0]; [0, pos) already hold KV in blocks */
@@ -60,6 +72,8 @@ struct backend_seq {
                                backend_logits_argmax here instead, and logits (still
                                required, as room) holds nothing defined: greedy
                                sampling without moving the rows off the device */
+    struct backend_draw *draw; /* or NULL: when set (backend device_draw, n_logits 1, no argmax), forward
+                                  fills it instead, and logits (still required, as room) hold nothing defined */
 };
 
 /* The greedy token of one row of logits, as the sampler's greedy rule picks
@@ -136,6 +150,7 @@ struct backend {
     struct backend_config cfg; /* resolved: no zeros left */
     uint64_t *batch_mark;      /* ((kv_blocks + 63) / 64) scratch of backend_batch_check, all zero between
                                   calls; allocated at its first call, freed by the backend's free */
+    bool device_draw;          /* forward honours backend_seq.draw (set by the backend at init) */
 };
 
 /* The backends built into this binary: "cpu", and "cuda" when built with CUDA. */
@@ -217,6 +232,10 @@ static inline int backend_batch_check(struct backend *b, const struct backend_ba
         if (s->n_logits > s->n_tokens || (s->n_logits > 0 && !s->logits))
             return err_set(err, errlen, "batch: sequence %u: n_logits %u with %u tokens", i, s->n_logits,
                            s->n_tokens);
+        if (s->draw && (!b->device_draw || s->n_logits != 1 || s->argmax || !(s->draw->temperature > 0) ||
+                        !(s->draw->u >= 0 && s->draw->u < 1)))
+            return err_set(err, errlen, "batch: sequence %u: a device draw needs a backend that makes them, "
+                           "one logit row, no argmax, temperature > 0 and u in [0, 1)", i);
         if (!s->blocks)
             return err_set(err, errlen, "batch: sequence %u has no block table", i);
         const uint32_t nb = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);

@@ -62,6 +62,8 @@ struct sched_job {
     uint64_t admit_order;     /* larger: admitted later ("newest") */
     struct sampler sampler;
     int32_t argmax_tok;       /* the backend's greedy pick (backend_seq.argmax) when the sampler is plain greedy */
+    struct backend_draw draw; /* the backend's temperature draw (backend_seq.draw) ... */
+    uint64_t draw_rng[4];     /* ... and the sampler's PRNG state before its u */
     struct detok_stream detok;
     struct stop_matcher stops;
     char *piece;              /* (piece_cap) detokenizer output scratch */
@@ -621,6 +623,19 @@ static int32_t *job_argmax(struct sched_job *j)
     return sampler_plain_greedy(&j->sampler) ? &j->argmax_tok : NULL;
 }
 
+/* Where the backend makes j's temperature draw (backend_seq.draw) when its
+ * sampler draws from the whole vocabulary with temperature alone and the
+ * backend can (the logits then stay on the device); takes the draw's u from
+ * j's PRNG (put back by sampler_draw_end if the draw does not use it). */
+static struct backend_draw *job_draw(struct sched *s, struct sched_job *j)
+{
+    if (!s->b->device_draw || !sampler_plain_temperature(&j->sampler))
+        return NULL;
+    j->draw = (struct backend_draw){.temperature = j->sampler.params.temperature,
+                                    .u = sampler_draw_begin(&j->sampler, j->draw_rng)};
+    return &j->draw;
+}
+
 static bool sched_step(struct sched *s)
 {
     const uint64_t t_plan = now_ns();
@@ -661,7 +676,7 @@ static bool sched_step(struct sched *s)
         s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = 1,
                                           .tokens = j->toks + j->n_past, .n_logits = 1,
                                           .logits = s->logits + (size_t)n * s->vocab,
-                                          .argmax = job_argmax(j)};
+                                          .argmax = job_argmax(j), .draw = job_draw(s, j)};
         s->seq_job[n++] = j;
         budget--;
     }
@@ -678,7 +693,8 @@ static bool sched_step(struct sched *s)
         s->seqs[n] = (struct backend_seq){.blocks = blocks, .pos = j->n_past, .n_tokens = chunk,
                                           .tokens = j->toks + j->n_past, .n_logits = last ? 1 : 0,
                                           .logits = last ? s->logits + (size_t)n * s->vocab : NULL,
-                                          .argmax = last ? job_argmax(j) : NULL};
+                                          .argmax = last ? job_argmax(j) : NULL,
+                                          .draw = last ? job_draw(s, j) : NULL};
         if (!n_prefill)
             first_prefill_pos = j->n_past;
         n_prefill += chunk;
@@ -712,7 +728,7 @@ static bool sched_step(struct sched *s)
     uint32_t n_draw = 0;
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
-        if (q->n_logits && !q->argmax)
+        if (q->n_logits && !q->argmax && !q->draw)
             s->sjobs[n_draw++] = (struct sample_job){&s->seq_job[i]->sampler, q->logits, &s->sres[i]};
     }
     sample_batch_run(&s->sb, s->sjobs, n_draw);
@@ -726,10 +742,14 @@ static bool sched_step(struct sched *s)
         if (!q->n_logits)
             continue;
         struct sample_result r;
-        if (q->argmax) /* plain greedy: the backend's pick, the sampler's rule (sampler_plain_greedy) */
+        if (q->argmax) { /* plain greedy: the backend's pick, the sampler's rule (sampler_plain_greedy) */
             r = (struct sample_result){.token = *q->argmax};
-        else
+        } else if (q->draw) { /* plain temperature: the backend's draw, the sampler's rule */
+            sampler_draw_end(&j->sampler, j->draw_rng, q->draw->used);
+            r = (struct sample_result){.token = q->draw->token};
+        } else {
             r = s->sres[i];
+        }
         job_on_token(s, j, &r);
     }
     publish_pool_stats(s);

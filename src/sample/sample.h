@@ -130,6 +130,22 @@ void sampler_accept(struct sampler *s, int32_t token);
  * greedy) can stand in for sampler_sample, and the logits need not leave the
  * device. */
 bool sampler_plain_greedy(const struct sampler *s);
+/* True when this sampler draws from the whole vocabulary with temperature
+ * alone (temperature > 0; top-k, top-p, min-p, penalties, logit bias and
+ * logprobs all off): then a backend that honours backend_seq.draw
+ * (engine/backend.h) can make sampler_sample's choice where the logits are.
+ * That choice is steps 6 and 8 above with one uniform u of the PRNG:
+ * z = l / temperature; if max z is ±inf, the greedy pick of l and no u is
+ * used; else w_i = e^(z_i − max z) by exp_neg in float, total = the 16-lane
+ * double sum of sum_exp, and the first token (in id order) at which the
+ * running double sum of the w_i > 0 exceeds u·total (the last such token if
+ * none does). */
+bool sampler_plain_temperature(const struct sampler *s);
+/* The uniform u of the next draw, taken from the PRNG (its state before is
+ * saved); sampler_draw_end puts the state back when the draw did not use u
+ * (the greedy case above), so the PRNG advances exactly as sampler_sample's. */
+double sampler_draw_begin(struct sampler *s, uint64_t saved[4]);
+void sampler_draw_end(struct sampler *s, const uint64_t saved[4], bool used);
 
 /* Choose the next token from logits (n_vocab floats, read only; +inf counts as
  * FLT_MAX). w must have been made for the same n_vocab. Fills *out (may be NULL)

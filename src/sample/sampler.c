@@ -582,6 +582,25 @@ static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
     return last;
 }
 
+bool sampler_plain_temperature(const struct sampler *s)
+{
+    const struct sample_params *p = &s->params;
+    return p->temperature > 0 && (p->top_k <= 0 || (uint32_t)p->top_k >= s->n_vocab) && p->top_p >= 1.0f &&
+           p->min_p <= 0 && !s->penalties && p->n_logit_bias == 0 && !p->logprobs;
+}
+
+double sampler_draw_begin(struct sampler *s, uint64_t saved[4])
+{
+    memcpy(saved, s->rng, sizeof s->rng);
+    return rng_uniform(s->rng);
+}
+
+void sampler_draw_end(struct sampler *s, const uint64_t saved[4], bool used)
+{
+    if (!used)
+        memcpy(s->rng, saved, sizeof s->rng);
+}
+
 bool sampler_plain_greedy(const struct sampler *s)
 {
     return s->params.temperature == 0 && !s->penalties && s->params.n_logit_bias == 0 && !s->params.logprobs;

@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             float *logits = malloc(sizeof(float) * 2 * c->vocab);
             const uint32_t blocks[1] = {0}; /* max_ctx 8: one block */
             int32_t picks[2]; /* the greedy picks too (backend_seq.argmax) */
-            struct backend_seq s = {blocks, 0, 2, toks, 2, logits, picks};
+            struct backend_seq s = {blocks, 0, 2, toks, 2, logits, picks, NULL};
             struct backend_batch batch = {1, &s};
             if (logits && b->ops->forward(b, &batch, err, sizeof(err)) == 0)
                 g_sink = logits[0] + logits[2 * c->vocab - 1] + (float)(picks[0] + picks[1]);

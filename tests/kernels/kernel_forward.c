@@ -67,6 +67,7 @@
 #include "backend/cuda/attn.h"
 #include "backend/cuda/backend_cuda.h"
 #include "backend/cuda/cuda_fwd.h"
+#include "sample/sample.h"
 #include "backend/cuda/cuda_ops.h"
 #include "model/model.h"
 #include "test.h"
@@ -390,7 +391,7 @@ static int fwd(struct backend *b, uint32_t slot, uint32_t pos, const int32_t *to
                float *logits)
 {
     char err[512];
-    struct backend_seq s = {g_tab[slot], pos, n, toks, n_logits, logits, NULL};
+    struct backend_seq s = {g_tab[slot], pos, n, toks, n_logits, logits, NULL, NULL};
     struct backend_batch batch = {1, &s};
     if (logits)
         poison(logits, (size_t)n_logits * b->model->cfg.vocab);
@@ -452,18 +453,18 @@ static int paged_run(struct backend *b, const uint32_t *ta, const uint32_t *tb, 
     }
     poison(out, (size_t)PG_ROWS * V);
     char err[512];
-    struct backend_seq s = {ta, 0, 21, a, 21, out, NULL};
+    struct backend_seq s = {ta, 0, 21, a, 21, out, NULL, NULL};
     struct backend_batch one = {1, &s};
     if (b->ops->forward(b, &one, err, sizeof(err)) != 0)
         goto fail;
-    s = (struct backend_seq){ta, 21, 19, a + 21, 19, out + (size_t)21 * V, NULL};
+    s = (struct backend_seq){ta, 21, 19, a + 21, 19, out + (size_t)21 * V, NULL, NULL};
     if (b->ops->forward(b, &one, err, sizeof(err)) != 0)
         goto fail;
     for (uint32_t i = 0; i < n_copies; i++)
         b->ops->kv_copy(b, copies[i][0], copies[i][1]);
-    struct backend_seq three[3] = {{ta, 40, 1, a + 40, 1, out + (size_t)40 * V, NULL},
-                                   {tb, 16, 24, bt + 16, 24, out + (size_t)41 * V, NULL},
-                                   {tc, 36, 16, c + 36, 16, out + (size_t)65 * V, NULL}};
+    struct backend_seq three[3] = {{ta, 40, 1, a + 40, 1, out + (size_t)40 * V, NULL, NULL},
+                                   {tb, 16, 24, bt + 16, 24, out + (size_t)41 * V, NULL, NULL},
+                                   {tc, 36, 16, c + 36, 16, out + (size_t)65 * V, NULL, NULL}};
     struct backend_batch batch = {3, three};
     if (b->ops->forward(b, &batch, err, sizeof(err)) != 0)
         goto fail;
@@ -529,7 +530,7 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
         const uint32_t p = s % g_n_prompts, cut = s / g_n_prompts;
         len[s] = g_prompt_len[p] > cut + 1 ? g_prompt_len[p] - cut : 1;
         memcpy(toks[s], g_prompts[p], len[s] * sizeof(int32_t));
-        seqs[s] = (struct backend_seq){g_tab[s], 0, len[s], toks[s], 1, bl + (size_t)s * V, NULL};
+        seqs[s] = (struct backend_seq){g_tab[s], 0, len[s], toks[s], 1, bl + (size_t)s * V, NULL, NULL};
     }
     char err[512];
     bool same = true;
@@ -546,7 +547,7 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
             const uint32_t n = seqs[s].pos + seqs[s].n_tokens;
             toks[s][n] = (int32_t)argmax(seqs[s].logits, V);
             seqs[s] = (struct backend_seq){g_tab[s], n, 1, &toks[s][n], 1,
-                                           bl + ((size_t)(st + 1) * n_seq + s) * V, NULL};
+                                           bl + ((size_t)(st + 1) * n_seq + s) * V, NULL, NULL};
         }
     }
     for (uint32_t s = 0; s < n_seq && same; s++) {
@@ -573,11 +574,15 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
     return same;
 }
 
-/* The device's greedy picks (backend_seq.argmax): N_SEQ sequences prefilled,
- * then BATCH_STEPS decode steps, each run twice at the same positions (the KV
- * writes repeat the same values) — once asking for the picks, once for the
- * logit rows — and every pick must equal backend_logits_argmax of its row
- * (the prefill's picks, on the general path, too). */
+/* The device's picks: greedy (backend_seq.argmax) for even sequences and
+ * temperature draws (backend_seq.draw) for odd ones. N_SEQ sequences
+ * prefilled, then BATCH_STEPS decode steps, each run twice at the same
+ * positions (the KV writes repeat the same values) — once asking for the
+ * picks, once for the logit rows — and every pick must equal what the host
+ * makes of its row: backend_logits_argmax, or sampler_sample of a sampler
+ * seeded as the draw's, whose PRNG must end in the same state (the prefill's
+ * picks, on the general path, too). The sequences go on with the greedy
+ * token of their row. */
 static bool argmax_check(struct backend *g)
 {
     const uint32_t V = g->model->cfg.vocab;
@@ -585,18 +590,33 @@ static bool argmax_check(struct backend *g)
     uint32_t len[N_SEQ];
     float *lg = malloc(sizeof(float) * N_SEQ * V);
     struct backend_seq seqs[N_SEQ];
+    struct sampler ref[N_SEQ], dev[N_SEQ];
+    struct backend_draw draws[N_SEQ];
+    uint64_t saved[N_SEQ][4];
+    struct sample_work w = {0};
+    char err[512];
+    bool ok = lg != NULL && sample_work_init(&w, V, err, sizeof err) == 0;
     for (uint32_t s = 0; s < N_SEQ; s++) {
         const uint32_t p = s % g_n_prompts;
         len[s] = g_prompt_len[p];
         memcpy(toks[s], g_prompts[p], len[s] * sizeof(int32_t));
-        seqs[s] = (struct backend_seq){g_tab[s], 0, len[s], toks[s], 1, lg + (size_t)s * V, NULL};
+        seqs[s] = (struct backend_seq){g_tab[s], 0, len[s], toks[s], 1, lg + (size_t)s * V, NULL, NULL};
+        struct sample_params sp;
+        sample_params_default(&sp);
+        sp.temperature = s % 3 == 0 ? 0.7f : 1.0f;
+        sp.seed = 1000 + s;
+        ok = ok && sampler_init(&ref[s], V, &sp, err, sizeof err) == 0 && sampler_init(&dev[s], V, &sp, err, sizeof err) == 0;
     }
-    char err[512];
-    bool ok = lg != NULL;
+    uint32_t n_draws = 0;
     for (uint32_t st = 0; st <= BATCH_STEPS && ok; st++) {
         for (int pass = 0; pass < 2 && ok; pass++) {
             for (uint32_t s = 0; s < N_SEQ; s++) {
-                seqs[s].argmax = pass == 0 ? &picks[s] : NULL;
+                const bool draw = pass == 0 && s % 2 == 1 && g->device_draw;
+                seqs[s].argmax = pass == 0 && !draw ? &picks[s] : NULL;
+                seqs[s].draw = draw ? &draws[s] : NULL;
+                if (draw)
+                    draws[s] = (struct backend_draw){dev[s].params.temperature, sampler_draw_begin(&dev[s], saved[s]),
+                                                     -2, false};
                 picks[s] = pass == 0 ? -2 : picks[s];
                 poison(seqs[s].logits, V);
             }
@@ -608,16 +628,32 @@ static bool argmax_check(struct backend *g)
         }
         for (uint32_t s = 0; s < N_SEQ && ok; s++) {
             const int32_t want = backend_logits_argmax(seqs[s].logits, V);
-            if (picks[s] != want) {
+            if (s % 2 == 1 && g->device_draw) {
+                const int32_t want_d = sampler_sample(&ref[s], &w, seqs[s].logits, NULL);
+                sampler_draw_end(&dev[s], saved[s], draws[s].used);
+                n_draws++;
+                if (draws[s].token != want_d || memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) != 0) {
+                    fprintf(stderr, "draw: step %u sequence %u: device %d, sampler %d%s\n", st, s, draws[s].token,
+                            want_d, memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) ? " (PRNG states differ)" : "");
+                    ok = false;
+                }
+            } else if (picks[s] != want) {
                 fprintf(stderr, "argmax: step %u sequence %u: device pick %d, row's argmax %d\n", st, s, picks[s],
                         want);
                 ok = false;
             }
             const uint32_t n = seqs[s].pos + seqs[s].n_tokens;
             toks[s][n] = want;
-            seqs[s] = (struct backend_seq){g_tab[s], n, 1, &toks[s][n], 1, lg + (size_t)s * V, NULL};
+            seqs[s] = (struct backend_seq){g_tab[s], n, 1, &toks[s][n], 1, lg + (size_t)s * V, NULL, NULL};
         }
     }
+    if (g->device_draw && n_draws == 0)
+        ok = false;
+    for (uint32_t s = 0; s < N_SEQ; s++) {
+        sampler_free(&ref[s]);
+        sampler_free(&dev[s]);
+    }
+    sample_work_free(&w);
     free(lg);
     return ok;
 }
@@ -777,7 +813,7 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     g_batch_rel = 0;
     R->batch_same = batch_vs_alone(g, N_SEQ) && batch_vs_alone(g, 5);
     R->batch_rel = g_batch_rel;
-    CHECK_MSG(argmax_check(g), "%s: the device's greedy picks differ from the rows' argmax", name);
+    CHECK_MSG(argmax_check(g), "%s: the device's picks (greedy, temperature draws) differ from the host's", name);
     CHECK_MSG(R->batch_same, "%s: a batch of 16 or of 5 differs from alone", name);
     if (max_ctx >= 64) {
         R->paged_same = paged_check(c, g, &R->err_paged);
@@ -858,14 +894,14 @@ static int deep_run(struct backend *b, const int32_t *toks, uint32_t split, bool
     float *other = malloc(sizeof(float) * V);
     int rc = 0;
     if (split > 0) {
-        struct backend_seq s0 = {tab[0], 0, split, seq, 0, lg, NULL};
+        struct backend_seq s0 = {tab[0], 0, split, seq, 0, lg, NULL, NULL};
         const struct backend_batch b0 = {1, &s0};
         rc = b->ops->forward(b, &b0, err, sizeof(err));
     }
     if (rc == 0) {
         poison(lg, (size_t)tail * V);
-        struct backend_seq ss[2] = {{tab[0], split, DEEP_LEN - split, seq + split, tail, lg, NULL},
-                                    {tab[1], 0, 300, toks + 17, 1, other, NULL}};
+        struct backend_seq ss[2] = {{tab[0], split, DEEP_LEN - split, seq + split, tail, lg, NULL, NULL},
+                                    {tab[1], 0, 300, toks + 17, 1, other, NULL, NULL}};
         const struct backend_batch bb = {with_other ? 2 : 1, ss};
         rc = b->ops->forward(b, &bb, err, sizeof(err));
     }
@@ -874,7 +910,7 @@ static int deep_run(struct backend *b, const int32_t *toks, uint32_t split, bool
         memcpy(cur, lg + (size_t)(tail - 1) * V, sizeof(float) * V);
     for (uint32_t i = 0, n = DEEP_LEN; rc == 0 && greedy_out && i < DEEP_GREEDY; i++, n++) {
         seq[n] = greedy_out[i] = (int32_t)argmax(cur, V);
-        struct backend_seq s1 = {tab[0], n, 1, &seq[n], 1, cur, NULL};
+        struct backend_seq s1 = {tab[0], n, 1, &seq[n], 1, cur, NULL, NULL};
         const struct backend_batch b1 = {1, &s1};
         if (i + 1 < DEEP_GREEDY)
             rc = b->ops->forward(b, &b1, err, sizeof(err));

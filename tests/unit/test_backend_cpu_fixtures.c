@@ -81,7 +81,7 @@ static int forward1(struct backend *b, uint32_t slot, uint32_t pos, const int32_
 {
     char err[512];
     int32_t picks[64]; /* every call also asks for the greedy picks (backend_seq.argmax) and checks them */
-    struct backend_seq s = {g_lin[slot], pos, n, toks, n_logits, logits, n_logits <= 64 ? picks : NULL};
+    struct backend_seq s = {g_lin[slot], pos, n, toks, n_logits, logits, n_logits <= 64 ? picks : NULL, NULL};
     struct backend_batch batch = {1, &s};
     int rc = b->ops->forward(b, &batch, err, sizeof(err));
     if (rc != 0)
@@ -185,7 +185,7 @@ static void check_model(json_t *entry)
         const uint32_t p = s % g_n_prompts;
         memcpy(toks[s], g_prompts[p], g_prompt_len[p] * sizeof(int32_t));
         len[s] = g_prompt_len[p];
-        seqs[s] = (struct backend_seq){g_lin[s], 0, len[s], toks[s], 1, got + (size_t)s * V, NULL};
+        seqs[s] = (struct backend_seq){g_lin[s], 0, len[s], toks[s], 1, got + (size_t)s * V, NULL, NULL};
     }
     struct backend_batch batch = {N_BATCH, seqs};
     int batch_same = 1;
@@ -198,7 +198,7 @@ static void check_model(json_t *entry)
             int32_t t = (int32_t)argmax(got + (size_t)s * V, V);
             batch_same &= t == alone[s % g_n_prompts][i];
             toks[s][len[s]] = t;
-            seqs[s] = (struct backend_seq){g_lin[s], len[s], 1, &toks[s][len[s]], 1, got + (size_t)s * V, NULL};
+            seqs[s] = (struct backend_seq){g_lin[s], len[s], 1, &toks[s][len[s]], 1, got + (size_t)s * V, NULL, NULL};
             len[s]++;
         }
     }
@@ -254,29 +254,29 @@ static void test_bad_batches(void)
     int32_t ok[4] = {5, 6, 7, 8}, bad_tok[2] = {5, (int32_t)m.cfg.vocab};
     uint32_t far[MAX_CTX / BACKEND_KV_BLOCK] = {0};
     far[0] = b->cfg.kv_blocks; /* one past the pool */
-    struct backend_seq s = {g_lin[0], 0, 4, ok, 1, lg, NULL};
+    struct backend_seq s = {g_lin[0], 0, 4, ok, 1, lg, NULL, NULL};
     struct backend_batch batch = {1, &s};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
     float *first = malloc(sizeof(float) * m.cfg.vocab);
     memcpy(first, lg, sizeof(float) * m.cfg.vocab);
-    s = (struct backend_seq){far, 0, 1, ok, 1, lg, NULL};
+    s = (struct backend_seq){far, 0, 1, ok, 1, lg, NULL, NULL};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "outside the pool of 64 blocks");
-    s = (struct backend_seq){g_lin[1], 0, 2, bad_tok, 1, lg, NULL};
+    s = (struct backend_seq){g_lin[1], 0, 2, bad_tok, 1, lg, NULL, NULL};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "outside the vocabulary");
-    s = (struct backend_seq){g_lin[1], 126, 4, ok, 1, lg, NULL}; /* beyond max_ctx 128 */
+    s = (struct backend_seq){g_lin[1], 126, 4, ok, 1, lg, NULL, NULL}; /* beyond max_ctx 128 */
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "exceed the context of 128");
-    s = (struct backend_seq){NULL, 0, 1, ok, 1, lg, NULL};
+    s = (struct backend_seq){NULL, 0, 1, ok, 1, lg, NULL, NULL};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "no block table");
-    struct backend_seq two[2] = {{g_lin[2], 0, 1, ok, 1, lg, NULL}, {g_lin[2], 0, 1, ok, 1, lg, NULL}};
+    struct backend_seq two[2] = {{g_lin[2], 0, 1, ok, 1, lg, NULL, NULL}, {g_lin[2], 0, 1, ok, 1, lg, NULL, NULL}};
     batch = (struct backend_batch){2, two};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "sequence 0 writes block 16, which sequence 1's table also holds");
     /* refused batches change nothing: sequence 0 re-run from position 3 gives the same logits */
-    s = (struct backend_seq){g_lin[0], 3, 1, ok + 3, 1, lg, NULL};
+    s = (struct backend_seq){g_lin[0], 3, 1, ok + 3, 1, lg, NULL, NULL};
     batch = (struct backend_batch){1, &s};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
     CHECK(memcmp(first, lg, sizeof(float) * m.cfg.vocab) == 0);
@@ -331,7 +331,7 @@ static void test_real_model_batch_of_8(void)
     }
     struct backend_seq seqs[N_BATCH];
     for (uint32_t s = 0; s < N_BATCH; s++)
-        seqs[s] = (struct backend_seq){g_lin[s], 0, len[s], toks[s], 1, lg + (size_t)s * V, NULL};
+        seqs[s] = (struct backend_seq){g_lin[s], 0, len[s], toks[s], 1, lg + (size_t)s * V, NULL, NULL};
     struct backend_batch batch = {N_BATCH, seqs};
     int same = 1;
     for (uint32_t i = 0; i < STEPS; i++) {
@@ -340,7 +340,7 @@ static void test_real_model_batch_of_8(void)
             const int32_t t = (int32_t)argmax(lg + (size_t)s * V, V);
             same &= t == alone[s][i];
             toks[s][len[s] + i] = t;
-            seqs[s] = (struct backend_seq){g_lin[s], len[s] + i, 1, &toks[s][len[s] + i], 1, lg + (size_t)s * V, NULL};
+            seqs[s] = (struct backend_seq){g_lin[s], len[s] + i, 1, &toks[s][len[s] + i], 1, lg + (size_t)s * V, NULL, NULL};
         }
     }
     CHECK_MSG(same, "default model: batch of 8 greedy differs from alone");

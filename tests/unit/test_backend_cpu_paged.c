@@ -97,9 +97,9 @@ static void check_model(const char *rel)
     for (uint32_t s = 0; s < 3; s++)
         backend_blocks_linear(lin[s], s, MAX_CTX);
     CHECK_EQ_INT(lin[2][1], 9);
-    struct backend_seq r[3] = {{lin[0], 0, LEN_A, g_a, LEN_A, ref_a, NULL},
-                               {lin[1], 0, LEN_B, g_b, LEN_B, ref_b, NULL},
-                               {lin[2], 0, LEN_C, g_c, LEN_C, ref_c, NULL}};
+    struct backend_seq r[3] = {{lin[0], 0, LEN_A, g_a, LEN_A, ref_a, NULL, NULL},
+                               {lin[1], 0, LEN_B, g_b, LEN_B, ref_b, NULL, NULL},
+                               {lin[2], 0, LEN_C, g_c, LEN_C, ref_c, NULL, NULL}};
     for (uint32_t s = 0; s < 3; s++)
         CHECK(run(b, &r[s], 1) == 0);
     b->ops->free(b);
@@ -112,25 +112,25 @@ static void check_model(const char *rel)
     CHECK_EQ_INT(b->cfg.kv_blocks, POOL);
     const uint32_t ta[] = {17, 3, 29}, tb[] = {17, 8, 35}, tc[] = {17, 3, 31, 12};
     /* 1. A in two chunks */
-    struct backend_seq s1 = {ta, 0, 21, g_a, 21, got, NULL};
+    struct backend_seq s1 = {ta, 0, 21, g_a, 21, got, NULL, NULL};
     CHECK(run(b, &s1, 1) == 0);
     CHECK(same_rows(got, ref_a, 0, 21, V));
-    s1 = (struct backend_seq){ta, 21, 19, g_a + 21, 19, got, NULL};
+    s1 = (struct backend_seq){ta, 21, 19, g_a + 21, 19, got, NULL, NULL};
     CHECK(run(b, &s1, 1) == 0);
     CHECK(same_rows(got, ref_a, 21, 19, V));
     /* 2. copy-on-write of A's partial block for C */
     b->ops->kv_copy(b, 31, 29);
     /* 3. A decodes, B and C prefill, sharing A's blocks read-only */
     float *ga = got, *gb = got + (size_t)32 * V, *gc = got + (size_t)64 * V;
-    struct backend_seq s3[3] = {{ta, 40, 1, g_a + 40, 1, ga, NULL},
-                                {tb, 16, LEN_B - 16, g_b + 16, LEN_B - 16, gb, NULL},
-                                {tc, 36, LEN_C - 36, g_c + 36, LEN_C - 36, gc, NULL}};
+    struct backend_seq s3[3] = {{ta, 40, 1, g_a + 40, 1, ga, NULL, NULL},
+                                {tb, 16, LEN_B - 16, g_b + 16, LEN_B - 16, gb, NULL, NULL},
+                                {tc, 36, LEN_C - 36, g_c + 36, LEN_C - 36, gc, NULL, NULL}};
     CHECK(run(b, s3, 3) == 0);
     CHECK_MSG(same_rows(ga, ref_a, 40, 1, V), "%s: A's decode through a scattered table differs", rel);
     CHECK_MSG(same_rows(gb, ref_b, 16, LEN_B - 16, V), "%s: B on A's shared block differs", rel);
     CHECK_MSG(same_rows(gc, ref_c, 36, LEN_C - 36, V), "%s: C after kv_copy differs", rel);
     /* rollback: B re-run from 20 through the same table gives the same rows */
-    struct backend_seq s4 = {tb, 20, LEN_B - 20, g_b + 20, LEN_B - 20, gb, NULL};
+    struct backend_seq s4 = {tb, 20, LEN_B - 20, g_b + 20, LEN_B - 20, gb, NULL, NULL};
     CHECK(run(b, &s4, 1) == 0);
     CHECK(same_rows(gb, ref_b, 20, LEN_B - 20, V));
     fprintf(stderr, "  %-20s scattered tables, shared prefix, kv_copy: bit-identical\n", rel);
@@ -166,39 +166,39 @@ static void test_bad_tables(void)
     const uint32_t ta[] = {5, 6}, tb[] = {5, 7}, tc[] = {9, 9}, td[] = {1, POOL}, te[] = {POOL + 7};
     struct backend_batch batch;
     /* A writes block 5 (positions 0..17) while B reads it */
-    struct backend_seq two[2] = {{ta, 0, 18, toks, 1, lg, NULL}, {tb, 16, 1, toks, 1, lg + m.cfg.vocab, NULL}};
+    struct backend_seq two[2] = {{ta, 0, 18, toks, 1, lg, NULL, NULL}, {tb, 16, 1, toks, 1, lg + m.cfg.vocab, NULL, NULL}};
     batch = (struct backend_batch){2, two};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "sequence 0 writes block 5, which sequence 1's table also holds");
     /* the same block written by both: refused too, the other way round */
-    two[0] = (struct backend_seq){tb, 17, 1, toks, 1, lg, NULL};
-    two[1] = (struct backend_seq){ta, 0, 18, toks, 1, lg + m.cfg.vocab, NULL};
+    two[0] = (struct backend_seq){tb, 17, 1, toks, 1, lg, NULL, NULL};
+    two[1] = (struct backend_seq){ta, 0, 18, toks, 1, lg + m.cfg.vocab, NULL, NULL};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "sequence 1 writes block 5, which sequence 0's table also holds");
     /* a block twice in one table */
-    struct backend_seq one = {tc, 10, 10, toks, 1, lg, NULL};
+    struct backend_seq one = {tc, 10, 10, toks, 1, lg, NULL, NULL};
     batch = (struct backend_batch){1, &one};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "sequence 0 writes block 9, which its table also holds at index");
     /* ids past the pool */
-    one = (struct backend_seq){td, 15, 2, toks, 1, lg, NULL};
+    one = (struct backend_seq){td, 15, 2, toks, 1, lg, NULL, NULL};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "sequence 0: block 1 of its table is id 40, outside the pool of 40 blocks");
-    one = (struct backend_seq){te, 0, 1, toks, 1, lg, NULL};
+    one = (struct backend_seq){te, 0, 1, toks, 1, lg, NULL, NULL};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "is id 47, outside the pool of 40 blocks");
     /* read-only sharing is fine: A fills block 5, then B and A' both read it */
-    one = (struct backend_seq){ta, 0, 16, toks, 1, lg, NULL};
+    one = (struct backend_seq){ta, 0, 16, toks, 1, lg, NULL, NULL};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
-    two[0] = (struct backend_seq){ta, 16, 2, toks + 16, 1, lg, NULL};
-    two[1] = (struct backend_seq){tb, 16, 1, toks + 16, 1, lg + m.cfg.vocab, NULL};
+    two[0] = (struct backend_seq){ta, 16, 2, toks + 16, 1, lg, NULL, NULL};
+    two[1] = (struct backend_seq){tb, 16, 1, toks + 16, 1, lg + m.cfg.vocab, NULL, NULL};
     batch = (struct backend_batch){2, two};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
     /* B's logits (position 16 after the 16 tokens of the shared block) equal a
      * fresh run of the same 17 tokens through blocks of its own */
     float *want = malloc(sizeof(float) * m.cfg.vocab);
     const uint32_t tf[] = {20, 21};
-    one = (struct backend_seq){tf, 0, 17, toks, 1, want, NULL};
+    one = (struct backend_seq){tf, 0, 17, toks, 1, want, NULL, NULL};
     batch = (struct backend_batch){1, &one};
     CHECK(b->ops->forward(b, &batch, err, sizeof(err)) == 0);
     CHECK(memcmp(want, lg + m.cfg.vocab, sizeof(float) * m.cfg.vocab) == 0);

@@ -1,7 +1,8 @@
 /* test_sample_sampler.c — the token sampler: greedy, seeds, top-k / top-p /
  * min-p, penalties, logit_bias, logprobs, stop tokens, a chi-square check
- * that temperature sampling follows the softmax, and the batch sampler's
- * threads giving the same draws as one row after another. Expected values are computed
+ * that temperature sampling follows the softmax, the batch sampler's
+ * threads giving the same draws as one row after another, and the contract
+ * of backend draws (sampler_plain_temperature, sampler_draw_begin / _end). Expected values are computed
  * here independently, in double, from the definitions in sample.h. */
 #include "engine/backend.h"
 #include "sample/sample.h"
@@ -616,6 +617,78 @@ static void test_plain_greedy_argmax(void)
     }
 }
 
+/* sampler_plain_temperature: exactly the samplers whose choice is the
+ * whole-vocabulary temperature draw; sampler_draw_begin / _end: the uniform
+ * of the next draw, the PRNG put back when the draw does not use it (the
+ * greedy case: z's max is ±inf), so that a backend's draw leaves the PRNG
+ * where sampler_sample leaves it. */
+static void test_plain_temperature_draw(void)
+{
+    enum { N = 777 };
+    struct sample_params p;
+    struct sampler s;
+    struct sample_work w;
+    const struct sample_bias bias = {5, 1.0f};
+    for (int k = 0; k < 12; k++) {
+        sample_params_default(&p);
+        bool want = true;
+        switch (k) {
+        case 0: break;                                        /* temperature 1, all off */
+        case 1: p.temperature = 0, want = false; break;       /* greedy */
+        case 2: p.top_k = 40, want = false; break;
+        case 3: p.top_k = N; break;                           /* k ≥ vocabulary: off */
+        case 4: p.top_k = 5000; break;
+        case 5: p.top_p = 0.9f, want = false; break;
+        case 6: p.min_p = 0.05f, want = false; break;
+        case 7: p.presence_penalty = 0.5f, want = false; break;
+        case 8: p.repetition_penalty = 1.1f, want = false; break;
+        case 9: p.logit_bias = &bias, p.n_logit_bias = 1, want = false; break;
+        case 10: p.logprobs = true, want = false; break;
+        case 11: p.temperature = 2.0f; break;
+        }
+        mk(&s, &w, N, &p);
+        CHECK_MSG(sampler_plain_temperature(&s) == want, "case %d: plain temperature %d, expected %d", k,
+                  sampler_plain_temperature(&s), want);
+        done(&s, &w);
+    }
+    /* two samplers of one seed: A samples, B takes u and gives it back when
+     * the draw would not use it; their PRNGs stay in step */
+    struct sampler a, b;
+    struct sample_work wa, wb;
+    sample_params_default(&p);
+    p.temperature = 1e-4f;
+    p.seed = 99;
+    mk(&a, &wa, N, &p);
+    mk(&b, &wb, N, &p);
+    float l[N];
+    int greedy = 0;
+    for (int rep = 0; rep < 200; rep++) {
+        random_logits(l, N, 8);
+        if (rep % 5 == 1) /* z = l / 1e-4 overflows: the greedy case */
+            l[(uint32_t)(trng() * N)] = 1e36f;
+        if (rep % 5 == 3) /* no finite logit: the greedy case (−1) */
+            for (int i = 0; i < N; i++)
+                l[i] = i % 2 ? NAN : -INFINITY;
+        float zmax = -INFINITY;
+        for (int i = 0; i < N; i++) {
+            const float v = isnan(l[i]) ? -INFINITY : l[i] == INFINITY ? FLT_MAX : l[i];
+            const float z = v / p.temperature;
+            zmax = z > zmax ? z : zmax;
+        }
+        const bool used = zmax != INFINITY && zmax != -INFINITY;
+        greedy += !used;
+        sampler_sample(&a, &wa, l, NULL);
+        uint64_t saved[4];
+        const double u = sampler_draw_begin(&b, saved);
+        CHECK(u >= 0 && u < 1);
+        sampler_draw_end(&b, saved, used);
+        CHECK_MSG(memcmp(a.rng, b.rng, sizeof a.rng) == 0, "rep %d: the PRNGs are out of step", rep);
+    }
+    CHECK(greedy == 80);
+    done(&a, &wa);
+    done(&b, &wb);
+}
+
 /* sample_batch over 4 threads vs the same rows one by one: every result
  * (token, logprob, top alternatives) the same bits, step after step, with
  * samplers of every kind in the batch. */
@@ -692,5 +765,6 @@ int main(void)
     RUN(test_no_history_change_on_sample);
     RUN(test_extremes);
     RUN(test_batch_threads_same_bits);
+    RUN(test_plain_temperature_draw);
     return test_summary();
 }

@@ -80,6 +80,8 @@ static void cuda_be_free(struct backend *base)
         cuda_host_free(b->h_xdec);
         cuda_host_free(b->h_logits);
         cuda_host_free(b->h_argmax);
+        cuda_host_free(b->h_draw);
+        cuda_host_free(b->h_draw_out);
         for (size_t i = 0; i < b->n_allocs; i++)
             cuda_free(b->allocs[i]);
         cuda_gemm_free(b->gemm);
@@ -231,6 +233,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->layers = calloc(c->n_layers, sizeof(*b->layers));
     b->d_dec = (uint32_t *)dev_floats(b, 3 * DEC_G + b->tables_max, 1, &ok);
     b->d_argmax = (int32_t *)dev_floats(b, DEC_G, 1, &ok);
+    b->d_draw = (struct cuda_draw_params *)dev_floats(b, DEC_G, sizeof(struct cuda_draw_params) / 4, &ok);
+    b->d_draw_out = (int32_t *)dev_floats(b, DEC_G, 2, &ok);
     {
         /* MEMRA_ATTN=exact|fast|rows; unset: fast when MEMRA_GEMM=fast (the same numerics trade) */
         const char *am = getenv("MEMRA_ATTN"), *gm = getenv("MEMRA_GEMM");
@@ -252,7 +256,12 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->h_xdec = cuda_host_alloc((size_t)b->dec_g * c->dim * sizeof(float));
         b->h_logits = cuda_host_alloc((size_t)b->dec_g * c->vocab * sizeof(float));
         b->h_argmax = cuda_host_alloc((size_t)DEC_G * sizeof(int32_t));
+        b->h_draw = cuda_host_alloc((size_t)DEC_G * sizeof(struct cuda_draw_params));
+        b->h_draw_out = cuda_host_alloc((size_t)DEC_G * 2 * sizeof(int32_t));
+        memset(b->h_draw, 0, (size_t)DEC_G * sizeof(struct cuda_draw_params));
     }
+    /* temperature draws on the device (backend_seq.draw), but not of softcapped logits (capped on the host) */
+    b->base.device_draw = c->final_softcap <= 0.0f;
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);

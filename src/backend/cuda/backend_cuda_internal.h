@@ -101,6 +101,9 @@ struct cuda_backend {
     float *h_logits;         /* pinned (G, vocab) */
     int32_t *d_argmax;       /* (DEC_G) each row's greedy pick (sample.cu), written by the step's graph */
     int32_t *h_argmax;       /* pinned (DEC_G) */
+    struct cuda_draw_params *d_draw, *h_draw; /* (DEC_G) each row's temperature draw, off when not asked
+                                               * (backend_seq.draw; sample.cu), device and pinned */
+    int32_t *d_draw_out, *h_draw_out;         /* (DEC_G × 2) its {token, u used} */
     struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
 };
 

@@ -37,6 +37,24 @@ void cuda_embed_gather(struct cuda_ctx *ctx, enum dtype t, const void *table, ui
  * for bit) for r < rows; logits (rows, vocab), out (rows) int32, device. */
 void cuda_argmax_rows(struct cuda_ctx *ctx, const float *logits, uint32_t rows, uint32_t vocab, int32_t *out);
 
+/* ---- temperature draws on the device (sample.cu) --------------------------
+ * For each row r < rows with params[r].on: out[2r] = the token sampler_sample
+ * picks from logits row r for a sampler with sampler_plain_temperature true,
+ * params[r].temperature, and the uniform params[r].u (sampler_draw_begin);
+ * out[2r + 1] = 1 when u was used, 0 when the sampler's greedy case took the
+ * pick (sampler_draw_end). Rows that are on are overwritten (scratch); rows
+ * that are off are not touched, nor their out. logits (rows, vocab), params
+ * (rows), out (2·rows) int32: device memory. */
+struct cuda_draw_params {
+    float temperature;
+    uint32_t on; /* 0: leave the row; else 1, | CUDA_DRAW_WALK to always walk the running sum one token at a
+                    time (the path sample.cu takes only near a boundary; for the tests) */
+    double u;
+};
+#define CUDA_DRAW_WALK 2u
+void cuda_draw_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t vocab,
+                    const struct cuda_draw_params *params, int32_t *out);
+
 /* ---- pinned host memory and asynchronous copies (staging.cu) ---------------
  * cuda_host_alloc: page-locked host memory (cudaHostAlloc) or abort; the async
  * copies are queued on the context's stream and return at once: the host

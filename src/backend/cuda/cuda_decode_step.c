@@ -159,8 +159,10 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
     const struct cuda_weight *out = &b->output;
     const bool prep = decode_norm(b, pending, b->out_norm, T, is_quantized(out->dtype));
     decode_matmul(b, &out, &b->logits, 1, b->xb, T, prep);
-    if (c->final_softcap <= 0.0f) /* softcapped rows: the host caps, then picks */
+    if (c->final_softcap <= 0.0f) { /* softcapped rows: the host caps, then picks */
         cuda_argmax_rows(b->ctx, b->logits, T, c->vocab, b->d_argmax);
+        cuda_draw_rows(b->ctx, b->logits, T, c->vocab, b->d_draw, b->d_draw_out); /* after the argmax: in place */
+    }
 }
 
 /* Whether sequence s of a decode step takes its greedy pick from the device
@@ -168,6 +170,13 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
 static bool dec_wants_argmax(const struct cuda_backend *b, const struct backend_seq *s)
 {
     return s->n_logits && s->argmax && b->base.model->cfg.final_softcap <= 0.0f;
+}
+
+/* Whether sequence s of a decode step takes its temperature draw from the
+ * device instead of its logit row. */
+static bool dec_wants_draw(const struct cuda_backend *b, const struct backend_seq *s)
+{
+    return s->n_logits && s->draw && !s->argmax && b->base.model->cfg.final_softcap <= 0.0f;
 }
 
 /* A batch the decode step takes: sequences of one token each (more than
@@ -201,6 +210,16 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
             model_embed_row(m, s->tokens[0], b->h_xdec + (uint64_t)i * c->dim);
     }
     cuda_upload_async(b->ctx, b->d_dec, b->h_dec, ((size_t)3 * DEC_G + n_ids) * sizeof(uint32_t));
+    /* every row's draw parameters, off where no draw is asked (the graph's draw kernel reads all T) */
+    bool any_draw = false;
+    for (uint32_t i = 0; i < T; i++) {
+        const struct backend_seq *s = &batch->seqs[i];
+        const bool on = dec_wants_draw(b, s);
+        b->h_draw[i] = (struct cuda_draw_params){on ? s->draw->temperature : 1.0f, on, on ? s->draw->u : 0.0};
+        any_draw |= on;
+    }
+    if (c->final_softcap <= 0.0f)
+        cuda_upload_async(b->ctx, b->d_draw, b->h_draw, (size_t)T * sizeof(struct cuda_draw_params));
     if (!b->d_embd)
         cuda_upload_async(b->ctx, b->x, b->h_xdec, (size_t)T * c->dim * sizeof(float));
     if (b->dec_graphs) {
@@ -220,13 +239,16 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
         any_argmax |= dec_wants_argmax(b, &batch->seqs[i]);
     if (any_argmax)
         cuda_download_async(b->ctx, b->h_argmax, b->d_argmax, (size_t)T * sizeof(int32_t));
+    if (any_draw)
+        cuda_download_async(b->ctx, b->h_draw_out, b->d_draw_out, (size_t)T * 2 * sizeof(int32_t));
     for (uint32_t i = 0; i < T;) {
-        if (batch->seqs[i].n_logits == 0 || dec_wants_argmax(b, &batch->seqs[i])) {
+        if (batch->seqs[i].n_logits == 0 || dec_wants_argmax(b, &batch->seqs[i]) || dec_wants_draw(b, &batch->seqs[i])) {
             i++;
             continue;
         }
         uint32_t j = i + 1;
-        while (j < T && batch->seqs[j].n_logits && !dec_wants_argmax(b, &batch->seqs[j]))
+        while (j < T && batch->seqs[j].n_logits && !dec_wants_argmax(b, &batch->seqs[j]) &&
+               !dec_wants_draw(b, &batch->seqs[j]))
             j++;
         cuda_download_async(b->ctx, b->h_logits + (uint64_t)i * c->vocab, b->logits + (uint64_t)i * c->vocab,
                             (size_t)(j - i) * c->vocab * sizeof(float));
@@ -239,6 +261,11 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
             continue;
         if (dec_wants_argmax(b, s)) {
             s->argmax[0] = b->h_argmax[i];
+            continue;
+        }
+        if (dec_wants_draw(b, s)) {
+            s->draw->token = b->h_draw_out[2 * i];
+            s->draw->used = b->h_draw_out[2 * i + 1] != 0;
             continue;
         }
         memcpy(s->logits, b->h_logits + (uint64_t)i * c->vocab, (size_t)c->vocab * sizeof(float));

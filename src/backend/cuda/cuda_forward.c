@@ -310,6 +310,16 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         for (uint32_t r0 = 0; r0 < s->n_logits; r0 += CUDA_GEMV_MAX_BATCH) {
             const uint32_t nr = s->n_logits - r0 < CUDA_GEMV_MAX_BATCH ? s->n_logits - r0 : CUDA_GEMV_MAX_BATCH;
             matmul(b, &b->output, b->xb + (uint64_t)r0 * c->dim, b->logits, &nr, 1); /* ≤ 8 rows: GEMV */
+            if (s->draw && c->final_softcap <= 0.0f) { /* n_logits 1 (batch check): the draw, not the row */
+                b->h_draw[0] = (struct cuda_draw_params){s->draw->temperature, 1, s->draw->u};
+                cuda_upload_async(b->ctx, b->d_draw, b->h_draw, sizeof(struct cuda_draw_params));
+                cuda_draw_rows(b->ctx, b->logits, 1, c->vocab, b->d_draw, b->d_draw_out);
+                cuda_download_async(b->ctx, b->h_draw_out, b->d_draw_out, 2 * sizeof(int32_t));
+                cuda_ctx_sync(b->ctx);
+                s->draw->token = b->h_draw_out[0];
+                s->draw->used = b->h_draw_out[1] != 0;
+                continue;
+            }
             float *dst = s->logits + (uint64_t)r0 * c->vocab;
             cuda_download(b->ctx, dst, b->logits, (size_t)nr * c->vocab * 4);
             /* the general path's rows come down anyway: capped and picked on the host */

@@ -4,10 +4,20 @@
  * step; their ids 256 bytes). The rule is engine/backend.h's
  * backend_logits_argmax, bit for bit: NaN counts as −inf, +inf as FLT_MAX,
  * the lowest index among equal maxima, −1 when every logit is −inf or NaN.
- * (top-k / top-p with temperature stay on the host for now.)
- *
  * Floor: the rows are read once, T·vocab·4 bytes / 4.3 TB/s: 64 × 128256 →
  * 7.6 µs. One block of 1024 threads per row.
+ *
+ * And the temperature draw (engine/backend.h's backend_draw): sampler_sample's
+ * choice for a sampler that draws from the whole vocabulary with temperature
+ * alone (sample.h: sampler_plain_temperature), from the row and the
+ * sampler's uniform u, bit for bit: the same float and double operations in
+ * the same order as sample/sampler.c (its exp_neg with every product and sum
+ * rounded on its own, __fmul_rn / __fadd_rn: no fused multiply-add, as the
+ * host code is compiled with -ffp-contract=off; the 16-lane double total; the
+ * token where the running double sum in token order crosses u·total — found
+ * from parallel prefix sums and a proven error margin, walked one by one only
+ * when the draw falls within that margin of a boundary). One block a row.
+ * (top-k / top-p stay on the host for now.)
  */
 #include <float.h>
 
@@ -66,7 +76,255 @@ __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__
     }
 }
 
+constexpr int DR_THREADS = 1024;
+constexpr int DR_TILE = 8192; /* floats a shared-memory tile: 32 KB */
+
+/* sample/sampler.c's exp_neg, operation for operation. */
+__device__ __forceinline__ float dr_exp_neg(float x)
+{
+    const uint32_t xb = __float_as_uint(x);
+    const uint32_t under = (uint32_t) - (int32_t)(xb > 0xC2AE0000u);
+    const float xc = __uint_as_float((xb & ~under) | (0xC2AE0000u & under));
+    const float t = __fadd_rn(__fmul_rn(xc, 1.44269504f), 12582912.0f);
+    const float kf = __fsub_rn(t, 12582912.0f);
+    const float r = __fsub_rn(__fsub_rn(xc, __fmul_rn(kf, 0.693145752f)), __fmul_rn(kf, 1.42860677e-6f));
+    float pl = 1.0f / 720;
+    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f / 120);
+    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f / 24);
+    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f / 6);
+    pl = __fadd_rn(__fmul_rn(pl, r), 0.5f);
+    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f);
+    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f);
+    const float scale = __uint_as_float((__float_as_uint(t) - 0x4B400000u + 127u) << 23);
+    return __uint_as_float(__float_as_uint(__fmul_rn(pl, scale)) & ~under);
+}
+
+/* The block's copy of l[base, base + n) into tile (n ≤ DR_TILE); barriers
+ * before (the last tile consumed) and after (this one in place). */
+__device__ __forceinline__ void dr_tile_load(const float *l, uint32_t base, uint32_t n, float *tile)
+{
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < n; i += DR_THREADS)
+        tile[i] = l[base + i];
+    __syncthreads();
+}
+
+/* One block a row; rows whose params are off are left alone. The row is
+ * overwritten (z, then the weights). out[r] = {token, u used}. */
+__global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict__ logits, uint32_t vocab,
+                                                               const cuda_draw_params *__restrict__ params,
+                                                               int2 *__restrict__ out)
+{
+    pdl_enter();
+    const cuda_draw_params P = params[blockIdx.x];
+    if (!P.on)
+        return;
+    __shared__ float tile[DR_TILE];
+    __shared__ float sv[DR_THREADS / 32], sz[DR_THREADS / 32];
+    __shared__ int si[DR_THREADS / 32];
+    __shared__ double sacc[16];
+    __shared__ double swsum[DR_THREADS / 32];
+    __shared__ float s_zmax;
+    __shared__ double s_u;
+    __shared__ int s_done, s_cross, s_tok;
+    float *l = logits + (uint64_t)blockIdx.x * vocab;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+    /* z = l / temperature (l cleaned as the sampler does), its max, and the
+     * greedy pick of l for the case of an infinite max */
+    float zmax = -INFINITY, best = -INFINITY;
+    int at = -1;
+    for (uint32_t i = threadIdx.x; i < vocab; i += DR_THREADS) {
+        float v = l[i];
+        v = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
+        const float z = __fdiv_rn(v, P.temperature);
+        l[i] = z;
+        zmax = fmaxf(zmax, z);
+        if (v > best)
+            best = v, at = (int)i;
+    }
+    am_warp_best(best, at);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        zmax = fmaxf(zmax, __shfl_xor_sync(0xffffffffu, zmax, o));
+    if (lane == 0)
+        sv[warp] = best, si[warp] = at, sz[warp] = zmax;
+    __syncthreads();
+    if (warp == 0) {
+        best = sv[lane], at = si[lane], zmax = sz[lane];
+        am_warp_best(best, at);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            zmax = fmaxf(zmax, __shfl_xor_sync(0xffffffffu, zmax, o));
+        if (lane == 0) {
+            s_zmax = zmax;
+            if (zmax == INFINITY || zmax == -INFINITY) /* the sampler's greedy case: u not used */
+                out[blockIdx.x] = make_int2(at, 0);
+        }
+    }
+    __syncthreads();
+    zmax = s_zmax;
+    if (zmax == INFINITY || zmax == -INFINITY)
+        return;
+
+    /* the weights, in place */
+    for (uint32_t i = threadIdx.x; i < vocab; i += DR_THREADS)
+        l[i] = dr_exp_neg(__fsub_rn(l[i], zmax));
+    __syncthreads(); /* the block's writes before its reads of other threads' weights */
+
+    /* The draw is the first token j (in id order) at which C_j, the running
+     * double sum of the weights summed one after the other, exceeds u = U·T
+     * (U the sampler's uniform, T its 16-lane total; the last token with a
+     * weight if none does). T and C are dependent chains of ~vocab / 16 and
+     * ~vocab double adds, ~30 ns each on one thread, so they are not walked:
+     * A, the same prefix sums taken by warps over contiguous ranges (32
+     * weights a step, shuffle sums) plus a block scan of the ranges, finds
+     * the crossing j_a with u ≈ U·A_total. Every one of C, T, A is a sum of ≤ vocab non-negative
+     * terms rounded ≤ vocab times at 2^-53 relative, so all lie within
+     * (vocab + …)·2^-53 of the exact sums; M below is 8× the sum of those
+     * bounds. C never decreases (adding w ≥ 0), so when A before j_a is
+     * ≤ u − M and A at j_a is > u + M, C_j ≤ U·T for every j < j_a and C at
+     * j_a > U·T: j_a is the sampler's token. A draw within M of a boundary
+     * (~1e-9 of the mass; also U·A_total ≥ A_total, where no crossing is
+     * found) takes the sampler's own walk: T, then C. */
+    /* each warp a contiguous range of the row, 32 weights a step (one load,
+     * a 5-level shuffle sum added to the warp's running sum) */
+    constexpr uint32_t NWARP = DR_THREADS / 32;
+    const uint32_t per_w = ((vocab + 31) / 32 + NWARP - 1) / NWARP * 32;
+    const uint32_t w0 = min(vocab, warp * per_w), w1 = min(vocab, w0 + per_w);
+    double wsum = 0.0;
+    for (uint32_t base = w0; base < w1; base += 32) {
+        const uint32_t j = base + lane;
+        const float w = j < w1 ? l[j] : 0.0f;
+        double x = (double)w;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            x = __dadd_rn(x, __shfl_xor_sync(0xffffffffu, x, o));
+        wsum = __dadd_rn(wsum, x);
+    }
+    if (lane == 0)
+        swsum[warp] = wsum;
+    __syncthreads();
+    if (warp == 0) { /* inclusive scan of the warp sums */
+        double ws = swsum[lane];
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const double v = __shfl_up_sync(0xffffffffu, ws, o);
+            if (lane >= o)
+                ws = __dadd_rn(ws, v);
+        }
+        swsum[lane] = ws;
+        if (lane == 0) {
+            s_cross = NWARP; /* no warp's range crosses u (yet) */
+            s_tok = -3;      /* undecided: walk */
+        }
+    }
+    __syncthreads();
+    const double excl = warp ? swsum[warp - 1] : 0.0, atotal = swsum[NWARP - 1];
+    const double M = ldexp(atotal, -50) * (double)(vocab + 4096);
+    double u = __dmul_rn(P.u, atotal);
+    if (lane == 0 && __dadd_rn(excl, wsum) > u)
+        atomicMin(&s_cross, (int)warp);
+    __syncthreads();
+    if (s_cross == (int)warp) { /* the crossing warp walks its range again, 32 prefix sums a step */
+        double run = excl;
+        for (uint32_t base = w0; base < w1; base += 32) {
+            const uint32_t j = base + lane;
+            const double x = (double)(j < w1 ? l[j] : 0.0f);
+            double sc = x; /* inclusive scan over the lanes */
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const double v = __shfl_up_sync(0xffffffffu, sc, o);
+                if (lane >= o)
+                    sc = __dadd_rn(sc, v);
+            }
+            double ex = __shfl_up_sync(0xffffffffu, sc, 1);
+            if (lane == 0)
+                ex = 0.0;
+            const double prev = __dadd_rn(run, ex), at = __dadd_rn(run, sc);
+            const unsigned crossed = __ballot_sync(0xffffffffu, at > u);
+            if (crossed) {
+                const int f = __ffs(crossed) - 1;
+                if (lane == f && prev <= u - M && at > u + M)
+                    s_tok = (int)j;
+                break;
+            }
+            run = __dadd_rn(run, __shfl_sync(0xffffffffu, sc, 31));
+        }
+    }
+    __syncthreads();
+    if (s_tok != -3 && !(P.on & CUDA_DRAW_WALK)) {
+        if (threadIdx.x == 0)
+            out[blockIdx.x] = make_int2(s_tok, 1);
+        return;
+    }
+
+    /* the rare walk, the sampler's own: T over 16 lanes, lane k the weights
+     * i ≡ k (mod 16) in order, then the lanes in order (sum_exp); then C
+     * (thread 0). The block brings the weights in as shared-memory tiles. */
+    double acc = 0.0;
+    for (uint32_t base = 0; base < vocab; base += DR_TILE) {
+        const uint32_t n = min((uint32_t)DR_TILE, vocab - base);
+        dr_tile_load(l, base, n, tile);
+        if (threadIdx.x < 16)
+            for (uint32_t i = threadIdx.x; i < n; i += 16) /* base % 16 == 0: lane of base + i is i % 16 */
+                acc = __dadd_rn(acc, (double)tile[i]);
+    }
+    if (threadIdx.x < 16)
+        sacc[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double total = 0.0;
+        for (int k = 0; k < 16; k++)
+            total = __dadd_rn(total, sacc[k]);
+        s_u = __dmul_rn(P.u, total);
+    }
+    __syncthreads();
+    u = s_u;
+    double cum = 0.0;
+    int last = 0, tok = -2;
+    if (threadIdx.x == 0)
+        s_done = 0;
+    for (uint32_t base = 0; base < vocab; base += DR_TILE) {
+        const uint32_t n = min((uint32_t)DR_TILE, vocab - base);
+        dr_tile_load(l, base, n, tile);
+        if (s_done)
+            break;
+        if (threadIdx.x == 0) {
+            for (uint32_t i = 0; i < n && tok < 0; i += 8) {
+                float w[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    w[k] = i + k < n ? tile[i + k] : 0.0f;
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    if (w[k] <= 0.0f)
+                        continue;
+                    cum = __dadd_rn(cum, (double)w[k]);
+                    last = (int)(base + i + k);
+                    if (cum > u) {
+                        tok = last;
+                        break;
+                    }
+                }
+            }
+            if (tok >= 0)
+                s_done = 1;
+        }
+    }
+    if (threadIdx.x == 0)
+        out[blockIdx.x] = make_int2(tok >= 0 ? tok : last, 1);
+}
+
 } // namespace
+
+extern "C" void cuda_draw_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t vocab,
+                               const struct cuda_draw_params *params, int32_t *out)
+{
+    if (rows == 0)
+        return;
+    cuda_launch(ctx, kernel_draw_rows, rows, DR_THREADS, 0, logits, vocab, params, reinterpret_cast<int2 *>(out));
+}
 
 extern "C" void cuda_argmax_rows(struct cuda_ctx *ctx, const float *logits, uint32_t rows, uint32_t vocab,
                                  int32_t *out)

@@ -78,6 +78,7 @@ __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__
 
 constexpr int DR_THREADS = 1024;
 constexpr int DR_TILE = 8192; /* floats a shared-memory tile: 32 KB */
+constexpr int DR_AHEAD = 8;   /* steps of 32 weights whose loads a warp issues together */
 
 /* sample/sampler.c's exp_neg, operation for operation. */
 __device__ __forceinline__ float dr_exp_neg(float x)
@@ -134,6 +135,7 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
      * greedy pick of l for the case of an infinite max */
     float zmax = -INFINITY, best = -INFINITY;
     int at = -1;
+#pragma unroll 4
     for (uint32_t i = threadIdx.x; i < vocab; i += DR_THREADS) {
         float v = l[i];
         v = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
@@ -168,6 +170,7 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
         return;
 
     /* the weights, in place */
+#pragma unroll 4
     for (uint32_t i = threadIdx.x; i < vocab; i += DR_THREADS)
         l[i] = dr_exp_neg(__fsub_rn(l[i], zmax));
     __syncthreads(); /* the block's writes before its reads of other threads' weights */
@@ -193,14 +196,21 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
     const uint32_t per_w = ((vocab + 31) / 32 + NWARP - 1) / NWARP * 32;
     const uint32_t w0 = min(vocab, warp * per_w), w1 = min(vocab, w0 + per_w);
     double wsum = 0.0;
-    for (uint32_t base = w0; base < w1; base += 32) {
-        const uint32_t j = base + lane;
-        const float w = j < w1 ? l[j] : 0.0f;
-        double x = (double)w;
+    for (uint32_t b8 = w0; b8 < w1; b8 += 32 * DR_AHEAD) {
+        float wv[DR_AHEAD]; /* the loads of DR_AHEAD steps issued together */
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            x = __dadd_rn(x, __shfl_xor_sync(0xffffffffu, x, o));
-        wsum = __dadd_rn(wsum, x);
+        for (int k = 0; k < DR_AHEAD; k++) {
+            const uint32_t j = b8 + 32 * k + lane;
+            wv[k] = j < w1 ? l[j] : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < DR_AHEAD; k++) {
+            double x = (double)wv[k];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                x = __dadd_rn(x, __shfl_xor_sync(0xffffffffu, x, o));
+            wsum = __dadd_rn(wsum, x);
+        }
     }
     if (lane == 0)
         swsum[warp] = wsum;
@@ -228,28 +238,38 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
     __syncthreads();
     if (s_cross == (int)warp) { /* the crossing warp walks its range again, 32 prefix sums a step */
         double run = excl;
-        for (uint32_t base = w0; base < w1; base += 32) {
-            const uint32_t j = base + lane;
-            const double x = (double)(j < w1 ? l[j] : 0.0f);
-            double sc = x; /* inclusive scan over the lanes */
+        bool found = false;
+        for (uint32_t b8 = w0; b8 < w1 && !found; b8 += 32 * DR_AHEAD) {
+            float wv[DR_AHEAD];
 #pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const double v = __shfl_up_sync(0xffffffffu, sc, o);
-                if (lane >= o)
-                    sc = __dadd_rn(sc, v);
+            for (int k = 0; k < DR_AHEAD; k++) {
+                const uint32_t j = b8 + 32 * k + lane;
+                wv[k] = j < w1 ? l[j] : 0.0f;
             }
-            double ex = __shfl_up_sync(0xffffffffu, sc, 1);
-            if (lane == 0)
-                ex = 0.0;
-            const double prev = __dadd_rn(run, ex), at = __dadd_rn(run, sc);
-            const unsigned crossed = __ballot_sync(0xffffffffu, at > u);
-            if (crossed) {
-                const int f = __ffs(crossed) - 1;
-                if (lane == f && prev <= u - M && at > u + M)
-                    s_tok = (int)j;
-                break;
+#pragma unroll
+            for (int k = 0; k < DR_AHEAD; k++) {
+                const uint32_t j = b8 + 32 * k + lane;
+                double sc = (double)wv[k]; /* inclusive scan over the lanes */
+#pragma unroll
+                for (int o = 1; o < 32; o <<= 1) {
+                    const double v = __shfl_up_sync(0xffffffffu, sc, o);
+                    if (lane >= o)
+                        sc = __dadd_rn(sc, v);
+                }
+                double ex = __shfl_up_sync(0xffffffffu, sc, 1);
+                if (lane == 0)
+                    ex = 0.0;
+                const double prev = __dadd_rn(run, ex), at = __dadd_rn(run, sc);
+                const unsigned crossed = __ballot_sync(0xffffffffu, at > u);
+                if (crossed) {
+                    const int f = __ffs(crossed) - 1;
+                    if (lane == f && prev <= u - M && at > u + M)
+                        s_tok = (int)j;
+                    found = true;
+                    break;
+                }
+                run = __dadd_rn(run, __shfl_sync(0xffffffffu, sc, 31));
             }
-            run = __dadd_rn(run, __shfl_sync(0xffffffffu, sc, 31));
         }
     }
     __syncthreads();

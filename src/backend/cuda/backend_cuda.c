@@ -30,7 +30,12 @@
  * weight's shape, and a GEMM's
  * algorithm is fixed per shape, so a sequence's result is the same alone or
  * in any batch (with MEMRA_DECODE_MMV=auto a lone decode token takes the
- * CUDA-core GEMV instead: logits within ~1e-6, greedy the same). MEMRA_GEMM = exact (default) | fast | off picks the
+ * CUDA-core GEMV instead: logits within ~1e-6, greedy the same). The output
+ * matmul is the exception to "per span": the rows of a step that want logits
+ * run it together on the decode kernels (on either path), so with
+ * MEMRA_DECODE_MMV=auto a row's logits take the CUDA-core GEMV when it is the
+ * only one of its step, the mmv otherwise — the same ~1e-6 caveat, and none
+ * with MEMRA_DECODE_MMV=all. MEMRA_GEMM = exact (default) | fast | off picks the
  * GEMM's numerics (cuda_ops.h), MEMRA_GEMM_MIN_TOKENS sets one threshold for
  * every weight. Weights with no GEMV kernel are float32.
  *

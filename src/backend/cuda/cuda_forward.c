@@ -298,32 +298,78 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
     }
 
-    /* logits for the last n_logits tokens of each sequence, 8 rows at a time */
-    uint32_t g = 0;
+    /* logits: the last n_logits tokens of every sequence normed into
+     * consecutive rows of xb, then the output matmul over up to dec_g rows at
+     * a time on the decode step's kernels (for BF16 the mmv: one weight read
+     * for the whole step's rows, not one a sequence), the greedy picks and
+     * temperature draws asked for made on the device, and only the rows asked
+     * for brought down (softcapped models: every row, capped and picked on the
+     * host) */
+    uint32_t g = 0, nrow = 0;
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
         g += s->n_tokens;
         if (s->n_logits == 0)
             continue;
-        const float *h = b->x + (uint64_t)(g - s->n_logits) * c->dim;
-        cuda_rmsnorm(b->ctx, h, NULL, b->out_norm, b->xb, s->n_logits, c->dim, c->norm_eps);
-        for (uint32_t r0 = 0; r0 < s->n_logits; r0 += CUDA_GEMV_MAX_BATCH) {
-            const uint32_t nr = s->n_logits - r0 < CUDA_GEMV_MAX_BATCH ? s->n_logits - r0 : CUDA_GEMV_MAX_BATCH;
-            matmul(b, &b->output, b->xb + (uint64_t)r0 * c->dim, b->logits, &nr, 1); /* ≤ 8 rows: GEMV */
-            if (s->draw && c->final_softcap <= 0.0f) { /* n_logits 1 (batch check): the draw, not the row */
-                b->h_draw[0] = (struct cuda_draw_params){s->draw->temperature, 1, s->draw->u};
-                cuda_upload_async(b->ctx, b->d_draw, b->h_draw, sizeof(struct cuda_draw_params));
-                cuda_draw_rows(b->ctx, b->logits, 1, c->vocab, b->d_draw, b->d_draw_out);
-                cuda_download_async(b->ctx, b->h_draw_out, b->d_draw_out, 2 * sizeof(int32_t));
-                cuda_ctx_sync(b->ctx);
-                s->draw->token = b->h_draw_out[0];
-                s->draw->used = b->h_draw_out[1] != 0;
+        cuda_rmsnorm(b->ctx, b->x + (uint64_t)(g - s->n_logits) * c->dim, NULL, b->out_norm,
+                     b->xb + (uint64_t)nrow * c->dim, s->n_logits, c->dim, c->norm_eps);
+        nrow += s->n_logits;
+    }
+    const bool dev_pick = c->final_softcap <= 0.0f;
+    const uint32_t cap = b->dec_g; /* rows of b->logits and h_logits; ≤ DEC_G */
+    uint32_t si = 0, sr = 0;       /* the sequence and row of the next logit row */
+    for (uint32_t k0 = 0; k0 < nrow; k0 += cap) {
+        const uint32_t nr = nrow - k0 < cap ? nrow - k0 : cap;
+        const struct cuda_weight *out = &b->output;
+        matmul_gemv(b, &out, &b->logits, 1, b->xb + (uint64_t)k0 * c->dim, 0, nr);
+        uint32_t seq_of[DEC_G], row_of[DEC_G];
+        bool any_argmax = false, any_draw = false;
+        for (uint32_t k = 0; k < nr; k++) {
+            while (sr >= batch->seqs[si].n_logits)
+                si++, sr = 0;
+            const struct backend_seq *s = &batch->seqs[si];
+            seq_of[k] = si, row_of[k] = sr++;
+            const bool draw = dev_pick && s->draw;
+            b->h_draw[k] = (struct cuda_draw_params){draw ? s->draw->temperature : 1.0f, draw, draw ? s->draw->u : 0.0};
+            any_draw |= draw;
+            any_argmax |= dev_pick && s->argmax && !draw;
+        }
+        if (any_argmax) {
+            cuda_argmax_rows(b->ctx, b->logits, nr, c->vocab, b->d_argmax);
+            cuda_download_async(b->ctx, b->h_argmax, b->d_argmax, (size_t)nr * sizeof(int32_t));
+        }
+        if (any_draw) { /* after the argmax: the draw overwrites its rows */
+            cuda_upload_async(b->ctx, b->d_draw, b->h_draw, (size_t)nr * sizeof(struct cuda_draw_params));
+            cuda_draw_rows(b->ctx, b->logits, nr, c->vocab, b->d_draw, b->d_draw_out);
+            cuda_download_async(b->ctx, b->h_draw_out, b->d_draw_out, (size_t)nr * 2 * sizeof(int32_t));
+        }
+        for (uint32_t k = 0; k < nr;) { /* the rows that come down, in runs */
+            const struct backend_seq *s = &batch->seqs[seq_of[k]];
+            if (dev_pick && (s->argmax || s->draw)) {
+                k++;
                 continue;
             }
-            float *dst = s->logits + (uint64_t)r0 * c->vocab;
-            cuda_download(b->ctx, dst, b->logits, (size_t)nr * c->vocab * 4);
-            /* the general path's rows come down anyway: capped and picked on the host */
-            backend_logits_finish(c, dst, nr, s->argmax ? s->argmax + r0 : NULL);
+            uint32_t j = k + 1;
+            while (j < nr && !(dev_pick && (batch->seqs[seq_of[j]].argmax || batch->seqs[seq_of[j]].draw)))
+                j++;
+            cuda_download_async(b->ctx, b->h_logits + (uint64_t)k * c->vocab, b->logits + (uint64_t)k * c->vocab,
+                                (size_t)(j - k) * c->vocab * sizeof(float));
+            k = j;
+        }
+        cuda_ctx_sync(b->ctx);
+        for (uint32_t k = 0; k < nr; k++) {
+            const struct backend_seq *s = &batch->seqs[seq_of[k]];
+            const uint32_t r = row_of[k];
+            if (dev_pick && s->draw) { /* n_logits 1 (batch check) */
+                s->draw->token = b->h_draw_out[2 * k];
+                s->draw->used = b->h_draw_out[2 * k + 1] != 0;
+            } else if (dev_pick && s->argmax) {
+                s->argmax[r] = b->h_argmax[k];
+            } else {
+                float *dst = s->logits + (uint64_t)r * c->vocab;
+                memcpy(dst, b->h_logits + (uint64_t)k * c->vocab, (size_t)c->vocab * sizeof(float));
+                backend_logits_finish(c, dst, 1, s->argmax ? s->argmax + r : NULL);
+            }
         }
     }
     cuda_ctx_sync(b->ctx);

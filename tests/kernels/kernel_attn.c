@@ -53,6 +53,8 @@
 
 #define KERNEL_RNG_SEED 0x2545F4914F6CDD1Dull
 #include "kernel_rng.h"
+#define KERNEL_NAME "kernel_attn"
+#include "kernel_util.h"
 
 #define TOL_DECODE 1e-4
 #define TOL_PREFILL 2e-2
@@ -61,16 +63,6 @@
 #define TF_REF 790.0
 
 static struct cuda_ctx *g_ctx;
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "kernel_attn: out of memory (%zu bytes)\n", n);
-        exit(2);
-    }
-    return p;
-}
 
 /* ---- a paged KV pool with scattered block tables ----------------------- */
 
@@ -440,11 +432,6 @@ static void test_prefill(void)
 
 /* ---- timing ------------------------------------------------------------- */
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* mode: 0 the launcher's rule, 1 split CTAs + combine, 2 one CTA a row */
 static const char *const k_modes[] = {"auto", "split", "rows"};
@@ -632,15 +619,8 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    char err[256];
-    g_ctx = cuda_ctx_init(0, err, sizeof err);
-    if (!g_ctx) {
-        fprintf(stderr, "kernel_attn: %s\n", err);
-        return 2;
-    }
-    printf("device: %s, %d SMs, L2 %zu MB\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx),
-           cuda_ctx_l2_bytes(g_ctx) >> 20);
+    g_ctx = kernel_ctx_open();
+    printf("L2 %zu MB\n", cuda_ctx_l2_bytes(g_ctx) >> 20);
     if (argc == 4 && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
         if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64) {

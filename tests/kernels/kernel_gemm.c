@@ -38,6 +38,8 @@
 
 #define KERNEL_RNG_SEED 0xD1B54A32D192ED03ull
 #include "kernel_rng.h"
+#define KERNEL_NAME "kernel_gemm"
+#include "kernel_util.h"
 
 #define PEAK_TFLOPS 790.0
 
@@ -329,14 +331,7 @@ static void run_timing(void)
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    char err[256];
-    g_ctx = cuda_ctx_init(0, err, sizeof err);
-    if (!g_ctx) {
-        fprintf(stderr, "kernel_gemm: %s\n", err);
-        return 2;
-    }
-    printf("device: %s, %d SMs\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx));
+    g_ctx = kernel_ctx_open();
     run_checks();
     printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of 3 shapes)\n\n| type | fast | exact |\n"
            "|---|---|---|\n");

@@ -26,18 +26,10 @@
 
 #define KERNEL_RNG_SEED 0x5a3b1e77c0ffee11ull
 #include "kernel_rng.h"
+#define KERNEL_NAME "kernel_sample"
+#include "kernel_util.h"
 
 static struct cuda_ctx *g_ctx;
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "kernel_sample: out of memory (%zu bytes)\n", n);
-        exit(2);
-    }
-    return p;
-}
 
 /* Row kinds: 0 flat (uniform × 3), 1 wide (uniform × 30), 2 peaked (one token
  * +25 over uniform), 3 with NaN / ±inf sprinkled, 4 all −inf / NaN, 5 two
@@ -164,12 +156,6 @@ static void test_draw(void)
 
 /* ---- timing ------------------------------------------------------------- */
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void bench_draw(uint32_t n, uint32_t rows)
 {
     float *h = xmalloc((size_t)rows * n * sizeof(float));
@@ -206,14 +192,7 @@ static void bench_draw(uint32_t n, uint32_t rows)
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    char err[256];
-    g_ctx = cuda_ctx_init(0, err, sizeof err);
-    if (!g_ctx) {
-        fprintf(stderr, "kernel_sample: %s\n", err);
-        return 2;
-    }
-    printf("device: %s, %d SMs\n", cuda_ctx_device_name(g_ctx), cuda_ctx_sm_count(g_ctx));
+    g_ctx = kernel_ctx_open();
     RUN(test_draw);
     if (!quick) {
         printf("\n## Temperature draw on the device (cuda_draw_rows, one block a row; u spread over [0, 1))\n\n"

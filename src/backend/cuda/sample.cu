@@ -110,6 +110,17 @@ __device__ __forceinline__ void dr_tile_load(const float *l, uint32_t base, uint
     __syncthreads();
 }
 
+/* This lane's weights of DR_AHEAD steps of 32 from b8 (0 past w1), loads issued together. */
+__device__ __forceinline__ void dr_load_ahead(const float *l, uint32_t b8, uint32_t w1, uint32_t lane,
+                                              float (&wv)[DR_AHEAD])
+{
+#pragma unroll
+    for (int k = 0; k < DR_AHEAD; k++) {
+        const uint32_t j = b8 + 32 * k + lane;
+        wv[k] = j < w1 ? l[j] : 0.0f;
+    }
+}
+
 /* One block a row; rows whose params are off are left alone. The row is
  * overwritten (z, then the weights). out[r] = {token, u used}. */
 __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict__ logits, uint32_t vocab,
@@ -197,12 +208,8 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
     const uint32_t w0 = min(vocab, warp * per_w), w1 = min(vocab, w0 + per_w);
     double wsum = 0.0;
     for (uint32_t b8 = w0; b8 < w1; b8 += 32 * DR_AHEAD) {
-        float wv[DR_AHEAD]; /* the loads of DR_AHEAD steps issued together */
-#pragma unroll
-        for (int k = 0; k < DR_AHEAD; k++) {
-            const uint32_t j = b8 + 32 * k + lane;
-            wv[k] = j < w1 ? l[j] : 0.0f;
-        }
+        float wv[DR_AHEAD];
+        dr_load_ahead(l, b8, w1, lane, wv);
 #pragma unroll
         for (int k = 0; k < DR_AHEAD; k++) {
             double x = (double)wv[k];
@@ -241,11 +248,7 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
         bool found = false;
         for (uint32_t b8 = w0; b8 < w1 && !found; b8 += 32 * DR_AHEAD) {
             float wv[DR_AHEAD];
-#pragma unroll
-            for (int k = 0; k < DR_AHEAD; k++) {
-                const uint32_t j = b8 + 32 * k + lane;
-                wv[k] = j < w1 ? l[j] : 0.0f;
-            }
+            dr_load_ahead(l, b8, w1, lane, wv);
 #pragma unroll
             for (int k = 0; k < DR_AHEAD; k++) {
                 const uint32_t j = b8 + 32 * k + lane;

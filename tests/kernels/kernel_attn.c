@@ -55,6 +55,7 @@
 #include "kernel_rng.h"
 #define KERNEL_NAME "kernel_attn"
 #include "kernel_util.h"
+#include "kernel_time.h"
 
 #define TOL_DECODE 1e-4
 #define TOL_PREFILL 2e-2
@@ -488,7 +489,7 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
     }
     struct cuda_graph *gr = cuda_graph_end(g_ctx);
     struct cuda_timer *tm = cuda_timer_new();
-    float ms[21];
+    double ms[21];
     for (int w = 0; w < 3; w++)
         cuda_graph_launch(g_ctx, gr);
     for (int r = 0; r < 21; r++) {
@@ -497,7 +498,7 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
         cuda_timer_stop(g_ctx, tm);
         ms[r] = cuda_timer_ms(tm) / NL;
     }
-    qsort(ms, 21, sizeof *ms, cmp_float);
+    qsort(ms, 21, sizeof *ms, kernel_time_cmp);
     const double us = ms[10] * 1e3, gbs = bytes / (us * 1e-6) / 1e9;
     printf("| %u | %u | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode], bytes / 1e6, us,
            gbs, 100.0 * gbs / BW_REF_GBS, us * 32 / 1e3);
@@ -523,7 +524,7 @@ static float time_prefill(const float *dq, float *datt, const struct cuda_attn_s
                           uint32_t splits, const struct pool *p, float scale, bool exact, float *scr, uint32_t cap)
 {
     struct cuda_timer *tm = cuda_timer_new();
-    float ms[15];
+    double ms[15];
     const struct cuda_attn_dims d = p->d;
     for (int w = 0; w < 3; w++)
         cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, pool_kv(p), scale, 0, exact, scr, cap);
@@ -533,9 +534,9 @@ static float time_prefill(const float *dq, float *datt, const struct cuda_attn_s
         cuda_timer_stop(g_ctx, tm);
         ms[r] = cuda_timer_ms(tm);
     }
-    qsort(ms, 15, sizeof *ms, cmp_float);
+    qsort(ms, 15, sizeof *ms, kernel_time_cmp);
     cuda_timer_free(tm);
-    return ms[7];
+    return (float)ms[7];
 }
 
 /* One span of T rows at positions pos0 .. pos0 + T − 1 (8B shape): bf16, exact
@@ -585,7 +586,7 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
     cuda_upload(g_ctx, dtab, tabrow, T * sizeof *tabrow);
     float *dscr = cuda_alloc(cuda_attn_decode_scratch_floats(R, d) * 4);
     struct cuda_timer *tm = cuda_timer_new();
-    float me[3];
+    double me[3];
     for (int r = 0; r < 4; r++) {
         cuda_timer_start(g_ctx, tm);
         for (uint32_t t = 0; t < T; t += R)
@@ -595,8 +596,8 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
         if (r > 0)
             me[r - 1] = cuda_timer_ms(tm);
     }
-    qsort(me, 3, sizeof *me, cmp_float);
-    ms[2] = me[1];
+    qsort(me, 3, sizeof *me, kernel_time_cmp);
+    ms[2] = (float)me[1];
     const double flops = 4.0 * 128 * 32 * ((double)T * pos0 + (double)T * (T + 1) / 2.0);
     printf("| %u | %u | %u | %.3f | %.1f | %.1e | %.3f | %.1f | %.1e | %.3f | %.2f | %.2f | %.2f |\n", pos0, T,
            splits, ms[0], flops / (ms[0] * 1e-3) / 1e12, err[0], ms[1], flops / (ms[1] * 1e-3) / 1e12, err[1], ms[2],

@@ -40,6 +40,7 @@
 #include "kernel_rng.h"
 #define KERNEL_NAME "kernel_gemm"
 #include "kernel_util.h"
+#include "kernel_time.h"
 
 #define PEAK_TFLOPS 790.0
 
@@ -167,12 +168,6 @@ static void run_checks(void)
 
 /* ---- timing ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 enum what { W_CALL, W_PREP, W_DEQUANT, W_GEMV };
 
 struct tcase {
@@ -215,7 +210,7 @@ static double time_ms(struct tcase *c, enum what wh)
         ms[r] = cuda_timer_ms(tm);
     }
     cuda_timer_free(tm);
-    qsort(ms, 9, sizeof ms[0], cmp_double);
+    qsort(ms, 9, sizeof ms[0], kernel_time_cmp);
     return ms[4];
 }
 

@@ -28,6 +28,7 @@
 #include "kernel_rng.h"
 #define KERNEL_NAME "kernel_sample"
 #include "kernel_util.h"
+#include "kernel_time.h"
 
 static struct cuda_ctx *g_ctx;
 
@@ -169,7 +170,7 @@ static void bench_draw(uint32_t n, uint32_t rows)
     cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
     int32_t *dout = cuda_alloc((size_t)rows * 2 * sizeof(int32_t));
     struct cuda_timer *tm = cuda_timer_new();
-    float ms[21];
+    double ms[21];
     for (int r = -3; r < 21; r++) {
         cuda_copy_d2d(g_ctx, dl, dsrc, (size_t)rows * n * sizeof(float)); /* the draw overwrites its rows */
         cuda_timer_start(g_ctx, tm);
@@ -178,7 +179,7 @@ static void bench_draw(uint32_t n, uint32_t rows)
         if (r >= 0)
             ms[r] = cuda_timer_ms(tm);
     }
-    qsort(ms, 21, sizeof *ms, cmp_float);
+    qsort(ms, 21, sizeof *ms, kernel_time_cmp);
     printf("| %u | %u | %.1f | %.1f |\n", n, rows, ms[10] * 1e3, ms[0] * 1e3);
     cuda_timer_free(tm);
     free(h);

@@ -1,8 +1,8 @@
 /* tests/kernels/kernel_util.h — what the GPU kernel test programs share
- * besides their random inputs (kernel_rng.h): an allocation that exits on
- * failure, the float comparison for qsort (medians of timed runs), and the
- * opening of the device with its name printed. Header-only: each kernel_*.c
- * is its own program; KERNEL_NAME names it in messages. */
+ * besides their random inputs (kernel_rng.h) and their timing (kernel_time.h,
+ * whose kernel_time_cmp sorts timed runs): an allocation that exits on
+ * failure and the opening of the device with its name printed. Header-only:
+ * each kernel_*.c is its own program; KERNEL_NAME names it in messages. */
 #ifndef MEMRA_TESTS_KERNEL_UTIL_H
 #define MEMRA_TESTS_KERNEL_UTIL_H
 
@@ -23,12 +23,6 @@ static inline void *xmalloc(size_t n)
         exit(2);
     }
     return p;
-}
-
-static inline int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Device 0, line-buffered stdout, the device's name and SM count printed;

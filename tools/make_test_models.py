@@ -17,6 +17,8 @@ No file holds a tokenizer: memra-bench opens models without one (it feeds random
 Run it on the GPU machine (quantization runs in torch on the GPU; it also runs on the CPU, slowly):
   python3 tools/make_test_models.py OUT [--formats bf16,f16,q8_0,q4_k_m] [--seed 0] [--tiny]
 --tiny builds a 2-layer model of width 256 (vocab 1024) instead, to check the script and the files here.
+--arch qwen3moe builds Qwen3MoeForCausalLM at Qwen3-30B-A3B's shape instead (128 experts, 8 a token, hidden 2048,
+expert size 768, vocab 151936; --layers N of its 48, BF16 only: 1.26 GB a layer + 1.24 GB of embeddings).
 Every quantized type is checked against the gguf package on the first rows of the first tensor it encodes:
 at least 99.9 % of the bytes must equal the reference encoder's (Q8_0: gguf.quants.quantize; Q4_K / Q6_K:
 tools/make_fixtures.py's numpy encoders) and the dequantized rows (gguf.quants.dequantize) must stay within 0.2 of
@@ -250,6 +252,24 @@ def save_gguf(path, cfg, sd, fmt):
     log(f"wrote {path}: {os.path.getsize(path) / 1e9:.2f} GB, matrices {counts}")
 
 
+def qwen3moe_config(tiny, layers):
+    """Qwen3-30B-A3B's configuration (128 experts, 8 a token, expert size 768), with `layers` of its 48."""
+    kw = dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768,
+              num_hidden_layers=layers or 48, num_attention_heads=32, num_key_value_heads=4, head_dim=128,
+              num_experts=128, num_experts_per_tok=8, norm_topk_prob=True, decoder_sparse_step=1,
+              mlp_only_layers=[], max_position_embeddings=40960, rms_norm_eps=1e-6, hidden_act="silu",
+              tie_word_embeddings=False, bos_token_id=151643, eos_token_id=151645, attention_bias=False)
+    if tiny:
+        kw.update(vocab_size=1024, hidden_size=256, moe_intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=64, num_experts=16, num_experts_per_tok=4,
+                  bos_token_id=1, eos_token_id=2)
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        kw["rope_parameters"] = {"rope_type": "default", "rope_theta": 1000000.0}
+    else:
+        kw["rope_theta"] = 1000000.0
+    return transformers.Qwen3MoeConfig(**kw)
+
+
 def main():
     global SEED
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -257,6 +277,9 @@ def main():
     ap.add_argument("--formats", default="bf16,f16,q8_0,q4_k_m")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--arch", default="llama", choices=("llama", "qwen3moe"),
+                    help="qwen3moe: Qwen3-30B-A3B's shape (Qwen3MoeForCausalLM), bf16 only")
+    ap.add_argument("--layers", type=int, default=0, help="qwen3moe: layers (default 48, the real model's)")
     a = ap.parse_args()
     SEED = a.seed
     fmts = a.formats.split(",")
@@ -266,17 +289,24 @@ def main():
     log(f"torch {torch.__version__}, transformers {transformers.__version__}, gguf {gguf.__file__}")
     os.makedirs(a.out, exist_ok=True)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    cfg = llama8b_config(a.tiny)
+    moe = a.arch == "qwen3moe"
+    if moe and fmts != ["bf16"]:
+        sys.exit("make_test_models: --arch qwen3moe writes --formats bf16 only")
+    cfg = qwen3moe_config(a.tiny, a.layers) if moe else llama8b_config(a.tiny)
     torch.manual_seed(SEED)
     torch.set_default_dtype(torch.bfloat16)
     with torch.device(dev):
-        model = transformers.LlamaForCausalLM(cfg)
+        model = (transformers.Qwen3MoeForCausalLM if moe else transformers.LlamaForCausalLM)(cfg)
     torch.set_default_dtype(torch.float32)
     model.eval()
     sd = {k: v.detach() for k, v in model.state_dict().items()}
     n = sum(v.numel() for v in sd.values())
     log(f"model on {dev}: {n / 1e9:.3f} B parameters, {len(sd)} tensors, "
         f"dtypes {sorted({str(v.dtype) for v in sd.values()})}, std(q_proj 0) {sd['model.layers.0.self_attn.q_proj.weight'].float().std():.4f}")
+    if moe:  # transformers' init leaves the routers at zero std in some versions: every token would tie
+        for k, v in sd.items():
+            if k.endswith("mlp.gate.weight") and float(v.float().std()) == 0.0:
+                v.normal_(0.0, 0.02)
     if "bf16" in fmts:
         p = os.path.join(a.out, "hf-bf16")
         model.save_pretrained(p, max_shard_size="5GB")

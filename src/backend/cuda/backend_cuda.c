@@ -90,6 +90,7 @@ static void cuda_be_free(struct backend *base)
         for (size_t i = 0; i < b->n_allocs; i++)
             cuda_free(b->allocs[i]);
         cuda_gemm_free(b->gemm);
+        cuda_moe_scratch_free(b->moe);
         cuda_ctx_free(b->ctx);
     }
     free(b->allocs);
@@ -142,9 +143,12 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
 {
     *out = NULL;
     const struct model_config *c = &m->cfg;
-    if (c->n_experts > 0)
-        return err_set(err, errlen, "cuda backend: architecture %s not yet supported, use MEMRA_BACKEND=cpu",
-                       m->arch_name ? m->arch_name : model_arch_name(c->arch));
+    if (c->n_experts > 0 && (c->n_experts > CUDA_MOE_MAX_EXPERTS || c->n_experts_used > CUDA_MOE_MAX_K ||
+                             c->act != MODEL_ACT_SILU || c->dim % 32 || c->moe_ffn_dim % 32))
+        return err_set(err, errlen, "cuda backend: mixture of experts with %u experts, %u a token, expert size %u, "
+                       "hidden size %u not supported (at most %u and %u, SiLU, sizes multiples of 32), use "
+                       "MEMRA_BACKEND=cpu", c->n_experts, c->n_experts_used, c->moe_ffn_dim, c->dim,
+                       CUDA_MOE_MAX_EXPERTS, CUDA_MOE_MAX_K);
     if (c->head_dim == 0 || c->head_dim % 2 || c->head_dim > CUDA_FWD_MAX_HEAD_DIM)
         return err_set(err, errlen, "cuda backend: head_dim %u not supported (even, at most %u), use "
                        "MEMRA_BACKEND=cpu", c->head_dim, CUDA_FWD_MAX_HEAD_DIM);
@@ -203,6 +207,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->v = dev_floats(b, T, b->kv_dim, &ok);
     b->hb = dev_floats(b, T, c->ffn_dim, &ok);
     b->hb2 = dev_floats(b, T, c->ffn_dim, &ok);
+    if (c->n_experts > 0)
+        b->moe_logits = dev_floats(b, T, c->n_experts, &ok);
     b->qkv1 = dev_floats(b, 1, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
     b->gu1 = dev_floats(b, 2, c->ffn_dim, &ok);
     {
@@ -223,9 +229,12 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         cuda_mmv_set_kernel(b->ctx, mk && strcmp(mk, "sync") == 0 ? CUDA_MMV_SYNC : CUDA_MMV_WG);
         bool all = b->mmv_mode != MMV_OFF && model_weight_mmv(&m->output);
         for (uint32_t l = 0; l < c->n_layers && all; l++) {
+            /* (a MoE layer's experts run the grouped GEMVs at any batch) */
             const struct model_layer *L = &m->layers[l];
             const struct model_weight *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-            for (int i = 0; i < 7; i++)
+            if (c->n_experts > 0)
+                ws[4] = &L->router;
+            for (int i = 0; i < (c->n_experts > 0 ? 5 : 7); i++)
                 all = all && model_weight_mmv(ws[i]);
         }
         b->dec_g = all ? CUDA_MMV_MAX_BATCH : CUDA_GEMV_MAX_BATCH;
@@ -395,6 +404,76 @@ static int upload_weight(struct cuda_backend *b, const struct model_weight *w, s
     return 0;
 }
 
+/* One kind of a MoE layer's experts (kind 0: gate and up, 1: down) stacked
+ * for the grouped GEMVs (cuda_ops.h): expert e's rows at base + e·stride
+ * (gate rows, then up rows). As stored when every expert's matrices of the
+ * kind share type, width and scale and have a GEMV kernel; else all expanded
+ * to float32. */
+static int upload_expert_kind(struct cuda_backend *b, const struct model_layer *L, int kind,
+                              struct cuda_moe_weights *o, char *err, size_t errlen)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const uint32_t E = c->n_experts, per = kind == 0 ? 2 : 1;
+    const struct model_weight *w0 = kind == 0 ? &L->experts[0].gate : &L->experts[0].down;
+    bool stored = true;
+    for (uint32_t e = 0; e < E; e++)
+        for (uint32_t i = 0; i < per; i++) {
+            const struct model_weight *w = kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
+            if (w->rows != w0->rows || w->cols != w0->cols)
+                return err_set(err, errlen, "cuda backend: expert tensor '%s' is %llu×%llu, its layer's first is "
+                               "%llu×%llu", w->name, (unsigned long long)w->rows, (unsigned long long)w->cols,
+                               (unsigned long long)w0->rows, (unsigned long long)w0->cols);
+            stored = stored && weight_as_stored(w) && w->dtype == w0->dtype && w->scale == w0->scale;
+        }
+    const uint64_t rows = w0->rows, cols = w0->cols, row_bytes = stored ? w0->row_bytes : cols * 4;
+    if (rows * per > UINT32_MAX / 4 || cols > UINT32_MAX / 4)
+        return err_set(err, errlen, "cuda backend: tensor '%s' too large", w0->name);
+    const uint64_t stride = (rows * per * row_bytes + 255) & ~(uint64_t)255;
+    uint8_t *d = dev_alloc(b, stride * E);
+    float *tmp = stored ? NULL : malloc(rows * cols * 4);
+    if (!stored && !tmp)
+        return err_set(err, errlen, "cuda backend: out of host memory expanding '%s'", w0->name);
+    for (uint32_t e = 0; e < E; e++)
+        for (uint32_t i = 0; i < per; i++) {
+            const struct model_weight *w = kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
+            uint8_t *dst = d + e * stride + i * rows * row_bytes;
+            if (stored) {
+                cuda_upload(b->ctx, dst, w->data, rows * row_bytes);
+            } else if (expand_rows(w, 0, rows, tmp) == 0) {
+                cuda_upload(b->ctx, dst, tmp, rows * row_bytes);
+            } else {
+                free(tmp);
+                return err_set(err, errlen, "cuda backend: tensor '%s': type %s cannot be expanded", w->name,
+                               dtype_name(w->dtype));
+            }
+        }
+    free(tmp);
+    const enum dtype t = stored ? w0->dtype : DTYPE_F32;
+    const float scale = stored ? w0->scale : 1.0f;
+    if (kind == 0)
+        o->gate_up = d, o->gu_stride = stride, o->gu_type = t, o->gu_scale = scale;
+    else
+        o->down = d, o->down_stride = stride, o->down_type = t, o->down_scale = scale;
+    return 0;
+}
+
+/* A MoE layer's router and experts. */
+static int upload_moe(struct cuda_backend *b, const struct model_layer *L, struct cuda_layer *D, char *err,
+                      size_t errlen)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    D->moe = (struct cuda_moe_weights){.n_experts = c->n_experts, .k = c->n_experts_used, .dim = c->dim,
+                                       .ffn = c->moe_ffn_dim, .norm_topk = c->moe_norm_topk};
+    char why[128];
+    if (upload_weight(b, &L->router, &D->router, err, errlen) != 0 ||
+        upload_expert_kind(b, L, 0, &D->moe, err, errlen) != 0 || upload_expert_kind(b, L, 1, &D->moe, err, errlen) != 0)
+        return -1;
+    if (!cuda_moe_supported(&D->moe, why, sizeof(why)))
+        return err_set(err, errlen, "cuda backend: experts of '%s': %s, use MEMRA_BACKEND=cpu", L->experts[0].gate.name,
+                       why);
+    return 0;
+}
+
 /* The KV pool, after the weights: cfg.kv_blocks if set, else what the free
  * memory holds minus CUDA_KV_HEADROOM (at most CUDA_MAX_KV_BLOCKS). */
 static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
@@ -463,7 +542,7 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
         for (int i = 0; i < 7; i++) {
             struct cuda_weight *w = ws[i];
-            if (!cuda_gemm_supported(w->dtype, w->rows, w->cols))
+            if (w->rows == 0 || !cuda_gemm_supported(w->dtype, w->rows, w->cols)) /* rows 0: a MoE layer's FFN */
                 continue;
             const uint64_t e = cuda_gemm_scratch_w_elems(w->dtype, w->rows, w->cols);
             max_w = e > max_w ? e : max_w;
@@ -485,6 +564,7 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
     const struct model_config *c = &m->cfg;
     uint64_t n_max = c->dim > c->ffn_dim ? c->dim : c->ffn_dim;
     n_max = n_max > b->q_dim ? n_max : b->q_dim;
+    n_max = n_max > c->moe_ffn_dim ? n_max : c->moe_ffn_dim;
     cuda_fwd_reserve_gemv_scratch(b->ctx, n_max);
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const struct model_layer *L = &m->layers[l];
@@ -501,13 +581,21 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
         D->inv_freq = upload_vec(b, L->inv_freq, c->head_dim / 2);
         const struct model_weight *src[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         struct cuda_weight *dst[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
-        const bool fq = upload_fused(b, src, dst, 3, &D->qkv), fg = upload_fused(b, src + 4, dst + 4, 2, &D->gu);
-        for (int i = 0; i < 7; i++) {
+        const bool moe = c->n_experts > 0; /* no dense FFN: the experts instead */
+        const bool fq = upload_fused(b, src, dst, 3, &D->qkv), fg = !moe && upload_fused(b, src + 4, dst + 4, 2, &D->gu);
+        for (int i = 0; i < (moe ? 4 : 7); i++) {
             if ((fq && i < 3) || (fg && (i == 4 || i == 5)))
                 continue;
             if (upload_weight(b, src[i], dst[i], err, errlen) != 0)
                 return -1;
         }
+        if (moe && upload_moe(b, L, D, err, errlen) != 0)
+            return -1;
+    }
+    if (c->n_experts > 0) { /* the MoE FFN's buffers for a batch's tokens, and the GEMVs' prepared x for them */
+        b->moe = cuda_moe_scratch_init(b->ctx, &b->layers[0].moe, base->cfg.max_batch_tokens);
+        for (uint32_t l = 1; l < c->n_layers; l++)
+            cuda_moe_reserve(b->ctx, &b->layers[l].moe, base->cfg.max_batch_tokens);
     }
     b->out_norm = upload_vec(b, m->out_norm, c->dim);
     if (upload_weight(b, &m->output, &b->output, err, errlen) != 0)

@@ -47,6 +47,10 @@ struct cuda_layer {
      * scale, so one launch computes them all (same bits: a row's sum does not
      * depend on its neighbours) */
     struct cuda_weight qkv, gu;
+    /* mixture-of-experts layers (Qwen3-MoE) instead of w_gate / w_up / w_down:
+     * the router (n_experts, dim) and the stacked experts (cuda_ops.h) */
+    struct cuda_weight router;
+    struct cuda_moe_weights moe;
 };
 
 struct cuda_backend {
@@ -73,6 +77,8 @@ struct cuda_backend {
     float *qkv1, *gu1;  /* a lone decode token's fused outputs: (q_dim + 2 kv_dim), (2 ffn_dim) */
     float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
+    float *moe_logits;      /* (T, n_experts) router logits, MoE models */
+    struct cuda_moe_scratch *moe; /* the MoE FFN's buffers for T tokens (NULL: dense model) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
     /* attention (attn_plan): decode rows go attn_rows a launch */
     enum cuda_be_attn attn_mode; /* MEMRA_ATTN: how spans of ≥ 2 tokens run */

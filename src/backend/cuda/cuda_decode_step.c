@@ -135,6 +135,16 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         decode_matmul(b, &wo, &b->xb2, 1, b->att, T, false);
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
+        if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu: no host sync) */
+            const struct cuda_weight *rw = &D->router;
+            prep = decode_norm(b, b->xb2, D->ffn_norm, T, is_quantized(rw->dtype));
+            decode_matmul(b, &rw, &b->moe_logits, 1, b->xb, T, prep);
+            cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2);
+            if (D->post_ffn_norm)
+                cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
+            pending = b->xb2;
+            continue;
+        }
         const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
         float *gu_out[2] = {b->hb, b->hb2};
         prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2));

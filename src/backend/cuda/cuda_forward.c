@@ -288,11 +288,16 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
         /* feed-forward block */
         cuda_rmsnorm(b->ctx, b->x, NULL, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
-        const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
-        float *gu_out[2] = {b->hb, b->hb2};
-        matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
-        cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, c->act == MODEL_ACT_GELU_TANH);
-        matmul(b, &D->w_down, b->hb, b->xb2, spans, n_spans);
+        if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu) */
+            matmul(b, &D->router, b->xb, b->moe_logits, spans, n_spans);
+            cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2);
+        } else {
+            const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
+            float *gu_out[2] = {b->hb, b->hb2};
+            matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
+            cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, c->act == MODEL_ACT_GELU_TANH);
+            matmul(b, &D->w_down, b->hb, b->xb2, spans, n_spans);
+        }
         if (D->post_ffn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
         cuda_fwd_add(b->ctx, b->x, b->xb2, nx);

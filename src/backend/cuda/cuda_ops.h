@@ -114,6 +114,9 @@ void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows,
 void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x /* (batch, n) */, uint64_t n, uint32_t batch);
 
 #define CUDA_GEMV_X_PREPARED 1u /* flag: x was prepared by cuda_gemv_prep_x (same x, n, batch) */
+/* The most rows one preparation takes (the mixture-of-experts FFN prepares a
+ * whole step's token × expert rows at once; the GEMVs themselves take ≤ 8). */
+#define CUDA_GEMV_MAX_ROWS (1u << 22)
 
 /* cuda_gemv with explicit launch shape and flags, for the benchmark's sweep and
  * for callers that share a prepared x: rows_per_block 1, 2 or 4 rows per
@@ -123,6 +126,52 @@ void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x /* (batch, n) */, uin
 void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                        const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int ksplit,
                        unsigned flags);
+
+/* ---- mixture-of-experts FFN (moe.cu), Qwen3-MoE ---------------------------
+ *   y (T, dim) = Σ_k w[t,k] · down_e(silu(gate_e(x_t)) · up_e(x_t)),  e = topk[t,k]
+ * with the routing of the CPU backend (src/backend/cpu/cpu_moe.c): softmax of
+ * the router logits over all experts, the top k (ties to the lower index),
+ * renormalised to sum 1 when norm_topk, and the weighted sum taken in rank
+ * order. Every kernel runs on the device — no host sync, so the decode step's
+ * graph holds it: one block routes every token and sorts the (token, k) pairs
+ * by expert into a work list of ≤ 8 rows a slot, the tokens' rows are
+ * gathered in that order, each expert's GEMVs (the decode GEMV kernels of the
+ * weight's type, grouped: blockIdx.y a slot) run over its rows, and a last
+ * kernel sums each token's k outputs. A row's result never depends on which
+ * other rows share its expert or its slot, so a token's bits are the same
+ * alone or in any batch, on either forward path. Each expert's matrices are
+ * read once per slot (per 8 of its tokens in a step): right for decode, a
+ * GEMM per expert would pay for long prefills.
+ * Experts of one kind are stacked on the device, w_stride bytes apart (a
+ * multiple of 256): gate_up holds each expert's gate rows then its up rows,
+ * (2·ffn, dim); down (dim, ffn). Types: any cuda_gemv type, or F32 (the
+ * expanded form, as cuda_fwd_matmul_f32 reads). n_experts ≤ CUDA_MOE_MAX_EXPERTS,
+ * k ≤ CUDA_MOE_MAX_K, dim and ffn multiples of 32 (the quantized types' prep). */
+#define CUDA_MOE_MAX_EXPERTS 1024
+#define CUDA_MOE_MAX_K 16
+struct cuda_moe_weights {
+    uint32_t n_experts, k, dim, ffn;
+    bool norm_topk;
+    enum dtype gu_type, down_type;
+    const void *gate_up, *down;
+    uint64_t gu_stride, down_stride; /* bytes from one expert's matrix to the next */
+    float gu_scale, down_scale;      /* per-tensor FP8 scales, else 1 */
+};
+struct cuda_moe_scratch; /* device buffers for max_tokens tokens (token × k rows), made at load */
+bool cuda_moe_supported(const struct cuda_moe_weights *w, char *why, size_t whylen);
+struct cuda_moe_scratch *cuda_moe_scratch_init(struct cuda_ctx *ctx, const struct cuda_moe_weights *w,
+                                               uint32_t max_tokens);
+void cuda_moe_scratch_free(struct cuda_moe_scratch *s);
+/* Reserve the context's prepared-x scratch for another layer's expert types
+ * (cuda_moe_scratch_init does it for the weights it is given). */
+void cuda_moe_reserve(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, uint32_t max_tokens);
+/* logits: (T, n_experts) router logits, overwritten with the softmax; x, y:
+ * (T, dim), 16-byte aligned, y may not alias x. T ≤ max_tokens. */
+void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, struct cuda_moe_scratch *s, float *logits,
+                  const float *x, uint32_t T, float *y);
+/* The routing of the last cuda_moe_ffn, for tests: (T, k) expert ids and weights (device pointers). */
+const uint32_t *cuda_moe_topk_ids(const struct cuda_moe_scratch *s);
+const float *cuda_moe_topk_weights(const struct cuda_moe_scratch *s);
 
 /* ---- batched decode GEMV on the tensor cores (mmv.cu, mmv_wg.cu), BF16 -----
  *   y (T, rows) f32 = scale · x (T, n) f32 · Wᵀ,  T = 1..CUDA_MMV_MAX_BATCH

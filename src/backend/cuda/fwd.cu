@@ -22,17 +22,29 @@ constexpr uint32_t MAX_GRID_Y = 65535;
 constexpr int ATT_WARPS = 4;
 constexpr int ATT_J = CUDA_FWD_MAX_HEAD_DIM / 32; /* head elements per lane */
 
+/* G: grouped (gemv_group, gemv_internal.cuh): blockIdx.y is a work slot
+ * naming the matrix and its rows of x and y; a row's bits as ungrouped. */
+template <bool G>
 __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict__ w, uint32_t rows, uint32_t n,
                                                          const float *__restrict__ x, uint32_t T,
-                                                         float *__restrict__ y, float scale)
+                                                         float *__restrict__ y, float scale, gemv_group grp)
 {
     pdl_enter();
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t r = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
     if (r >= rows)
         return;
+    uint32_t t0 = blockIdx.y, tstep = gridDim.y;
+    if constexpr (G) {
+        uint32_t first;
+        if (!gemv_group_slot(grp, w, first, T))
+            return;
+        x += (uint64_t)first * n;
+        y += (uint64_t)first * rows;
+        t0 = 0, tstep = 1;
+    }
     const float *wr = w + (uint64_t)r * n;
-    for (uint32_t t = blockIdx.y; t < T; t += gridDim.y) {
+    for (uint32_t t = t0; t < T; t += tstep) {
         const float *xt = x + (uint64_t)t * n;
         float acc = 0.0f;
         for (uint32_t i = lane; i < n; i += 32)
@@ -242,7 +254,14 @@ extern "C" void cuda_fwd_matmul_f32(struct cuda_ctx *ctx, const float *w, uint32
     if (T == 0)
         return;
     const dim3 grid((rows + 7) / 8, T < MAX_GRID_Y ? T : MAX_GRID_Y);
-    cuda_launch(ctx, kernel_matmul_f32, grid, 256, 0, w, rows, n, x, T, y, scale);
+    cuda_launch(ctx, kernel_matmul_f32<false>, grid, 256, 0, w, rows, n, x, T, y, scale, gemv_group{});
+}
+
+void fwd_matmul_f32_grouped(struct cuda_ctx *ctx, const float *w, uint32_t rows, uint32_t n, const float *x, float *y,
+                            float scale, const gemv_group &grp)
+{
+    const dim3 grid((rows + 7) / 8, grp.max_slots);
+    cuda_launch(ctx, kernel_matmul_f32<true>, grid, 256, 0, w, rows, n, x, 0u, y, scale, grp);
 }
 
 extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T,

@@ -33,6 +33,33 @@ static inline int gemv_pick_ksplit(uint64_t rows, uint64_t n, int sms)
     return rows < (uint64_t)sms * 40 || n >= 8192 ? 4 : 1;
 }
 
+/* Grouped GEMVs (mixture-of-experts, moe.cu): several matrices of one shape
+ * stacked w_stride bytes apart, and a work list `slots` made on the device:
+ * slots[0] the number of slots, then per slot {matrix, first row, rows ≤ the
+ * kernel's batch}; slot s multiplies rows [first, first + rows) of x by that
+ * matrix into the same rows of y. The launch covers max_slots (blockIdx.y),
+ * the ones past slots[0] return at once; max_rows bounds the rows of any slot
+ * (1 lets a one-token step take the batch-1 kernel). */
+struct gemv_group {
+    const uint32_t *slots;
+    uint64_t w_stride;
+    uint32_t max_slots, max_rows;
+};
+
+/* The prologue of a grouped kernel (after pdl_wait): moves w to the slot's
+ * matrix, returns its first row and row count, or false past the last slot. */
+template <class WP>
+static __device__ __forceinline__ bool gemv_group_slot(const gemv_group &g, WP &w, uint32_t &first, uint32_t &nb)
+{
+    if (blockIdx.y >= __ldg(g.slots))
+        return false;
+    const uint32_t *s = g.slots + 1 + 3 * blockIdx.y;
+    w += (uint64_t)__ldg(s) * g.w_stride / sizeof(*w);
+    first = __ldg(s + 1);
+    nb = __ldg(s + 2);
+    return true;
+}
+
 /* rpb: rows per block (plain) or per warp (quantized); 0 = heuristic.
  * ks: warps per row group (quantized), 0 = heuristic. */
 void gemv_plain_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
@@ -96,5 +123,13 @@ static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32
 
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
                        float *y, float scale, int rpb, int ks);
+/* The grouped forms (gemv_group above); the quantized one reads x prepared for
+ * at least the largest first + rows of its slots (gemv_quant_prep_x). */
+void gemv_plain_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                               const float *x, float *y, float scale, const gemv_group &grp);
+void fwd_matmul_f32_grouped(struct cuda_ctx *ctx, const float *w, uint32_t rows, uint32_t n, const float *x, float *y,
+                            float scale, const gemv_group &grp); /* fwd.cu */
+void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                               float *y, float scale, const gemv_group &grp);
 
 #endif

@@ -77,15 +77,28 @@ struct plain_f8e4m3 {
     }
 };
 
-template <class P, int R, int NB, int U>
+/* G (grouped, gemv_group in gemv_internal.cuh): blockIdx.y is a work slot,
+ * which names the matrix (expert) and the ≤ NB consecutive rows of x / y it
+ * takes; the slots are written by an earlier kernel, so they are read after
+ * the wait (no weight load ahead of it). A row's bits are the same as in the
+ * ungrouped kernel: its sum never depends on its neighbours. */
+template <class P, int R, int NB, int U, bool G>
 __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                         uint32_t rows, uint32_t nchunks, uint32_t n,
                                                         const float *__restrict__ x, uint32_t nb,
-                                                        float *__restrict__ y, float scale)
+                                                        float *__restrict__ y, float scale, gemv_group grp)
 {
     constexpr int EPC = P::EPC;
     __shared__ float red[NT / 32 * R * NB];
     const uint32_t row0 = blockIdx.x * R;
+    if constexpr (G) {
+        pdl_wait();
+        uint32_t first;
+        if (!gemv_group_slot(grp, w, first, nb))
+            return;
+        x += (uint64_t)first * n;
+        y += (uint64_t)first * rows;
+    }
     const uint8_t *wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -159,15 +172,15 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
     }
 }
 
-template <class P, int R, int NB>
+template <class P, int R, int NB, bool G = false>
 void launch_plain(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb, float *y,
-                  float scale)
+                  float scale, gemv_group grp = {})
 {
     constexpr int U = R >= 4 ? 1 : 4 / R;
     const uint64_t row_bytes = n / P::EPC * 16;
-    const uint32_t blocks = (uint32_t)((rows + R - 1) / R);
-    cuda_launch(ctx, kernel_gemv_plain<P, R, NB, U>, blocks, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
-                (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale);
+    const dim3 grid((uint32_t)((rows + R - 1) / R), G ? grp.max_slots : 1);
+    cuda_launch(ctx, kernel_gemv_plain<P, R, NB, U, G>, grid, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
+                (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale, grp);
 }
 
 template <class P>
@@ -192,7 +205,28 @@ void dispatch_plain(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, 
     }
 }
 
+template <class P>
+void dispatch_plain_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, float *y,
+                            float scale, const gemv_group &grp)
+{
+    if (grp.max_rows == 1)
+        launch_plain<P, 2, 1, true>(ctx, w, rows, n, x, 1, y, scale, grp);
+    else
+        launch_plain<P, 2, CUDA_GEMV_MAX_BATCH, true>(ctx, w, rows, n, x, CUDA_GEMV_MAX_BATCH, y, scale, grp);
+}
+
 } // namespace
+
+void gemv_plain_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                               const float *x, float *y, float scale, const gemv_group &grp)
+{
+    switch (t) {
+    case DTYPE_BF16: dispatch_plain_grouped<plain_bf16>(ctx, w, rows, n, x, y, scale, grp); break;
+    case DTYPE_F16: dispatch_plain_grouped<plain_f16>(ctx, w, rows, n, x, y, scale, grp); break;
+    case DTYPE_F8_E4M3: dispatch_plain_grouped<plain_f8e4m3>(ctx, w, rows, n, x, y, scale, grp); break;
+    default: CUDA_FAIL("gemv_plain: type %s has no plain kernel", dtype_name(t));
+    }
+}
 
 void gemv_plain_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
                        uint32_t nb, float *y, float scale, int rpb)

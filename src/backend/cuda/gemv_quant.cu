@@ -50,16 +50,26 @@ __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restric
  * KS = 4: the 4 warps share R rows, warp i taking blocks i·BPS.. of every 4·BPS
  * (a quarter of each row): 4× more, 4× shorter work units, so the grid has
  * more waves and a shorter tail, at the price of one shared-memory sum. */
-template <class Q, int R, int NB, int KS>
+/* G: grouped (gemv_group in gemv_internal.cuh), blockIdx.y a work slot: the
+ * slot's matrix, its rows of the prepared x and of y; a row's bits are those
+ * of the ungrouped kernel of the same KS. */
+template <class Q, int R, int NB, int KS, bool G>
 __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                        uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
-                                                       uint32_t nb, float *__restrict__ y, float scale)
+                                                       uint32_t nb, float *__restrict__ y, float scale, gemv_group grp)
 {
     constexpr int S = Q::QK / 32;   /* 32-element segments per block */
     constexpr int BPS = 32 / S;     /* blocks per warp step */
     constexpr int W = NT / 32;
     static_assert(KS == 1 || KS == W, "KS: 1 or all warps of the block");
     pdl_wait(); /* (PDL: nothing to do before x is ready; the next kernel is let in after the loop) */
+    if constexpr (G) {
+        uint32_t first;
+        if (!gemv_group_slot(grp, w, first, nb))
+            return;
+        xq += (uint64_t)first * xq_stride(n);
+        y += (uint64_t)first * rows;
+    }
     const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
     const uint32_t row0 = KS == 1 ? (blockIdx.x * W + wi) * R : blockIdx.x * R;
     if (row0 >= rows)
@@ -153,15 +163,26 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     }
 }
 
-template <class Q, int R, int NB, int KS>
+template <class Q, int R, int NB, int KS, bool G = false>
 void launch_q(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
-              float scale)
+              float scale, gemv_group grp = {})
 {
     const uint64_t row_bytes = n / Q::QK * Q::BS;
     const uint64_t groups = (rows + R - 1) / R;
-    const uint32_t blocks = (uint32_t)(KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups);
-    cuda_launch(ctx, kernel_gemv_q<Q, R, NB, KS>, blocks, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
-                (uint32_t)n, xq, nb, y, scale);
+    const dim3 grid((uint32_t)(KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups), G ? grp.max_slots : 1);
+    cuda_launch(ctx, kernel_gemv_q<Q, R, NB, KS, G>, grid, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
+                (uint32_t)n, xq, nb, y, scale, grp);
+}
+
+/* Grouped: ksplit 1 (the order the ungrouped batch kernels use), 2 rows a warp. */
+template <class Q>
+void dispatch_q_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, float *y,
+                        float scale, const gemv_group &grp)
+{
+    if (grp.max_rows == 1)
+        launch_q<Q, 2, 1, 1, true>(ctx, w, rows, n, xq, 1, y, scale, grp);
+    else
+        launch_q<Q, 2, CUDA_GEMV_MAX_BATCH, 1, true>(ctx, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y, scale, grp);
 }
 
 template <class Q>
@@ -195,11 +216,17 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
 
 } // namespace
 
+/* The quantized types with a kernel: X(enum dtype, its gemv_quant_types.cuh struct). */
+#define QUANT_TYPES(X)                                                                                         \
+    X(DTYPE_Q8_0, qt_q8_0) X(DTYPE_Q4_0, qt_q4_0) X(DTYPE_Q4_1, qt_q4_1) X(DTYPE_Q4_K, qt_q4_k)                    \
+    X(DTYPE_Q5_K, qt_q5_k) X(DTYPE_Q6_K, qt_q6_k) X(DTYPE_IQ4_XS, qt_iq4_xs)
+
 bool gemv_quant_has(enum dtype t)
 {
     switch (t) {
-    case DTYPE_Q8_0: case DTYPE_Q4_0: case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: case DTYPE_Q6_K:
-    case DTYPE_IQ4_XS:
+#define X(T, Q) case T:
+        QUANT_TYPES(X)
+#undef X
         return true;
     default:
         return false;
@@ -208,8 +235,8 @@ bool gemv_quant_has(enum dtype t)
 
 uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb)
 {
-    if (n % 32 != 0 || n > 0xFFFFFFFFull || nb < 1 || nb > CUDA_GEMV_MAX_BATCH)
-        CUDA_FAIL("gemv_prep_x: n = %llu (must be a multiple of 32), batch %u", (unsigned long long)n, nb);
+    if (n % 32 != 0 || n > 0xFFFFFFFFull || nb < 1 || nb > CUDA_GEMV_MAX_ROWS)
+        CUDA_FAIL("gemv_prep_x: n = %llu (must be a multiple of 32), rows %u", (unsigned long long)n, nb);
     const size_t need = (size_t)xq_stride(n) * nb;
     if (need > ctx->xq_bytes) {
         /* grows rarely (first use at the largest n); not allowed inside a graph capture */
@@ -230,6 +257,21 @@ void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_
     cuda_launch(ctx, kernel_gemv_prep_x, (unsigned)((threads + 255) / 256), 256, 0, x, (uint32_t)n, nb, xq);
 }
 
+void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                               float *y, float scale, const gemv_group &grp)
+{
+    if (!ctx->xq || ctx->xq_n != n)
+        CUDA_FAIL("gemv %s grouped: activations not prepared for n = %llu", dtype_name(t), (unsigned long long)n);
+    const uint8_t *xq = (const uint8_t *)ctx->xq;
+    switch (t) {
+#define X(T, Q)                                                                                                  \
+    case T: dispatch_q_grouped<Q>(ctx, w, rows, n, xq, y, scale, grp); break;
+        QUANT_TYPES(X)
+#undef X
+    default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));
+    }
+}
+
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
                        float *y, float scale, int rpb, int ks)
 {
@@ -239,13 +281,10 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
     const int sms = ctx->prop.multiProcessorCount;
     const uint8_t *xq = (const uint8_t *)ctx->xq;
     switch (t) {
-    case DTYPE_Q8_0: dispatch_q<qt_q8_0>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q4_0: dispatch_q<qt_q4_0>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q4_1: dispatch_q<qt_q4_1>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q4_K: dispatch_q<qt_q4_k>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q5_K: dispatch_q<qt_q5_k>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_Q6_K: dispatch_q<qt_q6_k>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
-    case DTYPE_IQ4_XS: dispatch_q<qt_iq4_xs>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+#define X(T, Q)                                                                                                  \
+    case T: dispatch_q<Q>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+        QUANT_TYPES(X)
+#undef X
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));
     }
 }

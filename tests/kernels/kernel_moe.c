@@ -13,7 +13,8 @@
  *   dequantized weights (quant_dequantize_row) with the reference's routing —
  *   the GEMVs' own tolerance (cuda_ops.h), twice over;
  * - batch invariance: each token's output row alone (T = 1: the batch-1
- *   kernels) is bit-identical to its row in the batch.
+ *   kernels) is bit-identical to its row in the batch; and with x prepared
+ *   by the caller (CUDA_GEMV_X_PREPARED, quantized gate_up) the same bits.
  * Types: every plain and quantized GEMV type and F32 (the expanded form), as
  * gate/up and down (mixed, as Q4_K_M files mix Q4_K and Q6_K); 4..128
  * experts, 1..8 a token, 1..200 tokens (several slots an expert).
@@ -23,6 +24,8 @@
  * kernel_time.h's graph of launches rotating over 16 router-logit sets (other
  * experts each launch). Bytes counted: the distinct experts a launch reads
  * (3 matrices each) — its floor over 4.3 TB/s.
+ * kernel_moe --profile: three FFNs of each of BF16 and Q4_K/Q6_K at 1 and 8
+ * tokens, launched one by one, nothing else (for ncu).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -204,7 +207,7 @@ static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint
     cuda_upload(g_ctx, dx, x, sizeof(float) * T * dim);
     cuda_upload(g_ctx, dl, lg, sizeof(float) * T * E);
     cuda_fill_nan_f32(g_ctx, dy, (size_t)T * dim);
-    cuda_moe_ffn(g_ctx, &X.w, s, dl, dx, T, dy);
+    cuda_moe_ffn(g_ctx, &X.w, s, dl, dx, T, dy, 0);
     float *y = xmalloc(sizeof(float) * T * dim), *gw = xmalloc(sizeof(float) * T * K);
     uint32_t *gi = xmalloc(sizeof(uint32_t) * T * K);
     cuda_download(g_ctx, y, dy, sizeof(float) * T * dim);
@@ -237,15 +240,27 @@ static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint
     for (uint32_t t = 0; t < T && T > 1; t += (T > 16 ? 7 : 1)) {
         cuda_upload(g_ctx, dl, lg + (uint64_t)t * E, sizeof(float) * E);
         cuda_fill_nan_f32(g_ctx, dy, dim);
-        cuda_moe_ffn(g_ctx, &X.w, s, dl, dx + (uint64_t)t * dim, 1, dy);
+        cuda_moe_ffn(g_ctx, &X.w, s, dl, dx + (uint64_t)t * dim, 1, dy, 0);
         float *y1 = xmalloc(sizeof(float) * dim);
         cuda_download(g_ctx, y1, dy, sizeof(float) * dim);
         bad_rows += memcmp(y1, y + (uint64_t)t * dim, sizeof(float) * dim) != 0;
         free(y1);
     }
+    /* a quantized gate_up reading x prepared by the caller (the decode step's
+     * RMSNorm does it): the same bits */
+    if (gt != DTYPE_F32 && gt != DTYPE_BF16 && gt != DTYPE_F16 && gt != DTYPE_F8_E4M3) {
+        cuda_upload(g_ctx, dl, lg, sizeof(float) * T * E);
+        cuda_fill_nan_f32(g_ctx, dy, (size_t)T * dim);
+        cuda_gemv_prep_x(g_ctx, dx, dim, T);
+        cuda_moe_ffn(g_ctx, &X.w, s, dl, dx, T, dy, CUDA_GEMV_X_PREPARED);
+        float *y2 = xmalloc(sizeof(float) * T * dim);
+        cuda_download(g_ctx, y2, dy, sizeof(float) * T * dim);
+        bad_rows += memcmp(y2, y, sizeof(float) * T * dim) != 0;
+        free(y2);
+    }
     CHECK_MSG(bad_ids == 0 && max_wd <= 1e-6 && finite && rel <= TOL && bad_rows == 0,
               "moe %s/%s E=%u K=%u dim=%u F=%u T=%u norm=%d: %u expert ids differ, weights %.2e, finite %d, "
-              "max|d|/max|ref| %.2e, %u rows alone differ",
+              "max|d|/max|ref| %.2e, %u rows alone / prepared differ",
               dtype_name(gt), dtype_name(dt), E, K, dim, F, T, norm, bad_ids, max_wd, finite, rel, bad_rows);
     printf("moe %-7s / %-7s E=%3u K=%u dim=%u F=%u T=%3u: rel %.2e, routing %s, alone %s\n", dtype_name(gt),
            dtype_name(dt), E, K, dim, F, T, rel, bad_ids ? "DIFFERS" : "same", bad_rows ? "DIFFERS" : "same bits");
@@ -287,7 +302,7 @@ struct bench_arg {
 static void bench_launch(void *a, int i)
 {
     struct bench_arg *b = a;
-    cuda_moe_ffn(g_ctx, &b->X->w, b->s, b->dl[i % ROT], b->dx, b->T, b->dy);
+    cuda_moe_ffn(g_ctx, &b->X->w, b->s, b->dl[i % ROT], b->dx, b->T, b->dy, 0);
 }
 
 static void bench_moe(enum dtype gt, enum dtype dt, uint32_t T)
@@ -333,10 +348,44 @@ static void bench_moe(enum dtype gt, enum dtype dt, uint32_t T)
     experts_free(&X);
 }
 
+/* --profile: a few FFNs of each kind, launched one by one (no graph), for ncu. */
+static void profile_moe(void)
+{
+    const enum dtype types[][2] = {{DTYPE_BF16, DTYPE_BF16}, {DTYPE_Q4_K, DTYPE_Q6_K}};
+    for (int i = 0; i < 2; i++)
+        for (uint32_t T = 1; T <= 8; T *= 8) {
+            struct experts X;
+            experts_init(&X, types[i][0], types[i][1], 128, 8, 2048, 768, true, false);
+            struct cuda_moe_scratch *s = cuda_moe_scratch_init(g_ctx, &X.w, T);
+            float *h = xmalloc(sizeof(float) * T * 2048);
+            float *dl = cuda_alloc(sizeof(float) * T * 128), *dx = cuda_alloc(sizeof(float) * T * 2048),
+                  *dy = cuda_alloc(sizeof(float) * T * 2048);
+            for (uint64_t j = 0; j < (uint64_t)T * 2048; j++)
+                h[j] = rng_unit();
+            cuda_upload(g_ctx, dx, h, sizeof(float) * T * 2048);
+            for (int r = 0; r < 3; r++) {
+                for (uint64_t j = 0; j < (uint64_t)T * 128; j++)
+                    h[j] = 4.0f * rng_unit();
+                cuda_upload(g_ctx, dl, h, sizeof(float) * T * 128);
+                cuda_moe_ffn(g_ctx, &X.w, s, dl, dx, T, dy, 0);
+            }
+            cuda_ctx_sync(g_ctx);
+            cuda_free(dl), cuda_free(dx), cuda_free(dy);
+            free(h);
+            cuda_moe_scratch_free(s);
+            experts_free(&X);
+        }
+}
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
+    if (argc > 1 && strcmp(argv[1], "--profile") == 0) {
+        profile_moe();
+        cuda_ctx_free(g_ctx);
+        return 0;
+    }
     RUN(test_moe);
     if (!quick) {
         printf("\n## MoE FFN, one layer of Qwen3-30B-A3B (128 experts, 8 a token, 2048 → 768 → 2048), cuda_moe_ffn\n\n"

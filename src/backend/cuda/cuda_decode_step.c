@@ -137,9 +137,10 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu: no host sync) */
             const struct cuda_weight *rw = &D->router;
-            prep = decode_norm(b, b->xb2, D->ffn_norm, T, is_quantized(rw->dtype));
-            decode_matmul(b, &rw, &b->moe_logits, 1, b->xb, T, prep);
-            cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2);
+            const bool q_router = is_quantized(rw->dtype), q_experts = is_quantized(D->moe.gu_type);
+            prep = decode_norm(b, b->xb2, D->ffn_norm, T, q_router || q_experts); /* one prep for both */
+            decode_matmul(b, &rw, &b->moe_logits, 1, b->xb, T, prep || !q_router);
+            cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2, prep ? CUDA_GEMV_X_PREPARED : 0);
             if (D->post_ffn_norm)
                 cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
             pending = b->xb2;

@@ -290,7 +290,7 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         cuda_rmsnorm(b->ctx, b->x, NULL, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu) */
             matmul(b, &D->router, b->xb, b->moe_logits, spans, n_spans);
-            cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2);
+            cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2, 0);
         } else {
             const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
             float *gu_out[2] = {b->hb, b->hb2};

@@ -134,10 +134,10 @@ void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
  * renormalised to sum 1 when norm_topk, and the weighted sum taken in rank
  * order. Every kernel runs on the device — no host sync, so the decode step's
  * graph holds it: one block routes every token and sorts the (token, k) pairs
- * by expert into a work list of ≤ 8 rows a slot, the tokens' rows are
- * gathered in that order, each expert's GEMVs (the decode GEMV kernels of the
- * weight's type, grouped: blockIdx.y a slot) run over its rows, and a last
- * kernel sums each token's k outputs. A row's result never depends on which
+ * by expert into a work list of ≤ 8 rows a slot, each expert's GEMVs (the
+ * decode GEMV kernels of the weight's type, grouped: blockIdx.y a slot) run
+ * over its rows, reading the tokens' x in place, and a last kernel sums each
+ * token's k outputs. A row's result never depends on which
  * other rows share its expert or its slot, so a token's bits are the same
  * alone or in any batch, on either forward path. Each expert's matrices are
  * read once per slot (per 8 of its tokens in a step): right for decode, a
@@ -166,9 +166,11 @@ void cuda_moe_scratch_free(struct cuda_moe_scratch *s);
  * (cuda_moe_scratch_init does it for the weights it is given). */
 void cuda_moe_reserve(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, uint32_t max_tokens);
 /* logits: (T, n_experts) router logits, overwritten with the softmax; x, y:
- * (T, dim), 16-byte aligned, y may not alias x. T ≤ max_tokens. */
+ * (T, dim), 16-byte aligned, y may not alias x. T ≤ max_tokens. flags:
+ * CUDA_GEMV_X_PREPARED when x's T rows are already prepared for a quantized
+ * gate_up (cuda_rmsnorm_prep, cuda_gemv_prep_x). */
 void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, struct cuda_moe_scratch *s, float *logits,
-                  const float *x, uint32_t T, float *y);
+                  const float *x, uint32_t T, float *y, unsigned flags);
 /* The routing of the last cuda_moe_ffn, for tests: (T, k) expert ids and weights (device pointers). */
 const uint32_t *cuda_moe_topk_ids(const struct cuda_moe_scratch *s);
 const float *cuda_moe_topk_weights(const struct cuda_moe_scratch *s);

@@ -34,18 +34,15 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
     const uint32_t r = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
     if (r >= rows)
         return;
-    uint32_t t0 = blockIdx.y, tstep = gridDim.y;
+    uint32_t t0 = blockIdx.y, tstep = gridDim.y, xr[CUDA_GEMV_MAX_BATCH] = {};
     if constexpr (G) {
-        uint32_t first;
-        if (!gemv_group_slot(grp, w, first, T))
+        if (!gemv_group_slot(grp, w, y, rows, T, xr))
             return;
-        x += (uint64_t)first * n;
-        y += (uint64_t)first * rows;
         t0 = 0, tstep = 1;
     }
     const float *wr = w + (uint64_t)r * n;
     for (uint32_t t = t0; t < T; t += tstep) {
-        const float *xt = x + (uint64_t)t * n;
+        const float *xt = x + (uint64_t)(G ? xr[t] : t) * n;
         float acc = 0.0f;
         for (uint32_t i = lane; i < n; i += 32)
             acc = fmaf(wr[i], xt[i], acc);

@@ -37,26 +37,36 @@ static inline int gemv_pick_ksplit(uint64_t rows, uint64_t n, int sms)
  * stacked w_stride bytes apart, and a work list `slots` made on the device:
  * slots[0] the number of slots, then per slot {matrix, first row, rows ≤ the
  * kernel's batch}; slot s multiplies rows [first, first + rows) of x by that
- * matrix into the same rows of y. The launch covers max_slots (blockIdx.y),
- * the ones past slots[0] return at once; max_rows bounds the rows of any slot
- * (1 lets a one-token step take the batch-1 kernel). */
+ * matrix into the same rows of y — or, with xrow, x's rows xrow[first + i]
+ * (the tokens of an expert's rows, read where they are: no gather). The
+ * launch covers max_slots (blockIdx.y), the ones past slots[0] return at
+ * once; max_rows bounds the rows of any slot (1 lets a one-token step take
+ * the batch-1 kernel). */
 struct gemv_group {
     const uint32_t *slots;
+    const uint32_t *xrow; /* NULL: x's rows are y's */
     uint64_t w_stride;
     uint32_t max_slots, max_rows;
 };
 
 /* The prologue of a grouped kernel (after pdl_wait): moves w to the slot's
- * matrix, returns its first row and row count, or false past the last slot. */
-template <class WP>
-static __device__ __forceinline__ bool gemv_group_slot(const gemv_group &g, WP &w, uint32_t &first, uint32_t &nb)
+ * matrix and y to its first row, sets the slot's row count and x row of each
+ * of its NB batch entries (entries past the count: row 0, never written);
+ * false past the last slot. Ungrouped kernels keep xr[b] = b (folded). */
+template <int NB, class WP, class YP>
+static __device__ __forceinline__ bool gemv_group_slot(const gemv_group &g, WP &w, YP &y, uint32_t rows,
+                                                       uint32_t &nb, uint32_t (&xr)[NB])
 {
     if (blockIdx.y >= __ldg(g.slots))
         return false;
     const uint32_t *s = g.slots + 1 + 3 * blockIdx.y;
     w += (uint64_t)__ldg(s) * g.w_stride / sizeof(*w);
-    first = __ldg(s + 1);
+    const uint32_t first = __ldg(s + 1);
     nb = __ldg(s + 2);
+    y += (uint64_t)first * rows;
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        xr[b] = b >= (int)nb ? 0 : g.xrow ? __ldg(g.xrow + first + b) : first + b;
     return true;
 }
 

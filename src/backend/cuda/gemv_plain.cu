@@ -78,26 +78,27 @@ struct plain_f8e4m3 {
 };
 
 /* G (grouped, gemv_group in gemv_internal.cuh): blockIdx.y is a work slot,
- * which names the matrix (expert) and the ≤ NB consecutive rows of x / y it
- * takes; the slots are written by an earlier kernel, so they are read after
+ * which names the matrix (expert), the ≤ NB consecutive rows of y it writes
+ * and x's rows it reads; the slots are written by an earlier kernel, so they are read after
  * the wait (no weight load ahead of it). A row's bits are the same as in the
  * ungrouped kernel: its sum never depends on its neighbours. */
-template <class P, int R, int NB, int U, bool G>
-__global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restrict__ w, uint64_t row_bytes,
+template <class P, int R, int NB, int U, bool G, int NTB>
+__global__ void __launch_bounds__(NTB) kernel_gemv_plain(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                         uint32_t rows, uint32_t nchunks, uint32_t n,
                                                         const float *__restrict__ x, uint32_t nb,
                                                         float *__restrict__ y, float scale, gemv_group grp)
 {
     constexpr int EPC = P::EPC;
-    __shared__ float red[NT / 32 * R * NB];
+    __shared__ float red[NTB / 32 * R * NB];
     const uint32_t row0 = blockIdx.x * R;
+    uint32_t xr[NB]; /* x's row of each batch entry */
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        xr[b] = b;
     if constexpr (G) {
         pdl_wait();
-        uint32_t first;
-        if (!gemv_group_slot(grp, w, first, nb))
+        if (!gemv_group_slot(grp, w, y, rows, nb, xr))
             return;
-        x += (uint64_t)first * n;
-        y += (uint64_t)first * rows;
     }
     const uint8_t *wr[R];
 #pragma unroll
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
     auto load = [&](uint32_t c0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const uint32_t c = c0 + u * NT;
+            const uint32_t c = c0 + u * NTB;
 #pragma unroll
             for (int r = 0; r < R; r++)
                 v[u][r] = c < nchunks ? ldg_stream16(wr[r] + (uint64_t)c * 16) : make_uint4(0, 0, 0, 0);
@@ -123,10 +124,10 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
     };
     load(threadIdx.x);
     pdl_wait();
-    for (uint32_t c0 = threadIdx.x; c0 < nchunks; c0 += NT * U) {
+    for (uint32_t c0 = threadIdx.x; c0 < nchunks; c0 += NTB * U) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const uint32_t c = c0 + u * NT;
+            const uint32_t c = c0 + u * NTB;
             if (c >= nchunks)
                 break;
             float wf[R][EPC];
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
             for (int b = 0; b < NB; b++) {
                 if (b >= (int)nb)
                     break;
-                const float4 *xp = reinterpret_cast<const float4 *>(x + (uint64_t)b * n + (uint64_t)c * EPC);
+                const float4 *xp = reinterpret_cast<const float4 *>(x + (uint64_t)xr[b] * n + (uint64_t)c * EPC);
                 float xv[EPC];
 #pragma unroll
                 for (int q = 0; q < EPC / 4; q++) {
@@ -157,11 +158,11 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
                 }
             }
         }
-        if (c0 + NT * U < nchunks)
-            load(c0 + NT * U);
+        if (c0 + NTB * U < nchunks)
+            load(c0 + NTB * U);
     }
     pdl_trigger(); /* the next kernel's blocks may come in as this one's finish */
-    block_sum<NT, R * NB>(acc, red);
+    block_sum<NTB, R * NB>(acc, red);
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int r = 0; r < R; r++)
@@ -172,15 +173,15 @@ __global__ void __launch_bounds__(NT) kernel_gemv_plain(const uint8_t *__restric
     }
 }
 
-template <class P, int R, int NB, bool G = false>
+template <class P, int R, int NB, bool G = false, int NTB = NT>
 void launch_plain(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb, float *y,
                   float scale, gemv_group grp = {})
 {
     constexpr int U = R >= 4 ? 1 : 4 / R;
     const uint64_t row_bytes = n / P::EPC * 16;
     const dim3 grid((uint32_t)((rows + R - 1) / R), G ? grp.max_slots : 1);
-    cuda_launch(ctx, kernel_gemv_plain<P, R, NB, U, G>, grid, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
-                (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale, grp);
+    cuda_launch(ctx, kernel_gemv_plain<P, R, NB, U, G, NTB>, grid, NTB, 0, (const uint8_t *)w, row_bytes,
+                (uint32_t)rows, (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale, grp);
 }
 
 template <class P>
@@ -205,14 +206,25 @@ void dispatch_plain(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, 
     }
 }
 
+/* Grouped: experts' rows are short (768 .. 4096), so a block takes 8 rows
+ * (4 with a batch of 8) to keep several loads in flight a thread, and rows of
+ * ≤ 128 chunks take blocks of 128 threads. The block size sets the summation
+ * order, so it is a function of the shape alone: a row's bits do not depend
+ * on the batch. */
 template <class P>
 void dispatch_plain_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, float *y,
                             float scale, const gemv_group &grp)
 {
-    if (grp.max_rows == 1)
-        launch_plain<P, 2, 1, true>(ctx, w, rows, n, x, 1, y, scale, grp);
+    constexpr uint32_t B = CUDA_GEMV_MAX_BATCH;
+    const bool one = grp.max_rows == 1, narrow = n / P::EPC <= 128;
+    if (one && narrow)
+        launch_plain<P, 8, 1, true, 128>(ctx, w, rows, n, x, 1, y, scale, grp);
+    else if (one)
+        launch_plain<P, 8, 1, true>(ctx, w, rows, n, x, 1, y, scale, grp);
+    else if (narrow)
+        launch_plain<P, 4, B, true, 128>(ctx, w, rows, n, x, B, y, scale, grp);
     else
-        launch_plain<P, 2, CUDA_GEMV_MAX_BATCH, true>(ctx, w, rows, n, x, CUDA_GEMV_MAX_BATCH, y, scale, grp);
+        launch_plain<P, 4, B, true>(ctx, w, rows, n, x, B, y, scale, grp);
 }
 
 } // namespace

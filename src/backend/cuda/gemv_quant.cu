@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restric
  * (a quarter of each row): 4× more, 4× shorter work units, so the grid has
  * more waves and a shorter tail, at the price of one shared-memory sum. */
 /* G: grouped (gemv_group in gemv_internal.cuh), blockIdx.y a work slot: the
- * slot's matrix, its rows of the prepared x and of y; a row's bits are those
+ * slot's matrix, its rows of y and of the prepared x; a row's bits are those
  * of the ungrouped kernel of the same KS. */
 template <class Q, int R, int NB, int KS, bool G>
 __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
@@ -63,12 +63,13 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     constexpr int W = NT / 32;
     static_assert(KS == 1 || KS == W, "KS: 1 or all warps of the block");
     pdl_wait(); /* (PDL: nothing to do before x is ready; the next kernel is let in after the loop) */
+    uint32_t xr[NB]; /* the prepared x's row of each batch entry */
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        xr[b] = b;
     if constexpr (G) {
-        uint32_t first;
-        if (!gemv_group_slot(grp, w, first, nb))
+        if (!gemv_group_slot(grp, w, y, rows, nb, xr))
             return;
-        xq += (uint64_t)first * xq_stride(n);
-        y += (uint64_t)first * rows;
     }
     const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
     const uint32_t row0 = KS == 1 ? (blockIdx.x * W + wi) * R : blockIdx.x * R;
@@ -103,7 +104,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
         for (int b = 0; b < NB; b++) {
             if (b >= (int)nb)
                 break;
-            const uint8_t *xb = xq + (uint64_t)b * xstride;
+            const uint8_t *xb = xq + (uint64_t)xr[b] * xstride;
             uint32_t x0[8], x1[8], x2[8];
             ld_a16<8>(xb + e, x0);
             ld_a16<8>(xb + n + e, x1);
@@ -174,13 +175,15 @@ void launch_q(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, con
                 (uint32_t)n, xq, nb, y, scale, grp);
 }
 
-/* Grouped: ksplit 1 (the order the ungrouped batch kernels use), 2 rows a warp. */
+/* Grouped: ksplit 1 (the order the ungrouped batch kernels use), 4 rows a
+ * warp alone (experts' rows are short: more loads in flight a lane), 2 with
+ * a batch of 8 (4 spills). */
 template <class Q>
 void dispatch_q_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, float *y,
                         float scale, const gemv_group &grp)
 {
     if (grp.max_rows == 1)
-        launch_q<Q, 2, 1, 1, true>(ctx, w, rows, n, xq, 1, y, scale, grp);
+        launch_q<Q, 4, 1, 1, true>(ctx, w, rows, n, xq, 1, y, scale, grp);
     else
         launch_q<Q, 2, CUDA_GEMV_MAX_BATCH, 1, true>(ctx, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y, scale, grp);
 }

@@ -1,23 +1,24 @@
 /* backend/cuda/moe.cu — the mixture-of-experts FFN on the device (Qwen3-MoE);
  * cuda_ops.h states the contract, src/backend/cpu/cpu_moe.c is the reference.
  *
- * One FFN of T tokens, k experts each (P = T·k pairs), six launches, no host
+ * One FFN of T tokens, k experts each (P = T·k pairs), five launches, no host
  * sync (the decode step's graph holds it):
- * 1. kernel_moe_route, one block: each token's routing with the CPU's float
- *    operations in its order (softmax in place over the logits row, top-k by
- *    repeated arg-max with ties to the lower index, renormalisation), then a
+ * 1. kernel_moe_route: each token's routing by a warp (softmax, top-k by
+ *    repeated arg-max with ties to the lower index, renormalisation: the
+ *    CPU's float operations but for the softmax's sum order), then in one
+ *    block (the same one for ≤ 16 tokens, else kernel_moe_sort after it) a
  *    counting sort of the pairs by expert: pos (pair → row in expert order),
  *    src (row → token) and the work list of slots (expert, first row, ≤ 8
  *    rows) the grouped GEMVs run (gemv_group, gemv_internal.cuh). Rows of one
  *    expert land in any order (shared-memory atomics): a row's result never
  *    depends on its place, so the bits do not either.
- * 2. kernel_moe_gather: the tokens' rows of x in expert order (xs).
- * 3. gate|up: the grouped GEMV of the weight's type over xs (quantized types:
- *    xs prepared first, all P rows in one kernel).
- * 4. SiLU(gate)·up (norm.cu's swiglu; with the down GEMV's preparation when
+ * 2. gate|up: the grouped GEMV of the weight's type, each row reading its
+ *    token's x in place (gemv_group.xrow = src; quantized types: the T rows
+ *    of x prepared first, or by the caller's RMSNorm), into h (expert order).
+ * 3. SiLU(gate)·up (norm.cu's swiglu; with the down GEMV's preparation when
  *    its type is quantized).
- * 5. down: the grouped GEMV into ys (expert order).
- * 6. kernel_moe_combine: y[t] = Σ_k w[t,k]·ys[pos[t,k]], k ascending, each
+ * 4. down: the grouped GEMV into ys (expert order).
+ * 5. kernel_moe_combine: y[t] = Σ_k w[t,k]·ys[pos[t,k]], k ascending, each
  *    product and sum rounded on its own as the CPU's loop does.
  * Floor, one decode token of Qwen3-30B-A3B in BF16: 8 experts × 3 × 2048 × 768
  * × 2 bytes = 75.5 MB a layer → 17.6 µs at 4.3 TB/s.
@@ -29,7 +30,6 @@
 
 struct cuda_moe_scratch {
     uint32_t max_tokens, max_pairs;
-    float *xs;       /* (max_pairs, dim) the pairs' token rows in expert order */
     float *h;        /* (max_pairs, 2·ffn) gate | up */
     float *a;        /* (max_pairs, ffn) silu(gate)·up */
     float *ys;       /* (max_pairs, dim) expert outputs, expert order */
@@ -42,7 +42,7 @@ struct cuda_moe_scratch {
 
 namespace {
 
-constexpr int ROUTE_NT = 1024;
+constexpr int ROUTE_NT = 512;
 constexpr uint32_t SLOT_ROWS = CUDA_GEMV_MAX_BATCH; /* rows a slot: the GEMV kernels' batch */
 
 /* Slots a step of P pairs can need: Σ over the active experts of ⌈n_e / 8⌉ ≤
@@ -53,79 +53,130 @@ uint32_t moe_max_slots(uint64_t pairs, uint32_t E)
     return (uint32_t)((pairs + (SLOT_ROWS - 1) * act) / SLOT_ROWS);
 }
 
-__global__ void __launch_bounds__(ROUTE_NT) kernel_moe_route(float *__restrict__ logits, uint32_t T, uint32_t E,
-                                                             uint32_t K, bool norm, uint32_t *__restrict__ topk,
-                                                             float *__restrict__ topw, uint32_t *__restrict__ pos,
-                                                             uint32_t *__restrict__ src, uint32_t *__restrict__ slots)
+/* The better of two (probability, expert) candidates, a from the lower
+ * experts: b only when strictly greater (ties to the lower index, as the
+ * CPU's scan); an empty candidate (index UINT32_MAX) never wins. */
+__device__ __forceinline__ void route_best(float &v, uint32_t &i, float bv, uint32_t bi)
+{
+    const bool lower = i == UINT32_MAX || (bi != UINT32_MAX && bi < i);
+    const float lo_v = lower ? bv : v, hi_v = lower ? v : bv;
+    const uint32_t lo_i = lower ? bi : i, hi_i = lower ? i : bi;
+    const bool take_hi = hi_i != UINT32_MAX && (lo_i == UINT32_MAX || hi_v > lo_v);
+    v = take_hi ? hi_v : lo_v;
+    i = take_hi ? hi_i : lo_i;
+}
+
+/* Token t's routing by one warp: the softmax of its logits row held in
+ * registers (EPL experts a lane: e = 32·j + lane) and written back, then k
+ * rounds of a warp arg-max over the experts not yet taken, renormalised when
+ * norm; lane k writes pair k's expert and weight. The softmax's sum is a
+ * warp's (lane partial sums, then a butterfly), not the CPU's running sum: a
+ * probability may differ from the CPU's in its last bit, the choice only at
+ * such a near-tie (kernel_moe checks the ids against the CPU's operations). */
+template <int EPL>
+__device__ __forceinline__ void route_token(float *__restrict__ l, uint32_t E, uint32_t K, bool norm, uint32_t lane,
+                                            uint32_t *__restrict__ topk, float *__restrict__ topw)
+{
+    float p[EPL];
+    float mx = -INFINITY, sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < EPL; j++) {
+        const uint32_t e = 32 * j + lane;
+        p[j] = e < E ? l[e] : -INFINITY;
+        mx = fmaxf(mx, p[j]);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+#pragma unroll
+    for (int j = 0; j < EPL; j++)
+        if (32 * j + lane < E) {
+            p[j] = expf(__fsub_rn(p[j], mx));
+            sum = __fadd_rn(sum, p[j]);
+        }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+#pragma unroll
+    for (int j = 0; j < EPL; j++)
+        if (32 * j + lane < E) {
+            p[j] = __fdiv_rn(p[j], sum);
+            l[32 * j + lane] = p[j];
+        }
+    uint32_t taken = 0; /* bit j: this lane's expert 32·j + lane */
+    float s = 0.0f, wk = 0.0f; /* the weights' sum; lane k keeps pair k's weight */
+    uint32_t ik = 0;
+    for (uint32_t k = 0; k < K; k++) {
+        float bv = -INFINITY;
+        uint32_t bi = UINT32_MAX;
+#pragma unroll
+        for (int j = 0; j < EPL; j++)
+            if (32 * j + lane < E && !(taken >> j & 1))
+                route_best(bv, bi, p[j], 32 * j + lane);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            route_best(bv, bi, __shfl_xor_sync(0xffffffffu, bv, o), __shfl_xor_sync(0xffffffffu, bi, o));
+        bi = __shfl_sync(0xffffffffu, bi, 0); /* lane 0's choice for all (NaN logits order nothing) */
+        bi = bi < E ? bi : E - 1;
+        bv = __shfl_sync(0xffffffffu, bv, 0);
+        if (bi % 32 == lane)
+            taken |= 1u << (bi / 32);
+        s = __fadd_rn(s, bv); /* the CPU's order: k ascending */
+        if (lane == k)
+            ik = bi, wk = bv;
+    }
+    if (lane < K) {
+        topk[lane] = ik;
+        topw[lane] = norm ? __fdiv_rn(wk, s) : wk;
+    }
+}
+
+/* Route tokens [warp·…) a warp each; experts ≤ 32·EPL. */
+template <int EPL>
+__device__ __forceinline__ void route_tokens(float *__restrict__ logits, uint32_t T, uint32_t E, uint32_t K, bool norm,
+                                             uint32_t *__restrict__ topk, float *__restrict__ topw)
+{
+    const uint32_t lane = threadIdx.x & 31, warps = gridDim.x * (ROUTE_NT / 32);
+    for (uint32_t t = blockIdx.x * (ROUTE_NT / 32) + (threadIdx.x >> 5); t < T; t += warps)
+        route_token<EPL>(logits + (uint64_t)t * E, E, K, norm, lane, topk + (uint64_t)t * K, topw + (uint64_t)t * K);
+}
+
+/* One block, after the routing: the counting sort of the P = T·k pairs by
+ * expert — pos (pair → row in expert order), src (row → token) — and the
+ * slots (≤ SLOT_ROWS consecutive rows of one expert each). */
+__device__ __forceinline__ void sort_pairs(const uint32_t *__restrict__ topk, uint32_t P, uint32_t E, uint32_t K,
+                                           uint32_t *__restrict__ pos, uint32_t *__restrict__ src,
+                                           uint32_t *__restrict__ slots)
 {
     __shared__ uint32_t cnt[CUDA_MOE_MAX_EXPERTS], start[CUDA_MOE_MAX_EXPERTS], slot0[CUDA_MOE_MAX_EXPERTS],
         cur[CUDA_MOE_MAX_EXPERTS];
-    pdl_enter();
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (uint32_t e = threadIdx.x; e < E; e += ROUTE_NT)
         cnt[e] = 0, cur[e] = 0;
     __syncthreads();
-    for (uint32_t t = threadIdx.x; t < T; t += ROUTE_NT) {
-        float *l = logits + (uint64_t)t * E;
-        float mx = -INFINITY, sum = 0.0f;
-        for (uint32_t e = 0; e < E; e++)
-            mx = l[e] > mx ? l[e] : mx;
-        for (uint32_t e = 0; e < E; e++) {
-            const float v = expf(__fsub_rn(l[e], mx));
-            l[e] = v;
-            sum = __fadd_rn(sum, v);
-        }
-        for (uint32_t e = 0; e < E; e++)
-            l[e] = __fdiv_rn(l[e], sum);
-        uint32_t idx[CUDA_MOE_MAX_K];
-        float w[CUDA_MOE_MAX_K];
-#pragma unroll
-        for (uint32_t k = 0; k < CUDA_MOE_MAX_K; k++) {
-            if (k >= K)
-                break;
-            uint32_t best = UINT32_MAX;
-            for (uint32_t e = 0; e < E; e++) {
-                bool taken = false;
-#pragma unroll
-                for (uint32_t q = 0; q < k; q++)
-                    taken |= idx[q] == e;
-                if (!taken && (best == UINT32_MAX || l[e] > l[best]))
-                    best = e;
-            }
-            idx[k] = best;
-            w[k] = l[best];
-        }
-        if (norm) {
-            float s = 0.0f;
-#pragma unroll
-            for (uint32_t k = 0; k < CUDA_MOE_MAX_K; k++)
-                if (k < K)
-                    s = __fadd_rn(s, w[k]);
-#pragma unroll
-            for (uint32_t k = 0; k < CUDA_MOE_MAX_K; k++)
-                if (k < K)
-                    w[k] = __fdiv_rn(w[k], s);
-        }
-#pragma unroll
-        for (uint32_t k = 0; k < CUDA_MOE_MAX_K; k++) {
-            if (k >= K)
-                break;
-            topk[(uint64_t)t * K + k] = idx[k];
-            topw[(uint64_t)t * K + k] = w[k];
-            atomicAdd(&cnt[idx[k]], 1u);
-        }
-    }
+    for (uint32_t i = threadIdx.x; i < P; i += ROUTE_NT)
+        atomicAdd(&cnt[topk[i]], 1u);
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (warp == 0) { /* exclusive scans of the counts and of their slots, 32 experts a round */
         uint32_t s = 0, ns = 0;
-        for (uint32_t e = 0; e < E; e++) {
-            start[e] = s, slot0[e] = ns;
-            s += cnt[e];
-            ns += (cnt[e] + SLOT_ROWS - 1) / SLOT_ROWS;
+        for (uint32_t e0 = 0; e0 < E; e0 += 32) {
+            const uint32_t e = e0 + lane, c = e < E ? cnt[e] : 0, cs = (c + SLOT_ROWS - 1) / SLOT_ROWS;
+            uint32_t a = c, as = cs;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const uint32_t pa = __shfl_up_sync(0xffffffffu, a, o), ps = __shfl_up_sync(0xffffffffu, as, o);
+                if (lane >= (uint32_t)o)
+                    a += pa, as += ps;
+            }
+            if (e < E)
+                start[e] = s + a - c, slot0[e] = ns + as - cs;
+            s += __shfl_sync(0xffffffffu, a, 31);
+            ns += __shfl_sync(0xffffffffu, as, 31);
         }
-        slots[0] = ns;
+        if (lane == 0)
+            slots[0] = ns;
     }
     __syncthreads();
-    const uint32_t P = T * K;
     for (uint32_t i = threadIdx.x; i < P; i += ROUTE_NT) {
         const uint32_t e = topk[i], j = start[e] + atomicAdd(&cur[e], 1u);
         pos[i] = j;
@@ -140,15 +191,45 @@ __global__ void __launch_bounds__(ROUTE_NT) kernel_moe_route(float *__restrict__
         }
 }
 
-/* xs[j] = x[src[j]]: a block a row, float4 copies (dim % 4 == 0). */
-__global__ void __launch_bounds__(128) kernel_moe_gather(const float *__restrict__ x, const uint32_t *__restrict__ src,
-                                                         uint32_t dim, float *__restrict__ xs)
+/* SORT (one block, the step's tokens ≤ its warps: decode): route, then sort.
+ * Else (many blocks) route only; kernel_moe_sort follows. */
+template <int EPL, bool SORT>
+__global__ void __launch_bounds__(ROUTE_NT) kernel_moe_route(float *__restrict__ logits, uint32_t T, uint32_t E,
+                                                             uint32_t K, bool norm, uint32_t *__restrict__ topk,
+                                                             float *__restrict__ topw, uint32_t *__restrict__ pos,
+                                                             uint32_t *__restrict__ src, uint32_t *__restrict__ slots)
 {
     pdl_enter();
-    const float4 *s = reinterpret_cast<const float4 *>(x + (uint64_t)src[blockIdx.x] * dim);
-    float4 *d = reinterpret_cast<float4 *>(xs + (uint64_t)blockIdx.x * dim);
-    for (uint32_t i = threadIdx.x; i < dim / 4; i += blockDim.x)
-        d[i] = s[i];
+    route_tokens<EPL>(logits, T, E, K, norm, topk, topw);
+    if constexpr (SORT) {
+        __syncthreads(); /* the block's topk writes, seen by the whole block */
+        sort_pairs(topk, T * K, E, K, pos, src, slots);
+    }
+}
+
+__global__ void __launch_bounds__(ROUTE_NT) kernel_moe_sort(const uint32_t *__restrict__ topk, uint32_t P, uint32_t E,
+                                                            uint32_t K, uint32_t *__restrict__ pos,
+                                                            uint32_t *__restrict__ src, uint32_t *__restrict__ slots)
+{
+    pdl_enter();
+    sort_pairs(topk, P, E, K, pos, src, slots);
+}
+
+template <int EPL>
+void launch_route(struct cuda_ctx *ctx, float *logits, uint32_t T, const struct cuda_moe_weights *w,
+                  struct cuda_moe_scratch *s)
+{
+    constexpr uint32_t WPB = ROUTE_NT / 32;
+    if (T <= WPB) {
+        cuda_launch(ctx, kernel_moe_route<EPL, true>, 1, ROUTE_NT, 0, logits, T, w->n_experts, w->k, w->norm_topk,
+                    s->topk, s->topw, s->pos, s->src, s->slots);
+        return;
+    }
+    const uint32_t blocks = (T + WPB - 1) / WPB;
+    cuda_launch(ctx, kernel_moe_route<EPL, false>, blocks < 1024 ? blocks : 1024, ROUTE_NT, 0, logits, T,
+                w->n_experts, w->k, w->norm_topk, s->topk, s->topw, s->pos, s->src, s->slots);
+    cuda_launch(ctx, kernel_moe_sort, 1, ROUTE_NT, 0, (const uint32_t *)s->topk, T * w->k, w->n_experts, w->k,
+                s->pos, s->src, s->slots);
 }
 
 /* y[t][i] = Σ_k topw[t,k] · ys[pos[t,k]][i] in rank order (cpu_moe's loop). */
@@ -173,10 +254,10 @@ bool type_ok(enum dtype t, uint64_t rows, uint64_t n)
     return t == DTYPE_F32 ? n % 4 == 0 : cuda_gemv_supported(t, rows, n);
 }
 
-/* y (rows of the slots, rows) = the slots' matrices · x; x prepared already
- * when the type is quantized and prepared is set. */
+/* y (rows of the slots, rows) = the slots' matrices · x's rows (g.xrow); a
+ * quantized type reads x's nx rows prepared, here unless prepared is set. */
 void grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t stride, uint32_t rows, uint32_t n,
-             const float *x, uint32_t P, float *y, float scale, gemv_group g, bool prepared)
+             const float *x, uint32_t nx, float *y, float scale, gemv_group g, bool prepared)
 {
     g.w_stride = stride;
     if (t == DTYPE_F32) {
@@ -185,7 +266,7 @@ void grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t stride,
         gemv_plain_launch_grouped(ctx, t, w, rows, n, x, y, scale, g);
     } else {
         if (!prepared)
-            gemv_quant_prep_x(ctx, x, n, P);
+            gemv_quant_prep_x(ctx, x, n, nx);
         gemv_quant_launch_grouped(ctx, t, w, rows, n, y, scale, g);
     }
 }
@@ -226,7 +307,6 @@ extern "C" struct cuda_moe_scratch *cuda_moe_scratch_init(struct cuda_ctx *ctx, 
         CUDA_FAIL("cuda_moe_scratch_init: out of host memory");
     s->max_tokens = max_tokens;
     s->max_pairs = (uint32_t)P;
-    s->xs = moe_alloc_f(P, w->dim);
     s->h = moe_alloc_f(P, 2 * (uint64_t)w->ffn);
     s->a = moe_alloc_f(P, w->ffn);
     s->ys = moe_alloc_f(P, w->dim);
@@ -245,7 +325,7 @@ extern "C" void cuda_moe_reserve(struct cuda_ctx *ctx, const struct cuda_moe_wei
 {
     const uint32_t P = max_tokens * w->k;
     if (!is_plain(w->gu_type) && w->gu_type != DTYPE_F32)
-        gemv_quant_xq_reserve(ctx, w->dim, P);
+        gemv_quant_xq_reserve(ctx, w->dim, max_tokens);
     if (!is_plain(w->down_type) && w->down_type != DTYPE_F32)
         gemv_quant_xq_reserve(ctx, w->ffn, P);
 }
@@ -254,7 +334,7 @@ extern "C" void cuda_moe_scratch_free(struct cuda_moe_scratch *s)
 {
     if (!s)
         return;
-    void *p[] = {s->xs, s->h, s->a, s->ys, s->topk, s->topw, s->pos, s->src, s->slots};
+    void *p[] = {s->h, s->a, s->ys, s->topk, s->topw, s->pos, s->src, s->slots};
     for (void *q : p)
         cuda_free(q);
     free(s);
@@ -264,7 +344,7 @@ extern "C" const uint32_t *cuda_moe_topk_ids(const struct cuda_moe_scratch *s) {
 extern "C" const float *cuda_moe_topk_weights(const struct cuda_moe_scratch *s) { return s->topw; }
 
 extern "C" void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, struct cuda_moe_scratch *s,
-                             float *logits, const float *x, uint32_t T, float *y)
+                             float *logits, const float *x, uint32_t T, float *y, unsigned flags)
 {
     if (T == 0)
         return;
@@ -273,11 +353,17 @@ extern "C" void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights
     if (((uintptr_t)x | (uintptr_t)y) % 16)
         CUDA_FAIL("cuda_moe_ffn: x and y must be 16-byte aligned");
     const uint32_t E = w->n_experts, K = w->k, P = T * K, F = w->ffn;
-    const gemv_group g = {s->slots, 0, moe_max_slots(P, E), T == 1 ? 1u : SLOT_ROWS};
-    cuda_launch(ctx, kernel_moe_route, 1, ROUTE_NT, 0, logits, T, E, K, w->norm_topk, s->topk, s->topw, s->pos,
-                s->src, s->slots);
-    cuda_launch(ctx, kernel_moe_gather, P, 128, 0, x, (const uint32_t *)s->src, w->dim, s->xs);
-    grouped(ctx, w->gu_type, w->gate_up, w->gu_stride, 2 * F, w->dim, s->xs, P, s->h, w->gu_scale, g, false);
+    const gemv_group g = {s->slots, NULL, 0, moe_max_slots(P, E), T == 1 ? 1u : SLOT_ROWS};
+    gemv_group gx = g; /* gate|up reads each row's token in place */
+    gx.xrow = s->src;
+    if (E <= 128)
+        launch_route<4>(ctx, logits, T, w, s);
+    else if (E <= 256)
+        launch_route<8>(ctx, logits, T, w, s);
+    else
+        launch_route<32>(ctx, logits, T, w, s);
+    grouped(ctx, w->gu_type, w->gate_up, w->gu_stride, 2 * F, w->dim, x, T, s->h, w->gu_scale, gx,
+            flags & CUDA_GEMV_X_PREPARED);
     const bool down_q = !is_plain(w->down_type) && w->down_type != DTYPE_F32;
     if (down_q)
         cuda_swiglu_prep(ctx, s->h, s->a, P, F);

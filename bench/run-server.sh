@@ -13,8 +13,9 @@
 # Env: BACKEND (cuda; cpu checks this script anywhere), BUILD (build-bench), SLOTS (64), CTX (1024),
 #      BATCH_TOKENS (2048), REQS_C1 (4: requests of a c=1 config; others send c requests), LOAD_TMO (600 s for
 #      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL,
-#      NO_BENCH=1 (skip memra-bench), TEMPERATURE (0: greedy; > 0 samples every token on the host, the
-#      engine's batch sampler, instead of the backend's greedy pick — the label says so).
+#      NO_BENCH=1 (skip memra-bench), TEMPERATURE (0: greedy; > 0 samples: on the CUDA backend the device's
+#      temperature draw), TOP_K (sent with every request when set: the device's top-k candidates, the
+#      sampler's draw from them on the host); the label says which.
 # Logs and results go to $OUT when set (server.log, load.log, server-load.jsonl, server-load.md, bench-tg128.md),
 # else /tmp/run-server. Exit status: 0 when every config ran without a failed request, else 1.
 set -uo pipefail
@@ -102,8 +103,8 @@ for cfg in $CONFIGS; do
     [ "$c" = 1 ] && n=${REQS_C1:-4}
     echo "== load.py c=$c prompt=$p max_tokens=$g requests=$n" | tee -a "$LOG/load.log"
     timeout "${RUN_TMO:-420}" python3 bench/load.py --url "$URL" --model m -c "$c" -p "$p" -g "$g" -n "$n" \
-        --temperature "${TEMPERATURE:-0}" --gpu "$GPU" \
-        --label "${LABEL:-$(basename "$MODEL")} ($BACKEND${TEMPERATURE:+, temperature $TEMPERATURE})" \
+        --temperature "${TEMPERATURE:-0}" --top-k "${TOP_K:-0}" --gpu "$GPU" \
+        --label "${LABEL:-$(basename "$MODEL")} ($BACKEND${TEMPERATURE:+, temperature $TEMPERATURE}${TOP_K:+, top_k $TOP_K})" \
         --json "$LOG/server-load.jsonl" --md "$LOG/server-load.md" >> "$LOG/load.log" 2>&1
     rc=$?
     [ $rc = 124 ] && echo "load.py timed out after ${RUN_TMO:-420} s" | tee -a "$LOG/load.log"

@@ -56,10 +56,17 @@
  * no argmax. */
 struct backend_draw {
     float temperature; /* > 0 */
-    double u;          /* the sampler's uniform in [0, 1) (sampler_draw_begin) */
-    int32_t token;     /* out: sampler_sample's choice from these logits and u */
+    double u;          /* the sampler's uniform in [0, 1) (sampler_draw_begin); unused with top_k */
+    int32_t token;     /* out: sampler_sample's choice from these logits and u; with top_k the greedy rule's token */
     bool used;         /* out: whether u was used (false: the greedy case, max z = ±inf) */
+    /* top_k > 0 (a backend with device_topk, top_k ≤ BACKEND_TOPK_MAX): instead of drawing, the backend
+     * writes the top_k tokens by (z desc, id asc), z = l / temperature, and their z into cand_idx / cand_val
+     * (sample.h: sampler_topk_candidates / sampler_sample_candidates, which the caller then runs) */
+    uint32_t top_k;
+    int32_t *cand_idx; /* (top_k) caller-owned */
+    float *cand_val;   /* (top_k) caller-owned */
 };
+#define BACKEND_TOPK_MAX 1024u
 
 struct backend_seq {
     const uint32_t *blocks; /* (ceil((pos + n_tokens) / BACKEND_KV_BLOCK)) block ids, each < kv_blocks */
@@ -151,6 +158,7 @@ struct backend {
     uint64_t *batch_mark;      /* ((kv_blocks + 63) / 64) scratch of backend_batch_check, all zero between
                                   calls; allocated at its first call, freed by the backend's free */
     bool device_draw;          /* forward honours backend_seq.draw (set by the backend at init) */
+    bool device_topk;          /* ... and its top_k candidates */
 };
 
 /* The backends built into this binary: "cpu", and "cuda" when built with CUDA. */
@@ -236,6 +244,11 @@ static inline int backend_batch_check(struct backend *b, const struct backend_ba
                         !(s->draw->u >= 0 && s->draw->u < 1)))
             return err_set(err, errlen, "batch: sequence %u: a device draw needs a backend that makes them, "
                            "one logit row, no argmax, temperature > 0 and u in [0, 1)", i);
+        if (s->draw && s->draw->top_k && (!b->device_topk || s->draw->top_k > BACKEND_TOPK_MAX ||
+                                          s->draw->top_k >= b->model->cfg.vocab || !s->draw->cand_idx ||
+                                          !s->draw->cand_val))
+            return err_set(err, errlen, "batch: sequence %u: top-%u candidates need a backend that finds them, "
+                           "k < the vocabulary and ≤ %u, and room for them", i, s->draw->top_k, BACKEND_TOPK_MAX);
         if (!s->blocks)
             return err_set(err, errlen, "batch: sequence %u has no block table", i);
         const uint32_t nb = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);

@@ -64,6 +64,8 @@ struct sched_job {
     int32_t argmax_tok;       /* the backend's greedy pick (backend_seq.argmax) when the sampler is plain greedy */
     struct backend_draw draw; /* the backend's temperature draw (backend_seq.draw) ... */
     uint64_t draw_rng[4];     /* ... and the sampler's PRNG state before its u */
+    int32_t *cand_idx;        /* (top_k) the backend's top-k candidates (draw.top_k); NULL when it makes none */
+    float *cand_val;
     struct detok_stream detok;
     struct stop_matcher stops;
     char *piece;              /* (piece_cap) detokenizer output scratch */
@@ -177,6 +179,8 @@ static void job_unref(struct sched_job *j)
     free(j->piece);
     free(j->toks);
     free(j->ns);
+    free(j->cand_idx);
+    free(j->cand_val);
     pthread_mutex_destroy(&j->mu);
     free(j);
 }
@@ -263,10 +267,16 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
     j->ns = malloc(lm + lt + ls + 3);
     j->piece_cap = detok_stream_cap(s->tok);
     j->piece = malloc(j->piece_cap);
-    if (!j->toks || !j->piece || !j->ns) {
+    if (s->b->device_topk && sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX)) {
+        j->cand_idx = malloc((size_t)sp.top_k * sizeof(int32_t));
+        j->cand_val = malloc((size_t)sp.top_k * sizeof(float));
+    }
+    if (!j->toks || !j->piece || !j->ns || (j->cand_idx == NULL) != (j->cand_val == NULL)) {
         free(j->toks);
         free(j->piece);
         free(j->ns);
+        free(j->cand_idx);
+        free(j->cand_val);
         sampler_free(&j->sampler);
         stop_matcher_free(&j->stops);
         free(j);
@@ -629,10 +639,22 @@ static int32_t *job_argmax(struct sched_job *j)
  * j's PRNG (put back by sampler_draw_end if the draw does not use it). */
 static struct backend_draw *job_draw(struct sched *s, struct sched_job *j)
 {
-    if (!s->b->device_draw || !sampler_plain_temperature(&j->sampler))
+    if (!s->b->device_draw)
+        return NULL;
+    if (sampler_plain_temperature(&j->sampler)) {
+        j->draw = (struct backend_draw){.temperature = j->sampler.params.temperature,
+                                        .u = sampler_draw_begin(&j->sampler, j->draw_rng)};
+        return &j->draw;
+    }
+    /* top-k: the backend finds the candidates, the sampler draws from them */
+    if (!s->b->device_topk || !sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX))
+        return NULL;
+    if (!j->cand_idx) /* (made with the job) */
         return NULL;
     j->draw = (struct backend_draw){.temperature = j->sampler.params.temperature,
-                                    .u = sampler_draw_begin(&j->sampler, j->draw_rng)};
+                                    .top_k = (uint32_t)j->sampler.params.top_k,
+                                    .cand_idx = j->cand_idx,
+                                    .cand_val = j->cand_val};
     return &j->draw;
 }
 
@@ -744,6 +766,10 @@ static bool sched_step(struct sched *s)
         struct sample_result r;
         if (q->argmax) { /* plain greedy: the backend's pick, the sampler's rule (sampler_plain_greedy) */
             r = (struct sample_result){.token = *q->argmax};
+        } else if (q->draw && q->draw->top_k) { /* top-k: the sampler's draw from the backend's candidates */
+            r = (struct sample_result){.token = sampler_sample_candidates(&j->sampler, q->draw->cand_idx,
+                                                                          q->draw->cand_val, q->draw->top_k,
+                                                                          q->draw->token)};
         } else if (q->draw) { /* plain temperature: the backend's draw, the sampler's rule */
             sampler_draw_end(&j->sampler, j->draw_rng, q->draw->used);
             r = (struct sample_result){.token = q->draw->token};

@@ -129,6 +129,39 @@ uint64_t model_decode_bytes(const struct model *m)
     return n;
 }
 
+void model_moe_route(const struct model_config *c, float *logits, uint32_t *idx, float *w)
+{
+    const uint32_t E = c->n_experts, K = c->n_experts_used;
+    float mx = -INFINITY, sum = 0.0f;
+    for (uint32_t e = 0; e < E; e++)
+        mx = logits[e] > mx ? logits[e] : mx;
+    for (uint32_t e = 0; e < E; e++) {
+        logits[e] = expf(logits[e] - mx);
+        sum += logits[e];
+    }
+    for (uint32_t e = 0; e < E; e++)
+        logits[e] /= sum;
+    for (uint32_t k = 0; k < K; k++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t e = 0; e < E; e++) {
+            bool taken = false;
+            for (uint32_t q = 0; q < k; q++)
+                taken |= idx[q] == e;
+            if (!taken && (best == UINT32_MAX || logits[e] > logits[best]))
+                best = e;
+        }
+        idx[k] = best;
+        w[k] = logits[best];
+    }
+    if (c->moe_norm_topk) {
+        float s = 0.0f;
+        for (uint32_t k = 0; k < K; k++)
+            s += w[k];
+        for (uint32_t k = 0; k < K; k++)
+            w[k] /= s;
+    }
+}
+
 void model_embed_row(const struct model *m, int32_t token, float *x)
 {
     const struct model_weight *e = &m->tok_embd;

@@ -190,6 +190,13 @@ bool model_arch_from_name(const char *name, enum model_arch *out);
  * aside; for MoE only the experts a token uses), for GB/s reports. */
 uint64_t model_decode_bytes(const struct model *m);
 
+/* A MoE token's routing (qwen3_moe), the rule every backend follows:
+ * logits (n_experts) → softmax over all experts, in place → the
+ * n_experts_used best (ties to the lower index) into idx, their
+ * probabilities into w, renormalised to sum 1 when moe_norm_topk. */
+void model_moe_route(const struct model_config *c, float *logits /* (n_experts) */, uint32_t *idx /* (k) */,
+                     float *w /* (k) */);
+
 /* The input vector of token id `token` (< vocab): its embedding row as f32,
  * with the FP8 scales and the architecture's embedding scale applied. Every
  * backend starts its forward pass from this. x: (dim). */

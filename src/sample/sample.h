@@ -147,6 +147,18 @@ bool sampler_plain_temperature(const struct sampler *s);
 double sampler_draw_begin(struct sampler *s, uint64_t saved[4]);
 void sampler_draw_end(struct sampler *s, const uint64_t saved[4], bool used);
 
+/* Whether sampler_sample's choice can be made from the top-k candidates a
+ * backend finds where the logits are (backend_draw.top_k): temperature > 0,
+ * 0 < top_k < n_vocab and top_k ≤ max_k, no penalties, no logit bias, no
+ * logprobs (top-p and min-p act on the candidates alone). */
+bool sampler_topk_candidates(const struct sampler *s, uint32_t max_k);
+/* sampler_sample's choice (PRNG included) from those candidates: idx / val
+ * the top_k tokens in the order (z desc, id asc) with their z = l / T (l: the
+ * logit with NaN as −inf and +inf as FLT_MAX; −0 and +0 equal), greedy the
+ * greedy rule's token over l (taken when the largest z is not finite). k must
+ * be params.top_k; idx and val are overwritten. */
+int32_t sampler_sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t k, int32_t greedy);
+
 /* Choose the next token from logits (n_vocab floats, read only; +inf counts as
  * FLT_MAX). w must have been made for the same n_vocab. Fills *out (may be NULL)
  * and returns the token, or -1 when no token has a finite processed logit.

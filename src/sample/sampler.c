@@ -516,6 +516,11 @@ static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double targ
     return a;
 }
 
+/* The draw over m candidates idx/val (z = l / T; sorted: (z desc, id asc),
+ * as top-k leaves them), zmax the largest z of the whole vocabulary (finite):
+ * weights, top-p, min-p, then the uniform. val is overwritten. */
+static int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax);
+
 static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
 {
     const struct sample_params *p = &s->params;
@@ -535,6 +540,12 @@ static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
         m = (uint32_t)p->top_k;
         sorted = true;
     }
+    return sample_candidates(s, idx, val, m, sorted, zmax);
+}
+
+static int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax)
+{
+    const struct sample_params *p = &s->params;
     double total = sum_exp(val, m, zmax, val);
     bool filtered = false;
     if (p->top_p < 1.0f) {
@@ -599,6 +610,22 @@ void sampler_draw_end(struct sampler *s, const uint64_t saved[4], bool used)
 {
     if (!used)
         memcpy(s->rng, saved, sizeof s->rng);
+}
+
+bool sampler_topk_candidates(const struct sampler *s, uint32_t max_k)
+{
+    const struct sample_params *p = &s->params;
+    return p->temperature > 0 && p->top_k > 0 && (uint32_t)p->top_k < s->n_vocab && (uint32_t)p->top_k <= max_k &&
+           !s->penalties && p->n_logit_bias == 0 && !p->logprobs;
+}
+
+int32_t sampler_sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t k, int32_t greedy)
+{
+    MEMRA_ASSERT(k == (uint32_t)s->params.top_k && k > 0);
+    /* val[0] is the largest z of the vocabulary (the candidates are sorted) */
+    if (val[0] == INFINITY || val[0] == -INFINITY)
+        return greedy;
+    return sample_candidates(s, idx, val, k, true, val[0]);
 }
 
 bool sampler_plain_greedy(const struct sampler *s)

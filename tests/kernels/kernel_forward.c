@@ -574,8 +574,10 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
     return same;
 }
 
-/* The device's picks: greedy (backend_seq.argmax) for even sequences and
- * temperature draws (backend_seq.draw) for odd ones. N_SEQ sequences
+/* The device's picks: greedy (backend_seq.argmax) for even sequences,
+ * temperature draws (backend_seq.draw) for sequences 1 mod 4 and top-k
+ * candidates (draw.top_k: k 40, 5 with top-p 0.9, 1000 with min-p, the
+ * sampler's draw made from them on the host) for 3 mod 4. N_SEQ sequences
  * prefilled, then BATCH_STEPS decode steps, each run twice at the same
  * positions (the KV writes repeat the same values) — once asking for the
  * picks, once for the logit rows — and every pick must equal what the host
@@ -593,6 +595,8 @@ static bool argmax_check(struct backend *g)
     struct sampler ref[N_SEQ], dev[N_SEQ];
     struct backend_draw draws[N_SEQ];
     uint64_t saved[N_SEQ][4];
+    static int32_t cand_idx[N_SEQ][BACKEND_TOPK_MAX];
+    static float cand_val[N_SEQ][BACKEND_TOPK_MAX];
     struct sample_work w = {0};
     char err[512];
     bool ok = lg != NULL && sample_work_init(&w, V, err, sizeof err) == 0;
@@ -605,18 +609,28 @@ static bool argmax_check(struct backend *g)
         sample_params_default(&sp);
         sp.temperature = s % 3 == 0 ? 0.7f : 1.0f;
         sp.seed = 1000 + s;
+        if (s % 4 == 3) { /* top-k candidates */
+            const int32_t ks[3] = {40, 5, 1000};
+            sp.top_k = ks[(s / 4) % 3] < (int32_t)V ? ks[(s / 4) % 3] : (int32_t)V - 1;
+            sp.top_p = (s / 4) % 3 == 1 ? 0.9f : 1.0f;
+            sp.min_p = (s / 4) % 3 == 2 ? 0.02f : 0.0f;
+        }
         ok = ok && sampler_init(&ref[s], V, &sp, err, sizeof err) == 0 && sampler_init(&dev[s], V, &sp, err, sizeof err) == 0;
     }
-    uint32_t n_draws = 0;
+    uint32_t n_draws = 0, n_topk = 0;
     for (uint32_t st = 0; st <= BATCH_STEPS && ok; st++) {
         for (int pass = 0; pass < 2 && ok; pass++) {
             for (uint32_t s = 0; s < N_SEQ; s++) {
-                const bool draw = pass == 0 && s % 2 == 1 && g->device_draw;
+                const bool topk = s % 4 == 3 && g->device_topk && sampler_topk_candidates(&dev[s], BACKEND_TOPK_MAX);
+                const bool draw = pass == 0 && s % 2 == 1 && g->device_draw && (s % 4 == 1 || topk);
                 seqs[s].argmax = pass == 0 && !draw ? &picks[s] : NULL;
                 seqs[s].draw = draw ? &draws[s] : NULL;
-                if (draw)
+                if (draw && topk)
+                    draws[s] = (struct backend_draw){dev[s].params.temperature, 0.0, -2, false,
+                                                     (uint32_t)dev[s].params.top_k, cand_idx[s], cand_val[s]};
+                else if (draw)
                     draws[s] = (struct backend_draw){dev[s].params.temperature, sampler_draw_begin(&dev[s], saved[s]),
-                                                     -2, false};
+                                                     -2, false, 0, NULL, NULL};
                 picks[s] = pass == 0 ? -2 : picks[s];
                 poison(seqs[s].logits, V);
             }
@@ -628,13 +642,21 @@ static bool argmax_check(struct backend *g)
         }
         for (uint32_t s = 0; s < N_SEQ && ok; s++) {
             const int32_t want = backend_logits_argmax(seqs[s].logits, V);
-            if (s % 2 == 1 && g->device_draw) {
+            if (s % 2 == 1 && g->device_draw && (s % 4 == 1 || g->device_topk)) {
                 const int32_t want_d = sampler_sample(&ref[s], &w, seqs[s].logits, NULL);
-                sampler_draw_end(&dev[s], saved[s], draws[s].used);
-                n_draws++;
-                if (draws[s].token != want_d || memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) != 0) {
-                    fprintf(stderr, "draw: step %u sequence %u: device %d, sampler %d%s\n", st, s, draws[s].token,
-                            want_d, memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) ? " (PRNG states differ)" : "");
+                int32_t got;
+                if (draws[s].top_k) {
+                    got = sampler_sample_candidates(&dev[s], cand_idx[s], cand_val[s], draws[s].top_k, draws[s].token);
+                    n_topk++;
+                } else {
+                    sampler_draw_end(&dev[s], saved[s], draws[s].used);
+                    got = draws[s].token;
+                    n_draws++;
+                }
+                if (got != want_d || memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) != 0) {
+                    fprintf(stderr, "%s: step %u sequence %u: device %d, sampler %d%s\n",
+                            draws[s].top_k ? "top-k" : "draw", st, s, got, want_d,
+                            memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) ? " (PRNG states differ)" : "");
                     ok = false;
                 }
             } else if (picks[s] != want) {
@@ -647,7 +669,7 @@ static bool argmax_check(struct backend *g)
             seqs[s] = (struct backend_seq){g_tab[s], n, 1, &toks[s][n], 1, lg + (size_t)s * V, NULL, NULL};
         }
     }
-    if (g->device_draw && n_draws == 0)
+    if ((g->device_draw && n_draws == 0) || (g->device_topk && n_topk == 0))
         ok = false;
     for (uint32_t s = 0; s < N_SEQ; s++) {
         sampler_free(&ref[s]);

@@ -35,6 +35,7 @@
 
 #include "backend/cuda/cuda_ops.h"
 #include "core/log.h"
+#include "model/model.h"
 #include "quant/quant.h"
 #include "test.h"
 
@@ -127,39 +128,13 @@ static void experts_free(struct experts *X)
     free(X->f_down);
 }
 
-/* cpu_moe.c's route_token, operation for operation. */
+/* The routing rule (model_moe_route, what the CPU backend runs) on a copy of the logits. */
 static void route_ref(const float *logits_in, uint32_t E, uint32_t K, bool norm, uint32_t *idx, float *w)
 {
     float *l = xmalloc(sizeof(float) * E);
     memcpy(l, logits_in, sizeof(float) * E);
-    float mx = -INFINITY, sum = 0.0f;
-    for (uint32_t e = 0; e < E; e++)
-        mx = l[e] > mx ? l[e] : mx;
-    for (uint32_t e = 0; e < E; e++) {
-        l[e] = expf(l[e] - mx);
-        sum += l[e];
-    }
-    for (uint32_t e = 0; e < E; e++)
-        l[e] /= sum;
-    for (uint32_t k = 0; k < K; k++) {
-        uint32_t best = UINT32_MAX;
-        for (uint32_t e = 0; e < E; e++) {
-            bool taken = false;
-            for (uint32_t q = 0; q < k; q++)
-                taken |= idx[q] == e;
-            if (!taken && (best == UINT32_MAX || l[e] > l[best]))
-                best = e;
-        }
-        idx[k] = best;
-        w[k] = l[best];
-    }
-    if (norm) {
-        float s = 0.0f;
-        for (uint32_t k = 0; k < K; k++)
-            s += w[k];
-        for (uint32_t k = 0; k < K; k++)
-            w[k] /= s;
-    }
+    const struct model_config c = {.n_experts = E, .n_experts_used = K, .moe_norm_topk = norm};
+    model_moe_route(&c, l, idx, w);
     free(l);
 }
 

@@ -8,8 +8,11 @@
  * real models and odd sizes, temperatures from 1e-3 to 2, flat and peaked
  * logits, NaN / ±inf logits, rows with no finite logit, rows whose z
  * overflows (the sampler's greedy case), several draws a row. Rows that are
- * off must be left alone. Then the time of a draw launch (1 and 64 rows of
- * Llama-3's vocabulary; the running sum is one dependent chain a row).
+ * off must be left alone. And the top-k candidates (topk.cu, cuda_topk_rows)
+ * against tests/unit/sample_topk_ref.h and the sampler's draw from them
+ * against sampling the whole row (check_topk). Then the time of a draw
+ * launch (1 and 64 rows of Llama-3's vocabulary; the running sum is one
+ * dependent chain a row) and of the candidates'.
  *
  * Usage: kernel_sample [--quick]   (--quick: checks only)
  */
@@ -29,6 +32,7 @@
 #define KERNEL_NAME "kernel_sample"
 #include "kernel_util.h"
 #include "kernel_time.h"
+#include "sample_topk_ref.h"
 
 static struct cuda_ctx *g_ctx;
 
@@ -155,39 +159,182 @@ static void test_draw(void)
     }
 }
 
+/* ---- top-k candidates (topk.cu) ----------------------------------------
+ * Rows of every kind plus rows of many ties (integer logits) and of signed
+ * zeros; k from 1 to CUDA_TOPK_MAX and vocab − 1; every fifth row off. The
+ * device's candidates against topk_ref (ids equal, z equal as floats: a zero
+ * comes back +0), its greedy token too, and the sampler's draw from them
+ * (sampler_sample_candidates) against sampler_sample over the row: the same
+ * token and PRNG state. */
+static void check_topk(uint32_t n, uint32_t rows)
+{
+    static const float temps[] = {1.0f, 0.8f, 0.3f, 1.7f, 2.0f, 1e-3f, 0.05f};
+    static const uint32_t ks[] = {1, 2, 5, 40, 50, 100, 1000, CUDA_TOPK_MAX, 0 /* n − 1, at most the bound */, 3, 64};
+    float *h = xmalloc((size_t)rows * n * sizeof(float));
+    float *dl = cuda_alloc((size_t)rows * n * sizeof(float));
+    struct cuda_topk_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *hp);
+    int32_t *di = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4), *dg = cuda_alloc((size_t)rows * 4);
+    float *dv = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4);
+    int32_t *hi = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4), *hg = xmalloc((size_t)rows * 4);
+    float *hv = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4);
+    int32_t *ri = xmalloc((size_t)CUDA_TOPK_MAX * 4);
+    float *rv = xmalloc((size_t)CUDA_TOPK_MAX * 4);
+    struct sample_work w;
+    char err[256];
+    CHECK(sample_work_init(&w, n, err, sizeof err) == 0);
+    for (uint32_t r = 0; r < rows; r++) {
+        float *l = h + (size_t)r * n;
+        fill_row(l, n, (int)(r % 8 < 6 ? r % 8 : 0));
+        if (r % 8 == 6) /* ties: integer logits */
+            for (uint32_t i = 0; i < n; i++)
+                l[i] = (float)(int)(l[i] * 2.0f);
+        if (r % 8 == 7) /* signed zeros at the top */
+            for (uint32_t i = 0; i < n; i += 2)
+                l[i] = i % 4 ? -0.0f : 0.0f;
+        uint32_t k = ks[r % 11] ? ks[r % 11] : n - 1;
+        k = k < n ? k : n - 1;
+        k = k < CUDA_TOPK_MAX ? k : CUDA_TOPK_MAX;
+        hp[r] = (struct cuda_topk_params){temps[r % 7], r % 5 == 4 ? 0u : k};
+        hg[r] = 0x7eadbeef;
+    }
+    cuda_upload(g_ctx, dl, h, (size_t)rows * n * sizeof(float));
+    cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
+    cuda_upload(g_ctx, dg, hg, rows * 4);
+    cuda_topk_rows(g_ctx, dl, rows, n, dp, di, dv, dg);
+    cuda_download(g_ctx, hi, di, (size_t)rows * CUDA_TOPK_MAX * 4);
+    cuda_download(g_ctx, hv, dv, (size_t)rows * CUDA_TOPK_MAX * 4);
+    cuda_download(g_ctx, hg, dg, rows * 4);
+    uint32_t bad = 0, bad_draw = 0, off_ok = 0, greedy_rows = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        const float *row = h + (size_t)r * n;
+        const uint32_t k = hp[r].k;
+        if (k == 0) {
+            float *back = xmalloc((size_t)n * sizeof(float));
+            cuda_download(g_ctx, back, dl + (size_t)r * n, (size_t)n * sizeof(float));
+            const bool same = hg[r] == 0x7eadbeef && memcmp(back, row, (size_t)n * sizeof(float)) == 0;
+            CHECK_MSG(same, "top-k vocab %u row %u: an off row was touched", n, r);
+            off_ok += same;
+            free(back);
+            continue;
+        }
+        const int32_t g = topk_ref(row, n, hp[r].temperature, k, ri, rv);
+        bool same = g == hg[r];
+        for (uint32_t j = 0; j < k && same; j++)
+            same = ri[j] == hi[(size_t)r * CUDA_TOPK_MAX + j] && rv[j] == hv[(size_t)r * CUDA_TOPK_MAX + j];
+        if (!same && bad++ < 6)
+            printf("  top-k vocab %u row %u (kind %u, k %u, T %g): candidates or greedy differ (greedy %d vs %d)\n", n,
+                   r, r % 8, k, (double)hp[r].temperature, hg[r], g);
+        /* the draw from them, with top-p on every other row */
+        struct sample_params p;
+        sample_params_default(&p);
+        p.temperature = hp[r].temperature;
+        p.top_k = (int32_t)k;
+        p.top_p = r % 2 ? 0.9f : 1.0f;
+        p.seed = rng_u64();
+        struct sampler a, b;
+        CHECK(sampler_init(&a, n, &p, err, sizeof err) == 0 && sampler_init(&b, n, &p, err, sizeof err) == 0);
+        const int32_t want = sampler_sample(&a, &w, row, NULL);
+        const int32_t got = sampler_sample_candidates(&b, hi + (size_t)r * CUDA_TOPK_MAX, hv + (size_t)r * CUDA_TOPK_MAX,
+                                                      k, hg[r]);
+        greedy_rows += hv[(size_t)r * CUDA_TOPK_MAX] == INFINITY || hv[(size_t)r * CUDA_TOPK_MAX] == -INFINITY;
+        if ((got != want || memcmp(a.rng, b.rng, sizeof a.rng) != 0) && bad_draw++ < 6)
+            printf("  top-k vocab %u row %u: draw %d from the candidates, %d from the row\n", n, r, got, want);
+        sampler_free(&a);
+        sampler_free(&b);
+    }
+    printf("top-k  vocab %6u: %u rows, %u greedy cases, %u off rows untouched, %u candidate and %u draw mismatches\n",
+           n, rows, greedy_rows, off_ok, bad, bad_draw);
+    CHECK_MSG(bad == 0 && bad_draw == 0, "top-k vocab %u: %u rows' candidates, %u draws differ", n, bad, bad_draw);
+    sample_work_free(&w);
+    free(h), free(hp), free(hi), free(hg), free(hv), free(ri), free(rv);
+    cuda_free(dl), cuda_free(dp), cuda_free(di), cuda_free(dg), cuda_free(dv);
+}
+
+static void test_topk(void)
+{
+    check_topk(128256, 44);
+    check_topk(151936, 22);
+    check_topk(262144, 11);
+    check_topk(8193, 44);
+    check_topk(1025, 44);
+    check_topk(17, 22);
+}
+
 /* ---- timing ------------------------------------------------------------- */
 
-static void bench_draw(uint32_t n, uint32_t rows)
+/* A launch over `rows` flat rows of n logits (they overwrite their rows:
+ * each run gets a fresh copy first): {median, min} µs of 21 runs after 3. */
+typedef void (*rows_launch_fn)(float *logits, uint32_t rows, uint32_t n, const void *params, void *out);
+
+static void time_rows(rows_launch_fn launch, uint32_t n, uint32_t rows, const void *dparams, void *dout, double us[2])
 {
     float *h = xmalloc((size_t)rows * n * sizeof(float));
     for (uint32_t r = 0; r < rows; r++)
         fill_row(h + (size_t)r * n, n, 0);
     float *dl = cuda_alloc((size_t)rows * n * sizeof(float)), *dsrc = cuda_alloc((size_t)rows * n * sizeof(float));
     cuda_upload(g_ctx, dsrc, h, (size_t)rows * n * sizeof(float));
-    struct cuda_draw_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *dp);
-    for (uint32_t r = 0; r < rows; r++)
-        hp[r] = (struct cuda_draw_params){1.0f, 1, (double)(r + 0.5) / rows};
-    cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
-    int32_t *dout = cuda_alloc((size_t)rows * 2 * sizeof(int32_t));
     struct cuda_timer *tm = cuda_timer_new();
     double ms[21];
     for (int r = -3; r < 21; r++) {
-        cuda_copy_d2d(g_ctx, dl, dsrc, (size_t)rows * n * sizeof(float)); /* the draw overwrites its rows */
+        cuda_copy_d2d(g_ctx, dl, dsrc, (size_t)rows * n * sizeof(float));
         cuda_timer_start(g_ctx, tm);
-        cuda_draw_rows(g_ctx, dl, rows, n, dp, dout);
+        launch(dl, rows, n, dparams, dout);
         cuda_timer_stop(g_ctx, tm);
         if (r >= 0)
             ms[r] = cuda_timer_ms(tm);
     }
     qsort(ms, 21, sizeof *ms, kernel_time_cmp);
-    printf("| %u | %u | %.1f | %.1f |\n", n, rows, ms[10] * 1e3, ms[0] * 1e3);
+    us[0] = ms[10] * 1e3, us[1] = ms[0] * 1e3;
     cuda_timer_free(tm);
     free(h);
-    free(hp);
     cuda_free(dl);
     cuda_free(dsrc);
+}
+
+static void launch_draw(float *l, uint32_t rows, uint32_t n, const void *params, void *out)
+{
+    cuda_draw_rows(g_ctx, l, rows, n, params, out);
+}
+
+static void bench_draw(uint32_t n, uint32_t rows)
+{
+    struct cuda_draw_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *dp);
+    for (uint32_t r = 0; r < rows; r++)
+        hp[r] = (struct cuda_draw_params){1.0f, 1, (double)(r + 0.5) / rows};
+    cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
+    int32_t *dout = cuda_alloc((size_t)rows * 2 * sizeof(int32_t));
+    double us[2];
+    time_rows(launch_draw, n, rows, dp, dout, us);
+    printf("| %u | %u | %.1f | %.1f |\n", n, rows, us[0], us[1]);
+    free(hp);
     cuda_free(dp);
     cuda_free(dout);
+}
+
+struct topk_out {
+    int32_t *idx, *greedy;
+    float *val;
+};
+
+static void launch_topk(float *l, uint32_t rows, uint32_t n, const void *params, void *out)
+{
+    const struct topk_out *o = out;
+    cuda_topk_rows(g_ctx, l, rows, n, params, o->idx, o->val, o->greedy);
+}
+
+static void bench_topk(uint32_t n, uint32_t rows, uint32_t k)
+{
+    struct cuda_topk_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *hp);
+    for (uint32_t r = 0; r < rows; r++)
+        hp[r] = (struct cuda_topk_params){0.8f, k};
+    cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
+    struct topk_out o = {cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4), cuda_alloc((size_t)rows * 4),
+                         cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4)};
+    double us[2];
+    time_rows(launch_topk, n, rows, dp, &o, us);
+    printf("| %u | %u | %u | %.1f | %.1f |\n", n, rows, k, us[0], us[1]);
+    free(hp);
+    cuda_free(dp), cuda_free(o.idx), cuda_free(o.greedy), cuda_free(o.val);
 }
 
 int main(int argc, char **argv)
@@ -195,6 +342,7 @@ int main(int argc, char **argv)
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
     RUN(test_draw);
+    RUN(test_topk);
     if (!quick) {
         printf("\n## Temperature draw on the device (cuda_draw_rows, one block a row; u spread over [0, 1))\n\n"
                "| vocab | rows | median us | min us |\n|---|---|---|---|\n");
@@ -203,6 +351,12 @@ int main(int argc, char **argv)
         bench_draw(128256, 64);
         bench_draw(151936, 64);
         bench_draw(49152, 64);
+        printf("\n## Top-k candidates on the device (cuda_topk_rows, one block a row)\n\n"
+               "| vocab | rows | k | median us | min us |\n|---|---|---|---|---|\n");
+        bench_topk(128256, 1, 40);
+        bench_topk(128256, 64, 40);
+        bench_topk(128256, 1, 1000);
+        bench_topk(151936, 64, 50);
     }
     cuda_ctx_free(g_ctx);
     return test_summary();

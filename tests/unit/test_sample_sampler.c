@@ -8,6 +8,7 @@
 #include "sample/sample.h"
 #include "sample/sample_batch.h"
 #include "test.h"
+#include "sample_topk_ref.h"
 
 #include <float.h>
 
@@ -689,6 +690,74 @@ static void test_plain_temperature_draw(void)
     done(&b, &wb);
 }
 
+/* The top-k candidates' replay (what a backend that finds them on the
+ * device hands back: sampler_topk_candidates / sampler_sample_candidates)
+ * against sampler_sample on the whole row: the same token and PRNG, with
+ * top-p and min-p on top, ties, NaN / ±inf logits, ±0, and z overflowing. */
+static void test_topk_candidates(void)
+{
+    enum { N = 1031 };
+    struct sample_params p;
+    struct sampler a, b;
+    struct sample_work wa, wb;
+    const struct sample_bias bias = {5, 1.0f};
+    for (int c = 0; c < 8; c++) { /* who qualifies */
+        sample_params_default(&p);
+        p.top_k = 40;
+        bool want = true;
+        switch (c) {
+        case 0: break;
+        case 1: p.top_p = 0.9f, p.min_p = 0.05f; break;
+        case 2: p.top_k = 0, want = false; break;
+        case 3: p.top_k = N, want = false; break;  /* ≥ vocabulary: the plain draw's */
+        case 4: p.top_k = 2000, want = false; break; /* > max_k */
+        case 5: p.temperature = 0, want = false; break;
+        case 6: p.presence_penalty = 0.5f, want = false; break;
+        case 7: p.logit_bias = &bias, p.n_logit_bias = 1, want = false; break;
+        }
+        mk(&a, &wa, N, &p);
+        CHECK_MSG(sampler_topk_candidates(&a, 1024) == want, "case %d: candidates %d, expected %d", c,
+                  sampler_topk_candidates(&a, 1024), want);
+        done(&a, &wa);
+    }
+    float l[N];
+    int32_t idx[N];
+    float val[N];
+    int greedy = 0;
+    for (int rep = 0; rep < 400; rep++) {
+        sample_params_default(&p);
+        const uint32_t ks[] = {1, 2, 3, 40, 50, 100, 1000, N - 1};
+        p.top_k = (int32_t)ks[rep % 8];
+        p.temperature = rep % 7 == 0 ? 1e-4f : (float)(0.2 + 1.5 * trng());
+        p.top_p = rep % 3 == 0 ? 1.0f : (float)(0.5 + 0.5 * trng());
+        p.min_p = rep % 4 == 0 ? (float)(0.1 * trng()) : 0.0f;
+        p.seed = 1000 + (uint64_t)rep;
+        random_logits(l, N, rep % 2 ? 8 : 30);
+        if (rep % 5 == 1)
+            for (int i = 0; i < N; i += 3) /* many ties */
+                l[i] = (float)(int)(l[i]);
+        if (rep % 11 == 2) { /* non-finite and signed zeros */
+            l[3] = NAN, l[7] = INFINITY, l[9] = -INFINITY, l[11] = 0.0f, l[12] = -0.0f;
+        }
+        if (rep % 13 == 4) /* no finite logit: greedy (−1) */
+            for (int i = 0; i < N; i++)
+                l[i] = i % 2 ? NAN : -INFINITY;
+        mk(&a, &wa, N, &p);
+        mk(&b, &wb, N, &p);
+        CHECK(sampler_topk_candidates(&b, N));
+        const int32_t ta = sampler_sample(&a, &wa, l, NULL);
+        const int32_t g = topk_ref(l, N, p.temperature, (uint32_t)p.top_k, idx, val);
+        greedy += val[0] == INFINITY || val[0] == -INFINITY;
+        const int32_t tb = sampler_sample_candidates(&b, idx, val, (uint32_t)p.top_k, g);
+        CHECK_MSG(ta == tb, "rep %d (k %d, T %g): token %d from the row, %d from the candidates", rep, p.top_k,
+                  p.temperature, ta, tb);
+        CHECK_MSG(memcmp(a.rng, b.rng, sizeof a.rng) == 0, "rep %d: the PRNGs are out of step", rep);
+        done(&a, &wa);
+        done(&b, &wb);
+    }
+    CHECK(greedy > 0);
+}
+
 /* sample_batch over 4 threads vs the same rows one by one: every result
  * (token, logprob, top alternatives) the same bits, step after step, with
  * samplers of every kind in the batch. */
@@ -766,5 +835,6 @@ int main(void)
     RUN(test_extremes);
     RUN(test_batch_threads_same_bits);
     RUN(test_plain_temperature_draw);
+    RUN(test_topk_candidates);
     return test_summary();
 }

@@ -1,7 +1,7 @@
 /* backend/cpu/cpu_moe.c — the mixture-of-experts FFN (Qwen3-MoE).
  *
- * Per token: router logits → softmax over all experts → the top-k (ties to the
- * lower index) → optionally renormalised to sum 1. Tokens are then grouped by
+ * Per token: model_moe_route (router logits → softmax over all experts → the
+ * top-k, ties to the lower index → optionally renormalised). Tokens are then grouped by
  * expert so that each expert's matrices are read once per batch; each
  * (token, k) output is kept apart and the weighted sum over k is taken in rank
  * order, so a token's result does not depend on the rest of the batch.
@@ -12,40 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-static void route_token(const struct model_config *c, float *logits /* (E) */, uint32_t *idx /* (K) */,
-                        float *w /* (K) */)
-{
-    const uint32_t E = c->n_experts, K = c->n_experts_used;
-    float mx = -INFINITY, sum = 0.0f;
-    for (uint32_t e = 0; e < E; e++)
-        mx = logits[e] > mx ? logits[e] : mx;
-    for (uint32_t e = 0; e < E; e++) {
-        logits[e] = expf(logits[e] - mx);
-        sum += logits[e];
-    }
-    for (uint32_t e = 0; e < E; e++)
-        logits[e] /= sum;
-    for (uint32_t k = 0; k < K; k++) {
-        uint32_t best = UINT32_MAX;
-        for (uint32_t e = 0; e < E; e++) {
-            bool taken = false;
-            for (uint32_t q = 0; q < k; q++)
-                taken |= idx[q] == e;
-            if (!taken && (best == UINT32_MAX || logits[e] > logits[best]))
-                best = e;
-        }
-        idx[k] = best;
-        w[k] = logits[best];
-    }
-    if (c->moe_norm_topk) {
-        float s = 0.0f;
-        for (uint32_t k = 0; k < K; k++)
-            s += w[k];
-        for (uint32_t k = 0; k < K; k++)
-            w[k] /= s;
-    }
-}
-
 void cpu_moe(struct cpu_backend *b, uint32_t layer, uint32_t T)
 {
     const struct model *m = b->base.model;
@@ -55,7 +21,7 @@ void cpu_moe(struct cpu_backend *b, uint32_t layer, uint32_t T)
 
     cpu_matmul(b, &L->router, b->xb, b->router, T);
     for (uint32_t t = 0; t < T; t++)
-        route_token(c, b->router + (uint64_t)t * E, b->topk_idx + (uint64_t)t * K, b->topk_w + (uint64_t)t * K);
+        model_moe_route(c, b->router + (uint64_t)t * E, b->topk_idx + (uint64_t)t * K, b->topk_w + (uint64_t)t * K);
 
     /* counting sort of (token, k) pairs by expert */
     memset(b->exp_start, 0, (E + 1) * sizeof(uint32_t));

@@ -87,6 +87,10 @@ static void cuda_be_free(struct backend *base)
         cuda_host_free(b->h_argmax);
         cuda_host_free(b->h_draw);
         cuda_host_free(b->h_draw_out);
+        cuda_host_free(b->h_topk);
+        cuda_host_free(b->h_topk_idx);
+        cuda_host_free(b->h_topk_val);
+        cuda_host_free(b->h_topk_greedy);
         for (size_t i = 0; i < b->n_allocs; i++)
             cuda_free(b->allocs[i]);
         cuda_gemm_free(b->gemm);
@@ -249,6 +253,10 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->d_argmax = (int32_t *)dev_floats(b, DEC_G, 1, &ok);
     b->d_draw = (struct cuda_draw_params *)dev_floats(b, DEC_G, sizeof(struct cuda_draw_params) / 4, &ok);
     b->d_draw_out = (int32_t *)dev_floats(b, DEC_G, 2, &ok);
+    b->d_topk = (struct cuda_topk_params *)dev_floats(b, DEC_G, sizeof(struct cuda_topk_params) / 4, &ok);
+    b->d_topk_idx = (int32_t *)dev_floats(b, DEC_G, CUDA_TOPK_MAX, &ok);
+    b->d_topk_val = dev_floats(b, DEC_G, CUDA_TOPK_MAX, &ok);
+    b->d_topk_greedy = (int32_t *)dev_floats(b, DEC_G, 1, &ok);
     {
         /* MEMRA_ATTN=exact|fast|rows; unset: fast when MEMRA_GEMM=fast (the same numerics trade) */
         const char *am = getenv("MEMRA_ATTN"), *gm = getenv("MEMRA_GEMM");
@@ -273,9 +281,15 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->h_draw = cuda_host_alloc((size_t)DEC_G * sizeof(struct cuda_draw_params));
         b->h_draw_out = cuda_host_alloc((size_t)DEC_G * 2 * sizeof(int32_t));
         memset(b->h_draw, 0, (size_t)DEC_G * sizeof(struct cuda_draw_params));
+        b->h_topk = cuda_host_alloc((size_t)DEC_G * sizeof(struct cuda_topk_params));
+        b->h_topk_idx = cuda_host_alloc((size_t)DEC_G * CUDA_TOPK_MAX * sizeof(int32_t));
+        b->h_topk_val = cuda_host_alloc((size_t)DEC_G * CUDA_TOPK_MAX * sizeof(float));
+        b->h_topk_greedy = cuda_host_alloc((size_t)DEC_G * sizeof(int32_t));
+        memset(b->h_topk, 0, (size_t)DEC_G * sizeof(struct cuda_topk_params));
     }
     /* temperature draws on the device (backend_seq.draw), but not of softcapped logits (capped on the host) */
     b->base.device_draw = c->final_softcap <= 0.0f;
+    b->base.device_topk = b->base.device_draw; /* and the top-k candidates (topk.cu) */
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);

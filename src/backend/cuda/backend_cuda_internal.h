@@ -110,6 +110,11 @@ struct cuda_backend {
     struct cuda_draw_params *d_draw, *h_draw; /* (DEC_G) each row's temperature draw, off when not asked
                                                * (backend_seq.draw; sample.cu), device and pinned */
     int32_t *d_draw_out, *h_draw_out;         /* (DEC_G × 2) its {token, u used} */
+    /* top-k candidates (backend_draw.top_k; topk.cu): each row's parameters (k 0: none), its candidates
+     * (DEC_G × CUDA_TOPK_MAX ids and z) and greedy token, device and pinned */
+    struct cuda_topk_params *d_topk, *h_topk;
+    int32_t *d_topk_idx, *h_topk_idx, *d_topk_greedy, *h_topk_greedy;
+    float *d_topk_val, *h_topk_val;
     struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
 };
 
@@ -122,6 +127,14 @@ struct cuda_backend {
 #define CUDA_KV_HEADROOM ((uint64_t)1 << 30)
 #define CUDA_BE_ATTN_ROWS 64u /* decode-attention rows a launch (sizes its partials' scratch) */
 _Static_assert(CUDA_KV_BLOCK == BACKEND_KV_BLOCK, "cuda_fwd.h and engine/backend.h agree on the block size");
+_Static_assert(CUDA_TOPK_MAX == BACKEND_TOPK_MAX, "cuda_decode.h and engine/backend.h agree on the top-k bound");
+
+/* Row r's top-k candidates (d_topk_idx / _val of the step's logit rows) into
+ * the sequence's draw, after the sync: see cuda_be_topk_download. */
+void cuda_be_topk_fill(const struct cuda_backend *b, uint32_t r, struct backend_draw *d);
+/* Queue the top-k kernel over the first n logit rows (params already in
+ * d_topk) and the copies of rows [0, n)'s candidates down (async). */
+void cuda_be_topk_run(struct cuda_backend *b, uint32_t n);
 
 static inline bool is_quantized(enum dtype t)
 {

@@ -55,6 +55,22 @@ struct cuda_draw_params {
 void cuda_draw_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t vocab,
                     const struct cuda_draw_params *params, int32_t *out);
 
+/* ---- top-k candidates on the device (topk.cu) -------------------------------
+ * For each row r < rows with params[r].k > 0: out_idx / out_val row r
+ * (CUDA_TOPK_MAX apart) ← the min(k, CUDA_TOPK_MAX, vocab) tokens with the
+ * largest z = l / temperature in the order (z desc, id asc) and their z (l:
+ * the logit with NaN as −inf, +inf as FLT_MAX; −0 and +0 equal, a zero z
+ * comes back +0), out_greedy[r] ← the greedy rule's token over l (−1: no
+ * finite l) — what sampler_sample_candidates (sample.h) replays. Rows with k
+ * 0 are not touched; the others are overwritten (scratch). Device memory. */
+#define CUDA_TOPK_MAX 1024u
+struct cuda_topk_params {
+    float temperature; /* > 0 */
+    uint32_t k;        /* 0: leave the row */
+};
+void cuda_topk_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t vocab,
+                    const struct cuda_topk_params *params, int32_t *out_idx, float *out_val, int32_t *out_greedy);
+
 /* ---- pinned host memory and asynchronous copies (staging.cu) ---------------
  * cuda_host_alloc: page-locked host memory (cudaHostAlloc) or abort; the async
  * copies are queued on the context's stream and return at once: the host

@@ -328,16 +328,18 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         const struct cuda_weight *out = &b->output;
         matmul_gemv(b, &out, &b->logits, 1, b->xb + (uint64_t)k0 * c->dim, 0, nr);
         uint32_t seq_of[DEC_G], row_of[DEC_G];
-        bool any_argmax = false, any_draw = false;
+        bool any_argmax = false, any_draw = false, any_topk = false;
         for (uint32_t k = 0; k < nr; k++) {
             while (sr >= batch->seqs[si].n_logits)
                 si++, sr = 0;
             const struct backend_seq *s = &batch->seqs[si];
             seq_of[k] = si, row_of[k] = sr++;
-            const bool draw = dev_pick && s->draw;
+            const bool topk = dev_pick && s->draw && s->draw->top_k, draw = dev_pick && s->draw && !topk;
             b->h_draw[k] = (struct cuda_draw_params){draw ? s->draw->temperature : 1.0f, draw, draw ? s->draw->u : 0.0};
+            b->h_topk[k] = (struct cuda_topk_params){topk ? s->draw->temperature : 1.0f, topk ? s->draw->top_k : 0};
             any_draw |= draw;
-            any_argmax |= dev_pick && s->argmax && !draw;
+            any_topk |= topk;
+            any_argmax |= dev_pick && s->argmax && !s->draw;
         }
         if (any_argmax) {
             cuda_argmax_rows(b->ctx, b->logits, nr, c->vocab, b->d_argmax);
@@ -347,6 +349,10 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
             cuda_upload_async(b->ctx, b->d_draw, b->h_draw, (size_t)nr * sizeof(struct cuda_draw_params));
             cuda_draw_rows(b->ctx, b->logits, nr, c->vocab, b->d_draw, b->d_draw_out);
             cuda_download_async(b->ctx, b->h_draw_out, b->d_draw_out, (size_t)nr * 2 * sizeof(int32_t));
+        }
+        if (any_topk) { /* after the argmax and draws: the candidates' kernel overwrites its rows */
+            cuda_upload_async(b->ctx, b->d_topk, b->h_topk, (size_t)nr * sizeof(struct cuda_topk_params));
+            cuda_be_topk_run(b, nr);
         }
         for (uint32_t k = 0; k < nr;) { /* the rows that come down, in runs */
             const struct backend_seq *s = &batch->seqs[seq_of[k]];
@@ -365,7 +371,9 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         for (uint32_t k = 0; k < nr; k++) {
             const struct backend_seq *s = &batch->seqs[seq_of[k]];
             const uint32_t r = row_of[k];
-            if (dev_pick && s->draw) { /* n_logits 1 (batch check) */
+            if (dev_pick && s->draw && s->draw->top_k) { /* n_logits 1 (batch check) */
+                cuda_be_topk_fill(b, k, s->draw);
+            } else if (dev_pick && s->draw) {
                 s->draw->token = b->h_draw_out[2 * k];
                 s->draw->used = b->h_draw_out[2 * k + 1] != 0;
             } else if (dev_pick && s->argmax) {

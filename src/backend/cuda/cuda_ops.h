@@ -129,7 +129,7 @@ void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
 
 /* ---- mixture-of-experts FFN (moe.cu), Qwen3-MoE ---------------------------
  *   y (T, dim) = Σ_k w[t,k] · down_e(silu(gate_e(x_t)) · up_e(x_t)),  e = topk[t,k]
- * with the routing of the CPU backend (src/backend/cpu/cpu_moe.c): softmax of
+ * with the routing rule of model_moe_route (model/model.h, the CPU's): softmax of
  * the router logits over all experts, the top k (ties to the lower index),
  * renormalised to sum 1 when norm_topk, and the weighted sum taken in rank
  * order. Every kernel runs on the device — no host sync, so the decode step's

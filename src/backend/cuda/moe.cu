@@ -1,5 +1,6 @@
 /* backend/cuda/moe.cu — the mixture-of-experts FFN on the device (Qwen3-MoE);
- * cuda_ops.h states the contract, src/backend/cpu/cpu_moe.c is the reference.
+ * cuda_ops.h states the contract; src/backend/cpu/cpu_moe.c and model_moe_route
+ * (model/model.h) are the reference.
  *
  * One FFN of T tokens, k experts each (P = T·k pairs), five launches, no host
  * sync (the decode step's graph holds it):

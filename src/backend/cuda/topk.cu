@@ -1,0 +1,267 @@
+/* backend/cuda/topk.cu — the top-k candidates of a logit row on the device,
+ * for samplers with top-k (sample.h: sampler_topk_candidates): the k tokens
+ * by (z desc, id asc), z = l / T with l the logit cleaned as sampler.c does
+ * (NaN → −inf, +inf → FLT_MAX), each with its z, and the greedy rule's token
+ * over l. The host replays sampler.c's draw from them
+ * (sampler_sample_candidates): the same token and PRNG as sampling the whole
+ * row, with k·8 bytes a row crossing instead of vocab·4.
+ *
+ * One block of 1024 threads a row, exact selection by radix:
+ * 1. one pass over the row: the greedy pick, z = l / T (IEEE division, as the
+ *    host's), and z's order-preserving key (−0 counted as +0: they compare
+ *    equal) written over the row (scratch), with a histogram of its top byte;
+ * 2. three more byte passes over the keys narrow the k-th largest key τ;
+ * 3. a pass keeps every key ≥ τ when exactly the needed number equal τ (the
+ *    usual case); else, a tile at a time in token order, every key > τ and
+ *    the first keys = τ (equal z) until k are kept;
+ * 4. a bitonic sort of the ≤ 1024 kept by (z desc, id asc) in shared memory,
+ *    over the power of two above k.
+ * Histograms count with warp-aggregated shared atomics (lanes of one bin
+ * add once). Floor: four reads of the row (from L2) and one write a pass —
+ * ~2.5 MB a 128256 row, a few µs on one SM; rows run in parallel.
+ */
+#include <float.h>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_decode.h"
+
+namespace {
+
+constexpr int TK_THREADS = 1024;
+constexpr int TK_WARPS = TK_THREADS / 32;
+
+/* Order-preserving key of a float: larger value → larger key. */
+__device__ __forceinline__ uint32_t tk_key(float z)
+{
+    const uint32_t b = __float_as_uint(z == 0.0f ? 0.0f : z);
+    return b & 0x80000000u ? ~b : b | 0x80000000u;
+}
+
+/* The float of a key (a zero comes back +0). */
+__device__ __forceinline__ float tk_unkey(uint32_t key)
+{
+    return __uint_as_float(key & 0x80000000u ? key & 0x7fffffffu : ~key);
+}
+
+/* hist[bin] += 1 for the lanes with `on`, one atomic per distinct bin. */
+__device__ __forceinline__ void tk_count(uint32_t *hist, uint32_t bin, bool on, uint32_t lane)
+{
+    const uint32_t peers = __match_any_sync(0xffffffffu, on ? bin : 0xffffffffu);
+    if (on && lane == (uint32_t)(__ffs(peers) - 1))
+        atomicAdd(&hist[bin], (uint32_t)__popc(peers));
+}
+
+/* Given the 256-bin histogram of this byte, the bin holding the need-th
+ * largest key (counting from the top bin down), and need minus the keys in
+ * the bins above it. Called by warp 0; the result in every lane. */
+__device__ __forceinline__ void tk_pick(const uint32_t *hist, uint32_t &need, uint32_t &bin, uint32_t lane)
+{
+    /* lane l sums bins 255 − 8l .. 248 − 8l (its 8, from the top) */
+    uint32_t c[8], s = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        s += c[j] = hist[255 - 8 * lane - j];
+    uint32_t incl = s; /* inclusive prefix over lanes (from the top) */
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= (uint32_t)o)
+            incl += v;
+    }
+    const uint32_t excl = incl - s;
+    const bool mine = excl < need && need <= incl;
+    const uint32_t owner = __ffs(__ballot_sync(0xffffffffu, mine)) - 1;
+    uint32_t b = 0, left = 0;
+    if (mine) {
+        uint32_t acc = excl;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (acc + c[j] >= need) {
+                b = 255 - 8 * lane - j, left = need - acc;
+                break;
+            }
+            acc += c[j];
+        }
+    }
+    bin = __shfl_sync(0xffffffffu, b, owner);
+    need = __shfl_sync(0xffffffffu, left, owner);
+}
+
+__global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict__ logits, uint32_t vocab,
+                                                               const struct cuda_topk_params *__restrict__ params,
+                                                               int32_t *__restrict__ out_idx,
+                                                               float *__restrict__ out_val,
+                                                               int32_t *__restrict__ out_greedy)
+{
+    __shared__ uint32_t hist[256];
+    __shared__ uint32_t s_warp[TK_WARPS];
+    __shared__ float s_bv[TK_WARPS];
+    __shared__ int s_bi[TK_WARPS];
+    __shared__ uint32_t s_key[CUDA_TOPK_MAX], s_n;
+    __shared__ int32_t s_id[CUDA_TOPK_MAX];
+    pdl_enter();
+    const struct cuda_topk_params P = params[blockIdx.x];
+    if (P.k == 0)
+        return;
+    const uint32_t k = min(min(P.k, (uint32_t)CUDA_TOPK_MAX), vocab);
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *row = logits + (uint64_t)blockIdx.x * vocab;
+    uint32_t *keys = reinterpret_cast<uint32_t *>(row);
+    for (uint32_t i = threadIdx.x; i < 256; i += TK_THREADS)
+        hist[i] = 0;
+    if (threadIdx.x == 0)
+        s_n = 0;
+    __syncthreads();
+
+    /* 1: greedy, keys, top byte */
+    float gv = -INFINITY;
+    int gi = -1;
+    for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS) {
+        const uint32_t i = i0 + threadIdx.x;
+        const bool on = i < vocab;
+        uint32_t key = 0;
+        if (on) {
+            float l = row[i];
+            l = isnan(l) ? -INFINITY : l == INFINITY ? FLT_MAX : l;
+            if (gi < 0 || l > gv)
+                gv = l, gi = (int)i;
+            key = tk_key(__fdiv_rn(l, P.temperature));
+            keys[i] = key;
+        }
+        tk_count(hist, key >> 24, on, lane);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) { /* (l desc, id asc) */
+        const float ov = __shfl_xor_sync(0xffffffffu, gv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, gi, o);
+        if (oi >= 0 && (gi < 0 || ov > gv || (ov == gv && oi < gi)))
+            gv = ov, gi = oi;
+    }
+    if (lane == 0)
+        s_bv[warp] = gv, s_bi[warp] = gi;
+    __syncthreads();
+    if (warp == 0) {
+        gv = s_bv[lane], gi = s_bi[lane];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, gv, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, gi, o);
+            if (oi >= 0 && (gi < 0 || ov > gv || (ov == gv && oi < gi)))
+                gv = ov, gi = oi;
+        }
+        if (lane == 0)
+            out_greedy[blockIdx.x] = gv == -INFINITY ? -1 : gi;
+    }
+
+    /* 2: τ, a byte a pass (the key's bytes from the top); s_eq: the keys equal to τ */
+    __shared__ uint32_t s_prefix, s_need, s_eq;
+    uint32_t prefix = 0, need = k;
+    for (int byte = 3; byte >= 0; byte--) {
+        if (byte < 3) {
+            __syncthreads(); /* the picks of the pass before are read; the histogram may be cleared */
+            for (uint32_t i = threadIdx.x; i < 256; i += TK_THREADS)
+                hist[i] = 0;
+            __syncthreads();
+            const uint32_t hi = 8 * (byte + 1); /* bits above this byte must match the prefix */
+            for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS) {
+                const uint32_t i = i0 + threadIdx.x;
+                const uint32_t key = i < vocab ? __ldcg(keys + i) : 0;
+                const bool on = i < vocab && (key >> hi) == prefix;
+                tk_count(hist, (key >> (8 * byte)) & 0xffu, on, lane);
+            }
+        }
+        __syncthreads();
+        if (warp == 0) {
+            uint32_t bin;
+            tk_pick(hist, need, bin, lane);
+            if (lane == 0)
+                s_prefix = (prefix << 8) | bin, s_need = need, s_eq = hist[bin];
+        }
+        __syncthreads();
+        prefix = s_prefix, need = s_need;
+    }
+    const uint32_t tau = prefix; /* the k-th largest key; `need` of the keys equal to it are kept */
+
+    /* 3: keys > τ, and the first `need` keys = τ in token order — all of
+     * them when there are no more (the usual case: no ordering needed) */
+    if (s_eq == need) {
+        for (uint32_t i = threadIdx.x; i < vocab; i += TK_THREADS) {
+            const uint32_t key = __ldcg(keys + i);
+            if (key >= tau) {
+                const uint32_t p = atomicAdd(&s_n, 1u);
+                s_key[p] = key, s_id[p] = (int32_t)i;
+            }
+        }
+    }
+    uint32_t ties = 0; /* keys = τ in the tiles before */
+    const uint32_t below = (1u << lane) - 1u;
+    for (uint32_t i0 = 0; i0 < vocab && s_eq != need; i0 += TK_THREADS) {
+        const uint32_t i = i0 + threadIdx.x;
+        const uint32_t key = i < vocab ? __ldcg(keys + i) : 0;
+        const bool gt = i < vocab && key > tau, eq = i < vocab && key == tau;
+        if (gt) {
+            const uint32_t p = atomicAdd(&s_n, 1u);
+            s_key[p] = key, s_id[p] = (int32_t)i;
+        }
+        const uint32_t b = __ballot_sync(0xffffffffu, eq);
+        if (lane == 0)
+            s_warp[warp] = __popc(b);
+        __syncthreads();
+        uint32_t before = ties, total = 0;
+        for (int w = 0; w < TK_WARPS; w++) {
+            const uint32_t c = s_warp[w];
+            before += w < (int)warp ? c : 0;
+            total += c;
+        }
+        if (eq && before + __popc(b & below) < need) {
+            const uint32_t p = atomicAdd(&s_n, 1u);
+            s_key[p] = key, s_id[p] = (int32_t)i;
+        }
+        ties += total;
+        __syncthreads(); /* s_warp is rewritten by the next tile */
+        if (ties >= need && s_n == k) /* uniform: the rest adds nothing */
+            break;
+    }
+
+    /* 4: bitonic sort of the k kept by (key desc, id asc) over the power of
+     * two above k; the empty slots last */
+    __syncthreads();
+    uint32_t np2 = 2;
+    while (np2 < k)
+        np2 <<= 1;
+    for (uint32_t i = threadIdx.x; i < np2; i += TK_THREADS)
+        if (i >= k)
+            s_key[i] = 0, s_id[i] = 0x7fffffff;
+    __syncthreads();
+    for (uint32_t size = 2; size <= np2; size <<= 1)
+        for (uint32_t stride = size / 2; stride > 0; stride >>= 1) {
+            for (uint32_t i = threadIdx.x; i < np2 / 2; i += TK_THREADS) {
+                const uint32_t lo = 2 * stride * (i / stride) + i % stride, hi = lo + stride;
+                const bool first_better_wanted = ((lo & size) == 0); /* this run ascending in "better first" */
+                const uint32_t ka = s_key[lo], kb = s_key[hi];
+                const int32_t ia = s_id[lo], ib = s_id[hi];
+                const bool a_better = ka > kb || (ka == kb && ia < ib);
+                if (a_better != first_better_wanted) {
+                    s_key[lo] = kb, s_key[hi] = ka;
+                    s_id[lo] = ib, s_id[hi] = ia;
+                }
+            }
+            __syncthreads();
+        }
+    /* 5: out; z from its key (a −0 comes back +0: the host's weights e^(z − zmax) are the same) */
+    for (uint32_t j = threadIdx.x; j < k; j += TK_THREADS) {
+        out_idx[(uint64_t)blockIdx.x * CUDA_TOPK_MAX + j] = s_id[j];
+        out_val[(uint64_t)blockIdx.x * CUDA_TOPK_MAX + j] = tk_unkey(s_key[j]);
+    }
+}
+
+} // namespace
+
+extern "C" void cuda_topk_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t vocab,
+                               const struct cuda_topk_params *params, int32_t *out_idx, float *out_val,
+                               int32_t *out_greedy)
+{
+    if (rows == 0)
+        return;
+    cuda_launch(ctx, kernel_topk_rows, rows, TK_THREADS, 0, logits, vocab, params, out_idx, out_val, out_greedy);
+}

@@ -17,7 +17,7 @@
  * token where the running double sum in token order crosses u·total — found
  * from parallel prefix sums and a proven error margin, walked one by one only
  * when the draw falls within that margin of a boundary). One block a row.
- * (top-k / top-p stay on the host for now.)
+ * (top-k: topk.cu, candidates the host draws from; top-p alone stays on the host.)
  */
 #include <float.h>
 

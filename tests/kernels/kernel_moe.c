@@ -14,7 +14,9 @@
  *   the GEMVs' own tolerance (cuda_ops.h), twice over;
  * - batch invariance: each token's output row alone (T = 1: the batch-1
  *   kernels) is bit-identical to its row in the batch; and with x prepared
- *   by the caller (CUDA_GEMV_X_PREPARED, quantized gate_up) the same bits.
+ *   by the caller (CUDA_GEMV_X_PREPARED, quantized gate_up) the same bits;
+ * - the GEMM form of a long span (cuda_moe_ffn_gemm, exact mode) against the
+ *   same reference, same tolerance, for 8 tokens or more.
  * Types: every plain and quantized GEMV type and F32 (the expanded form), as
  * gate/up and down (mixed, as Q4_K_M files mix Q4_K and Q6_K); 4..128
  * experts, 1..8 a token, 1..200 tokens (several slots an expert).
@@ -233,12 +235,42 @@ static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint
         bad_rows += memcmp(y2, y, sizeof(float) * T * dim) != 0;
         free(y2);
     }
+    /* the GEMM form (a long prefill span's): the same reference, exact mode */
+    double rel_g = 0.0;
+    if (T >= 8 && cuda_moe_gemm_supported(&X.w)) {
+        const uint64_t wide = dim > F ? dim : F;
+        const uint64_t mw1 = cuda_gemm_scratch_w_elems(gt, 2 * (uint64_t)F, dim),
+                       mw2 = cuda_gemm_scratch_w_elems(dt, dim, F);
+        struct cuda_gemm *gm = cuda_gemm_init(g_ctx, CUDA_GEMM_EXACT, (uint64_t)T * wide, mw1 > mw2 ? mw1 : mw2);
+        cuda_upload(g_ctx, dl, lg, sizeof(float) * T * E);
+        cuda_fill_nan_f32(g_ctx, dy, (size_t)T * dim);
+        cuda_moe_ffn_gemm(g_ctx, gm, &X.w, s, dl, dx, T, dy);
+        float *y3 = xmalloc(sizeof(float) * T * dim);
+        cuda_download(g_ctx, y3, dy, sizeof(float) * T * dim);
+        double md = 0.0;
+        bool fin = true;
+        for (uint32_t t = 0; t < T; t++) {
+            route_ref(lg + (uint64_t)t * E, E, K, norm, idx, wk);
+            ffn_ref(&X, x + (uint64_t)t * dim, idx, wk, ref);
+            for (uint32_t i = 0; i < dim; i++) {
+                const float g = y3[(uint64_t)t * dim + i];
+                fin = fin && isfinite(g);
+                md = fabs(g - ref[i]) > md ? fabs(g - ref[i]) : md;
+            }
+        }
+        rel_g = fin ? md / (max_ref > 0 ? max_ref : 1.0) : INFINITY;
+        free(y3);
+        cuda_gemm_free(gm);
+    }
+    CHECK_MSG(rel_g <= TOL, "moe GEMM %s/%s E=%u K=%u T=%u: max|d|/max|ref| %.2e", dtype_name(gt), dtype_name(dt), E,
+              K, T, rel_g);
     CHECK_MSG(bad_ids == 0 && max_wd <= 1e-6 && finite && rel <= TOL && bad_rows == 0,
               "moe %s/%s E=%u K=%u dim=%u F=%u T=%u norm=%d: %u expert ids differ, weights %.2e, finite %d, "
               "max|d|/max|ref| %.2e, %u rows alone / prepared differ",
               dtype_name(gt), dtype_name(dt), E, K, dim, F, T, norm, bad_ids, max_wd, finite, rel, bad_rows);
-    printf("moe %-7s / %-7s E=%3u K=%u dim=%u F=%u T=%3u: rel %.2e, routing %s, alone %s\n", dtype_name(gt),
-           dtype_name(dt), E, K, dim, F, T, rel, bad_ids ? "DIFFERS" : "same", bad_rows ? "DIFFERS" : "same bits");
+    printf("moe %-7s / %-7s E=%3u K=%u dim=%u F=%u T=%3u: rel %.2e (GEMM form %.2e), routing %s, alone %s\n",
+           dtype_name(gt), dtype_name(dt), E, K, dim, F, T, rel, rel_g, bad_ids ? "DIFFERS" : "same",
+           bad_rows ? "DIFFERS" : "same bits");
     free(x), free(lg), free(y), free(gw), free(gi), free(ref);
     cuda_free(dx), cuda_free(dy), cuda_free(dl);
     cuda_moe_scratch_free(s);

@@ -79,6 +79,7 @@ struct cuda_backend {
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     float *moe_logits;      /* (T, n_experts) router logits, MoE models */
     struct cuda_moe_scratch *moe; /* the MoE FFN's buffers for T tokens (NULL: dense model) */
+    uint32_t moe_gemm_min;  /* spans of ≥ this many tokens run the experts as GEMMs (0: never; gemm_setup) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
     /* attention (attn_plan): decode rows go attn_rows a launch */
     enum cuda_be_attn attn_mode; /* MEMRA_ATTN: how spans of ≥ 2 tokens run */

@@ -103,6 +103,30 @@ static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const fl
     matmul_multi(b, &w, &y, 1, x, spans, n_spans);
 }
 
+/* xb2 (T, dim) = the MoE FFN of xb (router logits in moe_logits): spans of
+ * ≥ moe_gemm_min tokens run their experts as GEMMs on their own rows
+ * (cuda_moe_ffn_gemm: a function of the span alone), the tokens between them
+ * the grouped GEMVs (cuda_moe_ffn, row by row the same bits in any batch). */
+static void moe_ffn(struct cuda_backend *b, const struct cuda_moe_weights *w, const uint32_t *spans, uint32_t n_spans)
+{
+    const uint32_t E = w->n_experts, dim = w->dim;
+    uint32_t t = 0, run0 = 0;
+    for (uint32_t i = 0; i <= n_spans; i++) {
+        const bool gemm = i < n_spans && b->gemm && b->moe_gemm_min && spans[i] >= b->moe_gemm_min;
+        if ((gemm || i == n_spans) && t > run0)
+            cuda_moe_ffn(b->ctx, w, b->moe, b->moe_logits + (uint64_t)run0 * E, b->xb + (uint64_t)run0 * dim, t - run0,
+                         b->xb2 + (uint64_t)run0 * dim, 0);
+        if (i == n_spans)
+            break;
+        if (gemm) {
+            cuda_moe_ffn_gemm(b->ctx, b->gemm, w, b->moe, b->moe_logits + (uint64_t)t * E, b->xb + (uint64_t)t * dim,
+                              spans[i], b->xb2 + (uint64_t)t * dim);
+            run0 = t + spans[i];
+        }
+        t += spans[i];
+    }
+}
+
 /* Embedding rows, positions, table offsets and the concatenated block tables
  * of the batch into the staging buffers, then up to the device (d_meta:
  * [0, T) positions, [T, 2T) offsets into [2T, 2T + n_ids) block ids). */
@@ -290,7 +314,7 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         cuda_rmsnorm(b->ctx, b->x, NULL, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu) */
             matmul(b, &D->router, b->xb, b->moe_logits, spans, n_spans);
-            cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2, 0);
+            moe_ffn(b, &D->moe, spans, n_spans);
         } else {
             const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
             float *gu_out[2] = {b->hb, b->hb2};

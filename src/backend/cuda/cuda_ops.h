@@ -171,6 +171,18 @@ void cuda_moe_reserve(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, ui
  * gate_up (cuda_rmsnorm_prep, cuda_gemv_prep_x). */
 void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, struct cuda_moe_scratch *s, float *logits,
                   const float *x, uint32_t T, float *y, unsigned flags);
+/* cuda_moe_ffn for a long span of one sequence's tokens (prefill): the same
+ * routing, then (one host sync for the experts' row counts) each expert's
+ * gate|up and down as the prefill GEMM (cuda_gemm_run) over its rows, the
+ * experts read once. The GEMMs' shapes follow the span's own routing, so a
+ * sequence's bits do not depend on the rest of the batch; within ~1e-6 of
+ * cuda_moe_ffn's (the GEMM's numerics, cuda_gemm_mode). Needs
+ * cuda_moe_gemm_supported and a gemm whose scratch holds max_tokens rows of
+ * the experts' widths and, for types it dequantizes, an expert matrix. */
+bool cuda_moe_gemm_supported(const struct cuda_moe_weights *w);
+struct cuda_gemm;
+void cuda_moe_ffn_gemm(struct cuda_ctx *ctx, struct cuda_gemm *gemm, const struct cuda_moe_weights *w,
+                       struct cuda_moe_scratch *s, float *logits, const float *x, uint32_t T, float *y);
 /* The routing of the last cuda_moe_ffn, for tests: (T, k) expert ids and weights (device pointers). */
 const uint32_t *cuda_moe_topk_ids(const struct cuda_moe_scratch *s);
 const float *cuda_moe_topk_weights(const struct cuda_moe_scratch *s);

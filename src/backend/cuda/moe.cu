@@ -21,6 +21,11 @@
  * 4. down: the grouped GEMV into ys (expert order).
  * 5. kernel_moe_combine: y[t] = Σ_k w[t,k]·ys[pos[t,k]], k ascending, each
  *    product and sum rounded on its own as the CPU's loop does.
+ * cuda_moe_ffn_gemm, for a long prefill span: the same routing, then the
+ * slots come down (one sync), the tokens' rows are gathered in expert order
+ * and each expert runs the prefill GEMM (gemm.cu) over its rows — the
+ * experts read once, on the tensor cores, a span's bits a function of the
+ * span alone (its own routing decides the GEMMs' shapes).
  * Floor, one decode token of Qwen3-30B-A3B in BF16: 8 experts × 3 × 2048 × 768
  * × 2 bytes = 75.5 MB a layer → 17.6 µs at 4.3 TB/s.
  */
@@ -31,6 +36,8 @@
 
 struct cuda_moe_scratch {
     uint32_t max_tokens, max_pairs;
+    float *xs;       /* (max_pairs, dim) the pairs' token rows in expert order (the GEMM path) */
+    uint32_t *h_slots; /* host copy of slots (the GEMM path) */
     float *h;        /* (max_pairs, 2·ffn) gate | up */
     float *a;        /* (max_pairs, ffn) silu(gate)·up */
     float *ys;       /* (max_pairs, dim) expert outputs, expert order */
@@ -233,6 +240,17 @@ void launch_route(struct cuda_ctx *ctx, float *logits, uint32_t T, const struct 
                 s->pos, s->src, s->slots);
 }
 
+/* xs[j] = x[src[j]]: a block a row, float4 copies (dim % 4 == 0). */
+__global__ void __launch_bounds__(128) kernel_moe_gather(const float *__restrict__ x, const uint32_t *__restrict__ src,
+                                                         uint32_t dim, float *__restrict__ xs)
+{
+    pdl_enter();
+    const float4 *a = reinterpret_cast<const float4 *>(x + (uint64_t)src[blockIdx.x] * dim);
+    float4 *d = reinterpret_cast<float4 *>(xs + (uint64_t)blockIdx.x * dim);
+    for (uint32_t i = threadIdx.x; i < dim / 4; i += blockDim.x)
+        d[i] = a[i];
+}
+
 /* y[t][i] = Σ_k topw[t,k] · ys[pos[t,k]][i] in rank order (cpu_moe's loop). */
 __global__ void __launch_bounds__(256) kernel_moe_combine(const float *__restrict__ ys, const uint32_t *__restrict__ pos,
                                                           const float *__restrict__ topw, uint32_t K, uint32_t dim,
@@ -308,6 +326,10 @@ extern "C" struct cuda_moe_scratch *cuda_moe_scratch_init(struct cuda_ctx *ctx, 
         CUDA_FAIL("cuda_moe_scratch_init: out of host memory");
     s->max_tokens = max_tokens;
     s->max_pairs = (uint32_t)P;
+    s->xs = moe_alloc_f(P, w->dim);
+    s->h_slots = (uint32_t *)malloc((1 + 3 * (size_t)moe_max_slots(P, w->n_experts)) * sizeof(uint32_t));
+    if (!s->h_slots)
+        CUDA_FAIL("cuda_moe_scratch_init: out of host memory");
     s->h = moe_alloc_f(P, 2 * (uint64_t)w->ffn);
     s->a = moe_alloc_f(P, w->ffn);
     s->ys = moe_alloc_f(P, w->dim);
@@ -335,9 +357,10 @@ extern "C" void cuda_moe_scratch_free(struct cuda_moe_scratch *s)
 {
     if (!s)
         return;
-    void *p[] = {s->h, s->a, s->ys, s->topk, s->topw, s->pos, s->src, s->slots};
+    void *p[] = {s->xs, s->h, s->a, s->ys, s->topk, s->topw, s->pos, s->src, s->slots};
     for (void *q : p)
         cuda_free(q);
+    free(s->h_slots);
     free(s);
 }
 
@@ -374,4 +397,49 @@ extern "C" void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights
     const uint32_t parts = (w->dim + 255) / 256;
     cuda_launch(ctx, kernel_moe_combine, dim3(T, parts < 8 ? parts : 8), 256, 0, (const float *)s->ys,
                 (const uint32_t *)s->pos, (const float *)s->topw, K, w->dim, y);
+}
+
+extern "C" bool cuda_moe_gemm_supported(const struct cuda_moe_weights *w)
+{
+    return cuda_gemm_supported(w->gu_type, 2 * (uint64_t)w->ffn, w->dim) &&
+           cuda_gemm_supported(w->down_type, w->dim, w->ffn);
+}
+
+extern "C" void cuda_moe_ffn_gemm(struct cuda_ctx *ctx, struct cuda_gemm *gemm, const struct cuda_moe_weights *w,
+                                  struct cuda_moe_scratch *s, float *logits, const float *x, uint32_t T, float *y)
+{
+    if (T == 0)
+        return;
+    if (T > s->max_tokens)
+        CUDA_FAIL("cuda_moe_ffn_gemm: %u tokens, scratch for %u", T, s->max_tokens);
+    const uint32_t E = w->n_experts, K = w->k, P = T * K, F = w->ffn, dim = w->dim;
+    if (E <= 128)
+        launch_route<4>(ctx, logits, T, w, s);
+    else if (E <= 256)
+        launch_route<8>(ctx, logits, T, w, s);
+    else
+        launch_route<32>(ctx, logits, T, w, s);
+    cuda_launch(ctx, kernel_moe_gather, P, 128, 0, x, (const uint32_t *)s->src, dim, s->xs);
+    /* the experts' row ranges, from the slots (consecutive, ≤ 8 rows each, an expert's in a row) */
+    cuda_download(ctx, s->h_slots, s->slots, (1 + 3 * (size_t)moe_max_slots(P, E)) * sizeof(uint32_t));
+    const uint32_t n_slots = s->h_slots[0];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) /* (the GEMM converts its x itself: no preparation) */
+            cuda_swiglu(ctx, s->h, s->a, P, F);
+        for (uint32_t i = 0; i < n_slots;) {
+            const uint32_t e = s->h_slots[1 + 3 * i], first = s->h_slots[2 + 3 * i];
+            uint32_t rows = 0;
+            while (i < n_slots && s->h_slots[1 + 3 * i] == e)
+                rows += s->h_slots[3 + 3 * i], i++;
+            if (pass == 0)
+                cuda_gemm_run(gemm, w->gu_type, (const uint8_t *)w->gate_up + e * w->gu_stride, 2 * (uint64_t)F, dim,
+                              s->xs + (uint64_t)first * dim, rows, s->h + (uint64_t)first * 2 * F, w->gu_scale, 0);
+            else
+                cuda_gemm_run(gemm, w->down_type, (const uint8_t *)w->down + e * w->down_stride, dim, F,
+                              s->a + (uint64_t)first * F, rows, s->ys + (uint64_t)first * dim, w->down_scale, 0);
+        }
+    }
+    const uint32_t parts = (dim + 255) / 256;
+    cuda_launch(ctx, kernel_moe_combine, dim3(T, parts < 8 ? parts : 8), 256, 0, (const float *)s->ys,
+                (const uint32_t *)s->pos, (const float *)s->topw, K, dim, y);
 }

@@ -29,6 +29,7 @@ namespace {
 
 constexpr int TK_THREADS = 1024;
 constexpr int TK_WARPS = TK_THREADS / 32;
+constexpr int TK_U = 4; /* steps of a pass whose loads are issued together */
 
 /* Order-preserving key of a float: larger value → larger key. */
 __device__ __forceinline__ uint32_t tk_key(float z)
@@ -116,19 +117,27 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     /* 1: greedy, keys, top byte */
     float gv = -INFINITY;
     int gi = -1;
-    for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS) {
-        const uint32_t i = i0 + threadIdx.x;
-        const bool on = i < vocab;
-        uint32_t key = 0;
-        if (on) {
-            float l = row[i];
-            l = isnan(l) ? -INFINITY : l == INFINITY ? FLT_MAX : l;
-            if (gi < 0 || l > gv)
-                gv = l, gi = (int)i;
-            key = tk_key(__fdiv_rn(l, P.temperature));
-            keys[i] = key;
+    for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
+        float lv[TK_U];
+#pragma unroll
+        for (int u = 0; u < TK_U; u++) { /* the loads of TK_U steps in flight together */
+            const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
+            lv[u] = i < vocab ? row[i] : 0.0f;
         }
-        tk_count(hist, key >> 24, on, lane);
+#pragma unroll
+        for (int u = 0; u < TK_U; u++) {
+            const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
+            const bool on = i < vocab;
+            uint32_t key = 0;
+            if (on) {
+                const float l = isnan(lv[u]) ? -INFINITY : lv[u] == INFINITY ? FLT_MAX : lv[u];
+                if (gi < 0 || l > gv)
+                    gv = l, gi = (int)i;
+                key = tk_key(__fdiv_rn(l, P.temperature));
+                keys[i] = key;
+            }
+            tk_count(hist, key >> 24, on, lane);
+        }
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) { /* (l desc, id asc) */
@@ -163,11 +172,18 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
                 hist[i] = 0;
             __syncthreads();
             const uint32_t hi = 8 * (byte + 1); /* bits above this byte must match the prefix */
-            for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS) {
-                const uint32_t i = i0 + threadIdx.x;
-                const uint32_t key = i < vocab ? __ldcg(keys + i) : 0;
-                const bool on = i < vocab && (key >> hi) == prefix;
-                tk_count(hist, (key >> (8 * byte)) & 0xffu, on, lane);
+            for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
+                uint32_t kv[TK_U];
+#pragma unroll
+                for (int u = 0; u < TK_U; u++) {
+                    const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
+                    kv[u] = i < vocab ? __ldcg(keys + i) : 0;
+                }
+#pragma unroll
+                for (int u = 0; u < TK_U; u++) {
+                    const bool on = i0 + u * TK_THREADS + threadIdx.x < vocab && (kv[u] >> hi) == prefix;
+                    tk_count(hist, (kv[u] >> (8 * byte)) & 0xffu, on, lane);
+                }
             }
         }
         __syncthreads();
@@ -185,12 +201,19 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     /* 3: keys > τ, and the first `need` keys = τ in token order — all of
      * them when there are no more (the usual case: no ordering needed) */
     if (s_eq == need) {
-        for (uint32_t i = threadIdx.x; i < vocab; i += TK_THREADS) {
-            const uint32_t key = __ldcg(keys + i);
-            if (key >= tau) {
-                const uint32_t p = atomicAdd(&s_n, 1u);
-                s_key[p] = key, s_id[p] = (int32_t)i;
+        for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
+            uint32_t kv[TK_U];
+#pragma unroll
+            for (int u = 0; u < TK_U; u++) {
+                const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
+                kv[u] = i < vocab ? __ldcg(keys + i) : 0;
             }
+#pragma unroll
+            for (int u = 0; u < TK_U; u++)
+                if (kv[u] >= tau && i0 + u * TK_THREADS + threadIdx.x < vocab) {
+                    const uint32_t p = atomicAdd(&s_n, 1u);
+                    s_key[p] = kv[u], s_id[p] = (int32_t)(i0 + u * TK_THREADS + threadIdx.x);
+                }
         }
     }
     uint32_t ties = 0; /* keys = τ in the tiles before */

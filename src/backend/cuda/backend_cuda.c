@@ -201,7 +201,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const uint64_t T = bc->max_batch_tokens;
     bool ok = true;
     b->tables_max = bc->max_seqs * backend_kv_blocks_for(bc->max_ctx);
-    b->d_meta = (uint32_t *)dev_floats(b, 2 * T + b->tables_max, 1, &ok);
+    b->d_meta = (uint32_t *)dev_floats(b, 3 * T + b->tables_max, 1, &ok);
     b->x = dev_floats(b, T, c->dim, &ok);
     b->xb = dev_floats(b, T, c->dim, &ok);
     b->xb2 = dev_floats(b, T, c->dim, &ok);
@@ -245,7 +245,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->dec_g = b->dec_g < T ? b->dec_g : (uint32_t)T;
     }
     b->logits = dev_floats(b, b->dec_g > CUDA_GEMV_MAX_BATCH ? b->dec_g : CUDA_GEMV_MAX_BATCH, c->vocab, &ok);
-    b->h_meta = calloc(2 * T + b->tables_max, sizeof(uint32_t));
+    b->h_meta = calloc(3 * T + b->tables_max, sizeof(uint32_t));
     b->spans = calloc(bc->max_seqs, sizeof(uint32_t));
     b->h_x = calloc(T * c->dim, sizeof(float));
     b->layers = calloc(c->n_layers, sizeof(*b->layers));

@@ -69,7 +69,7 @@ struct cuda_backend {
     uint32_t tables_max; /* max_seqs · ceil(max_ctx / 16): the most block ids a batch brings */
 
     /* device scratch, T = cfg.max_batch_tokens */
-    uint32_t *d_meta;   /* (2T + tables_max): positions, table offsets, then the concatenated tables */
+    uint32_t *d_meta;   /* (3T + tables_max): positions, table offsets, the concatenated tables, the token ids */
     float *x, *xb, *xb2; /* (T, dim) */
     float *q, *att;     /* (T, q_dim) */
     float *k, *v;       /* (T, kv_dim) */
@@ -91,8 +91,8 @@ struct cuda_backend {
     uint32_t *h_attn_runs;   /* (max_seqs, 2) this batch's runs of decode-kernel rows: first token, count */
     uint32_t n_attn_launches, n_attn_runs;
     /* host staging */
-    uint32_t *h_meta;   /* (2T + tables_max) */
-    float *h_x;         /* (T, dim) embedding rows */
+    uint32_t *h_meta;   /* (3T + tables_max) */
+    float *h_x;         /* (T, dim) embedding rows made on the host (when d_embd is NULL) */
 
     /* decode step (decode_step below), G = dec_g */
     bool dec_on, dec_graphs; /* MEMRA_CUDA_DECODE / MEMRA_CUDA_GRAPH not 0 */

@@ -127,9 +127,13 @@ static void moe_ffn(struct cuda_backend *b, const struct cuda_moe_weights *w, co
     }
 }
 
-/* Embedding rows, positions, table offsets and the concatenated block tables
- * of the batch into the staging buffers, then up to the device (d_meta:
- * [0, T) positions, [T, 2T) offsets into [2T, 2T + n_ids) block ids). */
+/* Positions, table offsets and the concatenated block tables of the batch,
+ * and its token ids, into the staging buffers, then up to the device
+ * (d_meta: [0, T) positions, [T, 2T) offsets into [2T, 2T + n_ids) block
+ * ids, then the T token ids); the embedding rows gathered on the device from
+ * them (embed.cu, the decode step's gather: the same values as
+ * model_embed_row), or where the table is not on the device made on the host
+ * and uploaded. */
 static void embed_upload(struct cuda_backend *b, const struct backend_batch *batch, uint32_t T)
 {
     const struct model *m = b->base.model;
@@ -141,14 +145,23 @@ static void embed_upload(struct cuda_backend *b, const struct backend_batch *bat
         MEMRA_ASSERT(n_ids + nb <= b->tables_max); /* batch_check: ≤ max_seqs sequences within max_ctx */
         memcpy(b->h_meta + 2 * T + n_ids, s->blocks, nb * sizeof(uint32_t));
         for (uint32_t t = 0; t < s->n_tokens; t++, g++) {
-            model_embed_row(m, s->tokens[t], b->h_x + (uint64_t)g * dim);
+            if (!b->d_embd)
+                model_embed_row(m, s->tokens[t], b->h_x + (uint64_t)g * dim);
             b->h_meta[g] = s->pos + t;
             b->h_meta[T + g] = n_ids;
         }
         n_ids += nb;
     }
-    cuda_upload(b->ctx, b->x, b->h_x, (size_t)T * dim * 4);
-    cuda_upload(b->ctx, b->d_meta, b->h_meta, ((size_t)T * 2 + n_ids) * 4);
+    g = 0;
+    for (uint32_t i = 0; i < batch->n_seqs; i++)
+        for (uint32_t t = 0; t < batch->seqs[i].n_tokens; t++)
+            b->h_meta[2 * T + n_ids + g++] = (uint32_t)batch->seqs[i].tokens[t];
+    cuda_upload(b->ctx, b->d_meta, b->h_meta, ((size_t)T * 3 + n_ids) * 4);
+    if (b->d_embd)
+        cuda_embed_gather(b->ctx, m->tok_embd.dtype, b->d_embd, m->tok_embd.row_bytes, dim,
+                          (const int32_t *)(b->d_meta + 2 * T + n_ids), T, b->embd_scale, b->x);
+    else
+        cuda_upload(b->ctx, b->x, b->h_x, (size_t)T * dim * 4);
 }
 
 /* ---- attention ----------------------------------------------------------------

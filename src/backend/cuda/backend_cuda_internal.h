@@ -1,9 +1,10 @@
 /* backend/cuda/backend_cuda_internal.h — the CUDA backend's private state,
- * shared by its three host C files: backend_cuda.c (lifecycle: init, weight
+ * shared by its four host C files: backend_cuda.c (lifecycle: init, weight
  * upload, the KV pool, free; the header comment there describes the whole
  * backend), cuda_forward.c (the general forward path: per-span matmuls, the
- * attention plan) and cuda_decode_step.c (the decode step: graphs, device
- * embedding gather, greedy picks). Plain C; the GPU is reached only through
+ * attention plan), cuda_decode_step.c (the decode step: graphs, device
+ * embedding gather) and cuda_logits_out.c (what both hand back for their
+ * logit rows: picks, draws, top-k candidates, rows). Plain C; the GPU is reached only through
  * cuda_ops.h, cuda_fwd.h, cuda_decode.h and attn.h.
  */
 #ifndef MEMRA_BACKEND_CUDA_INTERNAL_H
@@ -130,12 +131,6 @@ struct cuda_backend {
 _Static_assert(CUDA_KV_BLOCK == BACKEND_KV_BLOCK, "cuda_fwd.h and engine/backend.h agree on the block size");
 _Static_assert(CUDA_TOPK_MAX == BACKEND_TOPK_MAX, "cuda_decode.h and engine/backend.h agree on the top-k bound");
 
-/* Row r's top-k candidates (d_topk_idx / _val of the step's logit rows) into
- * the sequence's draw, after the sync: see cuda_be_topk_download. */
-void cuda_be_topk_fill(const struct cuda_backend *b, uint32_t r, struct backend_draw *d);
-/* Queue the top-k kernel over the first n logit rows (params already in
- * d_topk) and the copies of rows [0, n)'s candidates down (async). */
-void cuda_be_topk_run(struct cuda_backend *b, uint32_t n);
 
 static inline bool is_quantized(enum dtype t)
 {
@@ -161,6 +156,27 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
  * kernel). */
 void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
                        const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window);
+
+/* ---- cuda_logits_out.c: what a step hands back for its logit rows ---------- */
+enum cuda_be_out_kind { CUDA_BE_OUT_NONE, CUDA_BE_OUT_ARGMAX, CUDA_BE_OUT_DRAW, CUDA_BE_OUT_TOPK, CUDA_BE_OUT_ROW };
+/* The step's logit rows [0, n) of b->logits: row k is the row[k]-th logit row of seq[k]. */
+struct cuda_be_out {
+    const struct backend_seq *seq[DEC_G];
+    uint32_t row[DEC_G];
+    uint32_t n;
+    enum cuda_be_out_kind kind[DEC_G]; /* set by cuda_be_out_plan */
+    bool any[CUDA_BE_OUT_ROW + 1];
+};
+/* Each row's kind, and the draw / top-k parameters of rows [0, n) into
+ * h_draw / h_topk (off where not asked). */
+void cuda_be_out_plan(struct cuda_backend *b, struct cuda_be_out *o);
+/* Those parameters up (async): the draws' when any row draws or all_draws
+ * (the decode graph's draw kernel reads every row), the top-k's when any. */
+void cuda_be_out_params_up(struct cuda_backend *b, const struct cuda_be_out *o, bool all_draws);
+/* After the logits (and, unless queue_picks, the greedy picks and draws: the
+ * decode graph makes them): the picks, draws and top-k candidates made on the
+ * device, everything asked for brought down, one sync, each sequence filled. */
+void cuda_be_out_finish(struct cuda_backend *b, const struct cuda_be_out *o, bool queue_picks);
 
 /* ---- cuda_decode_step.c ------------------------------------------------------ */
 /* Whether a batch is decode-shaped (every sequence one token) and the decode step is on. */

@@ -176,50 +176,6 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
     }
 }
 
-/* Whether sequence s of a decode step takes its greedy pick from the device
- * instead of its logit row. */
-static bool dec_wants_argmax(const struct cuda_backend *b, const struct backend_seq *s)
-{
-    return s->n_logits && s->argmax && b->base.model->cfg.final_softcap <= 0.0f;
-}
-
-/* Whether sequence s of a decode step takes its temperature draw from the
- * device instead of its logit row. */
-static bool dec_wants_draw(const struct cuda_backend *b, const struct backend_seq *s)
-{
-    return s->n_logits && s->draw && !s->draw->top_k && !s->argmax && b->base.model->cfg.final_softcap <= 0.0f;
-}
-
-/* ... or its top-k candidates. */
-static bool dec_wants_topk(const struct cuda_backend *b, const struct backend_seq *s)
-{
-    return s->n_logits && s->draw && s->draw->top_k && b->base.model->cfg.final_softcap <= 0.0f;
-}
-
-void cuda_be_topk_run(struct cuda_backend *b, uint32_t n)
-{
-    const uint32_t V = b->base.model->cfg.vocab;
-    cuda_topk_rows(b->ctx, b->logits, n, V, b->d_topk, b->d_topk_idx, b->d_topk_val, b->d_topk_greedy);
-    uint32_t r0 = n, r1 = 0; /* the rows with candidates: one copy over [r0, r1) each way */
-    for (uint32_t r = 0; r < n; r++)
-        if (b->h_topk[r].k)
-            r0 = r < r0 ? r : r0, r1 = r + 1;
-    if (r0 >= r1)
-        return;
-    const size_t off = (size_t)r0 * CUDA_TOPK_MAX, len = (size_t)(r1 - 1 - r0) * CUDA_TOPK_MAX + b->h_topk[r1 - 1].k;
-    cuda_download_async(b->ctx, b->h_topk_idx + off, b->d_topk_idx + off, len * sizeof(int32_t));
-    cuda_download_async(b->ctx, b->h_topk_val + off, b->d_topk_val + off, len * sizeof(float));
-    cuda_download_async(b->ctx, b->h_topk_greedy, b->d_topk_greedy, (size_t)n * sizeof(int32_t));
-}
-
-void cuda_be_topk_fill(const struct cuda_backend *b, uint32_t r, struct backend_draw *d)
-{
-    memcpy(d->cand_idx, b->h_topk_idx + (size_t)r * CUDA_TOPK_MAX, d->top_k * sizeof(int32_t));
-    memcpy(d->cand_val, b->h_topk_val + (size_t)r * CUDA_TOPK_MAX, d->top_k * sizeof(float));
-    d->token = b->h_topk_greedy[r];
-    d->used = false;
-}
-
 /* A batch the decode step takes: sequences of one token each (more than
  * dec_g of them run as consecutive groups of dec_g, see cuda_be_forward). */
 bool cuda_be_decode_shaped(const struct cuda_backend *b, const struct backend_batch *batch)
@@ -251,25 +207,12 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
             model_embed_row(m, s->tokens[0], b->h_xdec + (uint64_t)i * c->dim);
     }
     cuda_upload_async(b->ctx, b->d_dec, b->h_dec, ((size_t)3 * DEC_G + n_ids) * sizeof(uint32_t));
-    /* every row's draw parameters, off where no draw is asked (the graph's draw kernel reads all T) */
-    bool any_draw = false;
-    for (uint32_t i = 0; i < T; i++) {
-        const struct backend_seq *s = &batch->seqs[i];
-        const bool on = dec_wants_draw(b, s);
-        b->h_draw[i] = (struct cuda_draw_params){on ? s->draw->temperature : 1.0f, on, on ? s->draw->u : 0.0};
-        any_draw |= on;
-    }
-    if (c->final_softcap <= 0.0f)
-        cuda_upload_async(b->ctx, b->d_draw, b->h_draw, (size_t)T * sizeof(struct cuda_draw_params));
-    bool any_topk = false; /* top-k candidates: a kernel after the graph, for these steps only */
-    for (uint32_t i = 0; i < T; i++) {
-        const struct backend_seq *s = &batch->seqs[i];
-        const bool on = dec_wants_topk(b, s);
-        b->h_topk[i] = (struct cuda_topk_params){on ? s->draw->temperature : 1.0f, on ? s->draw->top_k : 0};
-        any_topk |= on;
-    }
-    if (any_topk)
-        cuda_upload_async(b->ctx, b->d_topk, b->h_topk, (size_t)T * sizeof(struct cuda_topk_params));
+    /* what each row asks for; the draw parameters of every row go up (the graph's draw kernel reads all T) */
+    struct cuda_be_out o = {.n = T};
+    for (uint32_t i = 0; i < T; i++)
+        o.seq[i] = &batch->seqs[i], o.row[i] = 0;
+    cuda_be_out_plan(b, &o);
+    cuda_be_out_params_up(b, &o, c->final_softcap <= 0.0f);
     if (!b->d_embd)
         cuda_upload_async(b->ctx, b->x, b->h_xdec, (size_t)T * c->dim * sizeof(float));
     if (b->dec_graphs) {
@@ -282,50 +225,5 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
     } else {
         decode_body(b, T);
     }
-    if (any_topk) /* after the graph's argmax and draws (which leave these rows alone) */
-        cuda_be_topk_run(b, T);
-    /* the greedy picks asked for (all T: 4 bytes each), then the logit rows
-     * asked for, contiguous runs in one copy each */
-    bool any_argmax = false;
-    for (uint32_t i = 0; i < T; i++)
-        any_argmax |= dec_wants_argmax(b, &batch->seqs[i]);
-    if (any_argmax)
-        cuda_download_async(b->ctx, b->h_argmax, b->d_argmax, (size_t)T * sizeof(int32_t));
-    if (any_draw)
-        cuda_download_async(b->ctx, b->h_draw_out, b->d_draw_out, (size_t)T * 2 * sizeof(int32_t));
-    for (uint32_t i = 0; i < T;) {
-        if (batch->seqs[i].n_logits == 0 || dec_wants_argmax(b, &batch->seqs[i]) || dec_wants_draw(b, &batch->seqs[i]) ||
-            dec_wants_topk(b, &batch->seqs[i])) {
-            i++;
-            continue;
-        }
-        uint32_t j = i + 1;
-        while (j < T && batch->seqs[j].n_logits && !dec_wants_argmax(b, &batch->seqs[j]) &&
-               !dec_wants_draw(b, &batch->seqs[j]) && !dec_wants_topk(b, &batch->seqs[j]))
-            j++;
-        cuda_download_async(b->ctx, b->h_logits + (uint64_t)i * c->vocab, b->logits + (uint64_t)i * c->vocab,
-                            (size_t)(j - i) * c->vocab * sizeof(float));
-        i = j;
-    }
-    cuda_ctx_sync(b->ctx);
-    for (uint32_t i = 0; i < T; i++) {
-        const struct backend_seq *s = &batch->seqs[i];
-        if (s->n_logits == 0)
-            continue;
-        if (dec_wants_argmax(b, s)) {
-            s->argmax[0] = b->h_argmax[i];
-            continue;
-        }
-        if (dec_wants_draw(b, s)) {
-            s->draw->token = b->h_draw_out[2 * i];
-            s->draw->used = b->h_draw_out[2 * i + 1] != 0;
-            continue;
-        }
-        if (dec_wants_topk(b, s)) {
-            cuda_be_topk_fill(b, i, s->draw);
-            continue;
-        }
-        memcpy(s->logits, b->h_logits + (uint64_t)i * c->vocab, (size_t)c->vocab * sizeof(float));
-        backend_logits_finish(c, s->logits, 1, s->argmax); /* argmax here: a softcapped model's pick */
-    }
+    cuda_be_out_finish(b, &o, false);
 }

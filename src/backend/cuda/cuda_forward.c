@@ -343,10 +343,10 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
     /* logits: the last n_logits tokens of every sequence normed into
      * consecutive rows of xb, then the output matmul over up to dec_g rows at
      * a time on the decode step's kernels (for BF16 the mmv: one weight read
-     * for the whole step's rows, not one a sequence), the greedy picks and
-     * temperature draws asked for made on the device, and only the rows asked
-     * for brought down (softcapped models: every row, capped and picked on the
-     * host) */
+     * for the whole step's rows, not one a sequence), the greedy picks,
+     * temperature draws and top-k candidates asked for made on the device,
+     * and only the rows asked for brought down (cuda_logits_out.c;
+     * softcapped models: every row, capped and picked on the host) */
     uint32_t g = 0, nrow = 0;
     for (uint32_t i = 0; i < batch->n_seqs; i++) {
         const struct backend_seq *s = &batch->seqs[i];
@@ -357,70 +357,21 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
                      b->xb + (uint64_t)nrow * c->dim, s->n_logits, c->dim, c->norm_eps);
         nrow += s->n_logits;
     }
-    const bool dev_pick = c->final_softcap <= 0.0f;
     const uint32_t cap = b->dec_g; /* rows of b->logits and h_logits; ≤ DEC_G */
     uint32_t si = 0, sr = 0;       /* the sequence and row of the next logit row */
     for (uint32_t k0 = 0; k0 < nrow; k0 += cap) {
         const uint32_t nr = nrow - k0 < cap ? nrow - k0 : cap;
         const struct cuda_weight *out = &b->output;
         matmul_gemv(b, &out, &b->logits, 1, b->xb + (uint64_t)k0 * c->dim, 0, nr);
-        uint32_t seq_of[DEC_G], row_of[DEC_G];
-        bool any_argmax = false, any_draw = false, any_topk = false;
+        struct cuda_be_out o = {.n = nr};
         for (uint32_t k = 0; k < nr; k++) {
             while (sr >= batch->seqs[si].n_logits)
                 si++, sr = 0;
-            const struct backend_seq *s = &batch->seqs[si];
-            seq_of[k] = si, row_of[k] = sr++;
-            const bool topk = dev_pick && s->draw && s->draw->top_k, draw = dev_pick && s->draw && !topk;
-            b->h_draw[k] = (struct cuda_draw_params){draw ? s->draw->temperature : 1.0f, draw, draw ? s->draw->u : 0.0};
-            b->h_topk[k] = (struct cuda_topk_params){topk ? s->draw->temperature : 1.0f, topk ? s->draw->top_k : 0};
-            any_draw |= draw;
-            any_topk |= topk;
-            any_argmax |= dev_pick && s->argmax && !s->draw;
+            o.seq[k] = &batch->seqs[si], o.row[k] = sr++;
         }
-        if (any_argmax) {
-            cuda_argmax_rows(b->ctx, b->logits, nr, c->vocab, b->d_argmax);
-            cuda_download_async(b->ctx, b->h_argmax, b->d_argmax, (size_t)nr * sizeof(int32_t));
-        }
-        if (any_draw) { /* after the argmax: the draw overwrites its rows */
-            cuda_upload_async(b->ctx, b->d_draw, b->h_draw, (size_t)nr * sizeof(struct cuda_draw_params));
-            cuda_draw_rows(b->ctx, b->logits, nr, c->vocab, b->d_draw, b->d_draw_out);
-            cuda_download_async(b->ctx, b->h_draw_out, b->d_draw_out, (size_t)nr * 2 * sizeof(int32_t));
-        }
-        if (any_topk) { /* after the argmax and draws: the candidates' kernel overwrites its rows */
-            cuda_upload_async(b->ctx, b->d_topk, b->h_topk, (size_t)nr * sizeof(struct cuda_topk_params));
-            cuda_be_topk_run(b, nr);
-        }
-        for (uint32_t k = 0; k < nr;) { /* the rows that come down, in runs */
-            const struct backend_seq *s = &batch->seqs[seq_of[k]];
-            if (dev_pick && (s->argmax || s->draw)) {
-                k++;
-                continue;
-            }
-            uint32_t j = k + 1;
-            while (j < nr && !(dev_pick && (batch->seqs[seq_of[j]].argmax || batch->seqs[seq_of[j]].draw)))
-                j++;
-            cuda_download_async(b->ctx, b->h_logits + (uint64_t)k * c->vocab, b->logits + (uint64_t)k * c->vocab,
-                                (size_t)(j - k) * c->vocab * sizeof(float));
-            k = j;
-        }
-        cuda_ctx_sync(b->ctx);
-        for (uint32_t k = 0; k < nr; k++) {
-            const struct backend_seq *s = &batch->seqs[seq_of[k]];
-            const uint32_t r = row_of[k];
-            if (dev_pick && s->draw && s->draw->top_k) { /* n_logits 1 (batch check) */
-                cuda_be_topk_fill(b, k, s->draw);
-            } else if (dev_pick && s->draw) {
-                s->draw->token = b->h_draw_out[2 * k];
-                s->draw->used = b->h_draw_out[2 * k + 1] != 0;
-            } else if (dev_pick && s->argmax) {
-                s->argmax[r] = b->h_argmax[k];
-            } else {
-                float *dst = s->logits + (uint64_t)r * c->vocab;
-                memcpy(dst, b->h_logits + (uint64_t)k * c->vocab, (size_t)c->vocab * sizeof(float));
-                backend_logits_finish(c, dst, 1, s->argmax ? s->argmax + r : NULL);
-            }
-        }
+        cuda_be_out_plan(b, &o);
+        cuda_be_out_params_up(b, &o, false);
+        cuda_be_out_finish(b, &o, true);
     }
     cuda_ctx_sync(b->ctx);
     return 0;

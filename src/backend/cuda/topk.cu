@@ -44,6 +44,16 @@ __device__ __forceinline__ float tk_unkey(uint32_t key)
     return __uint_as_float(key & 0x80000000u ? key & 0x7fffffffu : ~key);
 }
 
+/* This thread's keys of TK_U steps from i0 (0 past the row: below every key), loads issued together. */
+__device__ __forceinline__ void tk_load(const uint32_t *keys, uint32_t vocab, uint32_t i0, uint32_t (&kv)[TK_U])
+{
+#pragma unroll
+    for (int u = 0; u < TK_U; u++) {
+        const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
+        kv[u] = i < vocab ? __ldcg(keys + i) : 0;
+    }
+}
+
 /* hist[bin] += 1 for the lanes with `on`, one atomic per distinct bin. */
 __device__ __forceinline__ void tk_count(uint32_t *hist, uint32_t bin, bool on, uint32_t lane)
 {
@@ -174,11 +184,7 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
             const uint32_t hi = 8 * (byte + 1); /* bits above this byte must match the prefix */
             for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
                 uint32_t kv[TK_U];
-#pragma unroll
-                for (int u = 0; u < TK_U; u++) {
-                    const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
-                    kv[u] = i < vocab ? __ldcg(keys + i) : 0;
-                }
+                tk_load(keys, vocab, i0, kv);
 #pragma unroll
                 for (int u = 0; u < TK_U; u++) {
                     const bool on = i0 + u * TK_THREADS + threadIdx.x < vocab && (kv[u] >> hi) == prefix;
@@ -203,11 +209,7 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     if (s_eq == need) {
         for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
             uint32_t kv[TK_U];
-#pragma unroll
-            for (int u = 0; u < TK_U; u++) {
-                const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
-                kv[u] = i < vocab ? __ldcg(keys + i) : 0;
-            }
+            tk_load(keys, vocab, i0, kv);
 #pragma unroll
             for (int u = 0; u < TK_U; u++)
                 if (kv[u] >= tau && i0 + u * TK_THREADS + threadIdx.x < vocab) {

@@ -158,6 +158,10 @@ struct cuda_moe_weights {
     float gu_scale, down_scale;      /* per-tensor FP8 scales, else 1 */
 };
 struct cuda_moe_scratch; /* device buffers for max_tokens tokens (token × k rows), made at load */
+/* Whether a step of max_tokens tokens fits the grouped launches (token × k
+ * rows ≤ CUDA_GEMV_MAX_ROWS, their work slots ≤ 65535 blocks; ~65 k tokens
+ * at 8 experts a token). */
+bool cuda_moe_tokens_ok(uint32_t n_experts, uint32_t k, uint32_t max_tokens);
 bool cuda_moe_supported(const struct cuda_moe_weights *w, char *why, size_t whylen);
 struct cuda_moe_scratch *cuda_moe_scratch_init(struct cuda_ctx *ctx, const struct cuda_moe_weights *w,
                                                uint32_t max_tokens);

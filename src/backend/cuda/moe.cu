@@ -294,6 +294,12 @@ float *moe_alloc_f(uint64_t a, uint64_t b) { return (float *)cuda_alloc((size_t)
 
 } // namespace
 
+extern "C" bool cuda_moe_tokens_ok(uint32_t n_experts, uint32_t k, uint32_t max_tokens)
+{
+    const uint64_t P = (uint64_t)max_tokens * k;
+    return max_tokens > 0 && P <= CUDA_GEMV_MAX_ROWS && moe_max_slots(P, n_experts) <= 65535;
+}
+
 extern "C" bool cuda_moe_supported(const struct cuda_moe_weights *w, char *why, size_t whylen)
 {
     const char *r = NULL;
@@ -319,7 +325,7 @@ extern "C" struct cuda_moe_scratch *cuda_moe_scratch_init(struct cuda_ctx *ctx, 
     if (!cuda_moe_supported(w, why, sizeof(why)))
         CUDA_FAIL("cuda_moe_scratch_init: %s", why);
     const uint64_t P = (uint64_t)max_tokens * w->k;
-    if (max_tokens == 0 || P > CUDA_GEMV_MAX_ROWS || moe_max_slots(P, w->n_experts) > 65535)
+    if (!cuda_moe_tokens_ok(w->n_experts, w->k, max_tokens))
         CUDA_FAIL("cuda_moe_scratch_init: %u tokens × %u experts: more rows than a step can take", max_tokens, w->k);
     struct cuda_moe_scratch *s = (struct cuda_moe_scratch *)calloc(1, sizeof(*s));
     if (!s)

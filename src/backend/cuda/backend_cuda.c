@@ -194,7 +194,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     if (c->n_experts > 0 && !cuda_moe_tokens_ok(c->n_experts, c->n_experts_used, bc->max_batch_tokens)) {
         cuda_be_free(&b->base);
         return err_set(err, errlen, "cuda backend: %u batch tokens × %u experts a token are more than a mixture-of-"
-                       "experts step takes; lower the batch token budget (memra-server: MEMRA_BATCH_TOKENS)", bc->max_batch_tokens, c->n_experts_used);
+                       "experts step takes; lower the batch token budget (memra-server: MEMRA_BATCH_TOKENS)",
+                       bc->max_batch_tokens, c->n_experts_used);
     }
     b->ctx = cuda_ctx_init(0, err, errlen);
     if (!b->ctx) {

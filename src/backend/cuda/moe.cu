@@ -2,7 +2,7 @@
  * cuda_ops.h states the contract; src/backend/cpu/cpu_moe.c and model_moe_route
  * (model/model.h) are the reference.
  *
- * One FFN of T tokens, k experts each (P = T·k pairs), five launches, no host
+ * One FFN of T tokens, k experts each (P = T·k pairs), five to seven launches, no host
  * sync (the decode step's graph holds it):
  * 1. kernel_moe_route: each token's routing by a warp (softmax, top-k by
  *    repeated arg-max with ties to the lower index, renormalisation: the

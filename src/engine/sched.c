@@ -636,7 +636,9 @@ static int32_t *job_argmax(struct sched_job *j)
 /* Where the backend makes j's temperature draw (backend_seq.draw) when its
  * sampler draws from the whole vocabulary with temperature alone and the
  * backend can (the logits then stay on the device); takes the draw's u from
- * j's PRNG (put back by sampler_draw_end if the draw does not use it). */
+ * j's PRNG (put back by sampler_draw_end if the draw does not use it). Or,
+ * for a top-k sampler, where the backend puts its top-k candidates, from
+ * which sched_step has the sampler draw (sampler_sample_candidates). */
 static struct backend_draw *job_draw(struct sched *s, struct sched_job *j)
 {
     if (!s->b->device_draw)

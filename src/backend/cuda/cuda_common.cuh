@@ -168,6 +168,43 @@ static __device__ __forceinline__ void block_sum(float (&acc)[K], float *red)
     }
 }
 
+/* ---- the greedy rule's (value, index) reductions (sample.cu, topk.cu) ---- */
+
+/* a better than b: larger value, or equal and a lower index */
+static __device__ __forceinline__ bool am_better(float va, int ia, float vb, int ib)
+{
+    return va > vb || (va == vb && ia < ib);
+}
+
+/* The best (value, index) of the warp into every lane; index −1 = nothing seen. */
+static __device__ __forceinline__ void am_warp_best(float &best, int &at)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+        if (oi >= 0 && (at < 0 || am_better(ov, oi, best, at)))
+            best = ov, at = oi;
+    }
+}
+
+/* The block's best (value, index) into every lane of warp 0; all NT threads
+ * (≤ 1024) call it; sv / si: NT / 32 shared slots each. */
+template <int NT>
+static __device__ __forceinline__ void am_block_best(float &best, int &at, float *sv, int *si)
+{
+    am_warp_best(best, at);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0)
+        sv[warp] = best, si[warp] = at;
+    __syncthreads();
+    if (warp == 0) {
+        best = lane < NT / 32 ? sv[lane] : -INFINITY;
+        at = lane < NT / 32 ? si[lane] : -1;
+        am_warp_best(best, at);
+    }
+}
+
 /* mmv_wg.cu's launcher behind cuda_mmv / cuda_mmv_wg_variant (mmv.cu picks
  * the kernel); reuse: x is the same as in the call before on this context,
  * whose split into bf16 hi/lo rows may serve again. */

@@ -30,6 +30,7 @@
  * × 2 bytes = 75.5 MB a layer → 17.6 µs at 4.3 TB/s.
  */
 #include <math.h>
+#include <string.h>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
@@ -290,6 +291,26 @@ void grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t stride,
     }
 }
 
+/* Route T tokens and sort their pairs (kernel_moe_route, with the lanes' expert count for E). */
+void route(struct cuda_ctx *ctx, float *logits, uint32_t T, const struct cuda_moe_weights *w, struct cuda_moe_scratch *s)
+{
+    if (w->n_experts <= 128)
+        launch_route<4>(ctx, logits, T, w, s);
+    else if (w->n_experts <= 256)
+        launch_route<8>(ctx, logits, T, w, s);
+    else
+        launch_route<32>(ctx, logits, T, w, s);
+}
+
+/* y (T, dim) = each token's k expert outputs (ys) summed in rank order. */
+void combine(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, const struct cuda_moe_scratch *s, uint32_t T,
+             float *y)
+{
+    const uint32_t parts = (w->dim + 255) / 256;
+    cuda_launch(ctx, kernel_moe_combine, dim3(T, parts < 8 ? parts : 8), 256, 0, (const float *)s->ys,
+                (const uint32_t *)s->pos, (const float *)s->topw, w->k, w->dim, y);
+}
+
 float *moe_alloc_f(uint64_t a, uint64_t b) { return (float *)cuda_alloc((size_t)(a * b * sizeof(float))); }
 
 } // namespace
@@ -353,9 +374,9 @@ extern "C" struct cuda_moe_scratch *cuda_moe_scratch_init(struct cuda_ctx *ctx, 
 extern "C" void cuda_moe_reserve(struct cuda_ctx *ctx, const struct cuda_moe_weights *w, uint32_t max_tokens)
 {
     const uint32_t P = max_tokens * w->k;
-    if (!is_plain(w->gu_type) && w->gu_type != DTYPE_F32)
+    if (gemv_quant_has(w->gu_type))
         gemv_quant_xq_reserve(ctx, w->dim, max_tokens);
-    if (!is_plain(w->down_type) && w->down_type != DTYPE_F32)
+    if (gemv_quant_has(w->down_type))
         gemv_quant_xq_reserve(ctx, w->ffn, P);
 }
 
@@ -386,23 +407,16 @@ extern "C" void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights
     const gemv_group g = {s->slots, NULL, 0, moe_max_slots(P, E), T == 1 ? 1u : SLOT_ROWS};
     gemv_group gx = g; /* gate|up reads each row's token in place */
     gx.xrow = s->src;
-    if (E <= 128)
-        launch_route<4>(ctx, logits, T, w, s);
-    else if (E <= 256)
-        launch_route<8>(ctx, logits, T, w, s);
-    else
-        launch_route<32>(ctx, logits, T, w, s);
+    route(ctx, logits, T, w, s);
     grouped(ctx, w->gu_type, w->gate_up, w->gu_stride, 2 * F, w->dim, x, T, s->h, w->gu_scale, gx,
             flags & CUDA_GEMV_X_PREPARED);
-    const bool down_q = !is_plain(w->down_type) && w->down_type != DTYPE_F32;
+    const bool down_q = gemv_quant_has(w->down_type);
     if (down_q)
         cuda_swiglu_prep(ctx, s->h, s->a, P, F);
     else
         cuda_swiglu(ctx, s->h, s->a, P, F);
     grouped(ctx, w->down_type, w->down, w->down_stride, w->dim, F, s->a, P, s->ys, w->down_scale, g, down_q);
-    const uint32_t parts = (w->dim + 255) / 256;
-    cuda_launch(ctx, kernel_moe_combine, dim3(T, parts < 8 ? parts : 8), 256, 0, (const float *)s->ys,
-                (const uint32_t *)s->pos, (const float *)s->topw, K, w->dim, y);
+    combine(ctx, w, s, T, y);
 }
 
 extern "C" bool cuda_moe_gemm_supported(const struct cuda_moe_weights *w)
@@ -419,33 +433,31 @@ extern "C" void cuda_moe_ffn_gemm(struct cuda_ctx *ctx, struct cuda_gemm *gemm, 
     if (T > s->max_tokens)
         CUDA_FAIL("cuda_moe_ffn_gemm: %u tokens, scratch for %u", T, s->max_tokens);
     const uint32_t E = w->n_experts, K = w->k, P = T * K, F = w->ffn, dim = w->dim;
-    if (E <= 128)
-        launch_route<4>(ctx, logits, T, w, s);
-    else if (E <= 256)
-        launch_route<8>(ctx, logits, T, w, s);
-    else
-        launch_route<32>(ctx, logits, T, w, s);
+    route(ctx, logits, T, w, s);
     cuda_launch(ctx, kernel_moe_gather, P, 128, 0, x, (const uint32_t *)s->src, dim, s->xs);
-    /* the experts' row ranges, from the slots (consecutive, ≤ 8 rows each, an expert's in a row) */
+    /* the experts' row ranges: the slots (consecutive, ≤ 8 rows each, an
+     * expert's in a row) come down and are merged in place, one an expert */
+    uint32_t *r = s->h_slots + 1;
     cuda_download(ctx, s->h_slots, s->slots, (1 + 3 * (size_t)moe_max_slots(P, E)) * sizeof(uint32_t));
-    const uint32_t n_slots = s->h_slots[0];
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) /* (the GEMM converts its x itself: no preparation) */
-            cuda_swiglu(ctx, s->h, s->a, P, F);
-        for (uint32_t i = 0; i < n_slots;) {
-            const uint32_t e = s->h_slots[1 + 3 * i], first = s->h_slots[2 + 3 * i];
-            uint32_t rows = 0;
-            while (i < n_slots && s->h_slots[1 + 3 * i] == e)
-                rows += s->h_slots[3 + 3 * i], i++;
-            if (pass == 0)
-                cuda_gemm_run(gemm, w->gu_type, (const uint8_t *)w->gate_up + e * w->gu_stride, 2 * (uint64_t)F, dim,
-                              s->xs + (uint64_t)first * dim, rows, s->h + (uint64_t)first * 2 * F, w->gu_scale, 0);
-            else
-                cuda_gemm_run(gemm, w->down_type, (const uint8_t *)w->down + e * w->down_stride, dim, F,
-                              s->a + (uint64_t)first * F, rows, s->ys + (uint64_t)first * dim, w->down_scale, 0);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->h_slots[0]; i++) {
+        if (n > 0 && r[3 * (n - 1)] == r[3 * i]) {
+            r[3 * (n - 1) + 2] += r[3 * i + 2];
+        } else {
+            memmove(r + 3 * n, r + 3 * i, 3 * sizeof(uint32_t));
+            n++;
         }
     }
-    const uint32_t parts = (dim + 255) / 256;
-    cuda_launch(ctx, kernel_moe_combine, dim3(T, parts < 8 ? parts : 8), 256, 0, (const float *)s->ys,
-                (const uint32_t *)s->pos, (const float *)s->topw, K, dim, y);
+    for (uint32_t j = 0; j < n; j++) { /* {expert, first row, rows} */
+        const uint32_t e = r[3 * j], first = r[3 * j + 1];
+        cuda_gemm_run(gemm, w->gu_type, (const uint8_t *)w->gate_up + e * w->gu_stride, 2 * (uint64_t)F, dim,
+                      s->xs + (uint64_t)first * dim, r[3 * j + 2], s->h + (uint64_t)first * 2 * F, w->gu_scale, 0);
+    }
+    cuda_swiglu(ctx, s->h, s->a, P, F); /* (the GEMM converts its x itself: no preparation) */
+    for (uint32_t j = 0; j < n; j++) {
+        const uint32_t e = r[3 * j], first = r[3 * j + 1];
+        cuda_gemm_run(gemm, w->down_type, (const uint8_t *)w->down + e * w->down_stride, dim, F,
+                      s->a + (uint64_t)first * F, r[3 * j + 2], s->ys + (uint64_t)first * dim, w->down_scale, 0);
+    }
+    combine(ctx, w, s, T, y);
 }

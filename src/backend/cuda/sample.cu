@@ -28,24 +28,6 @@ namespace {
 
 constexpr int AM_THREADS = 1024;
 
-/* a better than b: larger value, or equal and a lower index */
-__device__ __forceinline__ bool am_better(float va, int ia, float vb, int ib)
-{
-    return va > vb || (va == vb && ia < ib);
-}
-
-/* The best (value, index) of the warp into every lane; index −1 = nothing seen. */
-__device__ __forceinline__ void am_warp_best(float &best, int &at)
-{
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, at, o);
-        if (oi >= 0 && (at < 0 || am_better(ov, oi, best, at)))
-            best = ov, at = oi;
-    }
-}
-
 __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__restrict__ logits, uint32_t vocab,
                                                                  int32_t *__restrict__ out)
 {
@@ -63,17 +45,9 @@ __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__
             at = (int)i;
         }
     }
-    am_warp_best(best, at);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0)
-        sv[warp] = best, si[warp] = at;
-    __syncthreads();
-    if (warp == 0) {
-        best = sv[lane], at = si[lane];
-        am_warp_best(best, at);
-        if (lane == 0)
-            out[blockIdx.x] = at;
-    }
+    am_block_best<AM_THREADS>(best, at, sv, si);
+    if (threadIdx.x == 0)
+        out[blockIdx.x] = at;
 }
 
 constexpr int DR_THREADS = 1024;

@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     __syncthreads();
 
     /* 1: greedy, keys, top byte */
-    float gv = -INFINITY;
+    float gv = -INFINITY; /* the greedy rule's pick: this thread's indices rise, so the first of equal maxima stays */
     int gi = -1;
     for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
         float lv[TK_U];
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
             uint32_t key = 0;
             if (on) {
                 const float l = isnan(lv[u]) ? -INFINITY : lv[u] == INFINITY ? FLT_MAX : lv[u];
-                if (gi < 0 || l > gv)
+                if (l > gv)
                     gv = l, gi = (int)i;
                 key = tk_key(__fdiv_rn(l, P.temperature));
                 keys[i] = key;
@@ -149,28 +149,9 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
             tk_count(hist, key >> 24, on, lane);
         }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) { /* (l desc, id asc) */
-        const float ov = __shfl_xor_sync(0xffffffffu, gv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, gi, o);
-        if (oi >= 0 && (gi < 0 || ov > gv || (ov == gv && oi < gi)))
-            gv = ov, gi = oi;
-    }
-    if (lane == 0)
-        s_bv[warp] = gv, s_bi[warp] = gi;
-    __syncthreads();
-    if (warp == 0) {
-        gv = s_bv[lane], gi = s_bi[lane];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, gv, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, gi, o);
-            if (oi >= 0 && (gi < 0 || ov > gv || (ov == gv && oi < gi)))
-                gv = ov, gi = oi;
-        }
-        if (lane == 0)
-            out_greedy[blockIdx.x] = gv == -INFINITY ? -1 : gi;
-    }
+    am_block_best<TK_THREADS>(gv, gi, s_bv, s_bi); /* (l desc, id asc); −1 when no l is finite */
+    if (threadIdx.x == 0)
+        out_greedy[blockIdx.x] = gi;
 
     /* 2: τ, a byte a pass (the key's bytes from the top); s_eq: the keys equal to τ */
     __shared__ uint32_t s_prefix, s_need, s_eq;

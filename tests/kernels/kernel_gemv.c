@@ -72,6 +72,23 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, batch, dy, scale, rpb, ks, prepared ? CUDA_GEMV_X_PREPARED : 0);
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y, dy, sizeof(float) * rows * batch);
+    /* ksplit 1 (asked, or any batch > 1) runs the staged kernel: the same bits
+     * as the register kernel it replaces */
+    const bool quant = dtype_info(t)->block_size > 1;
+    int same = -1;
+    if (quant && (ks == 1 || batch > 1)) {
+        float *y2 = malloc(sizeof(float) * rows * batch);
+        MEMRA_ASSERT(y2);
+        cuda_fill_nan_f32(g_ctx, dy, rows * batch);
+        cuda_ctx_set_gemv_staged(g_ctx, false);
+        cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, batch, dy, scale, rpb, ks,
+                          prepared ? CUDA_GEMV_X_PREPARED : 0);
+        cuda_ctx_set_gemv_staged(g_ctx, true);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y2, dy, sizeof(float) * rows * batch);
+        same = memcmp(y, y2, sizeof(float) * rows * batch) == 0;
+        free(y2);
+    }
 
     double maxref = 0, maxdiff = 0;
     int bad = 0;
@@ -97,7 +114,9 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
              rpb, ks, prepared ? " prepared" : "");
     CHECK_MSG(bad == 0 && rel <= TOL, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
               TOL);
-    printf("check %-36s rel err %.2e%s\n", label, rel, bad || rel > TOL ? "  FAIL" : "");
+    CHECK_MSG(same != 0, "%s: staged and register kernels give different bits", label);
+    printf("check %-36s rel err %.2e%s%s\n", label, rel, same == 1 ? "  staged = register bits" : "",
+           bad || rel > TOL || same == 0 ? "  FAIL" : "");
     cuda_free(dw);
     cuda_free(dx);
     cuda_free(dy);
@@ -576,7 +595,8 @@ int main(int argc, char **argv)
     /* our kernels first, cuBLAS last (the table needs both) */
     static double auto_us[NTYPES][NSHAPES], best_us[NTYPES][NSHAPES], mb[NTYPES][NSHAPES];
     static int best_rpb[NTYPES][NSHAPES], best_ks[NTYPES][NSHAPES];
-    double batch_us[NTYPES][4];
+    static double stg_us[NTYPES][NSHAPES][2], reg_us[NTYPES][NSHAPES][2]; /* ksplit 1, R = 2 / 4 */
+    double batch_us[NTYPES][4], batch_reg_us[NTYPES][4]; /* staged on / off (same for the plain types) */
     for (size_t k = 0; k < NTYPES; k++) {
         const enum dtype t = types[k];
         for (size_t s = 0; s < NSHAPES; s++) {
@@ -598,12 +618,24 @@ int main(int argc, char **argv)
                            is_quant_block(t) ? "warp" : "block", rpb, ks, us);
                     if (us < best_us[k][s])
                         best_us[k][s] = us, best_rpb[k][s] = rpb, best_ks[k][s] = ks;
+                    if (is_quant_block(t) && ks == 1 && rpb >= 2) { /* staged (above) vs register, same shape */
+                        cuda_ctx_set_gemv_staged(g_ctx, false);
+                        const double reg = bench_time(&b);
+                        cuda_ctx_set_gemv_staged(g_ctx, true);
+                        printf("  %-7s %-8s rows/warp %d ksplit 1 register kernel: %8.2f us\n", dtype_name(t),
+                               shapes[s].name, rpb, reg);
+                        const int i = rpb == 4;
+                        stg_us[k][s][i] = us, reg_us[k][s][i] = reg;
+                    }
                 }
             if (s == 3) { /* gate/up 14336x4096: batches 1, 2, 4, 8 with the launcher's choice, prep included */
                 b.flags = 0;
                 for (int i = 0; i < 4; i++) {
                     b.rpb = 0, b.ks = 0, b.batch = 1u << i;
                     batch_us[k][i] = bench_time(&b);
+                    cuda_ctx_set_gemv_staged(g_ctx, false);
+                    batch_reg_us[k][i] = bench_time(&b);
+                    cuda_ctx_set_gemv_staged(g_ctx, true);
                 }
             }
             printf("%-7s %-8s auto %8.2f us  %6.0f GB/s\n", dtype_name(t), shapes[s].name, auto_us[k][s],
@@ -690,10 +722,31 @@ int main(int argc, char **argv)
                    pct(gbs), best_us[k][s], best_rpb[k][s], best_ks[k][s], pct(gbs_best), cublas_us[s],
                    cublas_us[s] / auto_us[k][s]);
         }
-    printf("\n## Batched GEMV, gate/up 14336x4096, us (launcher's choice, prep included)\n\n| type | b=1 | b=2 | b=4 | b=8 |\n|---|---|---|---|---|\n");
-    for (size_t k = 0; k < NTYPES; k++)
-        printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", dtype_name(types[k]), batch_us[k][0], batch_us[k][1],
-               batch_us[k][2], batch_us[k][3]);
+    printf("\n## Quantized GEMV, ksplit 1 (the engine's shape): staged kernel vs register kernel, x prepared, us"
+           " (same run; R = rows a warp; %%BW of the staged one at its better R)\n\n"
+           "| type | shape | register R=2 | staged R=2 | register R=4 | staged R=4 | best ratio | staged %%BW |\n"
+           "|---|---|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < NTYPES; k++) {
+        if (!is_quant_block(types[k]))
+            continue;
+        for (size_t s = 0; s < NSHAPES; s++) {
+            const double rb = fmin(reg_us[k][s][0], reg_us[k][s][1]), sb = fmin(stg_us[k][s][0], stg_us[k][s][1]);
+            printf("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", dtype_name(types[k]), shapes[s].name,
+                   reg_us[k][s][0], stg_us[k][s][0], reg_us[k][s][1], stg_us[k][s][1], rb / sb,
+                   pct(mb[k][s] * 1e3 / sb));
+        }
+    }
+    printf("\n## Batched GEMV, gate/up 14336x4096, us (launcher's choice, prep included; quantized: staged /"
+           " register kernel, same run)\n\n| type | b=1 | b=2 | b=4 | b=8 |\n|---|---|---|---|---|\n");
+    for (size_t k = 0; k < NTYPES; k++) {
+        printf("| %s |", dtype_name(types[k]));
+        for (int i = 0; i < 4; i++)
+            if (is_quant_block(types[k]))
+                printf(" %.2f / %.2f |", batch_us[k][i], batch_reg_us[k][i]);
+            else
+                printf(" %.2f |", batch_us[k][i]);
+        printf("\n");
+    }
     printf("\n## Elementwise (graph of 100 launches, us per launch)\n\n| op | us |\n|---|---|\n");
     for (int v = 0; v < 6; v++)
         printf("%s\n", small[v]);

@@ -69,6 +69,8 @@ struct cuda_ctx {
     uint32_t mmv_xs_t;
     uint64_t mmv_xs_n;
     bool pdl;                /* cuda_launch's PDL attribute (below) */
+    bool gemv_staged;        /* quantized GEMVs with ksplit 1: the staged kernel, else the
+                              * register one (gemv_quant.cu; MEMRA_GEMV_STAGED) */
     uint32_t attn_rows_min;  /* decode attention: launches of ≥ this many rows run one CTA a row
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */
 };

@@ -27,6 +27,13 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "MEMRA_PDL=%s: expected on or off", pdl);
         return NULL;
     }
+    const char *staged = getenv("MEMRA_GEMV_STAGED");
+    const bool stage_bad = staged && *staged && strcmp(staged, "on") != 0 && strcmp(staged, "off") != 0;
+    if (stage_bad) {
+        if (err && errlen)
+            snprintf(err, errlen, "MEMRA_GEMV_STAGED=%s: expected on or off", staged);
+        return NULL;
+    }
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
     unsigned long rows_min = CUDA_ATTN_ROWS_MIN_DEFAULT;
@@ -45,6 +52,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->device = device;
     ctx->pdl = !(pdl && strcmp(pdl, "off") == 0);
     ctx->attn_rows_min = (uint32_t)rows_min;
+    ctx->gemv_staged = !(staged && strcmp(staged, "off") == 0);
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
@@ -78,9 +86,15 @@ extern "C" void cuda_ctx_sync(struct cuda_ctx *ctx) { CUDA_CHECK(cudaStreamSynch
 extern "C" void *cuda_alloc(size_t bytes)
 {
     void *p = NULL;
-    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    /* 16 bytes of slack past the end: the staged GEMV's bulk copies read
+     * whole aligned 16-byte units (gemv_quant.cu) */
+    if (bytes > SIZE_MAX - 32)
+        CUDA_FAIL("cuda_alloc: %zu bytes", bytes);
+    CUDA_CHECK(cudaMalloc(&p, bytes + 16));
     return p;
 }
+
+extern "C" void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on) { ctx->gemv_staged = on; }
 
 extern "C" void cuda_free(void *p)
 {

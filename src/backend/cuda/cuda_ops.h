@@ -45,6 +45,11 @@ struct cuda_ctx; /* opaque: device ordinal, properties, one stream, cuBLAS handl
  * first weights, while the kernel before it finishes; both give the same bits. */
 struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen);
 void cuda_ctx_free(struct cuda_ctx *ctx);
+/* Quantized GEMVs of ksplit 1 (every one the engine runs): the staged kernel
+ * (weights bulk-copied into shared memory several steps ahead, the first ones
+ * while the kernel before still runs; the default, MEMRA_GEMV_STAGED=on) or
+ * the register kernel (off). Same bits either way. */
+void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on);
 
 const char *cuda_ctx_device_name(const struct cuda_ctx *ctx); /* "NVIDIA H200" */
 int cuda_ctx_sm_count(const struct cuda_ctx *ctx);
@@ -54,7 +59,8 @@ size_t cuda_ctx_mem_bytes(const struct cuda_ctx *ctx);
  * pending kernel error, naming it). */
 void cuda_ctx_sync(struct cuda_ctx *ctx);
 
-/* Device memory: cudaMalloc'd (256-byte aligned) or abort. */
+/* Device memory: cudaMalloc'd (256-byte aligned, 16 readable bytes past the
+ * end) or abort. */
 void *cuda_alloc(size_t bytes);
 void cuda_free(void *p);
 void cuda_upload(struct cuda_ctx *ctx, void *dst_dev, const void *src_host, size_t bytes);
@@ -87,7 +93,9 @@ void cuda_graph_free(struct cuda_graph *g);
  *
  * w: the weight matrix exactly as stored in the model file — (rows, n)
  *    row-major, row r at byte r · dtype_row_bytes(t, n), GGUF block layouts for
- *    quantized types — in device memory, 16-byte aligned (cudaMalloc'd).
+ *    quantized types — in device memory, 16-byte aligned, and for the
+ *    quantized types readable 16 bytes past the last row (all of it holds for
+ *    memory from cuda_alloc, at any whole-row offset into it).
  * x: (batch, n) f32, y: (batch, rows) f32, both device memory.
  * batch: 1..CUDA_GEMV_MAX_BATCH activation vectors sharing one read of W.
  * scale: multiplies the result; 1.0f except for FP8 checkpoints with a

@@ -28,6 +28,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
 #include "backend/cuda/gemv_quant_types.cuh"
+#include "backend/cuda/tile_copy.cuh"
 
 namespace {
 
@@ -44,6 +45,87 @@ __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restric
     const uint64_t e = valid ? 4 * t : 0;
     const float4 v = valid ? __ldg(reinterpret_cast<const float4 *>(x) + t) : make_float4(0, 0, 0, 0);
     gemv_prep_x4(v, valid, threadIdx.x & 31, xq, n, (uint32_t)(e / n), (uint32_t)(e % n));
+}
+
+/* One warp step of a lane: its segment (32 elements from e) of R rows,
+ * decoded into q, d, m, times each batch entry's prepared x, added to acc.
+ * Both kernels below run exactly this, so their results have the same bits. */
+template <class Q, int R, int NB>
+static __device__ __forceinline__ void q_step(const uint32_t (&q)[R][8], const float (&d)[R][2],
+                                              const float (&m)[R][2], const uint8_t *__restrict__ xq,
+                                              const uint32_t (&xr)[NB], uint32_t nb, uint32_t n, uint64_t xstride,
+                                              uint32_t e, float (&acc)[R * NB])
+{
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+        if (b >= (int)nb)
+            break;
+        const uint8_t *xb = xq + (uint64_t)xr[b] * xstride;
+        uint32_t x0[8], x1[8], x2[8];
+        ld_a16<8>(xb + e, x0);
+        ld_a16<8>(xb + n + e, x1);
+        ld_a16<8>(xb + 2 * (uint64_t)n + e, x2);
+        const float *sc = reinterpret_cast<const float *>(xb + 3 * (uint64_t)n);
+        const float sx = __ldg(sc + e / 32);
+        float2 xs = make_float2(0.0f, 0.0f);
+        if constexpr (Q::HAS_M)
+            xs = __ldg(reinterpret_cast<const float2 *>(xb + xq_sum_off(n)) + e / 32); /* Σx of each 16 */
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float a = acc[r * NB + b];
+            if constexpr (Q::TWO_SCALES) {
+                const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
+                const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
+                a = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), a);
+                a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
+            } else {
+                a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), a);
+                if constexpr (Q::HAS_M)
+                    a = fmaf(m[r][0], xs.x + xs.y, a);
+            }
+            acc[r * NB + b] = a;
+        }
+    }
+}
+
+/* The end of a GEMV: each lane's sums over the warp (and with KS > 1 over the
+ * block's warps), written by lane 0 of the (first) warp. */
+template <int R, int NB, int KS>
+static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__restrict__ y, uint32_t rows,
+                                                uint32_t row0, uint32_t nb, float scale)
+{
+    constexpr int W = NT / 32;
+    const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < R * NB; k++)
+        acc[k] = warp_sum(acc[k]);
+    if constexpr (KS > 1) {
+        __shared__ float red[W][R * NB];
+        if (lane == 0) {
+#pragma unroll
+            for (int k = 0; k < R * NB; k++)
+                red[wi][k] = acc[k];
+        }
+        __syncthreads();
+        if (wi != 0)
+            return;
+#pragma unroll
+        for (int k = 0; k < R * NB; k++) {
+            float t = 0.0f;
+#pragma unroll
+            for (int i = 0; i < W; i++)
+                t += red[i][k];
+            acc[k] = t;
+        }
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int b = 0; b < NB; b++)
+                if (row0 + r < rows && b < (int)nb)
+                    y[(uint64_t)b * rows + row0 + r] = scale * acc[r * NB + b];
+    }
 }
 
 /* KS = 1: each of the block's 4 warps owns its own R rows and walks them whole.
@@ -99,69 +181,10 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
             Q::get(wr[r], L, q[r], d[r], m[r]);
             wr[r] += kstep * Q::BS;
         }
-        const uint32_t e = blk * Q::QK + 32 * seg; /* first element of the segment */
-#pragma unroll
-        for (int b = 0; b < NB; b++) {
-            if (b >= (int)nb)
-                break;
-            const uint8_t *xb = xq + (uint64_t)xr[b] * xstride;
-            uint32_t x0[8], x1[8], x2[8];
-            ld_a16<8>(xb + e, x0);
-            ld_a16<8>(xb + n + e, x1);
-            ld_a16<8>(xb + 2 * (uint64_t)n + e, x2);
-            const float *sc = reinterpret_cast<const float *>(xb + 3 * (uint64_t)n);
-            const float sx = __ldg(sc + e / 32);
-            float2 xs = make_float2(0.0f, 0.0f);
-            if constexpr (Q::HAS_M)
-                xs = __ldg(reinterpret_cast<const float2 *>(xb + xq_sum_off(n)) + e / 32); /* Σx of each 16 */
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                float a = acc[r * NB + b];
-                if constexpr (Q::TWO_SCALES) {
-                    const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
-                    const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
-                    a = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), a);
-                    a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
-                } else {
-                    a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), a);
-                    if constexpr (Q::HAS_M)
-                        a = fmaf(m[r][0], xs.x + xs.y, a);
-                }
-                acc[r * NB + b] = a;
-            }
-        }
+        q_step<Q, R, NB>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
     }
     pdl_trigger();
-#pragma unroll
-    for (int k = 0; k < R * NB; k++)
-        acc[k] = warp_sum(acc[k]);
-    if constexpr (KS > 1) {
-        __shared__ float red[W][R * NB];
-        if (lane == 0) {
-#pragma unroll
-            for (int k = 0; k < R * NB; k++)
-                red[wi][k] = acc[k];
-        }
-        __syncthreads();
-        if (wi != 0)
-            return;
-#pragma unroll
-        for (int k = 0; k < R * NB; k++) {
-            float t = 0.0f;
-#pragma unroll
-            for (int i = 0; i < W; i++)
-                t += red[i][k];
-            acc[k] = t;
-        }
-    }
-    if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int b = 0; b < NB; b++)
-                if (row0 + r < rows && b < (int)nb)
-                    y[(uint64_t)b * rows + row0 + r] = scale * acc[r * NB + b];
-    }
+    q_finish<R, NB, KS>(acc, y, rows, row0, nb, scale);
 }
 
 template <class Q, int R, int NB, int KS, bool G = false>
@@ -175,6 +198,144 @@ void launch_q(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, con
                 (uint32_t)n, xq, nb, y, scale, grp);
 }
 
+/* ---- the staged kernel -----------------------------------------------------
+ * The same warps, rows, lanes and summation order as kernel_gemv_q with
+ * KS = 1 (so the same bits), but the weights do not travel through registers:
+ * lane 0 of each warp copies the warp's R rows of each step (BPS blocks a
+ * row, one bulk copy a row) into the warp's own ring of NS stages in shared
+ * memory, NS steps ahead, and the lanes decode from there. A warp thus keeps
+ * NS·R·BPS blocks in flight whatever its registers allow (the register kernel:
+ * two steps, at 25 % occupancy too few bytes to cover DRAM latency:
+ * bench/GEMV.md), and its first NS steps are asked for before pdl_wait — the
+ * weights are constant — while the kernel before it still runs. Each row's
+ * step is copied as the 16-byte-aligned range around it (a bulk copy's
+ * granularity; up to 15 bytes either side, hence cuda_alloc's 16 bytes of
+ * slack past every buffer), and read at the offset that keeps the block
+ * type's own alignment. */
+template <class Q, int R> struct qstage {
+    static constexpr int S = Q::QK / 32, BPS = 32 / S, W = NT / 32;
+    static constexpr uint32_t CH = ((BPS * Q::BS + 15) & ~15u) + 16; /* a row's step, with its slack */
+    static constexpr uint32_t BYTES = R * CH;                       /* a warp's step */
+    /* as many stages (2..4) as keep 4 blocks an SM within its 227 KB */
+    static constexpr int NS_FIT = (int)(55296 / (W * BYTES));
+    static constexpr int NS = NS_FIT > 4 ? 4 : NS_FIT < 2 ? 2 : NS_FIT;
+    static constexpr uint32_t SMEM = W * NS * BYTES;
+};
+
+template <class Q, int R, int NB, bool G>
+__global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restrict__ w, uint64_t row_bytes,
+                                                        uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
+                                                        uint32_t nb, float *__restrict__ y, float scale, gemv_group grp)
+{
+    using St = qstage<Q, R>;
+    constexpr int S = St::S, BPS = St::BPS, W = St::W, NS = St::NS;
+    extern __shared__ __align__(16) uint8_t stage_mem[];
+    __shared__ __align__(8) uint64_t bars[W][NS];
+    uint32_t xr[NB];
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        xr[b] = b;
+    if constexpr (G) {
+        pdl_wait(); /* the work list is the routing kernel's output */
+        if (!gemv_group_slot(grp, w, y, rows, nb, xr))
+            return;
+    }
+    const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
+    const uint32_t row0 = (blockIdx.x * W + wi) * R;
+    if (row0 >= rows)
+        return;
+    const uint32_t nblk = n / Q::QK, nsteps = (nblk + BPS - 1) / BPS;
+    const uint8_t *wrow[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) /* tail rows re-read the last row */
+        wrow[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes;
+    uint8_t *const ring = stage_mem + wi * NS * St::BYTES;
+    const uint32_t bar_s = smem_u32(&bars[wi][0]);
+    constexpr uint32_t STEP = BPS * Q::BS, STEP_MIS = STEP % 16;
+    const uint32_t ring_s = smem_u32(ring);
+    uint64_t policy = 0;
+    if (lane == 0) {
+#pragma unroll
+        for (int s = 0; s < NS; s++)
+            mbar_init(bar_s + 8 * s, 1);
+        mbar_init_fence();
+        policy = l2_evict_first_policy();
+    }
+    __syncwarp();
+    /* lane 0: step i's R rows into stage i % NS. (Measured: one lane a row
+     * at once, with R arrivals, was slower — 0.83-0.94× on Q8_0.) */
+    auto issue = [&](uint32_t i) {
+        const uint32_t cnt = min((uint32_t)BPS, nblk - i * BPS), st = i % NS;
+        uintptr_t lo[R], hi[R];
+        uint32_t total = 0;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uintptr_t a = reinterpret_cast<uintptr_t>(wrow[r]) + (uintptr_t)i * STEP;
+            lo[r] = a & ~(uintptr_t)15, hi[r] = (a + cnt * Q::BS + 15) & ~(uintptr_t)15;
+            total += (uint32_t)(hi[r] - lo[r]);
+        }
+        mbar_expect(bar_s + 8 * st, total);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            bulk_copy_g2s(ring_s + st * St::BYTES + r * St::CH, reinterpret_cast<const void *>(lo[r]),
+                          (uint32_t)(hi[r] - lo[r]), bar_s + 8 * st, policy);
+    };
+    if (lane == 0)
+        for (uint32_t i = 0; i < nsteps && i < (uint32_t)NS; i++)
+            issue(i);
+    if constexpr (!G)
+        pdl_wait();
+    const int seg = (int)(lane % S);
+    const typename Q::lane_t L = Q::lane(seg);
+    const uint64_t xstride = xq_stride(n);
+    uint32_t off0[R]; /* where row r's step 0 starts in its slot: its address mod 16 */
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        off0[r] = (uint32_t)reinterpret_cast<uintptr_t>(wrow[r]) & 15;
+    const uint8_t *const mine = ring + (lane / S) * Q::BS; /* the lane's block in row 0's slot of stage 0 */
+    float acc[R * NB];
+#pragma unroll
+    for (int k = 0; k < R * NB; k++)
+        acc[k] = 0.0f;
+    for (uint32_t i = 0; i < nsteps; i++) {
+        const uint32_t st = i % NS, blk = i * BPS + lane / S;
+        mbar_wait(bar_s + 8 * st, (i / NS) & 1);
+        if (blk < nblk) {
+            uint32_t q[R][8];
+            float d[R][2], m[R][2];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t off = STEP_MIS == 0 ? off0[r] : (off0[r] + i * STEP_MIS) & 15;
+                Q::template get<true>(mine + st * St::BYTES + r * St::CH + off, L, q[r], d[r], m[r]);
+            }
+            q_step<Q, R, NB>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
+        }
+        __syncwarp(); /* every lane is done with stage st before it is refilled */
+        if (lane == 0 && i + NS < nsteps)
+            issue(i + NS);
+    }
+    pdl_trigger();
+    q_finish<R, NB, 1>(acc, y, rows, row0, nb, scale);
+}
+
+template <class Q, int R, int NB, bool G = false>
+void launch_qs(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
+               float scale, gemv_group grp = {})
+{
+    constexpr uint32_t smem = qstage<Q, R>::SMEM;
+    static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
+    if (smem > 48 * 1024 && !(opted & (1u << ctx->device))) {
+        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_qs<Q, R, NB, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+        opted |= 1u << ctx->device;
+    }
+    const uint64_t row_bytes = n / Q::QK * Q::BS;
+    const uint64_t groups = (rows + R - 1) / R;
+    const dim3 grid((uint32_t)((groups + NT / 32 - 1) / (NT / 32)), G ? grp.max_slots : 1);
+    cuda_launch(ctx, kernel_gemv_qs<Q, R, NB, G>, grid, NT, smem, (const uint8_t *)w, row_bytes, (uint32_t)rows,
+                (uint32_t)n, xq, nb, y, scale, grp);
+}
+
 /* Grouped: ksplit 1 (the order the ungrouped batch kernels use), 4 rows a
  * warp alone (experts' rows are short: more loads in flight a lane), 2 with
  * a batch of 8 (4 spills). */
@@ -182,7 +343,12 @@ template <class Q>
 void dispatch_q_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, float *y,
                         float scale, const gemv_group &grp)
 {
-    if (grp.max_rows == 1)
+    if (ctx->gemv_staged) {
+        if (grp.max_rows == 1)
+            launch_qs<Q, 4, 1, true>(ctx, w, rows, n, xq, 1, y, scale, grp);
+        else
+            launch_qs<Q, 2, CUDA_GEMV_MAX_BATCH, true>(ctx, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y, scale, grp);
+    } else if (grp.max_rows == 1)
         launch_q<Q, 4, 1, 1, true>(ctx, w, rows, n, xq, 1, y, scale, grp);
     else
         launch_q<Q, 2, CUDA_GEMV_MAX_BATCH, 1, true>(ctx, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y, scale, grp);
@@ -192,12 +358,19 @@ template <class Q>
 void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
                 float *y, float scale, int rpw, int ks)
 {
+    const bool st = ctx->gemv_staged;
     if (nb > 4) {
-        launch_q<Q, 2, 8, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        if (st)
+            launch_qs<Q, 2, 8>(ctx, w, rows, n, xq, nb, y, scale);
+        else
+            launch_q<Q, 2, 8, 1>(ctx, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (nb > 1) {
-        launch_q<Q, 2, 4, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        if (st)
+            launch_qs<Q, 2, 4>(ctx, w, rows, n, xq, nb, y, scale);
+        else
+            launch_q<Q, 2, 4, 1>(ctx, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (rpw == 0)
@@ -208,8 +381,18 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
         CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
     switch (rpw * 8 + ks) {
     case 9: launch_q<Q, 1, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 17: launch_q<Q, 2, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 33: launch_q<Q, 4, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 17:
+        if (st)
+            launch_qs<Q, 2, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        else
+            launch_q<Q, 2, 1, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        break;
+    case 33:
+        if (st)
+            launch_qs<Q, 4, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        else
+            launch_q<Q, 4, 1, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        break;
     case 12: launch_q<Q, 1, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
     case 20: launch_q<Q, 2, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
     case 36: launch_q<Q, 4, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;

@@ -32,35 +32,48 @@
 
 /* ---- loads --------------------------------------------------------------- */
 
+/* A load from global memory through the read-only path (SH false) or from
+ * shared memory (SH true: the staged kernel's copies, gemv_quant.cu). */
+template <bool SH, class T> static __device__ __forceinline__ T ldq(const T *p)
+{
+    if constexpr (SH)
+        return *p;
+    else
+        return __ldg(p);
+}
+
 /* N·4 bytes (N = 4 or 8) at a 2-aligned address: aligned words, shifted into
  * place. The last word is read only when needed (never past the bytes asked). */
-template <int N> static __device__ __forceinline__ void ld_a2(const uint8_t *p, uint32_t *o)
+template <int N, bool SH = false> static __device__ __forceinline__ void ld_a2(const uint8_t *p, uint32_t *o)
 {
-    const uint32_t *b = reinterpret_cast<const uint32_t *>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t)3);
-    const uint32_t sh = (uint32_t)(reinterpret_cast<uintptr_t>(p) & 3) * 8;
+    /* p minus its misalignment (pointer arithmetic, not an integer cast: the
+     * compiler keeps knowing which memory space p points into) */
+    const uint32_t mis = (uint32_t)(reinterpret_cast<uintptr_t>(p) & 3);
+    const uint32_t *b = reinterpret_cast<const uint32_t *>(p - mis);
+    const uint32_t sh = mis * 8;
     uint32_t w[N + 1];
 #pragma unroll
     for (int i = 0; i < N; i++)
-        w[i] = __ldg(b + i);
-    w[N] = sh ? __ldg(b + N) : 0u;
+        w[i] = ldq<SH>(b + i);
+    w[N] = sh ? ldq<SH>(b + N) : 0u;
 #pragma unroll
     for (int i = 0; i < N; i++)
         o[i] = __funnelshift_r(w[i], w[i + 1], sh);
 }
 
 /* N·4 bytes at a 16-aligned address (N a multiple of 4). */
-template <int N> static __device__ __forceinline__ void ld_a16(const uint8_t *p, uint32_t *o)
+template <int N, bool SH = false> static __device__ __forceinline__ void ld_a16(const uint8_t *p, uint32_t *o)
 {
 #pragma unroll
     for (int i = 0; i < N / 4; i++) {
-        const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p) + i);
+        const uint4 v = ldq<SH>(reinterpret_cast<const uint4 *>(p) + i);
         o[4 * i] = v.x, o[4 * i + 1] = v.y, o[4 * i + 2] = v.z, o[4 * i + 3] = v.w;
     }
 }
 
-static __device__ __forceinline__ float ld_f16(const uint8_t *p) /* p 2-aligned */
+template <bool SH = false> static __device__ __forceinline__ float ld_f16(const uint8_t *p) /* p 2-aligned */
 {
-    return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short *>(p))));
+    return __half2float(__ushort_as_half(ldq<SH>(reinterpret_cast<const unsigned short *>(p))));
 }
 
 static __device__ __forceinline__ uint32_t lo_nib(uint32_t w) { return w & 0x0F0F0F0Fu; }
@@ -126,11 +139,12 @@ struct qt_q8_0 { /* f16 d | i8 qs[32]: x = d·q */
     static constexpr bool QSIGNED = true, HAS_M = false, TWO_SCALES = false;
     struct lane_t {};
     static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    template <bool SH = false>
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
     {
-        ld_a2<8>(b + 2, q);
-        d[0] = d[1] = ld_f16(b);
+        ld_a2<8, SH>(b + 2, q);
+        d[0] = d[1] = ld_f16<SH>(b);
         m[0] = m[1] = 0.0f;
     }
 };
@@ -140,17 +154,18 @@ struct qt_q4_0 { /* f16 d | qs[16]: el i<16 = qs[i]&15, i≥16 = qs[i-16]>>4; x 
     static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
     struct lane_t {};
     static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    template <bool SH = false>
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
     {
         uint32_t w[4];
-        ld_a2<4>(b + 2, w);
+        ld_a2<4, SH>(b + 2, w);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             q[i] = lo_nib(w[i]);
             q[4 + i] = hi_nib(w[i]);
         }
-        d[0] = d[1] = ld_f16(b);
+        d[0] = d[1] = ld_f16<SH>(b);
         m[0] = m[1] = -8.0f * d[0];
     }
 };
@@ -160,14 +175,15 @@ struct qt_q4_1 { /* f16 d | f16 m | qs[16]: x = d·q + m */
     static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
     struct lane_t {};
     static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    template <bool SH = false>
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
     {
         const uint32_t *w = reinterpret_cast<const uint32_t *>(b);
-        const uint32_t dm = __ldg(w);
+        const uint32_t dm = ldq<SH>(w);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const uint32_t v = __ldg(w + 1 + i);
+            const uint32_t v = ldq<SH>(w + 1 + i);
             q[i] = lo_nib(v);
             q[4 + i] = hi_nib(v);
         }
@@ -187,12 +203,13 @@ struct qt_q4_k { /* f16 d | f16 dmin | scales[12] | qs[128]; sub-block j: x = d�
         return {16 + 32 * (j >> 1), (j & 1) ? 0xF0F0F0F0u : 0x0F0F0F0Fu, 8u * (uint32_t)(j & 3),
                 (j & 1) ? 0.0625f : 1.0f, j >= 4};
     }
+    template <bool SH = false>
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
     {
-        const uint4 h = __ldg(reinterpret_cast<const uint4 *>(b));
+        const uint4 h = ldq<SH>(reinterpret_cast<const uint4 *>(b));
         uint32_t w[8];
-        ld_a16<8>(b + L.qoff, w);
+        ld_a16<8, SH>(b + L.qoff, w);
 #pragma unroll
         for (int i = 0; i < 8; i++)
             q[i] = w[i] & L.mask;
@@ -211,13 +228,14 @@ struct qt_q5_k { /* f16 d | f16 dmin | scales[12] | qh[32] | qs[128]; q = nibble
     {
         return {48 + 32 * (j >> 1), 4u * (uint32_t)(j & 1), (uint32_t)j, 8u * (uint32_t)(j & 3), j >= 4};
     }
+    template <bool SH = false>
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
     {
-        const uint4 h = __ldg(reinterpret_cast<const uint4 *>(b));
+        const uint4 h = ldq<SH>(reinterpret_cast<const uint4 *>(b));
         uint32_t w[8], qh[8];
-        ld_a16<8>(b + L.qoff, w);
-        ld_a16<8>(b + 16, qh);
+        ld_a16<8, SH>(b + L.qoff, w);
+        ld_a16<8, SH>(b + 16, qh);
 #pragma unroll
         for (int i = 0; i < 8; i++)
             q[i] = ((w[i] >> L.nsh) & 0x0F0F0F0Fu) | ((qh[i] >> L.j) & 0x01010101u) << 4;
@@ -241,17 +259,18 @@ struct qt_q6_k { /* ql[128] | qh[64] | i8 scales[16] | f16 d; x = d·sc·(q−32
         return {64 * half + 32 * (k & 1), 128 + 32 * half, 192 + 8 * half + 2 * k, 4u * (uint32_t)(k >> 1),
                 2u * (uint32_t)k};
     }
+    template <bool SH = false>
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
     {
         uint32_t w[8], qh[8];
-        ld_a2<8>(b + L.loff, w);
-        ld_a2<8>(b + L.hoff, qh);
+        ld_a2<8, SH>(b + L.loff, w);
+        ld_a2<8, SH>(b + L.hoff, qh);
 #pragma unroll
         for (int i = 0; i < 8; i++)
             q[i] = ((w[i] >> L.nsh) & 0x0F0F0F0Fu) | ((qh[i] >> L.hsh) & 0x03030303u) << 4;
-        const float dd = ld_f16(b + 208);
-        const uint32_t sc = __ldg(reinterpret_cast<const unsigned short *>(b + L.soff)); /* 2 i8 scales */
+        const float dd = ld_f16<SH>(b + 208);
+        const uint32_t sc = ldq<SH>(reinterpret_cast<const unsigned short *>(b + L.soff)); /* 2 i8 scales */
         d[0] = dd * (float)(int8_t)(sc & 0xFF);
         d[1] = dd * (float)(int8_t)(sc >> 8);
         m[0] = -32.0f * d[0];
@@ -284,19 +303,20 @@ struct qt_iq4_xs { /* f16 d | u16 scales_h | scales_l[4] | qs[128]; sub-block ib
     {
         return {8 + 16 * ib, 4 + (ib >> 1), 4u * (uint32_t)(ib & 1), 16u + 2u * (uint32_t)ib};
     }
+    template <bool SH = false>
     static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
                                                float (&m)[2])
     {
-        const uint2 v0 = __ldg(reinterpret_cast<const uint2 *>(b + L.qoff));
-        const uint2 v1 = __ldg(reinterpret_cast<const uint2 *>(b + L.qoff + 8));
+        const uint2 v0 = ldq<SH>(reinterpret_cast<const uint2 *>(b + L.qoff));
+        const uint2 v1 = ldq<SH>(reinterpret_cast<const uint2 *>(b + L.qoff + 8));
         const uint32_t w[4] = {v0.x, v0.y, v1.x, v1.y};
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             q[i] = lookup4(lo_nib(w[i]));
             q[4 + i] = lookup4(hi_nib(w[i]));
         }
-        const uint32_t h = __ldg(reinterpret_cast<const uint32_t *>(b)); /* d | scales_h */
-        const int sl = (__ldg(b + L.soff) >> L.lsh) & 0xF;
+        const uint32_t h = ldq<SH>(reinterpret_cast<const uint32_t *>(b)); /* d | scales_h */
+        const int sl = (ldq<SH>(b + L.soff) >> L.lsh) & 0xF;
         const int sh = (int)(h >> L.hsh) & 3;
         d[0] = d[1] = f16_lo(h) * (float)((sl | sh << 4) - 32);
         m[0] = m[1] = 0.0f;

@@ -1,7 +1,9 @@
-/* backend/cuda/tile_copy.cuh — what the tensor-core GEMV kernels (mmv.cu,
- * mmv_wg.cu) share: the cp.async wrappers that stream tiles into shared
- * memory, and the split of f32 activations into bf16 hi + lo parts that keeps
- * their products exact to ~2^-17 (the numerics of gemm.cu's exact mode).
+/* backend/cuda/tile_copy.cuh — copies into shared memory for the kernels that
+ * stage their weights there: the cp.async wrappers of the tensor-core GEMVs
+ * (mmv.cu, mmv_wg.cu), the bulk copies (TMA, one instruction a contiguous
+ * range) and mbarrier waits of the staged quantized GEMV (gemv_quant.cu), and
+ * the split of f32 activations into bf16 hi + lo parts that keeps their
+ * products exact to ~2^-17 (the numerics of gemm.cu's exact mode).
  */
 #ifndef MEMRA_BACKEND_CUDA_TILE_COPY_CUH
 #define MEMRA_BACKEND_CUDA_TILE_COPY_CUH
@@ -24,6 +26,55 @@ static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.asyn
 template <int N> static __device__ __forceinline__ void cp_async_wait()
 {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
+/* ---- bulk copies completing on an mbarrier (sm_90) ------------------------
+ * A barrier of one arrival: the issuing thread announces the bytes
+ * (mbar_expect) and issues the copies; the phase completes when all bytes
+ * landed; waiters spin on the phase's parity. */
+static __device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+static __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+/* After the inits, before the async proxy (the copies) uses the barriers. */
+static __device__ __forceinline__ void mbar_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory");
+}
+static __device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* bytes (a multiple of 16; src, dst 16-byte aligned) global → shared,
+ * counted on bar; evict-first in L2 (weights are read once a GEMV). */
+static __device__ __forceinline__ void bulk_copy_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar,
+                                                     uint64_t policy)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, "
+                 "[%3], %4;" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+                 : "memory");
+}
+static __device__ __forceinline__ uint64_t l2_evict_first_policy()
+{
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
 }
 
 /* Two floats → their bf16 hi parts (lo = false) or the bf16 of what hi

@@ -54,10 +54,14 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
 
 /* A block per token and group of 8 heads (the q heads, then the k heads), a
  * warp per head: bias, per-head RMSNorm, RoPE (cos/sin of the position taken
- * once a block into shared memory); the warp of a k head also writes that
- * head's k and v (v plus its bias) into the KV cache. Every element sees the
- * same float operations whatever the grid. */
+ * once a block into shared memory, before the PDL wait: positions are
+ * uploaded before the step); the warp of a k head also writes that head's k
+ * and v (v plus its bias) into the KV cache. The head's values stay in
+ * registers (lane l: elements l + 32·j) and go through the warp's shared row
+ * for the rotation's pairs: one read and one write of global memory an
+ * element. Every element sees the same float operations whatever the grid. */
 constexpr int ROPE_WARPS = 8;
+constexpr int ROPE_J = CUDA_FWD_MAX_HEAD_DIM / 32; /* head elements a lane */
 __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, float *k, float *v,
                                                                      const uint32_t *tok_pos, const float *bq,
                                                                      const float *bk, const float *bv,
@@ -65,8 +69,9 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
                                                                      const float *inv_freq, bool neox, float eps,
                                                                      cuda_attn_shape sh, cuda_kv_view kv)
 {
-    pdl_enter();
+    pdl_trigger();
     __shared__ float s_cos[CUDA_FWD_MAX_HEAD_DIM / 2], s_sin[CUDA_FWD_MAX_HEAD_DIM / 2];
+    __shared__ float s_row[ROPE_WARPS][CUDA_FWD_MAX_HEAD_DIM];
     const uint32_t t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t hd = sh.head_dim, half = hd / 2;
     const uint32_t q_dim = sh.n_heads * hd, kv_dim = sh.n_kv_heads * hd;
@@ -76,6 +81,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
         s_cos[i] = cosf(a), s_sin[i] = sinf(a);
     }
     __syncthreads();
+    pdl_wait();
     const uint32_t h = blockIdx.y * ROPE_WARPS + warp;
     if (h >= sh.n_heads + sh.n_kv_heads)
         return;
@@ -84,41 +90,59 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
     float *p = isq ? q + (uint64_t)t * q_dim + off : k + (uint64_t)t * kv_dim + off;
     const float *bias = isq ? bq : bk;
     const float *nw_ = isq ? q_norm : k_norm;
+    float *kc = NULL, *vc = NULL;
+    if (!isq) { /* v: its bias, then into the cache (independent of the rest) */
+        kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim) + off;
+        vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim) + off;
+        float *vt = v + (uint64_t)t * kv_dim + off;
+        for (uint32_t i = lane; i < hd; i += 32) {
+            float vv = vt[i];
+            if (bv)
+                vv += bv[off + i];
+            vt[i] = vv;
+            vc[i] = vv;
+        }
+    }
+    float val[ROPE_J];
     float ss = 0.0f;
-    for (uint32_t i = lane; i < hd; i += 32) {
-        float val = p[i];
-        if (bias)
-            val += bias[off + i];
-        p[i] = val;
-        ss = fmaf(val, val, ss);
+#pragma unroll
+    for (int j = 0; j < ROPE_J; j++) {
+        const uint32_t i = lane + 32 * j;
+        val[j] = 0.0f;
+        if (i < hd) {
+            val[j] = p[i];
+            if (bias)
+                val[j] += bias[off + i];
+            ss = fmaf(val[j], val[j], ss);
+        }
     }
     if (nw_) {
         ss = warp_sum(ss);
         const float inv = 1.0f / sqrtf(ss / (float)hd + eps);
-        for (uint32_t i = lane; i < hd; i += 32)
-            p[i] = nw_[i] * (p[i] * inv);
+#pragma unroll
+        for (int j = 0; j < ROPE_J; j++) {
+            const uint32_t i = lane + 32 * j;
+            if (i < hd)
+                val[j] = nw_[i] * (val[j] * inv);
+        }
     }
+    float *row = s_row[warp];
+#pragma unroll
+    for (int j = 0; j < ROPE_J; j++)
+        if (lane + 32 * j < hd)
+            row[lane + 32 * j] = val[j];
     __syncwarp();
     for (uint32_t i = lane; i < half; i += 32) {
         const float c = s_cos[i], sn = s_sin[i];
         const uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-        const float x0 = p[i0], x1 = p[i1];
-        p[i0] = x0 * c - x1 * sn;
-        p[i1] = x1 * c + x0 * sn;
-    }
-    if (isq)
-        return;
-    __syncwarp();
-    float *kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim) + off;
-    float *vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim) + off;
-    float *vt = v + (uint64_t)t * kv_dim + off;
-    for (uint32_t i = lane; i < hd; i += 32) {
-        float vv = vt[i];
-        if (bv)
-            vv += bv[off + i];
-        vt[i] = vv;
-        kc[i] = p[i];
-        vc[i] = vv;
+        const float x0 = row[i0], x1 = row[i1];
+        const float y0 = x0 * c - x1 * sn, y1 = x1 * c + x0 * sn;
+        p[i0] = y0;
+        p[i1] = y1;
+        if (!isq) {
+            kc[i0] = y0;
+            kc[i1] = y1;
+        }
     }
 }
 

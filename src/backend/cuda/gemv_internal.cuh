@@ -24,6 +24,16 @@ static inline int gemv_pick_rows_per_warp(uint64_t rows, int sms)
     return rows < (uint64_t)sms * 16 ? 2 : 4;
 }
 
+/* The same for the staged kernel (ksplit 1): also 2 for long rows (n ≥
+ * 8192: down), where the smaller stages let more warps an SM keep their
+ * rings full. H200 tg128, one call: Q4_K_M 367-369 → 380-381, Q8_0 328-330 →
+ * 334-335 tok/s; 2 for every shape (or all but lm_head) was slower (Q8_0
+ * 322-324, Q4_K_M 377-380). bench/RESULTS.md, 2026-12-01 ninth run. */
+static inline int gemv_pick_rows_staged(uint64_t rows, uint64_t n, int sms)
+{
+    return n >= 8192 ? 2 : gemv_pick_rows_per_warp(rows, sms);
+}
+
 /* Warps sharing one row group: 4 (shorter work units, more waves, a shorter
  * tail) when there are few rows (≤ ~40 per SM: q/o, k/v) or long ones (down,
  * n = 14336); 1 (no shared-memory sum) for many rows of 4096 (qkv, gate/up,

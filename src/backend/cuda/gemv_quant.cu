@@ -373,10 +373,10 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
             launch_q<Q, 2, 4, 1>(ctx, w, rows, n, xq, nb, y, scale);
         return;
     }
-    if (rpw == 0)
-        rpw = gemv_pick_rows_per_warp(rows, sms);
     if (ks == 0)
         ks = gemv_pick_ksplit(rows, n, sms);
+    if (rpw == 0)
+        rpw = st && ks == 1 ? gemv_pick_rows_staged(rows, n, sms) : gemv_pick_rows_per_warp(rows, sms);
     if (ks != 1 && ks != 4)
         CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
     switch (rpw * 8 + ks) {

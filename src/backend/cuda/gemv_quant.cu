@@ -24,6 +24,9 @@
  *    vector of a batch). Loads go straight to registers through the read-only
  *    path; the R rows' loads of a step are independent, so several loads are
  *    in flight per lane, 32·R·QK/32·BS/… ≈ 1 KB of weights per warp step.
+ *    Its staged form, kernel_gemv_qs (below; the default for ksplit 1,
+ *    ctx->gemv_staged), runs the same lanes and arithmetic on weights
+ *    bulk-copied into shared memory several steps ahead.
  */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"

@@ -80,6 +80,20 @@ static __device__ __forceinline__ bool gemv_group_slot(const gemv_group &g, WP &
     return true;
 }
 
+/* The GEMV's result: y[b][row0 + r] = scale · acc[r·NB + b] for the rows
+ * and batch entries that exist (one thread calls it). */
+template <int R, int NB>
+static __device__ __forceinline__ void gemv_store_rows(float *__restrict__ y, const float (&acc)[R * NB],
+                                                       uint32_t rows, uint32_t row0, uint32_t nb, float scale)
+{
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < NB; b++)
+            if (row0 + r < rows && b < (int)nb)
+                y[(uint64_t)b * rows + row0 + r] = scale * acc[r * NB + b];
+}
+
 /* rpb: rows per block (plain) or per warp (quantized); 0 = heuristic.
  * ks: warps per row group (quantized), 0 = heuristic. */
 void gemv_plain_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,

@@ -163,14 +163,8 @@ __global__ void __launch_bounds__(NTB) kernel_gemv_plain(const uint8_t *__restri
     }
     pdl_trigger(); /* the next kernel's blocks may come in as this one's finish */
     block_sum<NTB, R * NB>(acc, red);
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int b = 0; b < NB; b++)
-                if (row0 + r < rows && b < (int)nb)
-                    y[(uint64_t)b * rows + row0 + r] = scale * acc[r * NB + b];
-    }
+    if (threadIdx.x == 0)
+        gemv_store_rows<R, NB>(y, acc, rows, row0, nb, scale);
 }
 
 template <class P, int R, int NB, bool G = false, int NTB = NT>

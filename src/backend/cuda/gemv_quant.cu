@@ -121,14 +121,8 @@ static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__r
             acc[k] = t;
         }
     }
-    if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int b = 0; b < NB; b++)
-                if (row0 + r < rows && b < (int)nb)
-                    y[(uint64_t)b * rows + row0 + r] = scale * acc[r * NB + b];
-    }
+    if (lane == 0)
+        gemv_store_rows<R, NB>(y, acc, rows, row0, nb, scale);
 }
 
 /* KS = 1: each of the block's 4 warps owns its own R rows and walks them whole.
@@ -339,6 +333,17 @@ void launch_qs(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, co
                 (uint32_t)n, xq, nb, y, scale, grp);
 }
 
+/* ksplit 1: the staged kernel or the register one (the same bits). */
+template <class Q, int R, int NB, bool G = false>
+void launch_ks1(const cuda_ctx *ctx, bool staged, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
+                uint32_t nb, float *y, float scale, gemv_group grp = {})
+{
+    if (staged)
+        launch_qs<Q, R, NB, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
+    else
+        launch_q<Q, R, NB, 1, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
+}
+
 /* Grouped: ksplit 1 (the order the ungrouped batch kernels use), 4 rows a
  * warp alone (experts' rows are short: more loads in flight a lane), 2 with
  * a batch of 8 (4 spills). */
@@ -346,15 +351,11 @@ template <class Q>
 void dispatch_q_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, float *y,
                         float scale, const gemv_group &grp)
 {
-    if (ctx->gemv_staged) {
-        if (grp.max_rows == 1)
-            launch_qs<Q, 4, 1, true>(ctx, w, rows, n, xq, 1, y, scale, grp);
-        else
-            launch_qs<Q, 2, CUDA_GEMV_MAX_BATCH, true>(ctx, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y, scale, grp);
-    } else if (grp.max_rows == 1)
-        launch_q<Q, 4, 1, 1, true>(ctx, w, rows, n, xq, 1, y, scale, grp);
+    if (grp.max_rows == 1)
+        launch_ks1<Q, 4, 1, true>(ctx, ctx->gemv_staged, w, rows, n, xq, 1, y, scale, grp);
     else
-        launch_q<Q, 2, CUDA_GEMV_MAX_BATCH, 1, true>(ctx, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y, scale, grp);
+        launch_ks1<Q, 2, CUDA_GEMV_MAX_BATCH, true>(ctx, ctx->gemv_staged, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y,
+                                                    scale, grp);
 }
 
 template <class Q>
@@ -363,17 +364,11 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
 {
     const bool st = ctx->gemv_staged;
     if (nb > 4) {
-        if (st)
-            launch_qs<Q, 2, 8>(ctx, w, rows, n, xq, nb, y, scale);
-        else
-            launch_q<Q, 2, 8, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        launch_ks1<Q, 2, 8>(ctx, st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (nb > 1) {
-        if (st)
-            launch_qs<Q, 2, 4>(ctx, w, rows, n, xq, nb, y, scale);
-        else
-            launch_q<Q, 2, 4, 1>(ctx, w, rows, n, xq, nb, y, scale);
+        launch_ks1<Q, 2, 4>(ctx, st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (ks == 0)
@@ -384,18 +379,8 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
         CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
     switch (rpw * 8 + ks) {
     case 9: launch_q<Q, 1, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 17:
-        if (st)
-            launch_qs<Q, 2, 1>(ctx, w, rows, n, xq, nb, y, scale);
-        else
-            launch_q<Q, 2, 1, 1>(ctx, w, rows, n, xq, nb, y, scale);
-        break;
-    case 33:
-        if (st)
-            launch_qs<Q, 4, 1>(ctx, w, rows, n, xq, nb, y, scale);
-        else
-            launch_q<Q, 4, 1, 1>(ctx, w, rows, n, xq, nb, y, scale);
-        break;
+    case 17: launch_ks1<Q, 2, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
+    case 33: launch_ks1<Q, 4, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
     case 12: launch_q<Q, 1, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
     case 20: launch_q<Q, 2, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
     case 36: launch_q<Q, 4, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;

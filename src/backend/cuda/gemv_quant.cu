@@ -198,21 +198,26 @@ void launch_q(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, con
 /* ---- the staged kernel -----------------------------------------------------
  * The same warps, rows, lanes and summation order as kernel_gemv_q with
  * KS = 1 (so the same bits), but the weights do not travel through registers:
- * lane 0 of each warp copies the warp's R rows of each step (BPS blocks a
- * row, one bulk copy a row) into the warp's own ring of NS stages in shared
- * memory, NS steps ahead, and the lanes decode from there. A warp thus keeps
- * NS·R·BPS blocks in flight whatever its registers allow (the register kernel:
- * two steps, at 25 % occupancy too few bytes to cover DRAM latency:
- * bench/GEMV.md), and its first NS steps are asked for before pdl_wait — the
- * weights are constant — while the kernel before it still runs. Each row's
- * step is copied as the 16-byte-aligned range around it (a bulk copy's
- * granularity; up to 15 bytes either side, hence cuda_alloc's 16 bytes of
- * slack past every buffer), and read at the offset that keeps the block
- * type's own alignment. */
+ * lane 0 of each warp copies the warp's R rows of each stage (SPS warp steps
+ * of BPS blocks a row, one bulk copy a row) into the warp's own ring of NS
+ * stages in shared memory, NS stages ahead, and the lanes decode from there.
+ * A warp thus keeps NS·SPS·R·BPS blocks in flight whatever its registers
+ * allow (the register kernel: two steps, at 25 % occupancy too few bytes to
+ * cover DRAM latency: bench/GEMV.md), and its first NS stages are asked for
+ * before pdl_wait — the weights are constant — while the kernel before it
+ * still runs. Each row's stage is copied as the 16-byte-aligned range around
+ * it (a bulk copy's granularity; up to 15 bytes either side, hence
+ * cuda_alloc's 16 bytes of slack past every buffer), and read at the offset
+ * that keeps the block type's own alignment. */
 template <class Q, int R> struct qstage {
     static constexpr int S = Q::QK / 32, BPS = 32 / S, W = NT / 32;
-    static constexpr uint32_t CH = ((BPS * Q::BS + 15) & ~15u) + 16; /* a row's step, with its slack */
-    static constexpr uint32_t BYTES = R * CH;                       /* a warp's step */
+    static constexpr uint32_t STEP = BPS * Q::BS;                    /* a row's bytes of a warp step */
+    /* warp steps a stage: 2 where a step is under 1 KB a row (every type but
+     * Q8_0), halving lane 0's copy issue a byte — Q4_K_M tg128 381.5 → 389.5,
+     * Q8_0 (1088 B a step) unchanged at 2 (bench/RESULTS.md, ninth run) */
+    static constexpr int SPS = STEP < 1024 ? 2 : 1;
+    static constexpr uint32_t CH = ((SPS * STEP + 15) & ~15u) + 16; /* a row's stage (SPS steps), with its slack */
+    static constexpr uint32_t BYTES = R * CH;                       /* a warp's stage */
     /* as many stages (2..4) as keep 4 blocks an SM within its 227 KB */
     static constexpr int NS_FIT = (int)(55296 / (W * BYTES));
     static constexpr int NS = NS_FIT > 4 ? 4 : NS_FIT < 2 ? 2 : NS_FIT;
@@ -225,7 +230,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
                                                         uint32_t nb, float *__restrict__ y, float scale, gemv_group grp)
 {
     using St = qstage<Q, R>;
-    constexpr int S = St::S, BPS = St::BPS, W = St::W, NS = St::NS;
+    constexpr int S = St::S, BPS = St::BPS, W = St::W, NS = St::NS, SPS = St::SPS;
     extern __shared__ __align__(16) uint8_t stage_mem[];
     __shared__ __align__(8) uint64_t bars[W][NS];
     uint32_t xr[NB];
@@ -241,14 +246,14 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
     const uint32_t row0 = (blockIdx.x * W + wi) * R;
     if (row0 >= rows)
         return;
-    const uint32_t nblk = n / Q::QK, nsteps = (nblk + BPS - 1) / BPS;
+    const uint32_t nblk = n / Q::QK, nsteps = (nblk + BPS - 1) / BPS, nstages = (nsteps + SPS - 1) / SPS;
     const uint8_t *wrow[R];
 #pragma unroll
     for (int r = 0; r < R; r++) /* tail rows re-read the last row */
         wrow[r] = w + (uint64_t)min(row0 + r, rows - 1) * row_bytes;
     uint8_t *const ring = stage_mem + wi * NS * St::BYTES;
     const uint32_t bar_s = smem_u32(&bars[wi][0]);
-    constexpr uint32_t STEP = BPS * Q::BS, STEP_MIS = STEP % 16;
+    constexpr uint32_t SSTEP = SPS * St::STEP, SSTEP_MIS = SSTEP % 16;
     const uint32_t ring_s = smem_u32(ring);
     uint64_t policy = 0;
     if (lane == 0) {
@@ -259,15 +264,16 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
         policy = l2_evict_first_policy();
     }
     __syncwarp();
-    /* lane 0: step i's R rows into stage i % NS. (Measured: one lane a row
-     * at once, with R arrivals, was slower — 0.83-0.94× on Q8_0.) */
-    auto issue = [&](uint32_t i) {
-        const uint32_t cnt = min((uint32_t)BPS, nblk - i * BPS), st = i % NS;
+    /* lane 0: stage j's R rows (steps j·SPS ..) into ring slot j % NS.
+     * (Measured: one lane a row at once, with R arrivals, was slower —
+     * 0.83-0.94× on Q8_0.) */
+    auto issue = [&](uint32_t j) {
+        const uint32_t cnt = min((uint32_t)(SPS * BPS), nblk - j * SPS * BPS), st = j % NS;
         uintptr_t lo[R], hi[R];
         uint32_t total = 0;
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const uintptr_t a = reinterpret_cast<uintptr_t>(wrow[r]) + (uintptr_t)i * STEP;
+            const uintptr_t a = reinterpret_cast<uintptr_t>(wrow[r]) + (uintptr_t)j * SSTEP;
             lo[r] = a & ~(uintptr_t)15, hi[r] = (a + cnt * Q::BS + 15) & ~(uintptr_t)15;
             total += (uint32_t)(hi[r] - lo[r]);
         }
@@ -278,14 +284,14 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
                           (uint32_t)(hi[r] - lo[r]), bar_s + 8 * st, policy);
     };
     if (lane == 0)
-        for (uint32_t i = 0; i < nsteps && i < (uint32_t)NS; i++)
-            issue(i);
+        for (uint32_t j = 0; j < nstages && j < (uint32_t)NS; j++)
+            issue(j);
     if constexpr (!G)
         pdl_wait();
     const int seg = (int)(lane % S);
     const typename Q::lane_t L = Q::lane(seg);
     const uint64_t xstride = xq_stride(n);
-    uint32_t off0[R]; /* where row r's step 0 starts in its slot: its address mod 16 */
+    uint32_t off0[R]; /* where row r's stage 0 starts in its slot: its address mod 16 */
 #pragma unroll
     for (int r = 0; r < R; r++)
         off0[r] = (uint32_t)reinterpret_cast<uintptr_t>(wrow[r]) & 15;
@@ -294,22 +300,27 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
 #pragma unroll
     for (int k = 0; k < R * NB; k++)
         acc[k] = 0.0f;
-    for (uint32_t i = 0; i < nsteps; i++) {
-        const uint32_t st = i % NS, blk = i * BPS + lane / S;
-        mbar_wait(bar_s + 8 * st, (i / NS) & 1);
-        if (blk < nblk) {
-            uint32_t q[R][8];
-            float d[R][2], m[R][2];
+    for (uint32_t j = 0; j < nstages; j++) {
+        const uint32_t st = j % NS;
+        mbar_wait(bar_s + 8 * st, (j / NS) & 1);
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t off = STEP_MIS == 0 ? off0[r] : (off0[r] + i * STEP_MIS) & 15;
-                Q::template get<true>(mine + st * St::BYTES + r * St::CH + off, L, q[r], d[r], m[r]);
+        for (int s2 = 0; s2 < SPS; s2++) {
+            const uint32_t blk = (j * SPS + s2) * BPS + lane / S;
+            if (blk < nblk) {
+                uint32_t q[R][8];
+                float d[R][2], m[R][2];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t off = SSTEP_MIS == 0 ? off0[r] : (off0[r] + j * SSTEP_MIS) & 15;
+                    Q::template get<true>(mine + st * St::BYTES + r * St::CH + off + s2 * St::STEP, L, q[r], d[r],
+                                          m[r]);
+                }
+                q_step<Q, R, NB>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
             }
-            q_step<Q, R, NB>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
         }
         __syncwarp(); /* every lane is done with stage st before it is refilled */
-        if (lane == 0 && i + NS < nsteps)
-            issue(i + NS);
+        if (lane == 0 && j + NS < nstages)
+            issue(j + NS);
     }
     pdl_trigger();
     q_finish<R, NB, 1>(acc, y, rows, row0, nb, scale);

@@ -21,7 +21,9 @@
  * Loads: block starts have alignment gcd(BS, 16) (rows are whole blocks and
  * cudaMalloc'd memory is 256-byte aligned): 16-byte loads for Q4_K/Q5_K, 8 for
  * IQ4_XS, 4 for Q4_1; the 2-aligned types (Q8_0, Q4_0, Q6_K) read unaligned
- * bytes as aligned words and funnel shifts. The layouts (facts of the GGUF
+ * bytes as aligned words and funnel shifts. get<false> reads global memory
+ * through the read-only path (the register kernel), get<true> shared memory
+ * (the staged kernel's copies, placed so that each block keeps that alignment). The layouts (facts of the GGUF
  * format) are spelled out in src/quant/quant_internal.h.
  */
 #ifndef MEMRA_BACKEND_CUDA_GEMV_QUANT_TYPES_CUH

@@ -49,6 +49,8 @@ static struct cuda_ctx *g_ctx;
 
 /* ---- correctness ----------------------------------------------------------- */
 
+static bool is_quant_block(enum dtype t) { return dtype_info(t)->block_size > 1; }
+
 static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, int ks, bool prepared)
 {
     const uint64_t rb = row_bytes_of(t, n);
@@ -74,9 +76,8 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_download(g_ctx, y, dy, sizeof(float) * rows * batch);
     /* ksplit 1 (asked, or any batch > 1) runs the staged kernel: the same bits
      * as the register kernel it replaces */
-    const bool quant = dtype_info(t)->block_size > 1;
     int same = -1;
-    if (quant && (ks == 1 || batch > 1)) {
+    if (is_quant_block(t) && (ks == 1 || batch > 1)) {
         float *y2 = malloc(sizeof(float) * rows * batch);
         MEMRA_ASSERT(y2);
         cuda_fill_nan_f32(g_ctx, dy, rows * batch);
@@ -122,8 +123,6 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_free(dy);
     free(w), free(x), free(y), free(row), free(ref);
 }
-
-static bool is_quant_block(enum dtype t) { return dtype_info(t)->block_size > 1; }
 
 static void check_type(enum dtype t)
 {
@@ -596,7 +595,7 @@ int main(int argc, char **argv)
     static double auto_us[NTYPES][NSHAPES], best_us[NTYPES][NSHAPES], mb[NTYPES][NSHAPES];
     static int best_rpb[NTYPES][NSHAPES], best_ks[NTYPES][NSHAPES];
     static double stg_us[NTYPES][NSHAPES][2], reg_us[NTYPES][NSHAPES][2]; /* ksplit 1, R = 2 / 4 */
-    double batch_us[NTYPES][4], batch_reg_us[NTYPES][4]; /* staged on / off (same for the plain types) */
+    double batch_us[NTYPES][4], batch_reg_us[NTYPES][4]; /* staged on / off (quantized types) */
     for (size_t k = 0; k < NTYPES; k++) {
         const enum dtype t = types[k];
         for (size_t s = 0; s < NSHAPES; s++) {
@@ -633,9 +632,11 @@ int main(int argc, char **argv)
                 for (int i = 0; i < 4; i++) {
                     b.rpb = 0, b.ks = 0, b.batch = 1u << i;
                     batch_us[k][i] = bench_time(&b);
-                    cuda_ctx_set_gemv_staged(g_ctx, false);
-                    batch_reg_us[k][i] = bench_time(&b);
-                    cuda_ctx_set_gemv_staged(g_ctx, true);
+                    if (is_quant_block(t)) {
+                        cuda_ctx_set_gemv_staged(g_ctx, false);
+                        batch_reg_us[k][i] = bench_time(&b);
+                        cuda_ctx_set_gemv_staged(g_ctx, true);
+                    }
                 }
             }
             printf("%-7s %-8s auto %8.2f us  %6.0f GB/s\n", dtype_name(t), shapes[s].name, auto_us[k][s],

@@ -11,6 +11,20 @@
 #include "backend/cuda/attn.h"
 #include "backend/cuda/cuda_common.cuh"
 
+/* An on/off switch from the environment, on when unset or empty; false (the
+ * reason in err) for any other value. */
+static bool env_on_off(const char *name, bool *on, char *err, size_t errlen)
+{
+    const char *v = getenv(name);
+    *on = !(v && strcmp(v, "off") == 0);
+    if (v && *v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s=%s: expected on or off", name, v);
+        return false;
+    }
+    return true;
+}
+
 extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
 {
     int count = 0;
@@ -21,19 +35,9 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
                      e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");
         return NULL;
     }
-    const char *pdl = getenv("MEMRA_PDL");
-    if (pdl && *pdl && strcmp(pdl, "on") != 0 && strcmp(pdl, "off") != 0) {
-        if (err && errlen)
-            snprintf(err, errlen, "MEMRA_PDL=%s: expected on or off", pdl);
+    bool pdl, staged;
+    if (!env_on_off("MEMRA_PDL", &pdl, err, errlen) || !env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen))
         return NULL;
-    }
-    const char *staged = getenv("MEMRA_GEMV_STAGED");
-    const bool stage_bad = staged && *staged && strcmp(staged, "on") != 0 && strcmp(staged, "off") != 0;
-    if (stage_bad) {
-        if (err && errlen)
-            snprintf(err, errlen, "MEMRA_GEMV_STAGED=%s: expected on or off", staged);
-        return NULL;
-    }
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
     unsigned long rows_min = CUDA_ATTN_ROWS_MIN_DEFAULT;
@@ -50,9 +54,9 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     if (!ctx)
         CUDA_FAIL("out of host memory");
     ctx->device = device;
-    ctx->pdl = !(pdl && strcmp(pdl, "off") == 0);
+    ctx->pdl = pdl;
     ctx->attn_rows_min = (uint32_t)rows_min;
-    ctx->gemv_staged = !(staged && strcmp(staged, "off") == 0);
+    ctx->gemv_staged = staged;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));

@@ -85,10 +85,14 @@ async def one_stream(client, args, ids, t_origin):
            "prompt_tokens": None, "finish": None, "error": None}
     res["sent"] = time.perf_counter() - t_origin
     try:
-        extra = {"top_k": args.top_k} if args.top_k else None
+        extra = {"top_k": args.top_k} if args.top_k else {}
+        if args.min_p:
+            extra["min_p"] = args.min_p
+        kw = {"top_p": args.top_p} if args.top_p < 1 else {}
         stream = await client.completions.create(model=args.model, prompt=ids, max_tokens=args.gen_tokens,
-                                                 temperature=args.temperature, stream=True,
-                                                 stream_options={"include_usage": True}, extra_body=extra)
+                                                 temperature=args.temperature, stream=True, extra_body=extra or None,
+                                                 **kw,
+                                                 stream_options={"include_usage": True})
         prev = None
         async for chunk in stream:
             now = time.perf_counter() - t_origin
@@ -184,6 +188,8 @@ def main(argv=None):
     ap.add_argument("-n", "--requests", type=int, default=0, help="requests in all (default: the concurrency)")
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--top-k", type=int, default=0, help="top_k sent with every request (0: not sent)")
+    ap.add_argument("--top-p", type=float, default=1.0, help="top_p sent with every request (1: not sent)")
+    ap.add_argument("--min-p", type=float, default=0.0, help="min_p sent with every request (0: not sent)")
     ap.add_argument("--warmup", type=int, default=1, help="short requests sent first, not measured")
     ap.add_argument("--api-key", default="unused")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per request")

@@ -15,7 +15,8 @@
 #      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL,
 #      NO_BENCH=1 (skip memra-bench), TEMPERATURE (0: greedy; > 0 samples: on the CUDA backend the device's
 #      temperature draw), TOP_K (sent with every request when set: the device's top-k candidates, the
-#      sampler's draw from them on the host); the label says which.
+#      sampler's draw from them on the host), TOP_P / MIN_P (sent when set; without TOP_K: the device's
+#      nucleus candidates, the row only when they cannot decide); the label says which.
 # Logs and results go to $OUT when set (server.log, load.log, server-load.jsonl, server-load.md, bench-tg128.md),
 # else /tmp/run-server. Exit status: 0 when every config ran without a failed request, else 1.
 set -uo pipefail
@@ -103,8 +104,8 @@ for cfg in $CONFIGS; do
     [ "$c" = 1 ] && n=${REQS_C1:-4}
     echo "== load.py c=$c prompt=$p max_tokens=$g requests=$n" | tee -a "$LOG/load.log"
     timeout "${RUN_TMO:-420}" python3 bench/load.py --url "$URL" --model m -c "$c" -p "$p" -g "$g" -n "$n" \
-        --temperature "${TEMPERATURE:-0}" --top-k "${TOP_K:-0}" --gpu "$GPU" \
-        --label "${LABEL:-$(basename "$MODEL")} ($BACKEND${TEMPERATURE:+, temperature $TEMPERATURE}${TOP_K:+, top_k $TOP_K})" \
+        --temperature "${TEMPERATURE:-0}" --top-k "${TOP_K:-0}" --top-p "${TOP_P:-1}" --min-p "${MIN_P:-0}" \
+        --gpu "$GPU" --label "${LABEL:-$(basename "$MODEL")} ($BACKEND${TEMPERATURE:+, temperature $TEMPERATURE}${TOP_K:+, top_k $TOP_K}${TOP_P:+, top_p $TOP_P}${MIN_P:+, min_p $MIN_P})" \
         --json "$LOG/server-load.jsonl" --md "$LOG/server-load.md" >> "$LOG/load.log" 2>&1
     rc=$?
     [ $rc = 124 ] && echo "load.py timed out after ${RUN_TMO:-420} s" | tee -a "$LOG/load.log"

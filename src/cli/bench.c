@@ -272,7 +272,7 @@ static int bench_sampling(uint32_t n_vocab, uint32_t rows, uint32_t reps)
             p.temperature = 0.8f, p.top_p = 0.95f, p.seed = r;
             if (sampler_init(&sm[r], n_vocab, &p, err, sizeof err) != 0)
                 rc = 1;
-            jobs[r] = (struct sample_job){&sm[r], l + (size_t)r * n_vocab, &res[r]};
+            jobs[r] = (struct sample_job){.s = &sm[r], .logits = l + (size_t)r * n_vocab, .out = &res[r]};
         }
         double t[BENCH_MAX_REPS] = {0};
         sample_batch_run(&sb, jobs, rows); /* warm-up */

@@ -63,8 +63,17 @@ struct backend_draw {
      * writes the top_k tokens by (z desc, id asc), z = l / temperature, and their z into cand_idx / cand_val
      * (sample.h: sampler_topk_candidates / sampler_sample_candidates, which the caller then runs) */
     uint32_t top_k;
-    int32_t *cand_idx; /* (top_k) caller-owned */
-    float *cand_val;   /* (top_k) caller-owned */
+    int32_t *cand_idx; /* (top_k, or BACKEND_TOPK_MAX with nucleus) caller-owned */
+    float *cand_val;   /* (same) caller-owned */
+    /* nucleus (top_k 0, a backend with device_topk; sample.h: sampler_nucleus_candidates, top-p / min-p
+     * without top-k): the backend writes the n_cand = min(BACKEND_TOPK_MAX, vocab) best tokens the same way,
+     * the row's total weight and `rest` as sampler_sample_nucleus describes them, and `token` as with top_k;
+     * when the sampler cannot decide from them, backend_draw_z brings the row */
+    bool nucleus;
+    uint32_t n_cand; /* out */
+    double total;    /* out: Σ e^(z − max z) over the vocabulary, any order, each term rounded once */
+    float rest;      /* out: the largest e^(z − max z) among the tokens whose z ≤ the last candidate's */
+    uint32_t row;    /* out, the backend's own: where backend_draw_z finds the row */
 };
 #define BACKEND_TOPK_MAX 1024u
 
@@ -147,6 +156,11 @@ struct backend_ops {
     /* Copy every layer's K and V rows of block src into block dst (both
      * < kv_blocks): copy-on-write of a shared, partially filled block. */
     void (*kv_copy)(struct backend *b, uint32_t dst, uint32_t src);
+    /* After a forward and before the next: the rows of z = l / temperature
+     * (vocab floats each; l the logit with NaN as −inf, +inf as FLT_MAX, a
+     * zero z +0) behind backend_draws d[0..n) of that forward, made with
+     * nucleus, into z[0..n). Needed by backends that set device_topk. */
+    void (*draw_z)(struct backend *b, const struct backend_draw *const *d, float *const *z, uint32_t n);
     void (*free)(struct backend *b);
 };
 
@@ -158,7 +172,7 @@ struct backend {
     uint64_t *batch_mark;      /* ((kv_blocks + 63) / 64) scratch of backend_batch_check, all zero between
                                   calls; allocated at its first call, freed by the backend's free */
     bool device_draw;          /* forward honours backend_seq.draw (set by the backend at init) */
-    bool device_topk;          /* ... and its top_k candidates */
+    bool device_topk;          /* ... and its top_k and nucleus candidates (and draw_z) */
 };
 
 /* The backends built into this binary: "cpu", and "cuda" when built with CUDA. */
@@ -174,6 +188,11 @@ static inline int backend_forward(struct backend *b, const struct backend_batch 
     return b->ops->forward(b, batch, err, errlen);
 }
 static inline void backend_kv_copy(struct backend *b, uint32_t dst, uint32_t src) { b->ops->kv_copy(b, dst, src); }
+static inline void backend_draw_z(struct backend *b, const struct backend_draw *const *d, float *const *z,
+                                  uint32_t n)
+{
+    b->ops->draw_z(b, d, z, n);
+}
 void backend_close(struct backend *b);
 
 /* Blocks of a sequence of n positions. */
@@ -249,6 +268,10 @@ static inline int backend_batch_check(struct backend *b, const struct backend_ba
                                           !s->draw->cand_val))
             return err_set(err, errlen, "batch: sequence %u: top-%u candidates need a backend that finds them, "
                            "k < the vocabulary and ≤ %u, and room for them", i, s->draw->top_k, BACKEND_TOPK_MAX);
+        if (s->draw && s->draw->nucleus &&
+            (!b->device_topk || s->draw->top_k || !s->draw->cand_idx || !s->draw->cand_val))
+            return err_set(err, errlen, "batch: sequence %u: nucleus candidates need a backend that finds them, "
+                           "no top_k, and room for %u of them", i, BACKEND_TOPK_MAX);
         if (!s->blocks)
             return err_set(err, errlen, "batch: sequence %u has no block table", i);
         const uint32_t nb = backend_kv_blocks_for((uint64_t)s->pos + s->n_tokens);

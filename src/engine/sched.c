@@ -31,6 +31,8 @@
 #include <string.h>
 #include <time.h>
 
+_Static_assert(BACKEND_TOPK_MAX == SAMPLER_NUCLEUS_MAX, "a nucleus draw's candidates: the backend's count is the sampler's");
+
 _Static_assert(KV_POOL_BLOCK == BACKEND_KV_BLOCK, "the pool's block is the backend's");
 
 enum job_state { JOB_WAITING, JOB_PREFILL, JOB_DECODE, JOB_DONE };
@@ -64,8 +66,10 @@ struct sched_job {
     int32_t argmax_tok;       /* the backend's greedy pick (backend_seq.argmax) when the sampler is plain greedy */
     struct backend_draw draw; /* the backend's temperature draw (backend_seq.draw) ... */
     uint64_t draw_rng[4];     /* ... and the sampler's PRNG state before its u */
-    int32_t *cand_idx;        /* (top_k) the backend's top-k candidates (draw.top_k); NULL when it makes none */
+    int32_t *cand_idx;        /* (top_k, or BACKEND_TOPK_MAX for a nucleus sampler) the backend's candidates
+                                 (draw.top_k / draw.nucleus); NULL when it makes none */
     float *cand_val;
+    uint32_t nucleus_skip;    /* nucleus draws left to take the host's way (its last one needed the row) */
     struct detok_stream detok;
     struct stop_matcher stops;
     char *piece;              /* (piece_cap) detokenizer output scratch */
@@ -104,6 +108,8 @@ struct sched {
     float *logits;                              /* (max_seqs, vocab) */
     struct sample_batch sb;                     /* samples a step's rows over a few threads */
     struct sample_job *sjobs;                   /* (max_seqs) this step's rows to sample */
+    const struct backend_draw **zdraw;          /* (max_seqs) nucleus draws that need their z row */
+    float **zrow;                               /* (max_seqs) where each goes (the sequence's logits room) */
     struct sample_result *sres;                 /* (max_seqs) their results, by batch index */
 
     _Atomic uint32_t st_running, st_waiting, st_kv_used, st_kv_free, st_kv_cached;
@@ -112,9 +118,16 @@ struct sched {
     _Atomic uint64_t st_progress_ns;
     /* where the engine thread's time goes (debug log every SCHED_PROFILE_STEPS steps) */
     uint64_t prof_plan_ns, prof_fwd_ns, prof_sample_ns, prof_seqs, prof_steps;
+    uint64_t prof_nucleus, prof_nucleus_rows; /* nucleus draws, and those the row decided */
 };
 
 #define SCHED_PROFILE_STEPS 256u
+/* A sequence whose nucleus draw the backend's candidates could not decide
+ * (a flat distribution: its nucleus reaches past them) takes the host's way
+ * for this many draws before it tries the candidates again: the tokens are
+ * the same either way, but the candidates plus the row cost more than the
+ * row alone. */
+#define SCHED_NUCLEUS_BACKOFF 16u
 
 static uint64_t now_ns(void)
 {
@@ -267,9 +280,12 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
     j->ns = malloc(lm + lt + ls + 3);
     j->piece_cap = detok_stream_cap(s->tok);
     j->piece = malloc(j->piece_cap);
-    if (s->b->device_topk && sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX)) {
-        j->cand_idx = malloc((size_t)sp.top_k * sizeof(int32_t));
-        j->cand_val = malloc((size_t)sp.top_k * sizeof(float));
+    if (s->b->device_topk && (sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX) ||
+                              sampler_nucleus_candidates(&j->sampler))) {
+        const size_t k = sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX) ? (size_t)sp.top_k
+                                                                                 : BACKEND_TOPK_MAX;
+        j->cand_idx = malloc(k * sizeof(int32_t));
+        j->cand_val = malloc(k * sizeof(float));
     }
     if (!j->toks || !j->piece || !j->ns || (j->cand_idx == NULL) != (j->cand_val == NULL)) {
         free(j->toks);
@@ -648,15 +664,23 @@ static struct backend_draw *job_draw(struct sched *s, struct sched_job *j)
                                         .u = sampler_draw_begin(&j->sampler, j->draw_rng)};
         return &j->draw;
     }
-    /* top-k: the backend finds the candidates, the sampler draws from them */
-    if (!s->b->device_topk || !sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX))
+    /* top-k, or top-p / min-p without it: the backend finds the candidates,
+     * the sampler draws from them (a nucleus it cannot decide from them
+     * takes the row: sched_step) */
+    if (!s->b->device_topk || !j->cand_idx) /* (made with the job) */
         return NULL;
-    if (!j->cand_idx) /* (made with the job) */
+    const bool topk = sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX);
+    if (!topk && !sampler_nucleus_candidates(&j->sampler))
         return NULL;
+    if (!topk && j->nucleus_skip) { /* its last nucleus needed the row: the row, for a while (same tokens) */
+        j->nucleus_skip--;
+        return NULL;
+    }
     j->draw = (struct backend_draw){.temperature = j->sampler.params.temperature,
-                                    .top_k = (uint32_t)j->sampler.params.top_k,
+                                    .top_k = topk ? (uint32_t)j->sampler.params.top_k : 0,
                                     .cand_idx = j->cand_idx,
-                                    .cand_val = j->cand_val};
+                                    .cand_val = j->cand_val,
+                                    .nucleus = !topk};
     return &j->draw;
 }
 
@@ -749,12 +773,33 @@ static bool sched_step(struct sched *s)
     atomic_store(&s->st_progress_ns, t_sample);
     /* the rows drawn from logits, all at once over the batch sampler's threads
      * (a sequence's sampler and row are its own: the same bits as one by one) */
-    uint32_t n_draw = 0;
+    uint32_t n_draw = 0, n_z = 0;
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
-        if (q->n_logits && !q->argmax && !q->draw)
-            s->sjobs[n_draw++] = (struct sample_job){&s->seq_job[i]->sampler, q->logits, &s->sres[i]};
+        struct sched_job *j = s->seq_job[i];
+        if (q->n_logits && !q->argmax && !q->draw) {
+            s->sjobs[n_draw++] = (struct sample_job){.s = &j->sampler, .logits = q->logits, .out = &s->sres[i]};
+        } else if (q->draw && q->draw->nucleus) {
+            /* the sampler's draw from the backend's nucleus candidates; when
+             * they cannot decide it, from the row of z (the row's room) */
+            const int32_t t = sampler_sample_nucleus(&j->sampler, q->draw->cand_idx, q->draw->cand_val,
+                                                     q->draw->n_cand, q->draw->total, q->draw->rest,
+                                                     q->draw->token);
+            s->sres[i] = (struct sample_result){.token = t};
+            s->prof_nucleus++;
+            j->nucleus_skip = 0;
+            if (t == SAMPLER_NEED_ROW) {
+                s->zdraw[n_z] = q->draw;
+                s->zrow[n_z++] = q->logits;
+                s->sjobs[n_draw++] = (struct sample_job){.s = &j->sampler, .logits = q->logits, .out = &s->sres[i],
+                                                         .z = true, .greedy = q->draw->token};
+                j->nucleus_skip = SCHED_NUCLEUS_BACKOFF;
+            }
+        }
     }
+    if (n_z) /* the rows the nucleus candidates could not decide, all at once */
+        backend_draw_z(s->b, s->zdraw, s->zrow, n_z);
+    s->prof_nucleus_rows += n_z;
     sample_batch_run(&s->sb, s->sjobs, n_draw);
     for (uint32_t i = 0; i < n; i++) {
         const struct backend_seq *q = &s->seqs[i];
@@ -768,6 +813,8 @@ static bool sched_step(struct sched *s)
         struct sample_result r;
         if (q->argmax) { /* plain greedy: the backend's pick, the sampler's rule (sampler_plain_greedy) */
             r = (struct sample_result){.token = *q->argmax};
+        } else if (q->draw && q->draw->nucleus) { /* drawn above */
+            r = s->sres[i];
         } else if (q->draw && q->draw->top_k) { /* top-k: the sampler's draw from the backend's candidates */
             r = (struct sample_result){.token = sampler_sample_candidates(&j->sampler, q->draw->cand_idx,
                                                                           q->draw->cand_val, q->draw->top_k,
@@ -788,9 +835,12 @@ static bool sched_step(struct sched *s)
     if (++s->prof_steps == SCHED_PROFILE_STEPS) {
         const double k = 1e-6 / SCHED_PROFILE_STEPS;
         log_debug("sched: %u steps, %.1f sequences a step; per step: plan %.3f ms, forward %.3f ms, sample and "
-                  "detokenize %.3f ms", SCHED_PROFILE_STEPS, (double)s->prof_seqs / SCHED_PROFILE_STEPS,
-                  k * (double)s->prof_plan_ns, k * (double)s->prof_fwd_ns, k * (double)s->prof_sample_ns);
+                  "detokenize %.3f ms; nucleus draws %llu, of them from the row %llu", SCHED_PROFILE_STEPS,
+                  (double)s->prof_seqs / SCHED_PROFILE_STEPS, k * (double)s->prof_plan_ns,
+                  k * (double)s->prof_fwd_ns, k * (double)s->prof_sample_ns, (unsigned long long)s->prof_nucleus,
+                  (unsigned long long)s->prof_nucleus_rows);
         s->prof_plan_ns = s->prof_fwd_ns = s->prof_sample_ns = s->prof_seqs = s->prof_steps = 0;
+        s->prof_nucleus = s->prof_nucleus_rows = 0;
     }
     return true;
 }
@@ -894,7 +944,10 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     s->logits = malloc((size_t)s->max_seqs * s->vocab * sizeof(float));
     s->sjobs = calloc(s->max_seqs, sizeof(*s->sjobs));
     s->sres = calloc(s->max_seqs, sizeof(*s->sres));
-    if (!s->run || !s->copies || !s->seqs || !s->seq_job || !s->logits || !s->sjobs || !s->sres) {
+    s->zdraw = calloc(s->max_seqs, sizeof(*s->zdraw));
+    s->zrow = calloc(s->max_seqs, sizeof(*s->zrow));
+    if (!s->run || !s->copies || !s->seqs || !s->seq_job || !s->logits || !s->sjobs || !s->sres || !s->zdraw ||
+        !s->zrow) {
         err_set(err, errlen, "out of memory for %u sequences", s->max_seqs);
         goto fail;
     }
@@ -922,6 +975,8 @@ fail:
     free(s->logits);
     free(s->sjobs);
     free(s->sres);
+    free(s->zdraw);
+    free(s->zrow);
     free(s);
     return -1;
 }
@@ -945,6 +1000,8 @@ void sched_stop(struct sched *s)
     free(s->logits);
     free(s->sjobs);
     free(s->sres);
+    free(s->zdraw);
+    free(s->zrow);
     sample_batch_free(&s->sb);
     free(s);
 }

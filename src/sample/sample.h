@@ -159,6 +159,31 @@ bool sampler_topk_candidates(const struct sampler *s, uint32_t max_k);
  * be params.top_k; idx and val are overwritten. */
 int32_t sampler_sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t k, int32_t greedy);
 
+/* Nucleus candidates: top-p and/or min-p without top-k (temperature > 0, no
+ * penalties, no logit bias, no logprobs). sampler_sample then works over the
+ * whole vocabulary (sampler.c's bucketed top-p), but its choice is usually
+ * decided by the best few tokens: a backend hands back the best
+ * k = min(SAMPLER_NUCLEUS_MAX, n_vocab) tokens (z desc, id asc) with their z,
+ * the row's total weight Σ e^(z − zmax) — any sum of the weights rounded at
+ * most once a term (within 2^-50·(n_vocab + 4096) of sampler_sample's) — and
+ * `rest` ≥ the weight e^(z − zmax) of every token outside the k (the largest
+ * weight among the tokens whose z is ≤ the last candidate's). From those
+ * sampler_sample_nucleus makes sampler_sample's choice, PRNG included, or
+ * returns SAMPLER_NEED_ROW without touching the PRNG when they cannot decide
+ * it (the nucleus reaches past the candidates, or a comparison with the
+ * total falls within its bound); the caller then fetches the row's z and
+ * calls sampler_sample_z. idx / val are overwritten. */
+#define SAMPLER_NUCLEUS_MAX 1024u
+#define SAMPLER_NEED_ROW (-2)
+bool sampler_nucleus_candidates(const struct sampler *s);
+int32_t sampler_sample_nucleus(struct sampler *s, int32_t *idx, float *val, uint32_t k, double total, float rest,
+                               int32_t greedy);
+/* sampler_sample's choice for a nucleus sampler from the whole row of
+ * z = l / temperature (l: the logit with NaN as −inf, +inf as FLT_MAX; −0 and
+ * +0 alike), greedy the greedy rule's token over l (taken when the largest z
+ * is not finite). */
+int32_t sampler_sample_z(struct sampler *s, struct sample_work *w, const float *z, int32_t greedy);
+
 /* Choose the next token from logits (n_vocab floats, read only; +inf counts as
  * FLT_MAX). w must have been made for the same n_vocab. Fills *out (may be NULL)
  * and returns the token, or -1 when no token has a finite processed logit.

@@ -50,8 +50,14 @@ struct batch_ctx {
 static void batch_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 {
     const struct batch_ctx *c = ctx;
-    for (uint32_t i = begin; i < end; i++)
-        sampler_sample(c->jobs[i].s, &c->b->work[thread], c->jobs[i].logits, c->jobs[i].out);
+    for (uint32_t i = begin; i < end; i++) {
+        const struct sample_job *j = &c->jobs[i];
+        if (j->z)
+            *j->out = (struct sample_result){.token = sampler_sample_z(j->s, &c->b->work[thread], j->logits,
+                                                                       j->greedy)};
+        else
+            sampler_sample(j->s, &c->b->work[thread], j->logits, j->out);
+    }
 }
 
 void sample_batch_run(struct sample_batch *b, const struct sample_job *jobs, uint32_t n)

@@ -19,11 +19,15 @@
 /* The most threads a batch sampler starts (more gain little at 64 rows). */
 #define SAMPLE_BATCH_MAX_THREADS 8u
 
-/* One row to sample: sampler_sample(s, ·, logits, out). */
+/* One row to sample: sampler_sample(s, ·, logits, out), or with z set
+ * sampler_sample_z(s, ·, logits, greedy) (the row is z = l / temperature:
+ * a nucleus draw the backend's candidates could not decide). */
 struct sample_job {
     struct sampler *s;
     const float *logits; /* (n_vocab) */
     struct sample_result *out;
+    bool z;
+    int32_t greedy;
 };
 
 struct sample_batch {

@@ -14,6 +14,7 @@
  *   sum exceeds u · Σw (candidates in their current, deterministic order).
  */
 #include "sample/sample.h"
+#include "sample/sample_internal.h"
 
 #include "core/log.h"
 
@@ -58,57 +59,16 @@ static uint64_t rng_next(uint64_t *s)
     return result;
 }
 
-static double rng_uniform(uint64_t *s)
+double sample_rng_uniform(uint64_t *s)
 {
     return (double)(rng_next(s) >> 11) * 0x1p-53;
 }
 
 /* ---- arithmetic that vectorises and is the same on every machine ----------- */
 
-#define SAMPLE_LANES 16
-
-/* e^x for x ≤ 0 (sampling weights and log-sum-exp), our own so that results do
- * not depend on the libm of the machine. x = k·ln2 + r with |r| ≤ ln2/2 (k by
- * the 1.5·2^23 rounding trick, which also leaves k in the low bits of t), e^r by
- * a degree-6 Taylor polynomial (relative error < 2e-7), 2^k put into the
- * exponent; x < −87 (and −inf) gives 0. The selects are done on the bit
- * patterns so that gcc -O2 vectorises it (no float compare-and-branch). */
-static inline float exp_neg(float x)
-{
-    uint32_t xb;
-    memcpy(&xb, &x, 4);
-    /* for x ≤ 0 the bit pattern grows with |x|: x < −87 ⇔ bits > bits(−87) */
-    const uint32_t under = (uint32_t) - (int32_t)(xb > 0xC2AE0000u);
-    const uint32_t xcb = (xb & ~under) | (0xC2AE0000u & under);
-    float xc;
-    memcpy(&xc, &xcb, 4);
-    const float t = xc * 1.44269504f + 12582912.0f;
-    const float kf = t - 12582912.0f;                                /* round(x / ln2) */
-    const float r = (xc - kf * 0.693145752f) - kf * 1.42860677e-6f; /* ln2 split hi + lo */
-    float pl = 1.0f / 720;
-    pl = pl * r + 1.0f / 120;
-    pl = pl * r + 1.0f / 24;
-    pl = pl * r + 1.0f / 6;
-    pl = pl * r + 0.5f;
-    pl = pl * r + 1.0f;
-    pl = pl * r + 1.0f;
-    uint32_t tb;
-    memcpy(&tb, &t, 4);
-    const uint32_t sbits = (tb - 0x4B400000u + 127u) << 23; /* 2^k, k ∈ [−126, 0] */
-    float scale;
-    memcpy(&scale, &sbits, 4);
-    const float y = pl * scale;
-    uint32_t yb;
-    memcpy(&yb, &y, 4);
-    yb &= ~under;
-    float out;
-    memcpy(&out, &yb, 4);
-    return out;
-}
-
 /* max of l[0..n), in SAMPLE_LANES independent lanes (vectorises; max is exact,
  * so the lane split does not change the answer). −inf when n == 0. */
-static float max_lanes(const float *l, uint32_t n)
+float sample_max_lanes(const float *l, uint32_t n)
 {
     float m[SAMPLE_LANES];
     for (int k = 0; k < SAMPLE_LANES; k++)
@@ -327,11 +287,6 @@ static void process_logits(const struct sampler *s, float *restrict l, const flo
 
 /* ---- ordering helpers: (value desc, id asc) ------------------------------- */
 
-static inline bool better(float va, int32_t ia, float vb, int32_t ib)
-{
-    return va > vb || (va == vb && ia < ib);
-}
-
 /* Min-heap on "better": the root is the worst of the kept k. */
 static void heap_sift_down(int32_t *hi, float *hv, uint32_t k, uint32_t i)
 {
@@ -350,7 +305,7 @@ static void heap_sift_down(int32_t *hi, float *hv, uint32_t k, uint32_t i)
 }
 
 /* Reorder idx/val[0..m) so that [0..k) holds the k best, sorted best first. */
-static void select_top_sorted(int32_t *idx, float *val, uint32_t m, uint32_t k)
+void sample_select_top_sorted(int32_t *idx, float *val, uint32_t m, uint32_t k)
 {
     if (k == 0)
         return;
@@ -373,7 +328,7 @@ static void select_top_sorted(int32_t *idx, float *val, uint32_t m, uint32_t k)
 
 /* Σ e^(v[i] − mx) over i < n, summed in double in SAMPLE_LANES lanes; the
  * weights are also stored to w_out when it is not NULL (may equal v). */
-static double sum_exp(const float *v, uint32_t n, float mx, float *w_out)
+double sample_sum_exp(const float *v, uint32_t n, float mx, float *w_out)
 {
     double acc[SAMPLE_LANES] = {0};
     size_t i = 0;
@@ -403,8 +358,8 @@ static double sum_exp(const float *v, uint32_t n, float mx, float *w_out)
 static void fill_logprobs(const struct sampler *s, const float *l, int32_t token, struct sample_result *out)
 {
     const uint32_t n = s->n_vocab;
-    const float mx = max_lanes(l, n);
-    const double lse = (double)mx + log(sum_exp(l, n, mx, NULL));
+    const float mx = sample_max_lanes(l, n);
+    const double lse = (double)mx + log(sample_sum_exp(l, n, mx, NULL));
     out->logprob = (float)((double)l[token] - lse);
 
     /* top N by one pass of insertion into a sorted list of ≤ 20 */
@@ -434,7 +389,7 @@ static void fill_logprobs(const struct sampler *s, const float *l, int32_t token
 
 static int32_t sample_greedy(const float *l, uint32_t n)
 {
-    const float mx = max_lanes(l, n);
+    const float mx = sample_max_lanes(l, n);
     if (mx == -INFINITY)
         return -1;
     for (uint32_t i = 0; i < n; i++)
@@ -464,19 +419,15 @@ static void temper(const float *restrict l, float *restrict val, int32_t *restri
  * like its value; bits >> 20 = exponent + 3 mantissa bits: 1017 buckets over
  * [0, 1]), a walk from the top finds the bucket where the mass crosses target,
  * and only that bucket is sorted. The kept set is moved to [0, result). */
-#define TOPP_BUCKETS 1024
 static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double target)
 {
-    double mass[TOPP_BUCKETS];
+    double mass[SAMPLE_TOPP_BUCKETS];
     memset(mass, 0, sizeof(mass));
-    for (uint32_t j = 0; j < m; j++) {
-        uint32_t bits;
-        memcpy(&bits, &val[j], 4);
-        mass[bits >> 20] += val[j];
-    }
+    for (uint32_t j = 0; j < m; j++)
+        mass[sample_bucket(val[j])] += val[j]; /* exact in any order (sample_internal.h) */
     double cum = 0;
     int kc = -1;
-    for (int k = TOPP_BUCKETS - 1; k >= 0; k--) {
+    for (int k = SAMPLE_TOPP_BUCKETS - 1; k >= 0; k--) {
         if (cum + mass[k] >= target && mass[k] > 0) {
             kc = k;
             break;
@@ -485,13 +436,12 @@ static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double targ
     }
     if (kc < 0) /* rounding kept the total below p·Σ: keep everything */
         return m;
-    /* buckets above kc to the front (their order does not matter: all are
-     * kept), then bucket kc, which is sorted */
+    /* buckets above kc to the front, in the order they come (token order:
+     * the draw walks them so, and sampler_sample_nucleus replays it), then
+     * bucket kc, which is sorted */
     uint32_t a = 0;
     for (uint32_t j = 0; j < m; j++) {
-        uint32_t bits;
-        memcpy(&bits, &val[j], 4);
-        if ((int)(bits >> 20) > kc) {
+        if ((int)sample_bucket(val[j]) > kc) {
             int32_t ti = idx[a]; idx[a] = idx[j]; idx[j] = ti;
             float tv = val[a]; val[a] = val[j]; val[j] = tv;
             a++;
@@ -499,15 +449,13 @@ static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double targ
     }
     const uint32_t start = a;
     for (uint32_t j = start; j < m; j++) {
-        uint32_t bits;
-        memcpy(&bits, &val[j], 4);
-        if ((int)(bits >> 20) == kc) {
+        if ((int)sample_bucket(val[j]) == kc) {
             int32_t ti = idx[a]; idx[a] = idx[j]; idx[j] = ti;
             float tv = val[a]; val[a] = val[j]; val[j] = tv;
             a++;
         }
     }
-    select_top_sorted(idx + start, val + start, a - start, a - start);
+    sample_select_top_sorted(idx + start, val + start, a - start, a - start);
     for (uint32_t j = start; j < a; j++) {
         cum += val[j];
         if (cum >= target)
@@ -515,11 +463,6 @@ static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double targ
     }
     return a;
 }
-
-/* The draw over m candidates idx/val (z = l / T; sorted: (z desc, id asc),
- * as top-k leaves them), zmax the largest z of the whole vocabulary (finite):
- * weights, top-p, min-p, then the uniform. val is overwritten. */
-static int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax);
 
 static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
 {
@@ -530,23 +473,23 @@ static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
     /* every token is a candidate; −inf ones get weight 0 and are never drawn */
     uint32_t m = s->n_vocab;
     temper(w->logits, val, idx, m, temp);
-    const float zmax = max_lanes(val, m);
+    const float zmax = sample_max_lanes(val, m);
     if (zmax == INFINITY || zmax == -INFINITY) /* no finite logit, or z overflowed: greedy */
         return sample_greedy(w->logits, s->n_vocab);
 
     bool sorted = false;
     if (p->top_k > 0 && (uint32_t)p->top_k < m) {
-        select_top_sorted(idx, val, m, (uint32_t)p->top_k);
+        sample_select_top_sorted(idx, val, m, (uint32_t)p->top_k);
         m = (uint32_t)p->top_k;
         sorted = true;
     }
     return sample_candidates(s, idx, val, m, sorted, zmax);
 }
 
-static int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax)
+int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax)
 {
     const struct sample_params *p = &s->params;
-    double total = sum_exp(val, m, zmax, val);
+    double total = sample_sum_exp(val, m, zmax, val);
     bool filtered = false;
     if (p->top_p < 1.0f) {
         const double target = (double)p->top_p * total;
@@ -565,21 +508,34 @@ static int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, ui
         filtered = true;
     }
     if (p->min_p > 0) {
-        uint32_t k = 0;
-        for (uint32_t j = 0; j < m; j++) {
-            idx[k] = idx[j];
-            val[k] = val[j];
-            k += val[j] >= p->min_p;
-        }
-        m = k; /* the best token has weight 1 ≥ min_p: m ≥ 1 */
+        m = sample_min_p(idx, val, m, p->min_p);
         filtered = true;
     }
-    if (filtered) {
-        total = 0;
-        for (uint32_t j = 0; j < m; j++)
-            total += val[j];
+    return sample_draw(s, idx, val, m, filtered ? sample_mass(val, m) : total);
+}
+
+uint32_t sample_min_p(int32_t *idx, float *val, uint32_t m, float min_p)
+{
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        idx[k] = idx[j];
+        val[k] = val[j];
+        k += val[j] >= min_p;
     }
-    const double u = rng_uniform(s->rng) * total;
+    return k; /* the best token has weight 1 ≥ min_p: ≥ 1 when it was among the m */
+}
+
+double sample_mass(const float *val, uint32_t m)
+{
+    double total = 0;
+    for (uint32_t j = 0; j < m; j++)
+        total += val[j];
+    return total;
+}
+
+int32_t sample_draw(struct sampler *s, const int32_t *idx, const float *val, uint32_t m, double total)
+{
+    const double u = sample_rng_uniform(s->rng) * total;
     double cum = 0;
     int32_t last = idx[0];
     for (uint32_t j = 0; j < m; j++) {
@@ -591,46 +547,6 @@ static int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, ui
             return idx[j];
     }
     return last;
-}
-
-bool sampler_plain_temperature(const struct sampler *s)
-{
-    const struct sample_params *p = &s->params;
-    return p->temperature > 0 && (p->top_k <= 0 || (uint32_t)p->top_k >= s->n_vocab) && p->top_p >= 1.0f &&
-           p->min_p <= 0 && !s->penalties && p->n_logit_bias == 0 && !p->logprobs;
-}
-
-double sampler_draw_begin(struct sampler *s, uint64_t saved[4])
-{
-    memcpy(saved, s->rng, sizeof s->rng);
-    return rng_uniform(s->rng);
-}
-
-void sampler_draw_end(struct sampler *s, const uint64_t saved[4], bool used)
-{
-    if (!used)
-        memcpy(s->rng, saved, sizeof s->rng);
-}
-
-bool sampler_topk_candidates(const struct sampler *s, uint32_t max_k)
-{
-    const struct sample_params *p = &s->params;
-    return p->temperature > 0 && p->top_k > 0 && (uint32_t)p->top_k < s->n_vocab && (uint32_t)p->top_k <= max_k &&
-           !s->penalties && p->n_logit_bias == 0 && !p->logprobs;
-}
-
-int32_t sampler_sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t k, int32_t greedy)
-{
-    MEMRA_ASSERT(k == (uint32_t)s->params.top_k && k > 0);
-    /* val[0] is the largest z of the vocabulary (the candidates are sorted) */
-    if (val[0] == INFINITY || val[0] == -INFINITY)
-        return greedy;
-    return sample_candidates(s, idx, val, k, true, val[0]);
-}
-
-bool sampler_plain_greedy(const struct sampler *s)
-{
-    return s->params.temperature == 0 && !s->penalties && s->params.n_logit_bias == 0 && !s->params.logprobs;
 }
 
 int32_t sampler_sample(struct sampler *s, struct sample_work *w, const float *logits, struct sample_result *out)

@@ -575,9 +575,11 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
 }
 
 /* The device's picks: greedy (backend_seq.argmax) for even sequences,
- * temperature draws (backend_seq.draw) for sequences 1 mod 4 and top-k
+ * temperature draws (backend_seq.draw) for sequences 1 mod 4, top-k
  * candidates (draw.top_k: k 40, 5 with top-p 0.9, 1000 with min-p, the
- * sampler's draw made from them on the host) for 3 mod 4. N_SEQ sequences
+ * sampler's draw made from them on the host) for 3 mod 8 and nucleus
+ * candidates (draw.nucleus: top-p 0.9, min-p 0.05; the row through
+ * backend_draw_z when they cannot decide) for 7 mod 8. N_SEQ sequences
  * prefilled, then BATCH_STEPS decode steps, each run twice at the same
  * positions (the KV writes repeat the same values) — once asking for the
  * picks, once for the logit rows — and every pick must equal what the host
@@ -609,7 +611,10 @@ static bool argmax_check(struct backend *g)
         sample_params_default(&sp);
         sp.temperature = s % 3 == 0 ? 0.7f : 1.0f;
         sp.seed = 1000 + s;
-        if (s % 4 == 3) { /* top-k candidates */
+        if (s % 8 == 7) { /* nucleus candidates: top-p, min-p */
+            sp.top_p = s == 7 ? 0.9f : 1.0f;
+            sp.min_p = s == 7 ? 0.0f : 0.05f;
+        } else if (s % 4 == 3) { /* top-k candidates */
             const int32_t ks[3] = {40, 5, 1000};
             sp.top_k = ks[(s / 4) % 3] < (int32_t)V ? ks[(s / 4) % 3] : (int32_t)V - 1;
             sp.top_p = (s / 4) % 3 == 1 ? 0.9f : 1.0f;
@@ -617,20 +622,24 @@ static bool argmax_check(struct backend *g)
         }
         ok = ok && sampler_init(&ref[s], V, &sp, err, sizeof err) == 0 && sampler_init(&dev[s], V, &sp, err, sizeof err) == 0;
     }
-    uint32_t n_draws = 0, n_topk = 0;
+    uint32_t n_draws = 0, n_topk = 0, n_nuc = 0, n_nuc_rows = 0;
+    int32_t nuc_got[N_SEQ];
     for (uint32_t st = 0; st <= BATCH_STEPS && ok; st++) {
         for (int pass = 0; pass < 2 && ok; pass++) {
             for (uint32_t s = 0; s < N_SEQ; s++) {
-                const bool topk = s % 4 == 3 && g->device_topk && sampler_topk_candidates(&dev[s], BACKEND_TOPK_MAX);
+                const bool topk = s % 4 == 3 && g->device_topk && (sampler_topk_candidates(&dev[s], BACKEND_TOPK_MAX) ||
+                                                                   sampler_nucleus_candidates(&dev[s]));
+                const bool nuc = topk && sampler_nucleus_candidates(&dev[s]);
                 const bool draw = pass == 0 && s % 2 == 1 && g->device_draw && (s % 4 == 1 || topk);
                 seqs[s].argmax = pass == 0 && !draw ? &picks[s] : NULL;
                 seqs[s].draw = draw ? &draws[s] : NULL;
                 if (draw && topk)
-                    draws[s] = (struct backend_draw){dev[s].params.temperature, 0.0, -2, false,
-                                                     (uint32_t)dev[s].params.top_k, cand_idx[s], cand_val[s]};
+                    draws[s] = (struct backend_draw){.temperature = dev[s].params.temperature, .token = -2,
+                                                     .top_k = nuc ? 0 : (uint32_t)dev[s].params.top_k,
+                                                     .cand_idx = cand_idx[s], .cand_val = cand_val[s], .nucleus = nuc};
                 else if (draw)
-                    draws[s] = (struct backend_draw){dev[s].params.temperature, sampler_draw_begin(&dev[s], saved[s]),
-                                                     -2, false, 0, NULL, NULL};
+                    draws[s] = (struct backend_draw){.temperature = dev[s].params.temperature,
+                                                     .u = sampler_draw_begin(&dev[s], saved[s]), .token = -2};
                 picks[s] = pass == 0 ? -2 : picks[s];
                 poison(seqs[s].logits, V);
             }
@@ -639,13 +648,30 @@ static bool argmax_check(struct backend *g)
                 fprintf(stderr, "argmax forward: %s\n", err);
                 ok = false;
             }
+            /* a nucleus draw is made before the next forward: the row it may need lives until then */
+            for (uint32_t s = 0; s < N_SEQ && ok && pass == 0; s++) {
+                if (!seqs[s].draw || !draws[s].nucleus)
+                    continue;
+                nuc_got[s] = sampler_sample_nucleus(&dev[s], cand_idx[s], cand_val[s], draws[s].n_cand, draws[s].total,
+                                                    draws[s].rest, draws[s].token);
+                if (nuc_got[s] == SAMPLER_NEED_ROW) {
+                    const struct backend_draw *dz = &draws[s];
+                    float *zr = seqs[s].logits;
+                    backend_draw_z(g, &dz, &zr, 1);
+                    nuc_got[s] = sampler_sample_z(&dev[s], &w, seqs[s].logits, draws[s].token);
+                    n_nuc_rows++;
+                }
+            }
         }
         for (uint32_t s = 0; s < N_SEQ && ok; s++) {
             const int32_t want = backend_logits_argmax(seqs[s].logits, V);
             if (s % 2 == 1 && g->device_draw && (s % 4 == 1 || g->device_topk)) {
                 const int32_t want_d = sampler_sample(&ref[s], &w, seqs[s].logits, NULL);
                 int32_t got;
-                if (draws[s].top_k) {
+                if (draws[s].nucleus) {
+                    got = nuc_got[s];
+                    n_nuc++;
+                } else if (draws[s].top_k) {
                     got = sampler_sample_candidates(&dev[s], cand_idx[s], cand_val[s], draws[s].top_k, draws[s].token);
                     n_topk++;
                 } else {
@@ -655,7 +681,7 @@ static bool argmax_check(struct backend *g)
                 }
                 if (got != want_d || memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) != 0) {
                     fprintf(stderr, "%s: step %u sequence %u: device %d, sampler %d%s\n",
-                            draws[s].top_k ? "top-k" : "draw", st, s, got, want_d,
+                            draws[s].nucleus ? "nucleus" : draws[s].top_k ? "top-k" : "draw", st, s, got, want_d,
                             memcmp(ref[s].rng, dev[s].rng, sizeof ref[s].rng) ? " (PRNG states differ)" : "");
                     ok = false;
                 }
@@ -669,8 +695,11 @@ static bool argmax_check(struct backend *g)
             seqs[s] = (struct backend_seq){g_tab[s], n, 1, &toks[s][n], 1, lg + (size_t)s * V, NULL, NULL};
         }
     }
-    if ((g->device_draw && n_draws == 0) || (g->device_topk && n_topk == 0))
+    if ((g->device_draw && n_draws == 0) || (g->device_topk && (n_topk == 0 || n_nuc == 0)))
         ok = false;
+    if (g->device_topk)
+        printf("    device draws: %u temperature, %u top-k, %u nucleus (%u of them from the row)\n", n_draws, n_topk,
+               n_nuc, n_nuc_rows);
     for (uint32_t s = 0; s < N_SEQ; s++) {
         sampler_free(&ref[s]);
         sampler_free(&dev[s]);

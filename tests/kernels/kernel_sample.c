@@ -10,7 +10,8 @@
  * overflows (the sampler's greedy case), several draws a row. Rows that are
  * off must be left alone. And the top-k candidates (topk.cu, cuda_topk_rows)
  * against tests/unit/sample_topk_ref.h and the sampler's draw from them
- * against sampling the whole row (check_topk). Then the time of a draw
+ * against sampling the whole row (check_topk), and the nucleus candidates
+ * with their total and rest (check_nucleus). Then the time of a draw
  * launch (1 and 64 rows of Llama-3's vocabulary; the running sum is one
  * dependent chain a row) and of the candidates'.
  *
@@ -33,6 +34,7 @@
 #include "kernel_util.h"
 #include "kernel_time.h"
 #include "sample_topk_ref.h"
+#include "sample_nucleus_ref.h"
 
 static struct cuda_ctx *g_ctx;
 
@@ -194,13 +196,13 @@ static void check_topk(uint32_t n, uint32_t rows)
         uint32_t k = ks[r % 11] ? ks[r % 11] : n - 1;
         k = k < n ? k : n - 1;
         k = k < CUDA_TOPK_MAX ? k : CUDA_TOPK_MAX;
-        hp[r] = (struct cuda_topk_params){temps[r % 7], r % 5 == 4 ? 0u : k};
+        hp[r] = (struct cuda_topk_params){temps[r % 7], r % 5 == 4 ? 0u : k, 0};
         hg[r] = 0x7eadbeef;
     }
     cuda_upload(g_ctx, dl, h, (size_t)rows * n * sizeof(float));
     cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
     cuda_upload(g_ctx, dg, hg, rows * 4);
-    cuda_topk_rows(g_ctx, dl, rows, n, dp, di, dv, dg);
+    cuda_topk_rows(g_ctx, dl, rows, n, dp, di, dv, dg, NULL);
     cuda_download(g_ctx, hi, di, (size_t)rows * CUDA_TOPK_MAX * 4);
     cuda_download(g_ctx, hv, dv, (size_t)rows * CUDA_TOPK_MAX * 4);
     cuda_download(g_ctx, hg, dg, rows * 4);
@@ -250,6 +252,108 @@ static void check_topk(uint32_t n, uint32_t rows)
     cuda_free(dl), cuda_free(dp), cuda_free(di), cuda_free(dg), cuda_free(dv);
 }
 
+/* ---- nucleus candidates (topk.cu with stats) ------------------------------
+ * Rows of every kind, ties and signed zeros, k = min(CUDA_TOPK_MAX, vocab):
+ * the device's candidates and greedy token against nucleus_ref, the row of
+ * z it leaves equal to l / T, its rest equal to the reference's (the same exp_neg bits, an exact max), its total
+ * within the bound sample.h states of the reference's (another order); then
+ * the sampler's draw from them (sampler_sample_nucleus; when it cannot
+ * decide, sampler_sample_z over the row of z the kernel leaves, which
+ * cuda_be_draw_z brings down) against sampler_sample over the row: the same
+ * token and PRNG state, for top-p, min-p and both. */
+static void check_nucleus(uint32_t n, uint32_t rows)
+{
+    static const float temps[] = {1.0f, 0.8f, 0.3f, 1.7f, 0.1f, 1e-3f, 0.05f};
+    const uint32_t k = n < CUDA_TOPK_MAX ? n : CUDA_TOPK_MAX;
+    float *h = xmalloc((size_t)rows * n * sizeof(float)), *z = xmalloc((size_t)n * sizeof(float));
+    float *dl = cuda_alloc((size_t)rows * n * sizeof(float));
+    struct cuda_topk_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *hp);
+    int32_t *di = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4), *dg = cuda_alloc((size_t)rows * 4);
+    float *dv = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4);
+    struct cuda_topk_stats *ds = cuda_alloc(rows * sizeof *ds), *hs = xmalloc(rows * sizeof *hs);
+    int32_t *hi = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4), *hg = xmalloc((size_t)rows * 4);
+    float *hv = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4);
+    int32_t *ri = xmalloc((size_t)CUDA_TOPK_MAX * 4);
+    float *rv = xmalloc((size_t)CUDA_TOPK_MAX * 4);
+    struct sample_work w;
+    char err[256];
+    CHECK(sample_work_init(&w, n, err, sizeof err) == 0);
+    for (uint32_t r = 0; r < rows; r++) {
+        float *l = h + (size_t)r * n;
+        fill_row(l, n, (int)(r % 8 < 6 ? r % 8 : 0));
+        if (r % 8 == 6)
+            for (uint32_t i = 0; i < n; i++)
+                l[i] = (float)(int)(l[i] * 2.0f);
+        if (r % 8 == 7)
+            for (uint32_t i = 0; i < n; i += 2)
+                l[i] = i % 4 ? -0.0f : 0.0f;
+        hp[r] = (struct cuda_topk_params){temps[r % 7], k, 1};
+    }
+    cuda_upload(g_ctx, dl, h, (size_t)rows * n * sizeof(float));
+    cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
+    cuda_topk_rows(g_ctx, dl, rows, n, dp, di, dv, dg, ds);
+    cuda_download(g_ctx, hi, di, (size_t)rows * CUDA_TOPK_MAX * 4);
+    cuda_download(g_ctx, hv, dv, (size_t)rows * CUDA_TOPK_MAX * 4);
+    cuda_download(g_ctx, hg, dg, rows * 4);
+    cuda_download(g_ctx, hs, ds, rows * sizeof *hs);
+    uint32_t bad = 0, bad_stats = 0, bad_draw = 0, decided = 0, from_row = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        const float *row = h + (size_t)r * n;
+        int32_t *ci = hi + (size_t)r * CUDA_TOPK_MAX;
+        float *cv = hv + (size_t)r * CUDA_TOPK_MAX;
+        double total;
+        float rest;
+        const int32_t g = nucleus_ref(row, n, hp[r].temperature, ri, rv, &total, &rest);
+        bool same = g == hg[r];
+        for (uint32_t j = 0; j < k && same; j++)
+            same = ri[j] == ci[j] && rv[j] == cv[j];
+        if (!same && bad++ < 6)
+            printf("  nucleus vocab %u row %u: candidates or greedy differ\n", n, r);
+        const bool finite = rv[0] != INFINITY && rv[0] != -INFINITY;
+        const double bound = ldexp(total, -51) * ((double)n + 4096);
+        if (finite && (hs[r].rest != rest || !(fabs(hs[r].total - total) <= bound)) && bad_stats++ < 6)
+            printf("  nucleus vocab %u row %u: total %.17g vs %.17g (bound %.3g), rest %.9g vs %.9g\n", n, r,
+                   hs[r].total, total, bound, (double)hs[r].rest, (double)rest);
+        struct sample_params p;
+        sample_params_default(&p);
+        p.temperature = hp[r].temperature;
+        if (r % 3 != 1)
+            p.top_p = r % 3 ? 0.95f : 0.6f;
+        if (r % 3 != 0)
+            p.min_p = r % 3 == 1 ? 0.1f : 0.02f;
+        p.seed = rng_u64();
+        struct sampler a, b;
+        CHECK(sampler_init(&a, n, &p, err, sizeof err) == 0 && sampler_init(&b, n, &p, err, sizeof err) == 0);
+        CHECK(sampler_nucleus_candidates(&b));
+        const int32_t want = sampler_sample(&a, &w, row, NULL);
+        cuda_download(g_ctx, z, dl + (size_t)r * n, (size_t)n * 4); /* the row's z, left by the kernel */
+        uint32_t zbad = 0;
+        for (uint32_t i = 0; i < n; i++)
+            zbad += z[i] != topk_ref_clean(row[i]) / hp[r].temperature; /* (−0 == +0) */
+        if (zbad && bad_stats++ < 6)
+            printf("  nucleus vocab %u row %u: %u z differ from l / T\n", n, r, zbad);
+        int32_t got = sampler_sample_nucleus(&b, ci, cv, k, hs[r].total, hs[r].rest, hg[r]);
+        if (got == SAMPLER_NEED_ROW) {
+            got = sampler_sample_z(&b, &w, z, hg[r]);
+            from_row++;
+        } else {
+            decided++;
+        }
+        if ((got != want || memcmp(a.rng, b.rng, sizeof a.rng) != 0) && bad_draw++ < 6)
+            printf("  nucleus vocab %u row %u: draw %d, %d from the row\n", n, r, got, want);
+        sampler_free(&a);
+        sampler_free(&b);
+    }
+    printf("nucleus vocab %6u: %u rows, %u decided by the candidates, %u by the row; %u candidate, %u total/rest, "
+           "%u draw mismatches\n", n, rows, decided, from_row, bad, bad_stats, bad_draw);
+    CHECK_MSG(bad == 0 && bad_stats == 0 && bad_draw == 0, "nucleus vocab %u: %u candidates, %u stats, %u draws differ",
+              n, bad, bad_stats, bad_draw);
+    CHECK_MSG(decided > 0, "nucleus vocab %u: no draw decided by the candidates", n);
+    sample_work_free(&w);
+    free(h), free(z), free(hp), free(hi), free(hg), free(hv), free(ri), free(rv), free(hs);
+    cuda_free(dl), cuda_free(dp), cuda_free(di), cuda_free(dg), cuda_free(dv), cuda_free(ds);
+}
+
 static void test_topk(void)
 {
     check_topk(128256, 44);
@@ -258,6 +362,10 @@ static void test_topk(void)
     check_topk(8193, 44);
     check_topk(1025, 44);
     check_topk(17, 22);
+    check_nucleus(128256, 48);
+    check_nucleus(151936, 24);
+    check_nucleus(1025, 48);
+    check_nucleus(700, 24);
 }
 
 /* ---- timing ------------------------------------------------------------- */
@@ -314,27 +422,29 @@ static void bench_draw(uint32_t n, uint32_t rows)
 struct topk_out {
     int32_t *idx, *greedy;
     float *val;
+    struct cuda_topk_stats *stats;
 };
 
 static void launch_topk(float *l, uint32_t rows, uint32_t n, const void *params, void *out)
 {
     const struct topk_out *o = out;
-    cuda_topk_rows(g_ctx, l, rows, n, params, o->idx, o->val, o->greedy);
+    cuda_topk_rows(g_ctx, l, rows, n, params, o->idx, o->val, o->greedy, o->stats);
 }
 
-static void bench_topk(uint32_t n, uint32_t rows, uint32_t k)
+static void bench_topk(uint32_t n, uint32_t rows, uint32_t k, bool stats)
 {
     struct cuda_topk_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *hp);
     for (uint32_t r = 0; r < rows; r++)
-        hp[r] = (struct cuda_topk_params){0.8f, k};
+        hp[r] = (struct cuda_topk_params){0.8f, k, stats};
     cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
     struct topk_out o = {cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4), cuda_alloc((size_t)rows * 4),
-                         cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4)};
+                         cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4),
+                         cuda_alloc(rows * sizeof(struct cuda_topk_stats))};
     double us[2];
     time_rows(launch_topk, n, rows, dp, &o, us);
-    printf("| %u | %u | %u | %.1f | %.1f |\n", n, rows, k, us[0], us[1]);
+    printf("| %u | %u | %u%s | %.1f | %.1f |\n", n, rows, k, stats ? " (nucleus)" : "", us[0], us[1]);
     free(hp);
-    cuda_free(dp), cuda_free(o.idx), cuda_free(o.greedy), cuda_free(o.val);
+    cuda_free(dp), cuda_free(o.idx), cuda_free(o.greedy), cuda_free(o.val), cuda_free(o.stats);
 }
 
 int main(int argc, char **argv)
@@ -353,10 +463,12 @@ int main(int argc, char **argv)
         bench_draw(49152, 64);
         printf("\n## Top-k candidates on the device (cuda_topk_rows, one block a row)\n\n"
                "| vocab | rows | k | median us | min us |\n|---|---|---|---|---|\n");
-        bench_topk(128256, 1, 40);
-        bench_topk(128256, 64, 40);
-        bench_topk(128256, 1, 1000);
-        bench_topk(151936, 64, 50);
+        bench_topk(128256, 1, 40, false);
+        bench_topk(128256, 64, 40, false);
+        bench_topk(128256, 1, 1000, false);
+        bench_topk(151936, 64, 50, false);
+        bench_topk(128256, 1, CUDA_TOPK_MAX, true);
+        bench_topk(128256, 64, CUDA_TOPK_MAX, true);
     }
     cuda_ctx_free(g_ctx);
     return test_summary();

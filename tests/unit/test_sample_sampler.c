@@ -9,6 +9,7 @@
 #include "sample/sample_batch.h"
 #include "test.h"
 #include "sample_topk_ref.h"
+#include "sample_nucleus_ref.h"
 
 #include <float.h>
 
@@ -758,6 +759,122 @@ static void test_topk_candidates(void)
     CHECK(greedy > 0);
 }
 
+/* The nucleus replay (sampler_nucleus_candidates / sampler_sample_nucleus,
+ * with sampler_sample_z when it cannot decide) against sampler_sample on the
+ * whole row: the same token and PRNG, for top-p, min-p and both, over a
+ * vocabulary larger than the candidates (the total comes from another
+ * order, and also moved to the edge of its stated bound) and one they cover
+ * (the sampler's own total), peaked rows (decided by the candidates) and flat
+ * ones (the row decides), ties, NaN / ±inf, ±0 and z overflowing. */
+static void test_nucleus_candidates(void)
+{
+    struct sample_params p;
+    struct sampler a, b;
+    struct sample_work wa, wb;
+    for (int c = 0; c < 7; c++) { /* who qualifies */
+        sample_params_default(&p);
+        bool want = true;
+        switch (c) {
+        case 0: p.top_p = 0.9f; break;
+        case 1: p.min_p = 0.05f; break;
+        case 2: p.top_p = 0.9f, p.top_k = 40, want = false; break; /* top-k: the candidates of that */
+        case 3: p.top_p = 0.9f, p.top_k = 5000; break;              /* top-k ≥ vocabulary: none */
+        case 4: want = false; break;                                /* temperature alone: the plain draw */
+        case 5: p.top_p = 0.9f, p.temperature = 0, want = false; break;
+        case 6: p.top_p = 0.9f, p.frequency_penalty = 0.5f, want = false; break;
+        }
+        mk(&a, &wa, 2000, &p);
+        CHECK_MSG(sampler_nucleus_candidates(&a) == want, "case %d: nucleus %d, expected %d", c,
+                  sampler_nucleus_candidates(&a), want);
+        done(&a, &wa);
+    }
+    enum { NMAX = 5000 };
+    static float l[NMAX], z[NMAX];
+    static int32_t idx[NMAX];
+    static float val[NMAX];
+    int decided = 0, row = 0, decided_big = 0, row_big = 0;
+    for (int rep = 0; rep < 600; rep++) {
+        const uint32_t ns[] = {5000, 1031, 700, 1024};
+        const uint32_t n = ns[rep % 4];
+        sample_params_default(&p);
+        p.temperature = rep % 17 == 0 ? 1e-4f : (float)(0.2 + 1.5 * trng());
+        switch (rep % 3) {
+        case 0: p.top_p = (float)(0.5 + 0.5 * trng()); break;
+        case 1: p.min_p = (float)(0.2 * trng()); break;
+        default: p.top_p = (float)(0.5 + 0.5 * trng()), p.min_p = (float)(0.1 * trng()); break;
+        }
+        if (p.min_p == 0)
+            p.min_p = 0.01f;
+        p.seed = 7000 + (uint64_t)rep;
+        const bool flat = rep % 5 == 3;
+        random_logits(l, n, flat ? 0.5 : rep % 2 ? 40 : 80);
+        if (rep % 7 == 1)
+            for (uint32_t i = 0; i < n; i += 3) /* many ties */
+                l[i] = (float)(int)(l[i]);
+        if (rep % 11 == 2) { /* non-finite and signed zeros */
+            l[3] = NAN, l[7] = INFINITY, l[9] = -INFINITY, l[11] = 0.0f, l[12] = -0.0f;
+        }
+        if (rep % 13 == 4) /* no finite logit: greedy (−1) */
+            for (uint32_t i = 0; i < n; i++)
+                l[i] = i % 2 ? NAN : -INFINITY;
+        mk(&a, &wa, n, &p);
+        mk(&b, &wb, n, &p);
+        CHECK(sampler_nucleus_candidates(&b));
+        const int32_t ta = sampler_sample(&a, &wa, l, NULL);
+        double total;
+        float rest;
+        const int32_t g = nucleus_ref(l, n, p.temperature, idx, val, &total, &rest);
+        if (rep % 4 == 0 && rep % 8 == 0) /* the edge of the stated bound, either side */
+            total += (rep % 16 ? 1 : -1) * 0.99 * ldexp(total, -51) * ((double)n + 4096);
+        const uint32_t k = n < SAMPLER_NUCLEUS_MAX ? n : SAMPLER_NUCLEUS_MAX;
+        uint64_t rng0[4];
+        memcpy(rng0, b.rng, sizeof rng0);
+        int32_t tb = sampler_sample_nucleus(&b, idx, val, k, total, rest, g);
+        if (tb == SAMPLER_NEED_ROW) {
+            CHECK_MSG(memcmp(rng0, b.rng, sizeof rng0) == 0, "rep %d: the PRNG moved before the row", rep);
+            for (uint32_t i = 0; i < n; i++)
+                z[i] = topk_ref_clean(l[i]) / p.temperature;
+            tb = sampler_sample_z(&b, &wb, z, g);
+            row++;
+            row_big += n > k && !flat;
+        } else {
+            decided++;
+            decided_big += n > k;
+        }
+        CHECK_MSG(ta == tb, "rep %d (n %u, T %g, top_p %g, min_p %g): token %d from the row, %d from the nucleus",
+                  rep, n, p.temperature, p.top_p, p.min_p, ta, tb);
+        CHECK_MSG(memcmp(a.rng, b.rng, sizeof a.rng) == 0, "rep %d: the PRNGs are out of step", rep);
+        done(&a, &wa);
+        done(&b, &wb);
+    }
+    /* a cut exactly at p·T (two weights of 1, the rest 0: T = 2, top_p 0.5):
+     * a total off by less than its bound must leave it to the row */
+    for (int up = 0; up < 2; up++) {
+        const uint32_t n = 1031;
+        sample_params_default(&p);
+        p.top_p = 0.5f;
+        p.seed = 99 + (uint64_t)up;
+        for (uint32_t i = 0; i < n; i++)
+            l[i] = i == 5 || i == 900 ? 0.0f : -200.0f;
+        mk(&a, &wa, n, &p);
+        mk(&b, &wb, n, &p);
+        double total;
+        float rest;
+        const int32_t g = nucleus_ref(l, n, p.temperature, idx, val, &total, &rest);
+        CHECK(total == 2.0 && rest == 0.0f);
+        total *= up ? 1 + 0x1p-52 * n : 1 - 0x1p-52 * n;
+        CHECK_EQ_INT(sampler_sample_nucleus(&b, idx, val, SAMPLER_NUCLEUS_MAX, total, rest, g), SAMPLER_NEED_ROW);
+        for (uint32_t i = 0; i < n; i++)
+            z[i] = l[i];
+        CHECK_EQ_INT(sampler_sample_z(&b, &wb, z, g), sampler_sample(&a, &wa, l, NULL));
+        done(&a, &wa);
+        done(&b, &wb);
+    }
+    printf("  nucleus: %d draws decided by the candidates (%d over a larger vocabulary), %d by the row (%d of them "
+           "not flat)\n", decided, decided_big, row, row_big);
+    CHECK(decided_big > 100 && row > 20);
+}
+
 /* sample_batch over 4 threads vs the same rows one by one: every result
  * (token, logprob, top alternatives) the same bits, step after step, with
  * samplers of every kind in the batch. */
@@ -793,7 +910,7 @@ static void test_batch_threads_same_bits(void)
         random_logits(l, (uint32_t)R * V, 12.0);
         for (int r = 0; r < R; r++) {
             sampler_sample(&a[r], &w, l + (size_t)r * V, &ra[r]);
-            jobs[r] = (struct sample_job){&b[r], l + (size_t)r * V, &rb[r]};
+            jobs[r] = (struct sample_job){.s = &b[r], .logits = l + (size_t)r * V, .out = &rb[r]};
         }
         sample_batch_run(&sb, jobs, R);
         for (int r = 0; r < R; r++) {
@@ -836,5 +953,6 @@ int main(void)
     RUN(test_batch_threads_same_bits);
     RUN(test_plain_temperature_draw);
     RUN(test_topk_candidates);
+    RUN(test_nucleus_candidates);
     return test_summary();
 }

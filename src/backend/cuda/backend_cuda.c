@@ -91,6 +91,7 @@ static void cuda_be_free(struct backend *base)
         cuda_host_free(b->h_topk_idx);
         cuda_host_free(b->h_topk_val);
         cuda_host_free(b->h_topk_greedy);
+        cuda_host_free(b->h_topk_stats);
         for (size_t i = 0; i < b->n_allocs; i++)
             cuda_free(b->allocs[i]);
         cuda_gemm_free(b->gemm);
@@ -263,6 +264,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->d_topk_idx = (int32_t *)dev_floats(b, DEC_G, CUDA_TOPK_MAX, &ok);
     b->d_topk_val = dev_floats(b, DEC_G, CUDA_TOPK_MAX, &ok);
     b->d_topk_greedy = (int32_t *)dev_floats(b, DEC_G, 1, &ok);
+    b->d_topk_stats = (struct cuda_topk_stats *)dev_floats(b, DEC_G, sizeof(struct cuda_topk_stats) / 4, &ok);
     {
         /* MEMRA_ATTN=exact|fast|rows; unset: fast when MEMRA_GEMM=fast (the same numerics trade) */
         const char *am = getenv("MEMRA_ATTN"), *gm = getenv("MEMRA_GEMM");
@@ -291,11 +293,12 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->h_topk_idx = cuda_host_alloc((size_t)DEC_G * CUDA_TOPK_MAX * sizeof(int32_t));
         b->h_topk_val = cuda_host_alloc((size_t)DEC_G * CUDA_TOPK_MAX * sizeof(float));
         b->h_topk_greedy = cuda_host_alloc((size_t)DEC_G * sizeof(int32_t));
+        b->h_topk_stats = cuda_host_alloc((size_t)DEC_G * sizeof(struct cuda_topk_stats));
         memset(b->h_topk, 0, (size_t)DEC_G * sizeof(struct cuda_topk_params));
     }
     /* temperature draws on the device (backend_seq.draw), but not of softcapped logits (capped on the host) */
     b->base.device_draw = c->final_softcap <= 0.0f;
-    b->base.device_topk = b->base.device_draw; /* and the top-k candidates (topk.cu) */
+    b->base.device_topk = b->base.device_draw; /* and the top-k and nucleus candidates (topk.cu) */
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
@@ -664,11 +667,25 @@ static void cuda_be_kv_copy(struct backend *base, uint32_t dst, uint32_t src)
     cuda_fwd_kv_copy(b->ctx, b->kv, base->model->cfg.n_layers, base->cfg.kv_blocks, b->kv_dim, dst, src);
 }
 
+/* The z rows behind nucleus draws of the last forward: the top-k kernel
+ * left each draw's z in its logit row (cuda_logits_out.c); one sync for all. */
+static void cuda_be_draw_z(struct backend *base, const struct backend_draw *const *d, float *const *z, uint32_t n)
+{
+    struct cuda_backend *b = (struct cuda_backend *)base;
+    const uint32_t V = base->model->cfg.vocab;
+    for (uint32_t k = 0; k < n; k++) {
+        MEMRA_ASSERT(d[k]->nucleus && d[k]->row < DEC_G);
+        cuda_download_async(b->ctx, z[k], b->logits + (uint64_t)d[k]->row * V, (size_t)V * sizeof(float));
+    }
+    cuda_ctx_sync(b->ctx);
+}
+
 const struct backend_ops backend_cuda_ops = {
     .name = "cuda",
     .init = cuda_be_init,
     .load_weights = cuda_be_load_weights,
     .forward = cuda_be_forward,
     .kv_copy = cuda_be_kv_copy,
+    .draw_z = cuda_be_draw_z,
     .free = cuda_be_free,
 };

@@ -62,14 +62,27 @@ void cuda_draw_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t
  * the logit with NaN as −inf, +inf as FLT_MAX; −0 and +0 equal, a zero z
  * comes back +0), out_greedy[r] ← the greedy rule's token over l (−1: no
  * finite l) — what sampler_sample_candidates (sample.h) replays. Rows with k
- * 0 are not touched; the others are overwritten (scratch). Device memory. */
+ * 0 are not touched; the others are overwritten (scratch), those with stats
+ * by their z (a zero z +0). Device memory. */
 #define CUDA_TOPK_MAX 1024u
 struct cuda_topk_params {
     float temperature; /* > 0 */
     uint32_t k;        /* 0: leave the row */
+    uint32_t stats;    /* 1: also out_stats[r] (a nucleus draw) */
+};
+/* What sampler_sample_nucleus (sample.h) wants besides the candidates, with
+ * w_i = e^(z_i − zmax) by the sampler's exp_neg and zmax the first
+ * candidate's z: total = Σ w_i over the row (each term rounded once), rest =
+ * the largest w_i over the tokens whose z ≤ the last candidate's (meaningless
+ * when zmax is ±inf: the sampler takes the greedy pick then). */
+struct cuda_topk_stats {
+    double total;
+    float rest;
+    uint32_t pad;
 };
 void cuda_topk_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t vocab,
-                    const struct cuda_topk_params *params, int32_t *out_idx, float *out_val, int32_t *out_greedy);
+                    const struct cuda_topk_params *params, int32_t *out_idx, float *out_val, int32_t *out_greedy,
+                    struct cuda_topk_stats *out_stats);
 
 /* ---- pinned host memory and asynchronous copies (staging.cu) ---------------
  * cuda_host_alloc: page-locked host memory (cudaHostAlloc) or abort; the async

@@ -1,7 +1,7 @@
 /* backend/cuda/cuda_logits_out.c — what a step hands back for its logit rows
  * (host C), shared by the decode step (cuda_decode_step.c) and the general
  * path (cuda_forward.c): each row's sequence asked for its greedy pick
- * (backend_seq.argmax), a temperature draw or top-k candidates
+ * (backend_seq.argmax), a temperature draw, top-k or nucleus candidates
  * (backend_seq.draw), or the row itself. The picks, draws and candidates are
  * made on the device (sample.cu, topk.cu) and only they come down; the rows
  * asked for come down in runs; one sync, then each sequence gets its answer.
@@ -18,7 +18,7 @@ static enum cuda_be_out_kind out_kind(const struct cuda_backend *b, const struct
         return CUDA_BE_OUT_NONE;
     const bool dev = b->base.model->cfg.final_softcap <= 0.0f;
     if (dev && s->draw) /* n_logits 1 and no argmax (batch check) */
-        return s->draw->top_k ? CUDA_BE_OUT_TOPK : CUDA_BE_OUT_DRAW;
+        return s->draw->top_k || s->draw->nucleus ? CUDA_BE_OUT_TOPK : CUDA_BE_OUT_DRAW;
     return dev && s->argmax ? CUDA_BE_OUT_ARGMAX : CUDA_BE_OUT_ROW;
 }
 
@@ -32,7 +32,10 @@ void cuda_be_out_plan(struct cuda_backend *b, struct cuda_be_out *o)
         o->kind[k] = kind;
         o->any[kind] = true;
         b->h_draw[k] = (struct cuda_draw_params){draw ? s->draw->temperature : 1.0f, draw, draw ? s->draw->u : 0.0};
-        b->h_topk[k] = (struct cuda_topk_params){topk ? s->draw->temperature : 1.0f, topk ? s->draw->top_k : 0};
+        const uint32_t V = b->base.model->cfg.vocab, kn = V < CUDA_TOPK_MAX ? V : CUDA_TOPK_MAX;
+        const bool nuc = topk && s->draw->nucleus;
+        b->h_topk[k] = (struct cuda_topk_params){topk ? s->draw->temperature : 1.0f,
+                                                 !topk ? 0 : nuc ? kn : s->draw->top_k, nuc};
     }
 }
 
@@ -49,11 +52,17 @@ void cuda_be_out_params_up(struct cuda_backend *b, const struct cuda_be_out *o, 
 static void topk_run(struct cuda_backend *b, uint32_t n)
 {
     const uint32_t V = b->base.model->cfg.vocab;
-    cuda_topk_rows(b->ctx, b->logits, n, V, b->d_topk, b->d_topk_idx, b->d_topk_val, b->d_topk_greedy);
+    cuda_topk_rows(b->ctx, b->logits, n, V, b->d_topk, b->d_topk_idx, b->d_topk_val, b->d_topk_greedy,
+                   b->d_topk_stats);
     uint32_t r0 = n, r1 = 0;
-    for (uint32_t r = 0; r < n; r++)
+    bool stats = false;
+    for (uint32_t r = 0; r < n; r++) {
         if (b->h_topk[r].k)
             r0 = r < r0 ? r : r0, r1 = r + 1;
+        stats = stats || b->h_topk[r].stats;
+    }
+    if (stats)
+        cuda_download_async(b->ctx, b->h_topk_stats, b->d_topk_stats, (size_t)n * sizeof(struct cuda_topk_stats));
     if (r0 >= r1)
         return;
     const size_t off = (size_t)r0 * CUDA_TOPK_MAX, len = (size_t)(r1 - 1 - r0) * CUDA_TOPK_MAX + b->h_topk[r1 - 1].k;
@@ -104,12 +113,20 @@ void cuda_be_out_finish(struct cuda_backend *b, const struct cuda_be_out *o, boo
             s->draw->token = b->h_draw_out[2 * k];
             s->draw->used = b->h_draw_out[2 * k + 1] != 0;
             break;
-        case CUDA_BE_OUT_TOPK:
-            memcpy(s->draw->cand_idx, b->h_topk_idx + (size_t)k * CUDA_TOPK_MAX, s->draw->top_k * sizeof(int32_t));
-            memcpy(s->draw->cand_val, b->h_topk_val + (size_t)k * CUDA_TOPK_MAX, s->draw->top_k * sizeof(float));
+        case CUDA_BE_OUT_TOPK: {
+            const uint32_t kc = b->h_topk[k].k; /* top_k, or a nucleus row's min(CUDA_TOPK_MAX, vocab) */
+            memcpy(s->draw->cand_idx, b->h_topk_idx + (size_t)k * CUDA_TOPK_MAX, kc * sizeof(int32_t));
+            memcpy(s->draw->cand_val, b->h_topk_val + (size_t)k * CUDA_TOPK_MAX, kc * sizeof(float));
             s->draw->token = b->h_topk_greedy[k];
             s->draw->used = false;
+            if (s->draw->nucleus) {
+                s->draw->n_cand = kc;
+                s->draw->total = b->h_topk_stats[k].total;
+                s->draw->rest = b->h_topk_stats[k].rest;
+                s->draw->row = k; /* its keys stay in logit row k until the next forward (cuda_be_draw_z) */
+            }
             break;
+        }
         case CUDA_BE_OUT_ROW: {
             float *dst = s->logits + (uint64_t)r * V;
             memcpy(dst, b->h_logits + (uint64_t)k * V, (size_t)V * sizeof(float));

@@ -17,12 +17,13 @@
  * token where the running double sum in token order crosses u·total — found
  * from parallel prefix sums and a proven error margin, walked one by one only
  * when the draw falls within that margin of a boundary). One block a row.
- * (top-k: topk.cu, candidates the host draws from; top-p alone stays on the host.)
+ * (top-k and nucleus candidates: topk.cu, the host draws from them.)
  */
 #include <float.h>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_decode.h"
+#include "backend/cuda/exp_neg.cuh"
 
 namespace {
 
@@ -53,26 +54,6 @@ __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__
 constexpr int DR_THREADS = 1024;
 constexpr int DR_TILE = 8192; /* floats a shared-memory tile: 32 KB */
 constexpr int DR_AHEAD = 8;   /* steps of 32 weights whose loads a warp issues together */
-
-/* sample/sampler.c's exp_neg, operation for operation. */
-__device__ __forceinline__ float dr_exp_neg(float x)
-{
-    const uint32_t xb = __float_as_uint(x);
-    const uint32_t under = (uint32_t) - (int32_t)(xb > 0xC2AE0000u);
-    const float xc = __uint_as_float((xb & ~under) | (0xC2AE0000u & under));
-    const float t = __fadd_rn(__fmul_rn(xc, 1.44269504f), 12582912.0f);
-    const float kf = __fsub_rn(t, 12582912.0f);
-    const float r = __fsub_rn(__fsub_rn(xc, __fmul_rn(kf, 0.693145752f)), __fmul_rn(kf, 1.42860677e-6f));
-    float pl = 1.0f / 720;
-    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f / 120);
-    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f / 24);
-    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f / 6);
-    pl = __fadd_rn(__fmul_rn(pl, r), 0.5f);
-    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f);
-    pl = __fadd_rn(__fmul_rn(pl, r), 1.0f);
-    const float scale = __uint_as_float((__float_as_uint(t) - 0x4B400000u + 127u) << 23);
-    return __uint_as_float(__float_as_uint(__fmul_rn(pl, scale)) & ~under);
-}
 
 /* The block's copy of l[base, base + n) into tile (n ≤ DR_TILE); barriers
  * before (the last tile consumed) and after (this one in place). */
@@ -157,7 +138,7 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
     /* the weights, in place */
 #pragma unroll 4
     for (uint32_t i = threadIdx.x; i < vocab; i += DR_THREADS)
-        l[i] = dr_exp_neg(__fsub_rn(l[i], zmax));
+        l[i] = sample_exp_neg(__fsub_rn(l[i], zmax));
     __syncthreads(); /* the block's writes before its reads of other threads' weights */
 
     /* The draw is the first token j (in id order) at which C_j, the running

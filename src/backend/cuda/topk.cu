@@ -15,7 +15,13 @@
  *    usual case); else, a tile at a time in token order, every key > τ and
  *    the first keys = τ (equal z) until k are kept;
  * 4. a bitonic sort of the ≤ 1024 kept by (z desc, id asc) in shared memory,
- *    over the power of two above k.
+ *    over the power of two above k;
+ * 5. for a nucleus row (params.stats), one more pass over the keys: the
+ *    weights w = e^(z − zmax) by the sampler's exp_neg (exp_neg.cuh), their
+ *    total (per-thread double sums, then the block's in a fixed order: each
+ *    term rounded once, as sampler_sample_nucleus asks) and `rest`, the
+ *    largest w among the keys ≤ the last candidate's; z is written back over
+ *    the keys, for the rare draw the host must make from the row.
  * Histograms count with warp-aggregated shared atomics (lanes of one bin
  * add once). Floor: four reads of the row (from L2) and one write a pass —
  * ~2.5 MB a 128256 row, a few µs on one SM; rows run in parallel.
@@ -24,6 +30,7 @@
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_decode.h"
+#include "backend/cuda/exp_neg.cuh"
 
 namespace {
 
@@ -102,7 +109,8 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
                                                                const struct cuda_topk_params *__restrict__ params,
                                                                int32_t *__restrict__ out_idx,
                                                                float *__restrict__ out_val,
-                                                               int32_t *__restrict__ out_greedy)
+                                                               int32_t *__restrict__ out_greedy,
+                                                               struct cuda_topk_stats *__restrict__ out_stats)
 {
     __shared__ uint32_t hist[256];
     __shared__ uint32_t s_warp[TK_WARPS];
@@ -259,15 +267,62 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
         out_idx[(uint64_t)blockIdx.x * CUDA_TOPK_MAX + j] = s_id[j];
         out_val[(uint64_t)blockIdx.x * CUDA_TOPK_MAX + j] = tk_unkey(s_key[j]);
     }
+    if (!P.stats)
+        return;
+
+    /* 6: the nucleus statistics, and z back over the keys (with zmax ±inf
+     * the weights mean nothing: the sampler takes the greedy pick then) */
+    const float zmax = tk_unkey(s_key[0]);
+    const uint32_t klast = s_key[k - 1];
+    double sum = 0.0;
+    float rest = 0.0f;
+    {
+        for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
+            uint32_t kv[TK_U];
+            tk_load(keys, vocab, i0, kv);
+#pragma unroll
+            for (int u = 0; u < TK_U; u++) {
+                if (i0 + u * TK_THREADS + threadIdx.x >= vocab)
+                    continue;
+                const float z = tk_unkey(kv[u]);
+                const float w = sample_exp_neg(__fsub_rn(z, zmax));
+                sum = __dadd_rn(sum, (double)w);
+                if (kv[u] <= klast)
+                    rest = fmaxf(rest, w);
+                row[i0 + u * TK_THREADS + threadIdx.x] = z; /* the row's z, for a draw the host must make */
+            }
+        }
+    }
+    __shared__ double s_sum[TK_WARPS];
+    __shared__ float s_rest[TK_WARPS];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+        rest = fmaxf(rest, __shfl_xor_sync(0xffffffffu, rest, o));
+    }
+    if (lane == 0)
+        s_sum[warp] = sum, s_rest[warp] = rest;
+    __syncthreads();
+    if (warp == 0) {
+        sum = s_sum[lane], rest = s_rest[lane];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+            rest = fmaxf(rest, __shfl_xor_sync(0xffffffffu, rest, o));
+        }
+        if (lane == 0)
+            out_stats[blockIdx.x] = cuda_topk_stats{sum, rest, 0u};
+    }
 }
 
 } // namespace
 
 extern "C" void cuda_topk_rows(struct cuda_ctx *ctx, float *logits, uint32_t rows, uint32_t vocab,
                                const struct cuda_topk_params *params, int32_t *out_idx, float *out_val,
-                               int32_t *out_greedy)
+                               int32_t *out_greedy, struct cuda_topk_stats *out_stats)
 {
     if (rows == 0)
         return;
-    cuda_launch(ctx, kernel_topk_rows, rows, TK_THREADS, 0, logits, vocab, params, out_idx, out_val, out_greedy);
+    cuda_launch(ctx, kernel_topk_rows, rows, TK_THREADS, 0, logits, vocab, params, out_idx, out_val, out_greedy,
+                out_stats);
 }

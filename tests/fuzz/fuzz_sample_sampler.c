@@ -5,8 +5,15 @@
  * several steps of logits (NaN, ±inf, huge values included). sampler_init must
  * either accept or explain; an accepted sampler must return a token in range
  * (or -1 only when no logit is usable), logprobs ≤ 0 with the alternatives in
- * descending order. Traps otherwise. Seeds in tests/fuzz/corpus/fuzz_sample_sampler/. */
+ * descending order. A sampler that qualifies for nucleus candidates
+ * (sample.h: top-p / min-p without top-k) is replayed alongside from k of
+ * them (k from the input: k < vocabulary exercises the bounds,
+ * tests/unit/sample_nucleus_ref.h makes them): the replay must give
+ * sampler_sample's token and PRNG, or ask for the row without touching the
+ * PRNG, and sampler_sample_z must then agree. Traps otherwise. Seeds in
+ * tests/fuzz/corpus/fuzz_sample_sampler/. */
 #include "sample/sample.h"
+#include "sample_nucleus_ref.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -79,6 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sample_work_init(&w, n_vocab, err, sizeof(err)) != 0)
         abort();
     float *logits = malloc(n_vocab * sizeof(float));
+    /* the nucleus replay's twin: the same parameters and seed */
+    struct sampler s2;
+    const bool nuc = sampler_nucleus_candidates(&s) && sampler_init(&s2, n_vocab, &p, err, sizeof(err)) == 0;
+    const uint32_t nk = (flags >> 16) % n_vocab + 1;
+    int32_t *cidx = malloc(n_vocab * sizeof(int32_t));
+    float *cval = malloc(n_vocab * sizeof(float)), *z = malloc(n_vocab * sizeof(float));
     const int32_t prompt[3] = {0, (int32_t)(n_vocab / 2), (int32_t)n_vocab - 1};
     sampler_add_prompt(&s, prompt, 3);
     for (int step = 0; step < 4; step++) {
@@ -88,6 +101,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         struct sample_result res;
         const int32_t t = sampler_sample(&s, &w, logits, &res);
+        if (nuc && nk <= SAMPLER_NUCLEUS_MAX) {
+            double total;
+            float rest;
+            const float temp = s2.params.temperature;
+            const int32_t g = nucleus_ref_k(logits, n_vocab, temp, nk, cidx, cval, &total, &rest);
+            uint64_t rng0[4];
+            memcpy(rng0, s2.rng, sizeof rng0);
+            int32_t t2 = sampler_sample_nucleus(&s2, cidx, cval, nk, total, rest, g);
+            if (t2 == SAMPLER_NEED_ROW) {
+                if (memcmp(rng0, s2.rng, sizeof rng0) != 0)
+                    __builtin_trap();
+                for (uint32_t i = 0; i < n_vocab; i++)
+                    z[i] = topk_ref_clean(logits[i]) / temp;
+                t2 = sampler_sample_z(&s2, &w, z, g);
+            }
+            if (t2 != t || memcmp(s.rng, s2.rng, sizeof s.rng) != 0)
+                __builtin_trap();
+        }
         for (uint32_t i = 0; i < n_vocab; i++)
             usable += w.logits[i] != -INFINITY;
         if (t < -1 || t >= (int32_t)n_vocab || (t == -1) != (usable == 0) || res.token != t)
@@ -104,6 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)sampler_is_stop_token(&s, t);
     }
     free(logits);
+    free(cidx), free(cval), free(z);
+    if (nuc)
+        sampler_free(&s2);
     sample_work_free(&w);
     sampler_free(&s);
     return 0;

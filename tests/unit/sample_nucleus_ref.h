@@ -14,11 +14,11 @@
 #include "sample/sample_internal.h"
 #include "sample_topk_ref.h"
 
-/* Returns the greedy token; k = min(SAMPLER_NUCLEUS_MAX, n) entries of idx / val. */
-static inline int32_t nucleus_ref(const float *l, uint32_t n, float temp, int32_t *idx, float *val, double *total,
-                                  float *rest)
+/* The same with k candidates (1 ≤ k ≤ n; the backend's k is nucleus_ref's:
+ * other values exercise the replay's bounds on small vocabularies). */
+static inline int32_t nucleus_ref_k(const float *l, uint32_t n, float temp, uint32_t k, int32_t *idx, float *val,
+                                    double *total, float *rest)
 {
-    const uint32_t k = n < SAMPLER_NUCLEUS_MAX ? n : SAMPLER_NUCLEUS_MAX;
     const int32_t g = topk_ref(l, n, temp, k, idx, val);
     const float zmax = val[0], zlast = val[k - 1];
     double t = 0;
@@ -33,6 +33,13 @@ static inline int32_t nucleus_ref(const float *l, uint32_t n, float temp, int32_
     *total = t;
     *rest = r;
     return g;
+}
+
+/* Returns the greedy token; k = min(SAMPLER_NUCLEUS_MAX, n) entries of idx / val. */
+static inline int32_t nucleus_ref(const float *l, uint32_t n, float temp, int32_t *idx, float *val, double *total,
+                                  float *rest)
+{
+    return nucleus_ref_k(l, n, temp, n < SAMPLER_NUCLEUS_MAX ? n : SAMPLER_NUCLEUS_MAX, idx, val, total, rest);
 }
 
 #endif

@@ -1,5 +1,7 @@
 /* backend/cuda/topk.cu — the top-k candidates of a logit row on the device,
- * for samplers with top-k (sample.h: sampler_topk_candidates): the k tokens
+ * for samplers with top-k (sample.h: sampler_topk_candidates) and, with
+ * k = 1024 and the statistics of step 5, for nucleus samplers (top-p /
+ * min-p without top-k: sampler_nucleus_candidates): the k tokens
  * by (z desc, id asc), z = l / T with l the logit cleaned as sampler.c does
  * (NaN → −inf, +inf → FLT_MAX), each with its z, and the greedy rule's token
  * over l. The host replays sampler.c's draw from them
@@ -23,8 +25,13 @@
  *    largest w among the keys ≤ the last candidate's; z is written back over
  *    the keys, for the rare draw the host must make from the row.
  * Histograms count with warp-aggregated shared atomics (lanes of one bin
- * add once). Floor: four reads of the row (from L2) and one write a pass —
- * ~2.5 MB a 128256 row, a few µs on one SM; rows run in parallel.
+ * add once; a histogram of each warp's own was measured 2 % slower: the
+ * passes are bound by their loads, not by the atomics). A thread reads 4
+ * consecutive keys a load where the rows are 16-byte aligned (vocab % 4 ==
+ * 0): four loads in flight a thread carry 16 keys, not 4 — 147.5 → 124.5 µs
+ * for top-40 of 128256 (bench/RESULTS.md, tenth run). Floor: four reads of
+ * the row (from L2) and one write — ~2.5 MB a 128256 row, a few µs on one SM
+ * at full L2 rate; rows run in parallel.
  */
 #include <float.h>
 
@@ -51,13 +58,31 @@ __device__ __forceinline__ float tk_unkey(uint32_t key)
     return __uint_as_float(key & 0x80000000u ? key & 0x7fffffffu : ~key);
 }
 
-/* This thread's keys of TK_U steps from i0 (0 past the row: below every key), loads issued together. */
-__device__ __forceinline__ void tk_load(const uint32_t *keys, uint32_t vocab, uint32_t i0, uint32_t (&kv)[TK_U])
+/* Element j (< TK_U·V) of this thread's share of the TK_THREADS·TK_U·V
+ * elements from i0: V consecutive elements a load (V = 4: one 16-byte load
+ * a step, rows 16-byte aligned), TK_U loads issued together. */
+template <int V> __device__ __forceinline__ uint32_t tk_elem(uint32_t i0, int j)
+{
+    return i0 + ((j / V) * TK_THREADS + threadIdx.x) * V + j % V;
+}
+
+/* This thread's keys from i0 (0 past the row: below every key). */
+template <int V>
+__device__ __forceinline__ void tk_load(const uint32_t *keys, uint32_t vocab, uint32_t i0, uint32_t (&kv)[TK_U * V])
 {
 #pragma unroll
     for (int u = 0; u < TK_U; u++) {
-        const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
-        kv[u] = i < vocab ? __ldcg(keys + i) : 0;
+        const uint32_t b = tk_elem<V>(i0, u * V);
+        if constexpr (V == 4) {
+            if (b + 4 <= vocab) {
+                const uint4 q = __ldcg(reinterpret_cast<const uint4 *>(keys + b));
+                kv[4 * u] = q.x, kv[4 * u + 1] = q.y, kv[4 * u + 2] = q.z, kv[4 * u + 3] = q.w;
+                continue;
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < V; c++)
+            kv[u * V + c] = b + c < vocab ? __ldcg(keys + b + c) : 0;
     }
 }
 
@@ -105,6 +130,7 @@ __device__ __forceinline__ void tk_pick(const uint32_t *hist, uint32_t &need, ui
     need = __shfl_sync(0xffffffffu, left, owner);
 }
 
+template <int V>
 __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict__ logits, uint32_t vocab,
                                                                const struct cuda_topk_params *__restrict__ params,
                                                                int32_t *__restrict__ out_idx,
@@ -135,26 +161,38 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     /* 1: greedy, keys, top byte */
     float gv = -INFINITY; /* the greedy rule's pick: this thread's indices rise, so the first of equal maxima stays */
     int gi = -1;
-    for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
-        float lv[TK_U];
+    for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U * V) {
+        uint32_t lv[TK_U * V]; /* the logits' bits; the loads of TK_U steps in flight together */
+        tk_load<V>(keys, vocab, i0, lv);
 #pragma unroll
-        for (int u = 0; u < TK_U; u++) { /* the loads of TK_U steps in flight together */
-            const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
-            lv[u] = i < vocab ? row[i] : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < TK_U; u++) {
-            const uint32_t i = i0 + u * TK_THREADS + threadIdx.x;
+        for (int j = 0; j < TK_U * V; j++) {
+            const uint32_t i = tk_elem<V>(i0, j);
             const bool on = i < vocab;
             uint32_t key = 0;
             if (on) {
-                const float l = isnan(lv[u]) ? -INFINITY : lv[u] == INFINITY ? FLT_MAX : lv[u];
+                const float v = __uint_as_float(lv[j]);
+                const float l = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
                 if (l > gv)
                     gv = l, gi = (int)i;
                 key = tk_key(__fdiv_rn(l, P.temperature));
-                keys[i] = key;
             }
+            lv[j] = key;
             tk_count(hist, key >> 24, on, lane);
+        }
+#pragma unroll
+        for (int u = 0; u < TK_U; u++) { /* the keys over the logits */
+            const uint32_t b = tk_elem<V>(i0, u * V);
+            if constexpr (V == 4) {
+                if (b + 4 <= vocab) {
+                    *reinterpret_cast<uint4 *>(keys + b) =
+                        make_uint4(lv[4 * u], lv[4 * u + 1], lv[4 * u + 2], lv[4 * u + 3]);
+                    continue;
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < V; c++)
+                if (b + c < vocab)
+                    keys[b + c] = lv[u * V + c];
         }
     }
     am_block_best<TK_THREADS>(gv, gi, s_bv, s_bi); /* (l desc, id asc); −1 when no l is finite */
@@ -171,13 +209,13 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
                 hist[i] = 0;
             __syncthreads();
             const uint32_t hi = 8 * (byte + 1); /* bits above this byte must match the prefix */
-            for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
-                uint32_t kv[TK_U];
-                tk_load(keys, vocab, i0, kv);
+            for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U * V) {
+                uint32_t kv[TK_U * V];
+                tk_load<V>(keys, vocab, i0, kv);
 #pragma unroll
-                for (int u = 0; u < TK_U; u++) {
-                    const bool on = i0 + u * TK_THREADS + threadIdx.x < vocab && (kv[u] >> hi) == prefix;
-                    tk_count(hist, (kv[u] >> (8 * byte)) & 0xffu, on, lane);
+                for (int j = 0; j < TK_U * V; j++) {
+                    const bool on = tk_elem<V>(i0, j) < vocab && (kv[j] >> hi) == prefix;
+                    tk_count(hist, (kv[j] >> (8 * byte)) & 0xffu, on, lane);
                 }
             }
         }
@@ -196,14 +234,14 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     /* 3: keys > τ, and the first `need` keys = τ in token order — all of
      * them when there are no more (the usual case: no ordering needed) */
     if (s_eq == need) {
-        for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
-            uint32_t kv[TK_U];
-            tk_load(keys, vocab, i0, kv);
+        for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U * V) {
+            uint32_t kv[TK_U * V];
+            tk_load<V>(keys, vocab, i0, kv);
 #pragma unroll
-            for (int u = 0; u < TK_U; u++)
-                if (kv[u] >= tau && i0 + u * TK_THREADS + threadIdx.x < vocab) {
+            for (int j = 0; j < TK_U * V; j++)
+                if (kv[j] >= tau && tk_elem<V>(i0, j) < vocab) {
                     const uint32_t p = atomicAdd(&s_n, 1u);
-                    s_key[p] = kv[u], s_id[p] = (int32_t)(i0 + u * TK_THREADS + threadIdx.x);
+                    s_key[p] = kv[j], s_id[p] = (int32_t)tk_elem<V>(i0, j);
                 }
         }
     }
@@ -277,19 +315,20 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     double sum = 0.0;
     float rest = 0.0f;
     {
-        for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U) {
-            uint32_t kv[TK_U];
-            tk_load(keys, vocab, i0, kv);
+        for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U * V) {
+            uint32_t kv[TK_U * V];
+            tk_load<V>(keys, vocab, i0, kv);
 #pragma unroll
-            for (int u = 0; u < TK_U; u++) {
-                if (i0 + u * TK_THREADS + threadIdx.x >= vocab)
+            for (int j = 0; j < TK_U * V; j++) {
+                const uint32_t i = tk_elem<V>(i0, j);
+                if (i >= vocab)
                     continue;
-                const float z = tk_unkey(kv[u]);
+                const float z = tk_unkey(kv[j]);
                 const float w = sample_exp_neg(__fsub_rn(z, zmax));
                 sum = __dadd_rn(sum, (double)w);
-                if (kv[u] <= klast)
+                if (kv[j] <= klast)
                     rest = fmaxf(rest, w);
-                row[i0 + u * TK_THREADS + threadIdx.x] = z; /* the row's z, for a draw the host must make */
+                row[i] = z; /* the row's z, for a draw the host must make */
             }
         }
     }
@@ -323,6 +362,10 @@ extern "C" void cuda_topk_rows(struct cuda_ctx *ctx, float *logits, uint32_t row
 {
     if (rows == 0)
         return;
-    cuda_launch(ctx, kernel_topk_rows, rows, TK_THREADS, 0, logits, vocab, params, out_idx, out_val, out_greedy,
-                out_stats);
+    if (vocab % 4 == 0) /* every row 16-byte aligned: 16-byte loads */
+        cuda_launch(ctx, kernel_topk_rows<4>, rows, TK_THREADS, 0, logits, vocab, params, out_idx, out_val, out_greedy,
+                    out_stats);
+    else
+        cuda_launch(ctx, kernel_topk_rows<1>, rows, TK_THREADS, 0, logits, vocab, params, out_idx, out_val, out_greedy,
+                    out_stats);
 }

@@ -8,7 +8,8 @@
  * real models and odd sizes, temperatures from 1e-3 to 2, flat and peaked
  * logits, NaN / ±inf logits, rows with no finite logit, rows whose z
  * overflows (the sampler's greedy case), several draws a row. Rows that are
- * off must be left alone. And the top-k candidates (topk.cu, cuda_topk_rows)
+ * off must be left alone. The greedy pick (cuda_argmax_rows) against
+ * backend_logits_argmax. And the top-k candidates (topk.cu, cuda_topk_rows)
  * against tests/unit/sample_topk_ref.h and the sampler's draw from them
  * against sampling the whole row (check_topk), and the nucleus candidates
  * with their total and rest (check_nucleus). Then the time of a draw
@@ -25,6 +26,7 @@
 
 #include "backend/cuda/cuda_decode.h"
 #include "backend/cuda/cuda_ops.h"
+#include "engine/backend.h"
 #include "sample/sample.h"
 #include "test.h"
 
@@ -161,6 +163,88 @@ static void test_draw(void)
     }
 }
 
+/* ---- the greedy pick (sample.cu, cuda_argmax_rows) --------------------------
+ * Rows of every kind (flat, wide, one peak, NaN / ±inf sprinkled, no finite
+ * logit, two +inf) plus ties (integer logits) against engine/backend.h's
+ * backend_logits_argmax, on vocabularies that take the 16-byte loads and
+ * odd ones that do not. */
+static void check_argmax(uint32_t n, uint32_t rows)
+{
+    float *h = xmalloc((size_t)rows * n * sizeof(float));
+    float *dl = cuda_alloc((size_t)rows * n * sizeof(float));
+    int32_t *dout = cuda_alloc(rows * sizeof(int32_t)), *hout = xmalloc(rows * sizeof(int32_t));
+    for (uint32_t r = 0; r < rows; r++) {
+        float *l = h + (size_t)r * n;
+        fill_row(l, n, (int)(r % 7 < 6 ? r % 7 : 0));
+        if (r % 7 == 6)
+            for (uint32_t i = 0; i < n; i++)
+                l[i] = (float)(int)(l[i]);
+    }
+    cuda_upload(g_ctx, dl, h, (size_t)rows * n * sizeof(float));
+    cuda_argmax_rows(g_ctx, dl, rows, n, dout);
+    cuda_download(g_ctx, hout, dout, rows * sizeof(int32_t));
+    uint32_t bad = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        const int32_t want = backend_logits_argmax(h + (size_t)r * n, n);
+        if (hout[r] != want && bad++ < 6)
+            printf("  argmax vocab %u row %u (kind %u): %d, expected %d\n", n, r, r % 7, hout[r], want);
+    }
+    printf("argmax vocab %6u: %u rows, %u mismatches\n", n, rows, bad);
+    CHECK_MSG(bad == 0, "argmax vocab %u: %u rows differ", n, bad);
+    free(h), free(hout);
+    cuda_free(dl), cuda_free(dout);
+}
+
+static void test_argmax(void)
+{
+    check_argmax(128256, 28);
+    check_argmax(151936, 14);
+    check_argmax(1025, 28);
+    check_argmax(17, 14);
+    check_argmax(4, 14);
+}
+
+/* The buffers of a candidates check (top-k or nucleus) over `rows` rows of
+ * n logits: host rows h and their device copy dl, per-row parameters, the
+ * device's candidates / greedy / statistics and their host copies, room for
+ * the reference's candidates; and the rows filled with every kind plus ties
+ * (integer logits, r % 8 == 6) and signed zeros at the top (r % 8 == 7). */
+struct cand_bufs {
+    float *h, *dl, *dv, *hv, *rv;
+    struct cuda_topk_params *hp, *dp;
+    int32_t *di, *dg, *hi, *hg, *ri;
+    struct cuda_topk_stats *ds, *hs;
+};
+
+static void cand_bufs_init(struct cand_bufs *c, uint32_t n, uint32_t rows)
+{
+    c->h = xmalloc((size_t)rows * n * sizeof(float));
+    c->dl = cuda_alloc((size_t)rows * n * sizeof(float));
+    c->hp = xmalloc(rows * sizeof *c->hp), c->dp = cuda_alloc(rows * sizeof *c->hp);
+    c->di = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4), c->dg = cuda_alloc((size_t)rows * 4);
+    c->dv = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4);
+    c->ds = cuda_alloc(rows * sizeof *c->ds), c->hs = xmalloc(rows * sizeof *c->hs);
+    c->hi = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4), c->hg = xmalloc((size_t)rows * 4);
+    c->hv = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4);
+    c->ri = xmalloc((size_t)CUDA_TOPK_MAX * 4), c->rv = xmalloc((size_t)CUDA_TOPK_MAX * 4);
+    for (uint32_t r = 0; r < rows; r++) {
+        float *l = c->h + (size_t)r * n;
+        fill_row(l, n, (int)(r % 8 < 6 ? r % 8 : 0));
+        if (r % 8 == 6) /* ties: integer logits */
+            for (uint32_t i = 0; i < n; i++)
+                l[i] = (float)(int)(l[i] * 2.0f);
+        if (r % 8 == 7) /* signed zeros at the top */
+            for (uint32_t i = 0; i < n; i += 2)
+                l[i] = i % 4 ? -0.0f : 0.0f;
+    }
+}
+
+static void cand_bufs_free(struct cand_bufs *c)
+{
+    free(c->h), free(c->hp), free(c->hi), free(c->hg), free(c->hv), free(c->ri), free(c->rv), free(c->hs);
+    cuda_free(c->dl), cuda_free(c->dp), cuda_free(c->di), cuda_free(c->dg), cuda_free(c->dv), cuda_free(c->ds);
+}
+
 /* ---- top-k candidates (topk.cu) ----------------------------------------
  * Rows of every kind plus rows of many ties (integer logits) and of signed
  * zeros; k from 1 to CUDA_TOPK_MAX and vocab − 1; every fifth row off. The
@@ -172,27 +256,15 @@ static void check_topk(uint32_t n, uint32_t rows)
 {
     static const float temps[] = {1.0f, 0.8f, 0.3f, 1.7f, 2.0f, 1e-3f, 0.05f};
     static const uint32_t ks[] = {1, 2, 5, 40, 50, 100, 1000, CUDA_TOPK_MAX, 0 /* n − 1, at most the bound */, 3, 64};
-    float *h = xmalloc((size_t)rows * n * sizeof(float));
-    float *dl = cuda_alloc((size_t)rows * n * sizeof(float));
-    struct cuda_topk_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *hp);
-    int32_t *di = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4), *dg = cuda_alloc((size_t)rows * 4);
-    float *dv = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4);
-    int32_t *hi = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4), *hg = xmalloc((size_t)rows * 4);
-    float *hv = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4);
-    int32_t *ri = xmalloc((size_t)CUDA_TOPK_MAX * 4);
-    float *rv = xmalloc((size_t)CUDA_TOPK_MAX * 4);
+    struct cand_bufs c;
+    cand_bufs_init(&c, n, rows);
+    float *h = c.h, *dl = c.dl, *dv = c.dv, *hv = c.hv, *rv = c.rv;
+    struct cuda_topk_params *hp = c.hp, *dp = c.dp;
+    int32_t *di = c.di, *dg = c.dg, *hi = c.hi, *hg = c.hg, *ri = c.ri;
     struct sample_work w;
     char err[256];
     CHECK(sample_work_init(&w, n, err, sizeof err) == 0);
     for (uint32_t r = 0; r < rows; r++) {
-        float *l = h + (size_t)r * n;
-        fill_row(l, n, (int)(r % 8 < 6 ? r % 8 : 0));
-        if (r % 8 == 6) /* ties: integer logits */
-            for (uint32_t i = 0; i < n; i++)
-                l[i] = (float)(int)(l[i] * 2.0f);
-        if (r % 8 == 7) /* signed zeros at the top */
-            for (uint32_t i = 0; i < n; i += 2)
-                l[i] = i % 4 ? -0.0f : 0.0f;
         uint32_t k = ks[r % 11] ? ks[r % 11] : n - 1;
         k = k < n ? k : n - 1;
         k = k < CUDA_TOPK_MAX ? k : CUDA_TOPK_MAX;
@@ -248,8 +320,7 @@ static void check_topk(uint32_t n, uint32_t rows)
            n, rows, greedy_rows, off_ok, bad, bad_draw);
     CHECK_MSG(bad == 0 && bad_draw == 0, "top-k vocab %u: %u rows' candidates, %u draws differ", n, bad, bad_draw);
     sample_work_free(&w);
-    free(h), free(hp), free(hi), free(hg), free(hv), free(ri), free(rv);
-    cuda_free(dl), cuda_free(dp), cuda_free(di), cuda_free(dg), cuda_free(dv);
+    cand_bufs_free(&c);
 }
 
 /* ---- nucleus candidates (topk.cu with stats) ------------------------------
@@ -265,30 +336,17 @@ static void check_nucleus(uint32_t n, uint32_t rows)
 {
     static const float temps[] = {1.0f, 0.8f, 0.3f, 1.7f, 0.1f, 1e-3f, 0.05f};
     const uint32_t k = n < CUDA_TOPK_MAX ? n : CUDA_TOPK_MAX;
-    float *h = xmalloc((size_t)rows * n * sizeof(float)), *z = xmalloc((size_t)n * sizeof(float));
-    float *dl = cuda_alloc((size_t)rows * n * sizeof(float));
-    struct cuda_topk_params *hp = xmalloc(rows * sizeof *hp), *dp = cuda_alloc(rows * sizeof *hp);
-    int32_t *di = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4), *dg = cuda_alloc((size_t)rows * 4);
-    float *dv = cuda_alloc((size_t)rows * CUDA_TOPK_MAX * 4);
-    struct cuda_topk_stats *ds = cuda_alloc(rows * sizeof *ds), *hs = xmalloc(rows * sizeof *hs);
-    int32_t *hi = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4), *hg = xmalloc((size_t)rows * 4);
-    float *hv = xmalloc((size_t)rows * CUDA_TOPK_MAX * 4);
-    int32_t *ri = xmalloc((size_t)CUDA_TOPK_MAX * 4);
-    float *rv = xmalloc((size_t)CUDA_TOPK_MAX * 4);
+    struct cand_bufs c;
+    cand_bufs_init(&c, n, rows);
+    float *h = c.h, *dl = c.dl, *dv = c.dv, *hv = c.hv, *rv = c.rv, *z = xmalloc((size_t)n * sizeof(float));
+    struct cuda_topk_params *hp = c.hp, *dp = c.dp;
+    int32_t *di = c.di, *dg = c.dg, *hi = c.hi, *hg = c.hg, *ri = c.ri;
+    struct cuda_topk_stats *ds = c.ds, *hs = c.hs;
     struct sample_work w;
     char err[256];
     CHECK(sample_work_init(&w, n, err, sizeof err) == 0);
-    for (uint32_t r = 0; r < rows; r++) {
-        float *l = h + (size_t)r * n;
-        fill_row(l, n, (int)(r % 8 < 6 ? r % 8 : 0));
-        if (r % 8 == 6)
-            for (uint32_t i = 0; i < n; i++)
-                l[i] = (float)(int)(l[i] * 2.0f);
-        if (r % 8 == 7)
-            for (uint32_t i = 0; i < n; i += 2)
-                l[i] = i % 4 ? -0.0f : 0.0f;
+    for (uint32_t r = 0; r < rows; r++)
         hp[r] = (struct cuda_topk_params){temps[r % 7], k, 1};
-    }
     cuda_upload(g_ctx, dl, h, (size_t)rows * n * sizeof(float));
     cuda_upload(g_ctx, dp, hp, rows * sizeof *hp);
     cuda_topk_rows(g_ctx, dl, rows, n, dp, di, dv, dg, ds);
@@ -350,8 +408,8 @@ static void check_nucleus(uint32_t n, uint32_t rows)
               n, bad, bad_stats, bad_draw);
     CHECK_MSG(decided > 0, "nucleus vocab %u: no draw decided by the candidates", n);
     sample_work_free(&w);
-    free(h), free(z), free(hp), free(hi), free(hg), free(hv), free(ri), free(rv), free(hs);
-    cuda_free(dl), cuda_free(dp), cuda_free(di), cuda_free(dg), cuda_free(dv), cuda_free(ds);
+    free(z);
+    cand_bufs_free(&c);
 }
 
 static void test_topk(void)
@@ -397,6 +455,21 @@ static void time_rows(rows_launch_fn launch, uint32_t n, uint32_t rows, const vo
     free(h);
     cuda_free(dl);
     cuda_free(dsrc);
+}
+
+static void launch_argmax(float *l, uint32_t rows, uint32_t n, const void *params, void *out)
+{
+    (void)params;
+    cuda_argmax_rows(g_ctx, l, rows, n, out);
+}
+
+static void bench_argmax(uint32_t n, uint32_t rows)
+{
+    int32_t *dout = cuda_alloc(rows * sizeof(int32_t));
+    double us[2];
+    time_rows(launch_argmax, n, rows, NULL, dout, us);
+    printf("| %u | %u | %.1f | %.1f |\n", n, rows, us[0], us[1]);
+    cuda_free(dout);
 }
 
 static void launch_draw(float *l, uint32_t rows, uint32_t n, const void *params, void *out)
@@ -451,9 +524,15 @@ int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
+    RUN(test_argmax);
     RUN(test_draw);
     RUN(test_topk);
     if (!quick) {
+        printf("\n## Greedy pick on the device (cuda_argmax_rows, one block a row)\n\n"
+               "| vocab | rows | median us | min us |\n|---|---|---|---|\n");
+        bench_argmax(128256, 1);
+        bench_argmax(128256, 64);
+        bench_argmax(151936, 64);
         printf("\n## Temperature draw on the device (cuda_draw_rows, one block a row; u spread over [0, 1))\n\n"
                "| vocab | rows | median us | min us |\n|---|---|---|---|\n");
         bench_draw(128256, 1);

@@ -12,6 +12,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <float.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,20 @@ static __device__ __forceinline__ void block_sum(float (&acc)[K], float *red)
 static __device__ __forceinline__ bool am_better(float va, int ia, float vb, int ib)
 {
     return va > vb || (va == vb && ia < ib);
+}
+
+/* The sampler's cleaned logit (sample/sampler.c): NaN → −inf, +inf → FLT_MAX. */
+static __device__ __forceinline__ float logit_clean(float v)
+{
+    return isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
+}
+
+/* Cleaned logit l of token i into a thread's running greedy pick (best, at):
+ * a thread's i rise, so the first of equal maxima stays. */
+static __device__ __forceinline__ void greedy_fold(float l, uint32_t i, float &best, int &at)
+{
+    if (l > best)
+        best = l, at = (int)i;
 }
 
 /* The best (value, index) of the warp into every lane; index −1 = nothing seen. */

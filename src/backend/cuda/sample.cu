@@ -40,14 +40,18 @@ __global__ void __launch_bounds__(AM_THREADS) kernel_argmax_rows(const float *__
     const float *l = logits + (uint64_t)blockIdx.x * vocab;
     float best = -INFINITY;
     int at = -1;
-    for (uint32_t i = threadIdx.x; i < vocab; i += AM_THREADS) {
-        float v = l[i];
-        v = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
-        if (v > best) { /* this thread's indices rise: the first of equal maxima stays */
-            best = v;
-            at = (int)i;
-        }
+    /* this thread's indices rise in both loops: the first of equal maxima stays */
+    const uint32_t n4 = vocab % 4 == 0 ? vocab / 4 : 0; /* rows 16-byte aligned: 4 floats a load */
+#pragma unroll 4
+    for (uint32_t i4 = threadIdx.x; i4 < n4; i4 += AM_THREADS) {
+        const float4 q = __ldg(reinterpret_cast<const float4 *>(l) + i4);
+        greedy_fold(logit_clean(q.x), 4 * i4, best, at);
+        greedy_fold(logit_clean(q.y), 4 * i4 + 1, best, at);
+        greedy_fold(logit_clean(q.z), 4 * i4 + 2, best, at);
+        greedy_fold(logit_clean(q.w), 4 * i4 + 3, best, at);
     }
+    for (uint32_t i = 4 * n4 + threadIdx.x; i < vocab; i += AM_THREADS)
+        greedy_fold(logit_clean(l[i]), i, best, at);
     am_block_best<AM_THREADS>(best, at, sv, si);
     if (threadIdx.x == 0)
         out[blockIdx.x] = at;
@@ -105,32 +109,24 @@ __global__ void __launch_bounds__(DR_THREADS) kernel_draw_rows(float *__restrict
     int at = -1;
     /* (this thread's indices rise in both loops: the first of equal maxima stays) */
     const uint32_t n4 = vocab % 4 == 0 ? vocab / 4 : 0; /* rows 16-byte aligned: 4 floats a load */
+    /* logit v of token i: its z (returned), folded into zmax and the greedy pick */
+    auto first = [&](float v, uint32_t i) {
+        v = logit_clean(v);
+        greedy_fold(v, i, best, at);
+        const float z = __fdiv_rn(v, P.temperature);
+        zmax = fmaxf(zmax, z);
+        return z;
+    };
 #pragma unroll 2
     for (uint32_t i4 = threadIdx.x; i4 < n4; i4 += DR_THREADS) {
         float4 q = reinterpret_cast<const float4 *>(l)[i4];
-        float *e = reinterpret_cast<float *>(&q);
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            float v = e[c];
-            v = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
-            const float z = __fdiv_rn(v, P.temperature);
-            e[c] = z;
-            zmax = fmaxf(zmax, z);
-            if (v > best)
-                best = v, at = (int)(4 * i4 + c);
-        }
+        q.x = first(q.x, 4 * i4), q.y = first(q.y, 4 * i4 + 1), q.z = first(q.z, 4 * i4 + 2);
+        q.w = first(q.w, 4 * i4 + 3);
         reinterpret_cast<float4 *>(l)[i4] = q;
     }
 #pragma unroll 4
-    for (uint32_t i = 4 * n4 + threadIdx.x; i < vocab; i += DR_THREADS) {
-        float v = l[i];
-        v = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
-        const float z = __fdiv_rn(v, P.temperature);
-        l[i] = z;
-        zmax = fmaxf(zmax, z);
-        if (v > best)
-            best = v, at = (int)i;
-    }
+    for (uint32_t i = 4 * n4 + threadIdx.x; i < vocab; i += DR_THREADS)
+        l[i] = first(l[i], i);
     am_warp_best(best, at);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)

@@ -170,10 +170,8 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
             const bool on = i < vocab;
             uint32_t key = 0;
             if (on) {
-                const float v = __uint_as_float(lv[j]);
-                const float l = isnan(v) ? -INFINITY : v == INFINITY ? FLT_MAX : v;
-                if (l > gv)
-                    gv = l, gi = (int)i;
+                const float l = logit_clean(__uint_as_float(lv[j]));
+                greedy_fold(l, i, gv, gi);
                 key = tk_key(__fdiv_rn(l, P.temperature));
             }
             lv[j] = key;

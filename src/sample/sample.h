@@ -88,6 +88,8 @@ struct sample_work {
     float *logits; /* (n_vocab) processed logits of the current step */
     int32_t *idx;  /* (n_vocab) candidate token ids */
     float *val;    /* (n_vocab) candidate values (z, then weights), parallel to idx */
+    int32_t *idx2; /* (n_vocab) scratch of top-p without top-k */
+    float *val2;   /* (n_vocab) */
 };
 
 int sample_work_init(struct sample_work *w, uint32_t n_vocab, char *err, size_t errlen);

@@ -88,8 +88,10 @@ double sample_sum_exp(const float *v, uint32_t n, float mx, float *w_out);
 /* The draw over m candidates idx/val (z = l / T; sorted: (z desc, id asc),
  * as top-k leaves them; else in token order), zmax the largest z of the whole
  * vocabulary (finite): weights, top-p, min-p, then the uniform. val is
- * overwritten. */
-int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax);
+ * overwritten; idx2 / val2: scratch of m for top-p over unsorted candidates
+ * (NULL when sorted). */
+int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax,
+                          int32_t *idx2, float *val2);
 /* Keep the weights ≥ min_p, in order; returns how many. */
 uint32_t sample_min_p(int32_t *idx, float *val, uint32_t m, float min_p);
 /* Σ val[0..m) in double, in order. */

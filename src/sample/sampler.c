@@ -104,7 +104,9 @@ int sample_work_init(struct sample_work *w, uint32_t n_vocab, char *err, size_t 
     w->logits = malloc((size_t)n_vocab * sizeof(float));
     w->idx = malloc((size_t)n_vocab * sizeof(int32_t));
     w->val = malloc((size_t)n_vocab * sizeof(float));
-    if (!w->logits || !w->idx || !w->val) {
+    w->idx2 = malloc((size_t)n_vocab * sizeof(int32_t));
+    w->val2 = malloc((size_t)n_vocab * sizeof(float));
+    if (!w->logits || !w->idx || !w->val || !w->idx2 || !w->val2) {
         sample_work_free(w);
         return err_set(err, errlen, "sampler: out of memory for a vocabulary of %u", n_vocab);
     }
@@ -116,6 +118,8 @@ void sample_work_free(struct sample_work *w)
     free(w->logits);
     free(w->idx);
     free(w->val);
+    free(w->idx2);
+    free(w->val2);
     memset(w, 0, sizeof(*w));
 }
 
@@ -417,14 +421,34 @@ static void temper(const float *restrict l, float *restrict val, int32_t *restri
  * smallest set, in the order (weight desc, id asc), whose mass reaches target.
  * One pass buckets the weights by their top bits (a float's bit pattern orders
  * like its value; bits >> 20 = exponent + 3 mantissa bits: 1017 buckets over
- * [0, 1]), a walk from the top finds the bucket where the mass crosses target,
- * and only that bucket is sorted. The kept set is moved to [0, result). */
-static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double target)
+ * [0, 1]), a walk from the top finds the bucket kc where the mass crosses
+ * target; the buckets above it are kept whole, in the order they come (token
+ * order: the draw walks them so, and sampler_sample_nucleus replays it), and
+ * bucket kc is walked best first until the running sum reaches target. The
+ * kept set ends up in [0, result). idx2 / val2: scratch of m.
+ *
+ * Cost (a flat row of 128256, top-p 0.9: bench/RESULTS.md): the kept and the
+ * crossing bucket's entries are gathered in one branch-free pass (kept ones
+ * compacted in place, a write behind the read; bucket kc's into the scratch),
+ * and bucket kc is ordered by a counting sort on its next 8 bits (256
+ * sub-buckets, all of a sub-bucket above all of the next) so that only the
+ * sub-buckets the walk reaches are sorted: the same order and the same
+ * running sums as sorting the whole bucket. */
+static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double target, int32_t *idx2, float *val2)
 {
-    double mass[SAMPLE_TOPP_BUCKETS];
-    memset(mass, 0, sizeof(mass));
-    for (uint32_t j = 0; j < m; j++)
-        mass[sample_bucket(val[j])] += val[j]; /* exact in any order (sample_internal.h) */
+    /* a bucket's mass is exact in any order and any split (sample_internal.h):
+     * four interleaved partial masses keep a run of one bucket from being one
+     * chain of dependent adds */
+    double mass4[4][SAMPLE_TOPP_BUCKETS], mass[SAMPLE_TOPP_BUCKETS];
+    memset(mass4, 0, sizeof(mass4));
+    uint32_t j = 0;
+    for (; j + 4 <= m; j += 4)
+        for (int q = 0; q < 4; q++)
+            mass4[q][sample_bucket(val[j + q])] += val[j + q];
+    for (; j < m; j++)
+        mass4[0][sample_bucket(val[j])] += val[j];
+    for (int k = 0; k < SAMPLE_TOPP_BUCKETS; k++)
+        mass[k] = (mass4[0][k] + mass4[1][k]) + (mass4[2][k] + mass4[3][k]);
     double cum = 0;
     int kc = -1;
     for (int k = SAMPLE_TOPP_BUCKETS - 1; k >= 0; k--) {
@@ -436,32 +460,44 @@ static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double targ
     }
     if (kc < 0) /* rounding kept the total below p·Σ: keep everything */
         return m;
-    /* buckets above kc to the front, in the order they come (token order:
-     * the draw walks them so, and sampler_sample_nucleus replays it), then
-     * bucket kc, which is sorted */
-    uint32_t a = 0;
+    uint32_t a = 0, nb = 0;
     for (uint32_t j = 0; j < m; j++) {
-        if ((int)sample_bucket(val[j]) > kc) {
-            int32_t ti = idx[a]; idx[a] = idx[j]; idx[j] = ti;
-            float tv = val[a]; val[a] = val[j]; val[j] = tv;
-            a++;
+        const int32_t id = idx[j];
+        const float v = val[j];
+        const int bk = (int)sample_bucket(v);
+        idx[a] = id, val[a] = v; /* a ≤ j: only entries already read are overwritten */
+        a += bk > kc;
+        idx2[nb] = id, val2[nb] = v;
+        nb += bk == kc;
+    }
+    /* bucket kc after them, by its next 8 bits from the top (stable counting sort) */
+    uint32_t start[257];
+    memset(start, 0, sizeof(start));
+    for (uint32_t j = 0; j < nb; j++) {
+        uint32_t bits;
+        memcpy(&bits, &val2[j], 4);
+        start[256 - ((bits >> 12) & 0xFF)]++;
+    }
+    for (uint32_t k = 1; k <= 256; k++)
+        start[k] += start[k - 1]; /* start[k]: the first slot of sub-bucket 256 − k (from the top) */
+    uint32_t fill[256];
+    memcpy(fill, start, sizeof(fill));
+    for (uint32_t j = 0; j < nb; j++) {
+        uint32_t bits;
+        memcpy(&bits, &val2[j], 4);
+        const uint32_t at = a + fill[255 - ((bits >> 12) & 0xFF)]++;
+        idx[at] = idx2[j], val[at] = val2[j];
+    }
+    for (uint32_t k = 0; k < 256; k++) { /* sub-buckets from the top: each sorted, then walked */
+        const uint32_t s0 = a + start[k], s1 = a + start[k + 1];
+        sample_select_top_sorted(idx + s0, val + s0, s1 - s0, s1 - s0);
+        for (uint32_t j = s0; j < s1; j++) {
+            cum += val[j];
+            if (cum >= target)
+                return j + 1;
         }
     }
-    const uint32_t start = a;
-    for (uint32_t j = start; j < m; j++) {
-        if ((int)sample_bucket(val[j]) == kc) {
-            int32_t ti = idx[a]; idx[a] = idx[j]; idx[j] = ti;
-            float tv = val[a]; val[a] = val[j]; val[j] = tv;
-            a++;
-        }
-    }
-    sample_select_top_sorted(idx + start, val + start, a - start, a - start);
-    for (uint32_t j = start; j < a; j++) {
-        cum += val[j];
-        if (cum >= target)
-            return j + 1;
-    }
-    return a;
+    return a + nb;
 }
 
 static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
@@ -483,10 +519,11 @@ static int32_t sample_stochastic(struct sampler *s, struct sample_work *w)
         m = (uint32_t)p->top_k;
         sorted = true;
     }
-    return sample_candidates(s, idx, val, m, sorted, zmax);
+    return sample_candidates(s, idx, val, m, sorted, zmax, w->idx2, w->val2);
 }
 
-int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax)
+int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t m, bool sorted, float zmax,
+                          int32_t *idx2, float *val2)
 {
     const struct sample_params *p = &s->params;
     double total = sample_sum_exp(val, m, zmax, val);
@@ -503,7 +540,7 @@ int32_t sample_candidates(struct sampler *s, int32_t *idx, float *val, uint32_t 
             }
             m = j;
         } else {
-            m = top_p_unsorted(idx, val, m, target);
+            m = top_p_unsorted(idx, val, m, target, idx2, val2);
         }
         filtered = true;
     }

@@ -61,7 +61,7 @@ int32_t sampler_sample_candidates(struct sampler *s, int32_t *idx, float *val, u
     /* val[0] is the largest z of the vocabulary (the candidates are sorted) */
     if (val[0] == INFINITY || val[0] == -INFINITY)
         return greedy;
-    return sample_candidates(s, idx, val, k, true, val[0]);
+    return sample_candidates(s, idx, val, k, true, val[0], NULL, NULL);
 }
 
 /* ---- nucleus candidates ------------------------------------------------------
@@ -203,5 +203,5 @@ int32_t sampler_sample_z(struct sampler *s, struct sample_work *w, const float *
     const float zmax = sample_max_lanes(w->val, n);
     if (zmax == INFINITY || zmax == -INFINITY)
         return greedy;
-    return sample_candidates(s, w->idx, w->val, n, false, zmax);
+    return sample_candidates(s, w->idx, w->val, n, false, zmax, w->idx2, w->val2);
 }

@@ -2,11 +2,13 @@
  *
  *   memra-bench PATH [--tests pp512,pp4096,tg128,tg128@d4096] [--reps N] [--backend NAME]
  *               [--ubatch N] [--threads N] [--json] [--bw GBPS (4300)] [--flops TFLOPS (790)]
- *   memra-bench (PATH | --vocab N) --sample ROWS [--reps N]
+ *   memra-bench (PATH | --vocab N) --sample ROWS [--reps N] [--spread A (5)]
  *
  * --sample: the engine's host-side sampling instead of the model: ROWS rows of
- * random logits of the model's vocabulary, or of --vocab N entries (temperature
- * 0.8, top-p 0.95, the same fixed seeds every run) drawn the way a server step
+ * random logits of the model's vocabulary, or of --vocab N entries (A times
+ * a sum of 4 uniforms on [−½, ½]: roughly normal, sd A/√3 — a smaller A is
+ * flatter, and top-p then keeps more tokens; temperature 0.8, top-p 0.95, the
+ * same fixed seeds every run) drawn the way a server step
  * draws them (sample/sample_batch.h), on 1 thread and on the batch sampler's
  * default count; prints ms a step and rows/s. The model is only read for its
  * vocabulary.
@@ -236,7 +238,7 @@ static double median(const double *v, uint32_t n)
 /* --sample: ms a step of sampling `rows` rows of n_vocab random logits, on 1
  * thread and on the batch sampler's default thread count; median of reps runs
  * of 8 steps each, after one untimed step. */
-static int bench_sampling(uint32_t n_vocab, uint32_t rows, uint32_t reps)
+static int bench_sampling(uint32_t n_vocab, uint32_t rows, uint32_t reps, double spread)
 {
     char err[256];
     float *l = malloc(sizeof(float) * rows * n_vocab);
@@ -248,14 +250,15 @@ static int bench_sampling(uint32_t n_vocab, uint32_t rows, uint32_t reps)
         free(l), free(sm), free(jobs), free(res);
         return 1;
     }
-    uint64_t x = 0x9E3779B97F4A7C15ULL; /* fixed logits: roughly normal, sd ~2.9 */
+    uint64_t x = 0x9E3779B97F4A7C15ULL; /* fixed logits: roughly normal, sd spread/√3 (~2.9 by default) */
+    const float scale = (float)spread;
     for (size_t i = 0; i < (size_t)rows * n_vocab; i++) {
         float v = 0;
         for (int k = 0; k < 4; k++) {
             x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
             v += (float)((x * 0x2545F4914F6CDD1DULL) >> 40) * 0x1p-24f - 0.5f;
         }
-        l[i] = 5.0f * v;
+        l[i] = scale * v;
     }
     printf("| rows | vocab | threads | ms a step | rows/s |\n| --- | --- | --- | --- | --- |\n");
     int rc = 0;
@@ -304,7 +307,7 @@ int main(int argc, char **argv)
     const char *path = NULL, *backend_name = NULL, *tests_arg = "pp512,pp4096,tg128,tg128@d4096";
     uint32_t reps = 3, ubatch = 512, threads = 0, sample_rows = 0, vocab = 0;
     int json = 0;
-    double bw = 4300.0, flops = 790.0;
+    double bw = 4300.0, flops = 790.0, spread = 5.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
@@ -326,6 +329,8 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(a, "--sample") == 0)
             bad = i + 1 >= argc || parse_u32(argv[++i], 1, BENCH_MAX_BATCH, &sample_rows);
+        else if (strcmp(a, "--spread") == 0)
+            bad = i + 1 >= argc || parse_pos_double(argv[++i], &spread);
         else if (strcmp(a, "--vocab") == 0)
             bad = i + 1 >= argc || parse_u32(argv[++i], 2, 1u << 22, &vocab);
         else if (a[0] != '-' && !path)
@@ -339,7 +344,7 @@ int main(int argc, char **argv)
         }
     }
     if (sample_rows && vocab && !path) /* no model needed */
-        return bench_sampling(vocab, sample_rows, reps);
+        return bench_sampling(vocab, sample_rows, reps, spread);
     struct bench_test tests[BENCH_MAX_TESTS];
     uint32_t n_tests = 0;
     if (path && bench_parse_tests(tests_arg, tests, &n_tests) != 0) {
@@ -350,7 +355,7 @@ int main(int argc, char **argv)
     if (!path) {
         fprintf(stderr, "usage: memra-bench PATH [--tests pp512,pp4096,tg128,tg128@d4096] [--reps N] "
                         "[--backend NAME] [--ubatch N] [--threads N] [--json] [--bw GBPS] [--flops TFLOPS]\n"
-                        "       memra-bench (PATH | --vocab N) --sample ROWS [--reps N]\n");
+                        "       memra-bench (PATH | --vocab N) --sample ROWS [--reps N] [--spread A]\n");
         return 2;
     }
 
@@ -361,7 +366,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (sample_rows) {
-        const int src = bench_sampling(vocab ? vocab : m.cfg.vocab, sample_rows, reps);
+        const int src = bench_sampling(vocab ? vocab : m.cfg.vocab, sample_rows, reps, spread);
         model_close(&m);
         return src;
     }

@@ -4,9 +4,10 @@
  * - Every ordering of tokens is the total order (value descending, id
  *   ascending), so selections and sorts give one answer whatever the algorithm.
  * - Top-k comes from a bounded min-heap (O(n log k), no bad case). Top-p
- *   without top-k buckets the weights by their float bits and sorts only the
- *   bucket where the mass crosses p (top_p_unsorted), so a flat distribution
- *   over 150k tokens does not pay for a full sort.
+ *   without top-k buckets the weights by their float bits and orders only the
+ *   bucket where the mass crosses p, sorting just the parts of it the walk
+ *   reaches (top_p_unsorted), so a flat distribution over 150k tokens does
+ *   not pay for a full sort.
  * - Sampling weights are w = e^(z − z_max) in float by our own exp (exp_neg:
  *   the same bits on every machine, vectorised), summed in double; min-p keeps
  *   w ≥ min_p, which is p ≥ min_p · p_max with the very numbers drawn from.

@@ -86,6 +86,26 @@ __device__ __forceinline__ void tk_load(const uint32_t *keys, uint32_t vocab, ui
     }
 }
 
+/* This thread's values back to where tk_load took them from. */
+template <int V>
+__device__ __forceinline__ void tk_store(uint32_t *keys, uint32_t vocab, uint32_t i0, const uint32_t (&kv)[TK_U * V])
+{
+#pragma unroll
+    for (int u = 0; u < TK_U; u++) {
+        const uint32_t b = tk_elem<V>(i0, u * V);
+        if constexpr (V == 4) {
+            if (b + 4 <= vocab) {
+                *reinterpret_cast<uint4 *>(keys + b) = make_uint4(kv[4 * u], kv[4 * u + 1], kv[4 * u + 2], kv[4 * u + 3]);
+                continue;
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < V; c++)
+            if (b + c < vocab)
+                keys[b + c] = kv[u * V + c];
+    }
+}
+
 /* hist[bin] += 1 for the lanes with `on`, one atomic per distinct bin. */
 __device__ __forceinline__ void tk_count(uint32_t *hist, uint32_t bin, bool on, uint32_t lane)
 {
@@ -177,21 +197,7 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
             lv[j] = key;
             tk_count(hist, key >> 24, on, lane);
         }
-#pragma unroll
-        for (int u = 0; u < TK_U; u++) { /* the keys over the logits */
-            const uint32_t b = tk_elem<V>(i0, u * V);
-            if constexpr (V == 4) {
-                if (b + 4 <= vocab) {
-                    *reinterpret_cast<uint4 *>(keys + b) =
-                        make_uint4(lv[4 * u], lv[4 * u + 1], lv[4 * u + 2], lv[4 * u + 3]);
-                    continue;
-                }
-            }
-#pragma unroll
-            for (int c = 0; c < V; c++)
-                if (b + c < vocab)
-                    keys[b + c] = lv[u * V + c];
-        }
+        tk_store<V>(keys, vocab, i0, lv); /* the keys over the logits */
     }
     am_block_best<TK_THREADS>(gv, gi, s_bv, s_bi); /* (l desc, id asc); −1 when no l is finite */
     if (threadIdx.x == 0)
@@ -326,8 +332,9 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
                 sum = __dadd_rn(sum, (double)w);
                 if (kv[j] <= klast)
                     rest = fmaxf(rest, w);
-                row[i] = z; /* the row's z, for a draw the host must make */
+                kv[j] = __float_as_uint(z);
             }
+            tk_store<V>(keys, vocab, i0, kv); /* the row's z, for a draw the host must make */
         }
     }
     __shared__ double s_sum[TK_WARPS];

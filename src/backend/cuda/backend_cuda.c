@@ -296,8 +296,14 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->h_topk_stats = cuda_host_alloc((size_t)DEC_G * sizeof(struct cuda_topk_stats));
         memset(b->h_topk, 0, (size_t)DEC_G * sizeof(struct cuda_topk_params));
     }
-    /* temperature draws on the device (backend_seq.draw), but not of softcapped logits (capped on the host) */
-    b->base.device_draw = c->final_softcap <= 0.0f;
+    /* temperature draws on the device (backend_seq.draw), but not of softcapped logits (capped on the host),
+     * nor with MEMRA_SAMPLE_DEVICE=off (every sampled row to the host: the same tokens, for comparisons) */
+    bool sample_dev = true;
+    if (!cuda_env_on_off("MEMRA_SAMPLE_DEVICE", &sample_dev, err, errlen)) {
+        cuda_be_free(&b->base);
+        return -1;
+    }
+    b->base.device_draw = c->final_softcap <= 0.0f && sample_dev;
     b->base.device_topk = b->base.device_draw; /* and the top-k and nucleus candidates (topk.cu) */
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);

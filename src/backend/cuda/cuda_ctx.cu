@@ -11,9 +11,7 @@
 #include "backend/cuda/attn.h"
 #include "backend/cuda/cuda_common.cuh"
 
-/* An on/off switch from the environment, on when unset or empty; false (the
- * reason in err) for any other value. */
-static bool env_on_off(const char *name, bool *on, char *err, size_t errlen)
+extern "C" bool cuda_env_on_off(const char *name, bool *on, char *err, size_t errlen)
 {
     const char *v = getenv(name);
     *on = !(v && strcmp(v, "off") == 0);
@@ -36,7 +34,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
         return NULL;
     }
     bool pdl, staged;
-    if (!env_on_off("MEMRA_PDL", &pdl, err, errlen) || !env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen))
+    if (!cuda_env_on_off("MEMRA_PDL", &pdl, err, errlen) || !cuda_env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen))
         return NULL;
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");

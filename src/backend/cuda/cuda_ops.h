@@ -44,6 +44,9 @@ struct cuda_ctx; /* opaque: device ordinal, properties, one stream, cuBLAS handl
  * launch (cuda_common.cuh): each kernel's blocks may start, and ask for their
  * first weights, while the kernel before it finishes; both give the same bits. */
 struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen);
+/* An on/off switch from the environment (docs/FLAGS.md): on when unset or
+ * empty, off for "off"; false, with the reason in err, for any other value. */
+bool cuda_env_on_off(const char *name, bool *on, char *err, size_t errlen);
 void cuda_ctx_free(struct cuda_ctx *ctx);
 /* Quantized GEMVs of ksplit 1 (every one the engine runs): the staged kernel
  * (weights bulk-copied into shared memory several steps ahead, the first ones

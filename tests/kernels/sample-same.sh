@@ -1,0 +1,52 @@
+#!/bin/bash
+# tests/kernels/sample-same.sh — on the GPU machine: memra-server on MODEL twice, with the device's sampling
+# (MEMRA_SAMPLE_DEVICE=on: greedy picks, temperature draws, top-k and nucleus candidates) and without it (off:
+# every sampled row comes to the host), the same seeded requests to both (tests/kernels/sample_same.py), and the
+# outputs compared: they must be the same text, request by request. MEMRA_DECODE_MMV=all keeps every sequence's
+# logits independent of how the requests happen to share steps, so the two runs see the same logits.
+# Usage (repository root, build carried): tests/kernels/sample-same.sh MODEL_PATH [BUILD (build-bench)]
+# A folder without tokenizer.json (the random 8B test models) is served with .whl/tok-llama3's tokenizer, as
+# bench/run-server.sh does. Exit 0 when every request matched.
+set -uo pipefail
+MODEL=${1:?usage: tests/kernels/sample-same.sh MODEL_PATH [BUILD]}
+BUILD=${2:-build-bench}
+LOG=${OUT:-/tmp/sample-same}
+mkdir -p "$LOG"
+SERVE=$MODEL
+if [ -d "$MODEL" ] && [ ! -e "$MODEL/tokenizer.json" ]; then
+    SERVE=/tmp/sample-same-model
+    rm -rf "$SERVE" && mkdir -p "$SERVE"
+    for f in "$(cd "$MODEL" && pwd)"/*; do ln -s "$f" "$SERVE/"; done
+    cp .whl/tok-llama3/tokenizer.json .whl/tok-llama3/tokenizer_config.json "$SERVE/"
+fi
+rc=0
+for mode in on off; do
+    MEMRA_MODELS="m=$SERVE" MEMRA_SAMPLE_DEVICE=$mode MEMRA_DECODE_MMV=all MEMRA_PROGRESS=0 \
+        "$BUILD/bin/memra-server" --addr 127.0.0.1:0 --slots 32 --ctx 1024 --batch-tokens 2048 \
+        > "$LOG/server-$mode.out" 2> "$LOG/server-$mode.log" &
+    pid=$!
+    url=
+    for _ in $(seq 100); do
+        url=$(grep -o 'http://[0-9.]*:[0-9]*' "$LOG/server-$mode.out" 2>/dev/null | head -1)
+        [ -n "$url" ] && break
+        sleep 0.1
+    done
+    for _ in $(seq 600); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 1
+    done
+    python3 tests/kernels/sample_same.py --url "$url" --model m --out "$LOG/out-$mode.json" || rc=1
+    kill -TERM $pid; wait $pid
+done
+python3 - "$LOG/out-on.json" "$LOG/out-off.json" <<'PY' || rc=1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+same = [k for k in a if a[k] == b.get(k)]
+diff = [k for k in a if a[k] != b.get(k)]
+print(f"sample-same: {len(same)} of {len(a)} requests the same with the device's sampling on and off")
+for k in diff:
+    print(f"  {k}: on {a[k]!r}\n  {' ' * len(k)}  off {b.get(k)!r}")
+sys.exit(1 if diff or len(a) != len(b) else 0)
+PY
+exit $rc

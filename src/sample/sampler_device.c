@@ -118,8 +118,10 @@ int32_t sampler_sample_nucleus(struct sampler *s, int32_t *idx, float *val, uint
     double margin = 0;
     if (k == n) { /* every token a candidate: the sampler's own total, from the z in token order */
         float z[SAMPLER_NUCLEUS_MAX];
-        for (uint32_t j = 0; j < k; j++)
+        for (uint32_t j = 0; j < k; j++) {
+            MEMRA_ASSERT(idx[j] >= 0 && (uint32_t)idx[j] < n); /* (a permutation of the vocabulary) */
             z[idx[j]] = val[j];
+        }
         for (uint32_t j = 0; j < k; j++)
             val[j] = exp_neg(val[j] - zmax);
         total = sample_sum_exp(z, n, zmax, NULL);

@@ -2,7 +2,7 @@
  * the sampler over a whole row; sampler_device.c: the replays of draws a
  * backend prepares where the logits are). Not for use outside src/sample/:
  * the arithmetic here is the sampler's contract (sample.h), and the CUDA
- * backend repeats exp_neg operation for operation (backend/cuda/sample.cu).
+ * backend repeats exp_neg operation for operation (backend/cuda/exp_neg.cuh).
  */
 #ifndef MEMRA_SAMPLE_SAMPLE_INTERNAL_H
 #define MEMRA_SAMPLE_SAMPLE_INTERNAL_H
@@ -73,7 +73,6 @@ static inline bool better(float va, int32_t ia, float vb, int32_t ib)
 {
     return va > vb || (va == vb && ia < ib);
 }
-
 
 /* 53 random bits / 2^53 from the PRNG. */
 double sample_rng_uniform(uint64_t *s);

@@ -435,6 +435,15 @@ static void temper(const float *restrict l, float *restrict val, int32_t *restri
  * sub-buckets, all of a sub-bucket above all of the next) so that only the
  * sub-buckets the walk reaches are sorted: the same order and the same
  * running sums as sorting the whole bucket. */
+/* Slot of weight w (of bucket kc) in that bucket's order from the top: its
+ * next 8 bits after the bucket's, reversed (255 − sub-bucket). */
+static inline uint32_t top_p_slot(float w)
+{
+    uint32_t bits;
+    memcpy(&bits, &w, 4);
+    return 255 - ((bits >> 12) & 0xFF);
+}
+
 static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double target, int32_t *idx2, float *val2)
 {
     /* a bucket's mass is exact in any order and any split (sample_internal.h):
@@ -474,19 +483,14 @@ static uint32_t top_p_unsorted(int32_t *idx, float *val, uint32_t m, double targ
     /* bucket kc after them, by its next 8 bits from the top (stable counting sort) */
     uint32_t start[257];
     memset(start, 0, sizeof(start));
-    for (uint32_t j = 0; j < nb; j++) {
-        uint32_t bits;
-        memcpy(&bits, &val2[j], 4);
-        start[256 - ((bits >> 12) & 0xFF)]++;
-    }
+    for (uint32_t j = 0; j < nb; j++)
+        start[top_p_slot(val2[j]) + 1]++;
     for (uint32_t k = 1; k <= 256; k++)
-        start[k] += start[k - 1]; /* start[k]: the first slot of sub-bucket 256 − k (from the top) */
+        start[k] += start[k - 1]; /* start[k]: where slot k begins */
     uint32_t fill[256];
     memcpy(fill, start, sizeof(fill));
     for (uint32_t j = 0; j < nb; j++) {
-        uint32_t bits;
-        memcpy(&bits, &val2[j], 4);
-        const uint32_t at = a + fill[255 - ((bits >> 12) & 0xFF)]++;
+        const uint32_t at = a + fill[top_p_slot(val2[j])]++;
         idx[at] = idx2[j], val[at] = val2[j];
     }
     for (uint32_t k = 0; k < 256; k++) { /* sub-buckets from the top: each sorted, then walked */

@@ -116,15 +116,15 @@ int32_t sampler_sample_nucleus(struct sampler *s, int32_t *idx, float *val, uint
         return greedy;
     struct nuc_item it[SAMPLER_NUCLEUS_MAX];
     double margin = 0;
-    if (k == n) { /* every token a candidate: the sampler's own total, from the z in token order */
-        float z[SAMPLER_NUCLEUS_MAX];
+    if (k == n) { /* every token a candidate: the sampler's own total (and weights), from the z in token order */
+        float zw[SAMPLER_NUCLEUS_MAX];
         for (uint32_t j = 0; j < k; j++) {
             MEMRA_ASSERT(idx[j] >= 0 && (uint32_t)idx[j] < n); /* (a permutation of the vocabulary) */
-            z[idx[j]] = val[j];
+            zw[idx[j]] = val[j];
         }
+        total = sample_sum_exp(zw, n, zmax, zw);
         for (uint32_t j = 0; j < k; j++)
-            val[j] = exp_neg(val[j] - zmax);
-        total = sample_sum_exp(z, n, zmax, NULL);
+            val[j] = zw[idx[j]];
     } else {
         /* T and the backend's total are sums of ≤ n + 1024 non-negative terms
          * each rounded at 2^-53 relative: both within (n + 1024)·2^-53·T of the

@@ -113,8 +113,7 @@ struct cuda_backend {
                                                * (backend_seq.draw; sample.cu), device and pinned */
     int32_t *d_draw_out, *h_draw_out;         /* (DEC_G × 2) its {token, u used} */
     /* top-k and nucleus candidates (backend_draw.top_k / nucleus; topk.cu): each row's parameters (k 0:
-     * none), its candidates
-     * (DEC_G × CUDA_TOPK_MAX ids and z) and greedy token, device and pinned */
+     * none), its candidates (DEC_G × CUDA_TOPK_MAX ids and z) and greedy token, device and pinned */
     struct cuda_topk_params *d_topk, *h_topk;
     int32_t *d_topk_idx, *h_topk_idx, *d_topk_greedy, *h_topk_greedy;
     float *d_topk_val, *h_topk_val;

@@ -24,6 +24,7 @@ static enum cuda_be_out_kind out_kind(const struct cuda_backend *b, const struct
 
 void cuda_be_out_plan(struct cuda_backend *b, struct cuda_be_out *o)
 {
+    const uint32_t V = b->base.model->cfg.vocab, kn = V < CUDA_TOPK_MAX ? V : CUDA_TOPK_MAX; /* a nucleus row's k */
     memset(o->any, 0, sizeof(o->any));
     for (uint32_t k = 0; k < o->n; k++) {
         const struct backend_seq *s = o->seq[k];
@@ -32,7 +33,6 @@ void cuda_be_out_plan(struct cuda_backend *b, struct cuda_be_out *o)
         o->kind[k] = kind;
         o->any[kind] = true;
         b->h_draw[k] = (struct cuda_draw_params){draw ? s->draw->temperature : 1.0f, draw, draw ? s->draw->u : 0.0};
-        const uint32_t V = b->base.model->cfg.vocab, kn = V < CUDA_TOPK_MAX ? V : CUDA_TOPK_MAX;
         const bool nuc = topk && s->draw->nucleus;
         b->h_topk[k] = (struct cuda_topk_params){topk ? s->draw->temperature : 1.0f,
                                                  !topk ? 0 : nuc ? kn : s->draw->top_k, nuc};
@@ -123,7 +123,7 @@ void cuda_be_out_finish(struct cuda_backend *b, const struct cuda_be_out *o, boo
                 s->draw->n_cand = kc;
                 s->draw->total = b->h_topk_stats[k].total;
                 s->draw->rest = b->h_topk_stats[k].rest;
-                s->draw->row = k; /* its keys stay in logit row k until the next forward (cuda_be_draw_z) */
+                s->draw->row = k; /* its z stays in logit row k until the next forward (cuda_be_draw_z) */
             }
             break;
         }

@@ -1,6 +1,6 @@
 /* backend/cuda/topk.cu — the top-k candidates of a logit row on the device,
  * for samplers with top-k (sample.h: sampler_topk_candidates) and, with
- * k = 1024 and the statistics of step 5, for nucleus samplers (top-p /
+ * k = 1024 and the statistics of step 6, for nucleus samplers (top-p /
  * min-p without top-k: sampler_nucleus_candidates): the k tokens
  * by (z desc, id asc), z = l / T with l the logit cleaned as sampler.c does
  * (NaN → −inf, +inf → FLT_MAX), each with its z, and the greedy rule's token
@@ -18,7 +18,8 @@
  *    the first keys = τ (equal z) until k are kept;
  * 4. a bitonic sort of the ≤ 1024 kept by (z desc, id asc) in shared memory,
  *    over the power of two above k;
- * 5. for a nucleus row (params.stats), one more pass over the keys: the
+ * 5. the candidates (ids and z) out;
+ * 6. for a nucleus row (params.stats), one more pass over the keys: the
  *    weights w = e^(z − zmax) by the sampler's exp_neg (exp_neg.cuh), their
  *    total (per-thread double sums, then the block's in a fixed order: each
  *    term rounded once, as sampler_sample_nucleus asks) and `rest`, the
@@ -318,24 +319,21 @@ __global__ void __launch_bounds__(TK_THREADS) kernel_topk_rows(float *__restrict
     const uint32_t klast = s_key[k - 1];
     double sum = 0.0;
     float rest = 0.0f;
-    {
-        for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U * V) {
-            uint32_t kv[TK_U * V];
-            tk_load<V>(keys, vocab, i0, kv);
+    for (uint32_t i0 = 0; i0 < vocab; i0 += TK_THREADS * TK_U * V) {
+        uint32_t kv[TK_U * V];
+        tk_load<V>(keys, vocab, i0, kv);
 #pragma unroll
-            for (int j = 0; j < TK_U * V; j++) {
-                const uint32_t i = tk_elem<V>(i0, j);
-                if (i >= vocab)
-                    continue;
-                const float z = tk_unkey(kv[j]);
-                const float w = sample_exp_neg(__fsub_rn(z, zmax));
-                sum = __dadd_rn(sum, (double)w);
-                if (kv[j] <= klast)
-                    rest = fmaxf(rest, w);
-                kv[j] = __float_as_uint(z);
-            }
-            tk_store<V>(keys, vocab, i0, kv); /* the row's z, for a draw the host must make */
+        for (int j = 0; j < TK_U * V; j++) {
+            if (tk_elem<V>(i0, j) >= vocab)
+                continue;
+            const float z = tk_unkey(kv[j]);
+            const float w = sample_exp_neg(__fsub_rn(z, zmax));
+            sum = __dadd_rn(sum, (double)w);
+            if (kv[j] <= klast)
+                rest = fmaxf(rest, w);
+            kv[j] = __float_as_uint(z);
         }
+        tk_store<V>(keys, vocab, i0, kv); /* the row's z, for a draw the host must make */
     }
     __shared__ double s_sum[TK_WARPS];
     __shared__ float s_rest[TK_WARPS];

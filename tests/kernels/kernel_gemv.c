@@ -9,7 +9,8 @@
  * (quant/quant.h, bit-exact with gguf-py). Tolerance: max|Δ| / max|ref| ≤ 1e-4
  * (f32 accumulation of ≤ 14336 products in a different order than the
  * reference; for the quantized types also the 24-bit integer activations, ≤
- * 2^-24 of each 32-block's max |x|), and every output written and finite.
+ * ~2^-24 of each 128- or 32-element block's max |x|), and every output
+ * written and finite.
  * Covered: every launch shape (1, 2, 4 rows a block or warp), rows of 4096 and
  * 14336 and an odd length (not a multiple of 4096 columns; for Q8_0, Q4_0,
  * Q6_K, IQ4_XS not a multiple of 16 bytes either), batches 1..8, and the
@@ -22,9 +23,15 @@
  * (cublasGemmEx, batch 1) is timed the same way on the same shapes in the same
  * run. The table is printed last.
  *
+ * The Q4_K tensor-core GEMV (gemv_mma.cu, what the engine runs for Q4_K):
+ * check_mma, every K split, batches 1..8 with activation outliers; each
+ * vector of a batch must have the bits it has alone.
+ *
  * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
  *        kernel_gemv --profile      one lm_head-shaped GEMV (x prepared) per
  *                                   type, nothing else: for ncu
+ *        kernel_gemv --mma          checks, then Q4_K: the tensor-core GEMV
+ *                                   (each K split) vs the staged dp4a kernel
  */
 #include <inttypes.h>
 #include <math.h>
@@ -122,6 +129,69 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_free(dx);
     cuda_free(dy);
     free(w), free(x), free(y), free(row), free(ref);
+}
+
+/* The Q4_K tensor-core GEMV with K split ks (0: by shape): a batch of 8, then
+ * every vector alone and batches of 3 and 5 (the other column-tile counts),
+ * which must reproduce the batch's bits; x has outliers (every 61st element
+ * ×300: the 128-element activation blocks' scale); error against the double
+ * reference as check_gemv's. */
+static void check_mma(uint64_t rows, uint64_t n, int ks)
+{
+    const enum dtype t = DTYPE_Q4_K;
+    const uint32_t NB = CUDA_GEMV_MAX_BATCH;
+    const uint64_t rb = row_bytes_of(t, n);
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(sizeof(float) * n * NB), *y = malloc(sizeof(float) * rows * NB),
+          *y1 = malloc(sizeof(float) * rows * NB), *row = malloc(sizeof(float) * n);
+    MEMRA_ASSERT(w && x && y && y1 && row);
+    fill_random(t, w, rows * rb);
+    for (uint64_t i = 0; i < n * NB; i++)
+        x[i] = rng_unit() * (i % 61 == 7 ? 300.0f : 1.0f);
+    void *dw = cuda_alloc(rows * rb);
+    float *dx = cuda_alloc(sizeof(float) * n * NB), *dy = cuda_alloc(sizeof(float) * rows * NB);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * NB);
+    cuda_ctx_set_gemv_mma(g_ctx, true, ks);
+    cuda_fill_nan_f32(g_ctx, dy, rows * NB);
+    cuda_gemv(g_ctx, t, dw, rows, n, dx, NB, dy, 1.0f);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, sizeof(float) * rows * NB);
+    int differ = 0;
+    const uint32_t sub[][2] = {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {0, 3}, {3, 5}};
+    for (size_t k = 0; k < sizeof sub / sizeof sub[0]; k++) {
+        const uint32_t b0 = sub[k][0], nb = sub[k][1];
+        cuda_fill_nan_f32(g_ctx, dy, rows * NB);
+        cuda_gemv(g_ctx, t, dw, rows, n, dx + (uint64_t)b0 * n, nb, dy, 1.0f);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y1, dy, sizeof(float) * rows * nb);
+        differ += memcmp(y1, y + (uint64_t)b0 * rows, sizeof(float) * rows * nb) != 0;
+    }
+    cuda_ctx_set_gemv_mma(g_ctx, true, 0);
+    double maxref = 0, maxdiff = 0;
+    int bad = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
+        for (uint32_t b = 0; b < NB; b++) {
+            double sum = 0;
+            for (uint64_t i = 0; i < n; i++)
+                sum += (double)row[i] * (double)x[b * n + i];
+            maxref = fmax(maxref, fabs(sum));
+            const double got = y[b * rows + r];
+            if (!isfinite(got))
+                bad++;
+            else
+                maxdiff = fmax(maxdiff, fabs(got - sum));
+        }
+    }
+    const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
+    CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
+              "mma Q4_K %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ",
+              rows, n, ks, bad, rel, TOL, differ);
+    printf("check mma Q4_K %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", rows, n, ks,
+           rel, differ ? "DIFFER" : "same bits");
+    cuda_free(dw), cuda_free(dx), cuda_free(dy);
+    free(w), free(x), free(y), free(y1), free(row);
 }
 
 static void check_type(enum dtype t)
@@ -519,6 +589,45 @@ static void bench_copy(void)
     cuda_free(a), cuda_free(b);
 }
 
+/* Q4_K, x prepared: the tensor-core GEMV at each K split (0 = the rule) vs
+ * the staged dp4a kernel at the engine's launch shape; then batches. */
+static void bench_mma(void)
+{
+    printf("\n## Q4_K GEMV: int8 tensor cores (gemv_mma.cu) vs the staged dp4a kernel, x prepared, us (same run)\n\n"
+           "| shape | MB | staged | mma rule | mma ks1 | mma ks2 | mma ks4 | ratio staged/rule | %%BW rule |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t s = 0; s < NSHAPES; s++) {
+        struct bench b;
+        bench_alloc(&b, DTYPE_Q4_K, shapes[s].rows, shapes[s].n);
+        cuda_gemv_prep_x(g_ctx, b.x, b.n, 1);
+        b.flags = CUDA_GEMV_X_PREPARED, b.rpb = 0, b.ks = 1;
+        cuda_ctx_set_gemv_mma(g_ctx, false, 0);
+        const double st = bench_time(&b);
+        double m[4];
+        for (int k = 0; k < 4; k++) {
+            cuda_ctx_set_gemv_mma(g_ctx, true, k == 0 ? 0 : 1 << (k - 1));
+            m[k] = bench_time(&b);
+        }
+        cuda_ctx_set_gemv_mma(g_ctx, true, 0);
+        printf("| %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", shapes[s].name, b.bytes / 1e6, st,
+               m[0], m[1], m[2], m[3], st / m[0], pct(b.bytes / m[0] / 1e3));
+        if (s == 3) {
+            for (uint32_t nb = 2; nb <= 8; nb *= 2) {
+                cuda_gemv_prep_x(g_ctx, b.x, b.n, nb);
+                b.batch = nb;
+                cuda_ctx_set_gemv_mma(g_ctx, false, 0);
+                const double st2 = bench_time(&b);
+                cuda_ctx_set_gemv_mma(g_ctx, true, 0);
+                const double mm = bench_time(&b);
+                printf("| gate/up batch %u | %.1f | %.2f | %.2f | | | | %.2f | |\n", nb, b.bytes / 1e6, st2, mm,
+                       st2 / mm);
+            }
+        }
+        fflush(stdout);
+        bench_free(&b);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -543,6 +652,21 @@ int main(int argc, char **argv)
             cuda_ctx_sync(g_ctx);
             bench_free(&b);
         }
+        /* Q4_K: the tensor-core kernel (above) and the staged one on lm_head and gate+up */
+        for (int s = 0; s < 2; s++) {
+            struct bench b;
+            bench_alloc(&b, DTYPE_Q4_K, s ? 28672 : 128256, 4096);
+            cuda_gemv_prep_x(g_ctx, b.x, b.n, 1);
+            for (int on = 0; on < 2; on++) {
+                if (s == 0 && on)
+                    continue; /* lm_head on the tensor cores ran above */
+                cuda_ctx_set_gemv_mma(g_ctx, on, 0);
+                cuda_gemv_variant(g_ctx, b.t, b.w[0], b.rows, b.n, b.x, 1, b.y, 1.0f, 0, 1, CUDA_GEMV_X_PREPARED);
+            }
+            cuda_ctx_set_gemv_mma(g_ctx, true, 0);
+            cuda_ctx_sync(g_ctx);
+            bench_free(&b);
+        }
         cuda_ctx_free(g_ctx);
         return 0;
     }
@@ -553,6 +677,14 @@ int main(int argc, char **argv)
         test_cases++;
         check_type(types[k]);
     }
+    test_current = "mma";
+    test_cases++;
+    for (int ks = 0; ks <= 4; ks += ks ? ks : 1) { /* 0 (by shape), 1, 2, 4 */
+        check_mma(257, 4096, ks);
+        check_mma(35, 14336, ks);
+        check_mma(16, 4352, ks);
+    }
+    check_mma(4099, 4096, 0);
     test_current = "rmsnorm/swiglu";
     test_cases++;
     check_rmsnorm(1, 4096, true);
@@ -585,6 +717,11 @@ int main(int argc, char **argv)
     check_glu_split(DTYPE_Q8_0, true, 3, 4096, 257);
     fflush(stdout);
     if (test_failures || quick) {
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
+    if (argc > 1 && strcmp(argv[1], "--mma") == 0) {
+        bench_mma();
         cuda_ctx_free(g_ctx);
         return test_summary();
     }

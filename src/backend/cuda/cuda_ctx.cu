@@ -33,8 +33,9 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
                      e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");
         return NULL;
     }
-    bool pdl, staged;
-    if (!cuda_env_on_off("MEMRA_PDL", &pdl, err, errlen) || !cuda_env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen))
+    bool pdl, staged, mma;
+    if (!cuda_env_on_off("MEMRA_PDL", &pdl, err, errlen) || !cuda_env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen) ||
+        !cuda_env_on_off("MEMRA_GEMV_MMA", &mma, err, errlen))
         return NULL;
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
@@ -55,6 +56,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->pdl = pdl;
     ctx->attn_rows_min = (uint32_t)rows_min;
     ctx->gemv_staged = staged;
+    ctx->gemv_mma = mma;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
@@ -97,6 +99,13 @@ extern "C" void *cuda_alloc(size_t bytes)
 }
 
 extern "C" void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on) { ctx->gemv_staged = on; }
+
+extern "C" void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, bool on, int ks)
+{
+    if (ks != 0 && ks != 1 && ks != 2 && ks != 4)
+        CUDA_FAIL("cuda_ctx_set_gemv_mma: ks %d not in {0,1,2,4}", ks);
+    ctx->gemv_mma = on, ctx->gemv_mma_ks = ks;
+}
 
 extern "C" void cuda_free(void *p)
 {

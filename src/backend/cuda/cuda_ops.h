@@ -53,6 +53,10 @@ void cuda_ctx_free(struct cuda_ctx *ctx);
  * while the kernel before still runs; the default, MEMRA_GEMV_STAGED=on) or
  * the register kernel (off). Same bits either way. */
 void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on);
+/* Q4_K GEMVs on the int8 tensor cores (gemv_mma.cu; MEMRA_GEMV_MMA, default
+ * on) when the caller leaves the launch shape to the library (rows per warp
+ * 0); ks 0 = the K split by shape, else 1, 2 or 4 warps a row tile (tests). */
+void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, bool on, int ks);
 
 const char *cuda_ctx_device_name(const struct cuda_ctx *ctx); /* "NVIDIA H200" */
 int cuda_ctx_sm_count(const struct cuda_ctx *ctx);
@@ -116,9 +120,9 @@ void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows,
 
 /* Quantized types (Q*, IQ4_XS) do not read x directly: cuda_gemv first
  * converts it (one small kernel, kernel_gemv_prep_x: 24-bit integers in byte
- * planes + a scale per 32 elements, exact to 2^-24 of each 32-block's max |x|)
- * into a scratch buffer of the context, and the GEMV's dot products then run on
- * integer dp4a. When several GEMVs read the same x (q, k, v; gate, up), call
+ * planes + a scale per 128 elements (32 where n % 128 ≠ 0), exact to ~2^-24 of
+ * each block's max |x|) into a scratch buffer of the context, and the GEMV's
+ * dot products then run on integers (dp4a; Q4_K on the int8 tensor cores). When several GEMVs read the same x (q, k, v; gate, up), call
  * cuda_gemv_prep_x once and pass CUDA_GEMV_X_PREPARED to each. The scratch
  * grows on first use at a larger n·batch: make that first call outside a
  * graph capture. Plain types (BF16, F16, F8_E4M3) read x as is. */

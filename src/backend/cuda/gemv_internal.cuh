@@ -106,57 +106,73 @@ void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_
  * holding them: for kernels that prepare their output in passing (norm.cu). */
 uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb);
 
-/* ---- prepared activations: layout and the per-32 conversion --------------
+/* ---- prepared activations: layout and the per-block conversion ------------
  * One vector (n a multiple of 32; every part 16-byte aligned, the stride
  * rounded to 256 bytes):
- *   X0 (n) u8 | X1 (n) u8 | X2 (n) i8 | scale (n/32) f32 | pad | xsum (n/16) f32
- * x_i ≈ scale·X_i, X_i = rint(x_i·(2^23−1)/max|x| of its 32-block) as 24 bits
- * in three byte planes; xsum: Σx of each 16 elements (f32). Non-finite x give
- * a non-finite scale, hence non-finite y. */
+ *   X0 (n) i8 | X1 (n) i8 | X2 (n) i8 | scale (n/32) f32 | pad | xsum (n/16) f32
+ * x_i ≈ scale·X_i, X_i = rint(x_i·XQ_MAX/max|x| of its block) = 65536·X2 +
+ * 256·X1 + X0 in three signed byte digits (each in −128..127: XQ_MAX =
+ * 0x7F7F7F keeps the top digit in range). The block is 128 elements when
+ * n % 128 == 0, else 32; its scale is written for each of its 32-element
+ * parts. Signed digits and 128-element blocks serve the int8 tensor-core
+ * GEMV (gemv_mma.cu: one operand type for all three planes, one scale a half
+ * superblock); the dp4a kernels read any block size. xsum: Σx of each 16
+ * elements (f32). Non-finite x give a non-finite scale, hence non-finite y. */
+#define XQ_MAX 8355711.0f /* 0x7F7F7F */
 __host__ __device__ inline uint64_t xq_sum_off(uint64_t n) { return 3 * n + ((n / 8 + 15) & ~(uint64_t)15); }
 __host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (xq_sum_off(n) + n / 4 + 255) & ~(uint64_t)255; }
 
 /* Called by all 32 lanes of a warp; each lane holds 4 consecutive elements
  * v = x[e..e+3] (e % 4 == 0) of vector b, and each group of 8 lanes (lanes
  * 8m..8m+7) one whole 32-block (e of lane 8m a multiple of 32), all valid or
- * all not. Writes those blocks of the prepared vectors. Every producer of
- * prepared activations goes through this one function, so the bytes do not
- * depend on who made them. */
+ * all not; when n % 128 == 0 the warp's 32 lanes hold one whole 128-block
+ * (every caller walks x in warp-contiguous float4s). Writes those blocks of
+ * the prepared vectors. Every producer of prepared activations goes through
+ * this one function, so the bytes do not depend on who made them. */
 static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32_t lane, uint8_t *xq, uint32_t n,
                                                     uint32_t b, uint32_t e)
 {
     float mx = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    const int span = n % 128 == 0 ? 16 : 4; /* the lanes of the block: 32 or 8 */
 #pragma unroll
-    for (int o = 4; o > 0; o >>= 1) /* the 8 lanes of the 32-block */
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    for (int o = 16; o > 0; o >>= 1)
+        if (o <= span)
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     float s16 = (v.x + v.y) + (v.z + v.w);
 #pragma unroll
     for (int o = 2; o > 0; o >>= 1) /* the 4 lanes of the 16 */
         s16 += __shfl_xor_sync(0xffffffffu, s16, o);
     if (!valid)
         return;
-    const float f = mx > 0.0f ? 8388607.0f / mx : 0.0f;
+    const float f = mx > 0.0f ? XQ_MAX / mx : 0.0f;
     const float vv[4] = {v.x, v.y, v.z, v.w};
     uint32_t p0 = 0, p1 = 0, p2 = 0;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-        const int X = max(-8388607, min(8388607, __float2int_rn(vv[j] * f)));
-        p0 |= (uint32_t)(X & 0xFF) << (8 * j);
-        p1 |= (uint32_t)((X >> 8) & 0xFF) << (8 * j);
-        p2 |= (uint32_t)((X >> 16) & 0xFF) << (8 * j);
+        const int X = max(-(int)XQ_MAX, min((int)XQ_MAX, __float2int_rn(vv[j] * f)));
+        const int d0 = (int)(int8_t)(X & 0xFF), r = (X - d0) >> 8; /* signed digits: X = 256·r + d0 */
+        const int d1 = (int)(int8_t)(r & 0xFF), d2 = (r - d1) >> 8;
+        p0 |= (uint32_t)(d0 & 0xFF) << (8 * j);
+        p1 |= (uint32_t)(d1 & 0xFF) << (8 * j);
+        p2 |= (uint32_t)(d2 & 0xFF) << (8 * j);
     }
     uint8_t *base = xq + (uint64_t)b * xq_stride(n);
     *reinterpret_cast<uint32_t *>(base + e) = p0;
     *reinterpret_cast<uint32_t *>(base + n + e) = p1;
     *reinterpret_cast<uint32_t *>(base + 2 * (uint64_t)n + e) = p2;
     if ((lane & 7) == 0) /* non-finite x: mx is inf/NaN and the scale carries it into y */
-        reinterpret_cast<float *>(base + 3 * (uint64_t)n)[e / 32] = mx > 0.0f ? mx / 8388607.0f : 0.0f;
+        reinterpret_cast<float *>(base + 3 * (uint64_t)n)[e / 32] = mx > 0.0f ? mx / XQ_MAX : 0.0f;
     if ((lane & 3) == 0)
         reinterpret_cast<float *>(base + xq_sum_off(n))[e / 16] = s16;
 }
 
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
                        float *y, float scale, int rpb, int ks);
+/* The int8 tensor-core GEMV (gemv_mma.cu): Q4_K, batch ≤ 8, x prepared;
+ * ks: warps splitting a row tile's K (1, 2, 4; 0 = by the number of tiles). */
+bool gemv_mma_has(enum dtype t, uint64_t n);
+void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                     const uint8_t *xq, uint32_t nb, float *y, float scale, int ks);
 /* The grouped forms (gemv_group above); the quantized one reads x prepared for
  * at least the largest first + rows of its slots (gemv_quant_prep_x). */
 void gemv_plain_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,

@@ -9,7 +9,7 @@
  *
  * Two kernels a GEMV:
  * 1. kernel_gemv_prep_x turns x into 24-bit integers X in three byte planes
- *    with one f32 scale per 32 elements, plus Σx per 16 elements (for the
+ *    with one f32 scale per 128 (or 32) elements, plus Σx per 16 (for the
  *    types whose values carry an offset or a min). This is what lets the dot
  *    product run on dp4a (gemv_quant_types.cuh) at ~1 instruction an element:
  *    with byte→float conversions the 4-bit kernels were bound by instruction
@@ -465,6 +465,10 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
                   (unsigned long long)n, nb);
     const int sms = ctx->prop.multiProcessorCount;
     const uint8_t *xq = (const uint8_t *)ctx->xq;
+    if (ctx->gemv_mma && rpb == 0 && gemv_mma_has(t, n)) { /* its order is the batch's whatever the split */
+        gemv_mma_launch(ctx, t, w, rows, n, xq, nb, y, scale, ctx->gemv_mma_ks);
+        return;
+    }
     switch (t) {
 #define X(T, Q)                                                                                                  \
     case T: dispatch_q<Q>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;

@@ -10,13 +10,14 @@
  *   d[2], m[2]  so that elements 16h..16h+15 contribute d[h]·Σ q_i·x_i + m[h]·Σ x_i
  *               (d[0] = d[1], m[0] = m[1] unless TWO_SCALES: Q6_K has a scale per 16).
  *
- * Activations arrive as 24-bit integers split into three byte planes, one f32
- * scale per 32 elements (gemv_quant.cu, kernel_gemv_prep_x): x_i = s·X_i with
- * X_i = 65536·X2_i + 256·X1_i + X0_i (X2 signed). Σ q_i·X_i is then computed
- * exactly with dp4a (4 byte products an instruction) — 0.75 instruction an
- * element instead of 3 for byte→float conversion and FMA — and converted to
- * float once per segment. Relative to an f32 dot product, the only extra error
- * is X's rounding, ≤ 2^-24 of the 32-element block's largest |x|.
+ * Activations arrive as 24-bit integers split into three signed byte planes,
+ * one f32 scale per block of 32 or 128 elements (gemv_internal.cuh,
+ * gemv_prep_x4): x_i = s·X_i with X_i = 65536·X2_i + 256·X1_i + X0_i.
+ * Σ q_i·X_i is then computed exactly with dp4a (4 byte products an
+ * instruction) — 0.75 instruction an element instead of 3 for byte→float
+ * conversion and FMA — and converted to float once per segment. Relative to
+ * an f32 dot product, the only extra error is X's rounding, ≤ 2^-23.99 of the
+ * block's largest |x|.
  *
  * Loads: block starts have alignment gcd(BS, 16) (rows are whole blocks and
  * cudaMalloc'd memory is 256-byte aligned): 16-byte loads for Q4_K/Q5_K, 8 for
@@ -97,9 +98,10 @@ template <bool QS, bool XS> static __device__ __forceinline__ int dp4a(uint32_t 
     return d;
 }
 
-/* Σ_i q_i·X_i over N words (4·N elements) with X = 65536·X2 + 256·X1 + X0:
- * the two low planes fit one int (|q| ≤ 240 — Q4_K's in-place high nibbles —
- * so |Σ| ≤ 32·240·255·257 < 2^31), the top plane is scaled in float. */
+/* Σ_i q_i·X_i over N words (4·N elements) with X = 65536·X2 + 256·X1 + X0
+ * (signed digits, |X_k| ≤ 128): the two low planes fit one int (|q| ≤ 240 —
+ * Q4_K's in-place high nibbles — so |Σ| ≤ 32·240·128·257 < 2^31), the top
+ * plane is scaled in float. */
 template <bool QSIGNED, int N>
 static __device__ __forceinline__ float dot_qx(const uint32_t *q, const uint32_t *x0, const uint32_t *x1,
                                                const uint32_t *x2)
@@ -107,8 +109,8 @@ static __device__ __forceinline__ float dot_qx(const uint32_t *q, const uint32_t
     int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        s0 = dp4a<QSIGNED, false>(q[i], x0[i], s0);
-        s1 = dp4a<QSIGNED, false>(q[i], x1[i], s1);
+        s0 = dp4a<QSIGNED, true>(q[i], x0[i], s0);
+        s1 = dp4a<QSIGNED, true>(q[i], x1[i], s1);
         s2 = dp4a<QSIGNED, true>(q[i], x2[i], s2);
     }
     return fmaf((float)s2, 65536.0f, (float)(s1 * 256 + s0));

@@ -23,14 +23,14 @@
  * (cublasGemmEx, batch 1) is timed the same way on the same shapes in the same
  * run. The table is printed last.
  *
- * The Q4_K tensor-core GEMV (gemv_mma.cu, what the engine runs for Q4_K):
+ * The tensor-core GEMV (gemv_mma.cu, what the engine runs for Q4_K and Q6_K):
  * check_mma, every K split, batches 1..8 with activation outliers; each
  * vector of a batch must have the bits it has alone.
  *
  * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
  *        kernel_gemv --profile      one lm_head-shaped GEMV (x prepared) per
  *                                   type, nothing else: for ncu
- *        kernel_gemv --mma          checks, then Q4_K: the tensor-core GEMV
+ *        kernel_gemv --mma          checks, then Q4_K / Q6_K: the tensor-core GEMV
  *                                   (each K split) vs the staged dp4a kernel
  */
 #include <inttypes.h>
@@ -131,14 +131,13 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     free(w), free(x), free(y), free(row), free(ref);
 }
 
-/* The Q4_K tensor-core GEMV with K split ks (0: by shape): a batch of 8, then
+/* The tensor-core GEMV (Q4_K, Q6_K) with K split ks (0: by shape): a batch of 8, then
  * every vector alone and batches of 3 and 5 (the other column-tile counts),
  * which must reproduce the batch's bits; x has outliers (every 61st element
  * ×300: the 128-element activation blocks' scale); error against the double
  * reference as check_gemv's. */
-static void check_mma(uint64_t rows, uint64_t n, int ks)
+static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
 {
-    const enum dtype t = DTYPE_Q4_K;
     const uint32_t NB = CUDA_GEMV_MAX_BATCH;
     const uint64_t rb = row_bytes_of(t, n);
     uint8_t *w = malloc(rows * rb);
@@ -152,7 +151,7 @@ static void check_mma(uint64_t rows, uint64_t n, int ks)
     float *dx = cuda_alloc(sizeof(float) * n * NB), *dy = cuda_alloc(sizeof(float) * rows * NB);
     cuda_upload(g_ctx, dw, w, rows * rb);
     cuda_upload(g_ctx, dx, x, sizeof(float) * n * NB);
-    cuda_ctx_set_gemv_mma(g_ctx, true, ks);
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, ks);
     cuda_fill_nan_f32(g_ctx, dy, rows * NB);
     cuda_gemv(g_ctx, t, dw, rows, n, dx, NB, dy, 1.0f);
     cuda_ctx_sync(g_ctx);
@@ -167,7 +166,7 @@ static void check_mma(uint64_t rows, uint64_t n, int ks)
         cuda_download(g_ctx, y1, dy, sizeof(float) * rows * nb);
         differ += memcmp(y1, y + (uint64_t)b0 * rows, sizeof(float) * rows * nb) != 0;
     }
-    cuda_ctx_set_gemv_mma(g_ctx, true, 0);
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
     double maxref = 0, maxdiff = 0;
     int bad = 0;
     for (uint64_t r = 0; r < rows; r++) {
@@ -186,10 +185,10 @@ static void check_mma(uint64_t rows, uint64_t n, int ks)
     }
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
-              "mma Q4_K %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ",
-              rows, n, ks, bad, rel, TOL, differ);
-    printf("check mma Q4_K %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", rows, n, ks,
-           rel, differ ? "DIFFER" : "same bits");
+              "mma %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ",
+              dtype_name(t), rows, n, ks, bad, rel, TOL, differ);
+    printf("check mma %s %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", dtype_name(t),
+           rows, n, ks, rel, differ ? "DIFFER" : "same bits");
     cuda_free(dw), cuda_free(dx), cuda_free(dy);
     free(w), free(x), free(y), free(y1), free(row);
 }
@@ -589,43 +588,46 @@ static void bench_copy(void)
     cuda_free(a), cuda_free(b);
 }
 
-/* Q4_K, x prepared: the tensor-core GEMV at each K split (0 = the rule) vs
- * the staged dp4a kernel at the engine's launch shape; then batches. */
+/* Q4_K and Q6_K, x prepared: the tensor-core GEMV at each K split (0 = the
+ * rule) vs the staged dp4a kernel at the engine's launch shape; then batches. */
 static void bench_mma(void)
 {
-    printf("\n## Q4_K GEMV: int8 tensor cores (gemv_mma.cu) vs the staged dp4a kernel, x prepared, us (same run)\n\n"
-           "| shape | MB | staged | mma rule | mma ks1 | mma ks2 | mma ks4 | ratio staged/rule | %%BW rule |\n"
-           "|---|---|---|---|---|---|---|---|---|\n");
-    for (size_t s = 0; s < NSHAPES; s++) {
-        struct bench b;
-        bench_alloc(&b, DTYPE_Q4_K, shapes[s].rows, shapes[s].n);
-        cuda_gemv_prep_x(g_ctx, b.x, b.n, 1);
-        b.flags = CUDA_GEMV_X_PREPARED, b.rpb = 0, b.ks = 1;
-        cuda_ctx_set_gemv_mma(g_ctx, false, 0);
-        const double st = bench_time(&b);
-        double m[4];
-        for (int k = 0; k < 4; k++) {
-            cuda_ctx_set_gemv_mma(g_ctx, true, k == 0 ? 0 : 1 << (k - 1));
-            m[k] = bench_time(&b);
-        }
-        cuda_ctx_set_gemv_mma(g_ctx, true, 0);
-        printf("| %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", shapes[s].name, b.bytes / 1e6, st,
-               m[0], m[1], m[2], m[3], st / m[0], pct(b.bytes / m[0] / 1e3));
-        if (s == 3) {
-            for (uint32_t nb = 2; nb <= 8; nb *= 2) {
-                cuda_gemv_prep_x(g_ctx, b.x, b.n, nb);
-                b.batch = nb;
-                cuda_ctx_set_gemv_mma(g_ctx, false, 0);
-                const double st2 = bench_time(&b);
-                cuda_ctx_set_gemv_mma(g_ctx, true, 0);
-                const double mm = bench_time(&b);
-                printf("| gate/up batch %u | %.1f | %.2f | %.2f | | | | %.2f | |\n", nb, b.bytes / 1e6, st2, mm,
-                       st2 / mm);
+    const enum dtype mt[] = {DTYPE_Q4_K, DTYPE_Q6_K};
+    printf("\n## Quantized GEMV: int8 tensor cores (gemv_mma.cu) vs the staged dp4a kernel, x prepared, us (same run)\n\n"
+           "| type | shape | MB | staged | mma rule | mma ks1 | mma ks2 | mma ks4 | ratio staged/rule | %%BW rule |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < sizeof mt / sizeof mt[0]; k++)
+        for (size_t s = 0; s < NSHAPES; s++) {
+            struct bench b;
+            bench_alloc(&b, mt[k], shapes[s].rows, shapes[s].n);
+            cuda_gemv_prep_x(g_ctx, b.x, b.n, 1);
+            b.flags = CUDA_GEMV_X_PREPARED, b.rpb = 0, b.ks = 1;
+            cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_OFF, 0);
+            const double st = bench_time(&b);
+            double m[4];
+            for (int i = 0; i < 4; i++) {
+                cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, i == 0 ? 0 : 1 << (i - 1));
+                m[i] = bench_time(&b);
             }
+            cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, 0);
+            printf("| %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", dtype_name(mt[k]),
+                   shapes[s].name, b.bytes / 1e6, st, m[0], m[1], m[2], m[3], st / m[0], pct(b.bytes / m[0] / 1e3));
+            if (s == 3) {
+                for (uint32_t nb = 2; nb <= 8; nb *= 2) {
+                    cuda_gemv_prep_x(g_ctx, b.x, b.n, nb);
+                    b.batch = nb;
+                    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_OFF, 0);
+                    const double st2 = bench_time(&b);
+                    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, 0);
+                    const double mm = bench_time(&b);
+                    printf("| %s | gate/up batch %u | %.1f | %.2f | %.2f | | | | %.2f | |\n", dtype_name(mt[k]), nb,
+                           b.bytes / 1e6, st2, mm, st2 / mm);
+                }
+            }
+            fflush(stdout);
+            bench_free(&b);
         }
-        fflush(stdout);
-        bench_free(&b);
-    }
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
 }
 
 int main(int argc, char **argv)
@@ -660,10 +662,10 @@ int main(int argc, char **argv)
             for (int on = 0; on < 2; on++) {
                 if (s == 0 && on)
                     continue; /* lm_head on the tensor cores ran above */
-                cuda_ctx_set_gemv_mma(g_ctx, on, 0);
+                cuda_ctx_set_gemv_mma(g_ctx, on ? CUDA_GEMV_MMA_Q4K : CUDA_GEMV_MMA_OFF, 0);
                 cuda_gemv_variant(g_ctx, b.t, b.w[0], b.rows, b.n, b.x, 1, b.y, 1.0f, 0, 1, CUDA_GEMV_X_PREPARED);
             }
-            cuda_ctx_set_gemv_mma(g_ctx, true, 0);
+            cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0);
             cuda_ctx_sync(g_ctx);
             bench_free(&b);
         }
@@ -680,11 +682,15 @@ int main(int argc, char **argv)
     test_current = "mma";
     test_cases++;
     for (int ks = 0; ks <= 4; ks += ks ? ks : 1) { /* 0 (by shape), 1, 2, 4 */
-        check_mma(257, 4096, ks);
-        check_mma(35, 14336, ks);
-        check_mma(16, 4352, ks);
+        check_mma(DTYPE_Q4_K, 257, 4096, ks);
+        check_mma(DTYPE_Q4_K, 35, 14336, ks);
+        check_mma(DTYPE_Q4_K, 16, 4352, ks); /* an odd number of superblocks */
+        check_mma(DTYPE_Q6_K, 257, 4096, ks);
+        check_mma(DTYPE_Q6_K, 35, 14336, ks);
+        check_mma(DTYPE_Q6_K, 16, 2048, ks);
     }
-    check_mma(4099, 4096, 0);
+    check_mma(DTYPE_Q4_K, 4099, 4096, 0);
+    check_mma(DTYPE_Q6_K, 4099, 4096, 0);
     test_current = "rmsnorm/swiglu";
     test_cases++;
     check_rmsnorm(1, 4096, true);

@@ -72,7 +72,7 @@ struct cuda_ctx {
     bool pdl;                /* cuda_launch's PDL attribute (below) */
     bool gemv_staged;        /* quantized GEMVs with ksplit 1: the staged kernel, else the
                               * register one (gemv_quant.cu; MEMRA_GEMV_STAGED) */
-    bool gemv_mma;           /* Q4_K GEMVs on the int8 tensor cores (gemv_mma.cu; MEMRA_GEMV_MMA) */
+    int gemv_mma;            /* which GEMVs run on the int8 tensor cores: CUDA_GEMV_MMA_* (gemv_mma.cu; MEMRA_GEMV_MMA) */
     int gemv_mma_ks;         /* its K split: 0 = by shape (tests set 1, 2, 4) */
     uint32_t attn_rows_min;  /* decode attention: launches of ≥ this many rows run one CTA a row
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */

@@ -33,10 +33,19 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
                      e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");
         return NULL;
     }
-    bool pdl, staged, mma;
-    if (!cuda_env_on_off("MEMRA_PDL", &pdl, err, errlen) || !cuda_env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen) ||
-        !cuda_env_on_off("MEMRA_GEMV_MMA", &mma, err, errlen))
+    bool pdl, staged;
+    if (!cuda_env_on_off("MEMRA_PDL", &pdl, err, errlen) || !cuda_env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen))
         return NULL;
+    const char *mv = getenv("MEMRA_GEMV_MMA");
+    int mma = CUDA_GEMV_MMA_Q4K;
+    if (mv && *mv) {
+        mma = !strcmp(mv, "off") ? CUDA_GEMV_MMA_OFF : !strcmp(mv, "on") ? CUDA_GEMV_MMA_Q4K : !strcmp(mv, "all") ? CUDA_GEMV_MMA_ALL : -1;
+        if (mma < 0) {
+            if (err && errlen)
+                snprintf(err, errlen, "MEMRA_GEMV_MMA=%s: expected off, on or all", mv);
+            return NULL;
+        }
+    }
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
     unsigned long rows_min = CUDA_ATTN_ROWS_MIN_DEFAULT;
@@ -100,11 +109,11 @@ extern "C" void *cuda_alloc(size_t bytes)
 
 extern "C" void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on) { ctx->gemv_staged = on; }
 
-extern "C" void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, bool on, int ks)
+extern "C" void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks)
 {
-    if (ks != 0 && ks != 1 && ks != 2 && ks != 4)
-        CUDA_FAIL("cuda_ctx_set_gemv_mma: ks %d not in {0,1,2,4}", ks);
-    ctx->gemv_mma = on, ctx->gemv_mma_ks = ks;
+    if ((ks != 0 && ks != 1 && ks != 2 && ks != 4) || mode < CUDA_GEMV_MMA_OFF || mode > CUDA_GEMV_MMA_ALL)
+        CUDA_FAIL("cuda_ctx_set_gemv_mma: mode %d, ks %d (modes 0-2, ks 0, 1, 2, 4)", mode, ks);
+    ctx->gemv_mma = mode, ctx->gemv_mma_ks = ks;
 }
 
 extern "C" void cuda_free(void *p)

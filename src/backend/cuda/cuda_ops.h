@@ -53,10 +53,13 @@ void cuda_ctx_free(struct cuda_ctx *ctx);
  * while the kernel before still runs; the default, MEMRA_GEMV_STAGED=on) or
  * the register kernel (off). Same bits either way. */
 void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on);
-/* Q4_K GEMVs on the int8 tensor cores (gemv_mma.cu; MEMRA_GEMV_MMA, default
- * on) when the caller leaves the launch shape to the library (rows per warp
- * 0); ks 0 = the K split by shape, else 1, 2 or 4 warps a row tile (tests). */
-void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, bool on, int ks);
+/* Which quantized GEMVs run on the int8 tensor cores (gemv_mma.cu;
+ * MEMRA_GEMV_MMA off / on / all, default on) when the caller leaves the
+ * launch shape to the library (rows per warp 0): none, Q4_K, or Q4_K and
+ * Q6_K (rows of a multiple of 2048 elements). ks 0 = the K split by shape,
+ * else 1, 2 or 4 warps a row tile (tests). */
+enum { CUDA_GEMV_MMA_OFF = 0, CUDA_GEMV_MMA_Q4K = 1, CUDA_GEMV_MMA_ALL = 2 };
+void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks);
 
 const char *cuda_ctx_device_name(const struct cuda_ctx *ctx); /* "NVIDIA H200" */
 int cuda_ctx_sm_count(const struct cuda_ctx *ctx);

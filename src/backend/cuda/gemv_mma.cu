@@ -1,50 +1,50 @@
-/* backend/cuda/gemv_mma.cu — the Q4_K decode GEMV on the int8 tensor cores:
- * mma.sync m16n8k32, the weights' 4-bit values (u8) times the prepared
- * activations' byte digits (s8), exact 32-bit sums.
+/* backend/cuda/gemv_mma.cu — the Q4_K and Q6_K decode GEMVs on the int8
+ * tensor cores: mma.sync of the weights' 4- or 6-bit values (u8) by the
+ * prepared activations' byte digits (s8), exact 32-bit sums.
  *
- *   y[b][r] = Σ_i dequant(W)[r, i] · x[b][i],   W in Q4_K, batch b ≤ 8
+ *   y[b][r] = Σ_i dequant(W)[r, i] · x[b][i],   W in Q4_K or Q6_K, batch b ≤ 8
  *
  * Why: the dp4a kernels (gemv_quant.cu) decode a block for each vector's
  * three byte planes with three dp4a a 4 elements; the mma multiplies 16 rows
- * × 32 elements by the three planes of up to 2 vectors (8 with 3 n-tiles) in
- * one instruction, and the 6-bit sub-block scales go onto the exact integer
- * sums (one IMAD a sum). Measured (H200, bench/RESULTS.md 2026-12-01 eleventh
- * run): alone about as fast as the staged dp4a kernel at batch 1 (lm_head
- * 128256×4096 79.6 µs = 86 % of 4.3 TB/s vs 82.0; gate+up 23.1 vs 24.0), and
- * 1.3-2× faster at batches 2-8 (gate/up batch 8: 34.9 vs 70.1 µs); Q4_K_M
- * tg128 387 vs 390 tok/s, tg64x8 1175 vs 776. Floor: 144 B / 256 elements →
- * 14336×4096 = 33.0 MB → 7.7 µs at 4.3 TB/s.
+ * × 32 (Q4_K) or 16 (Q6_K: a scale per 16) elements by the three planes of up
+ * to 2 vectors (8 with 3 n-tiles) in one instruction, and the sub-block scales
+ * go onto the exact integer sums (one IMAD a sum). Measured for Q4_K (H200,
+ * bench/RESULTS.md 2026-12-01 eleventh run): alone about as fast as the staged
+ * dp4a kernel at batch 1 (lm_head 128256×4096 80.6 µs = 85 % of 4.3 TB/s vs
+ * 81.7; gate+up 23.1 vs 24.0) and 1.3-2× faster at batches 2-8 (gate/up batch
+ * 8: 34.9 vs 70.1 µs); Q4_K_M tg128 384 vs 390 tok/s, tg64x8 1175 vs 777.
+ * Floors: 144 (Q4_K) / 210 (Q6_K) bytes a 256 elements at 4.3 TB/s: 14336×4096
+ * = 33.0 / 48.2 MB → 7.7 / 11.2 µs.
  *
- * Loads. A warp streams its 16 rows' superblock pairs (288 bytes a row) through
- * a ring of NS stages in shared memory with cp.async (16 bytes a lane, 9 a
- * lane a stage); the whole ring is asked for before the PDL wait (the weights
- * are constant), which is what made it as fast as the staged kernel in the
- * model: with one stage less in flight there, tg128 was 3 % lower although
- * the kernel alone was faster. Activations are read from L1/L2 (__ldg).
+ * Loads. A warp streams its 16 rows' superblock pairs (288 / 420 bytes a
+ * row, copied as the 16-byte-aligned range around them) through a ring of NS
+ * stages in shared memory with cp.async; the whole ring is asked for before
+ * the PDL wait (the weights are constant), which is what made it as fast as
+ * the staged kernel in the model: with one stage less in flight there, tg128
+ * was 3 % lower although the kernel alone was faster. Activations are read
+ * from L1/L2 (__ldg).
  *
- * Layout. A warp owns a tile of 16 rows and walks its superblocks (256
- * elements, 144 bytes) kp, kp + KS, ... (KS warps of the block share the
- * tile: the K split); thread (g, t) = (lane / 4, lane % 4) reads rows g and
- * g + 8. The mma's k order is free (an integer sum does not depend on it), so
- * thread t takes elements 8t .. 8t+7 of each 32-element sub-block for both A
- * (weights: qs bytes 32c + 8t .. of chunk c, low nibbles sub-block 2c, high
- * nibbles — used in place, 16·q — sub-block 2c + 1) and B (activations: the
- * same 8 bytes of one plane). B's 8 columns are (vector, plane) pairs: column
- * c of n-tile nt is vector (8nt + c) / 3, plane (8nt + c) % 3 — NTL n-tiles
- * cover 8·NTL/3 vectors. Prepared x (gemv_internal.cuh): X = 65536·X2 +
- * 256·X1 + X0, signed digits, one scale a 128 elements (n % 128 == 0), so a
- * superblock has two halves of one activation scale each.
+ * Layout. A warp owns a tile of 16 rows and walks its superblock pairs kp,
+ * kp + KS, ... (KS warps of the block share the tile: the K split); thread
+ * (g, t) = (lane / 4, lane % 4) reads rows g and g + 8. The mma's k order is
+ * free (an integer sum does not depend on it), so each thread takes the
+ * elements whose bytes lie together (mk_q4k, mk_q6k below) for both A
+ * (weights) and B (activations: the same elements of one plane). B's 8
+ * columns are (vector, plane) pairs: column c of n-tile nt is vector
+ * (8nt + c) / 3, plane (8nt + c) % 3 — NTL n-tiles cover 8·NTL/3 vectors.
+ * Prepared x (gemv_internal.cuh): X = 65536·X2 + 256·X1 + X0, signed digits,
+ * one scale a 128 elements (n % 128 == 0), so a superblock has two halves of
+ * one activation scale each.
  *
- * Per half and column the integer I = Σ_sub sc_j · S_j (S_j the mma's sum of
- * sub-block j; lower-nibble sums times 16 so both kinds add up; |I| < 2^28)
- * is converted once: F += (d/16 · s_x) · I, per plane. The mins: thread t
- * adds dmin · (m_2t·Σx_2t + m_2t+1·Σx_2t+1) (the prep's Σx per 16), the
- * group's 4 threads summed at the end. A row's value is then
- * Σ_warps (65536·F2 + 256·F1 + F0 − M) in the warps' order: every vector's
- * operations are the same whatever the batch, so a row alone and in a batch
- * have the same bits (kernel_gemv checks). Relative to the dp4a kernels the
- * sums are grouped differently: not the same bits as they (the engine uses
- * one or the other for a matrix, never both).
+ * Sums: per half and column an exact integer I (the scales times the mma
+ * sums), converted once into F (per plane); the terms that do not involve
+ * the quantized values (Q4_K's mins, Q6_K's −32) go into M from the prep's
+ * Σx per 16, the group's 4 threads summed at the end. A row's value is then
+ * Σ_warps (65536·F2 + 256·F1 + F0 − MFAC·M) in the warps' order: every
+ * vector's operations are the same whatever the batch, so a row alone and in
+ * a batch have the same bits (kernel_gemv checks). Relative to the dp4a
+ * kernels the sums are grouped differently: not the same bits as they (the
+ * engine uses one or the other for a matrix, never both).
  */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
@@ -52,76 +52,56 @@
 
 namespace {
 
-constexpr int QK = 256, BS = 144, NW = 4; /* Q4_K superblock; warps a block */
-/* A warp's ring: NS stages of a pair of superblocks (288 bytes a row: rows
- * of a 4096 or 14336 multiple are 32-byte aligned, so a pair is whole L2
- * sectors) of its 16 rows, a row every RS bytes (288 + 64: the 8-byte qs reads
- * of rows g = 0..3 fall in distinct banks). */
-constexpr uint32_t PAIR = 2 * BS, RS = PAIR + 64, STG = 16 * RS;
-/* 2 stages: 45 KB a block, 5 blocks an SM (3 stages, 3 blocks: tg128 374 vs
- * 387 on Q4_K_M, bench/RESULTS.md 2026-12-01 eleventh run) */
+constexpr int QK = 256, NW = 4; /* superblock elements; warps a block */
+/* 2 stages: 45-55 KB a block, 4-5 blocks an SM (3 stages, 3 blocks: tg128
+ * 374 vs 387 on Q4_K_M, bench/RESULTS.md 2026-12-01 eleventh run) */
 constexpr int NS = 2;
-constexpr uint32_t SMEM = NW * NS * STG;
 
 /* NTL n-tiles of 8 columns serve this many vectors (3 planes each). */
 template <int NTL> struct mma_cols {
     static constexpr int NB = 8 * NTL / 3;
 };
 
-static __device__ __forceinline__ void mma_u8s8(const uint32_t (&a)[4], uint2 b, int (&c)[4])
+/* D = A·B, A 16×32 u8 (a[4]), B 32×8 s8 (b0, b1), D s32. */
+static __device__ __forceinline__ void mma_k32(const uint32_t (&a)[4], uint32_t b0, uint32_t b1, int (&c)[4])
 {
     asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
         : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
 }
 
-/* A thread's part of one superblock of its two rows: header (d | dmin,
- * scales[12]) and 8 qs bytes of each of the 4 chunks. */
-struct wsb {
-    uint4 h[2];
-    uint2 q[2][4];
-};
-
-/* ... read from the warp's ring stage st (rows g and g + 8). */
-static __device__ __forceinline__ void read_w(const uint8_t *st, uint32_t g, uint32_t t, wsb &W)
+/* D = A·B, A 16×16 u8 (a0 row g, a1 row g + 8), B 16×8 s8 (b0), D s32. */
+static __device__ __forceinline__ void mma_k16(uint32_t a0, uint32_t a1, uint32_t b0, int (&c)[4])
 {
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const uint8_t *p = st + (g + 8 * r) * RS;
-        W.h[r] = *reinterpret_cast<const uint4 *>(p);
-#pragma unroll
-        for (int c = 0; c < 4; c++)
-            W.q[r][c] = *reinterpret_cast<const uint2 *>(p + 16 + 32 * c + 8 * t);
-    }
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
+        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+        : "r"(a0), "r"(a1), "r"(b0), "r"(0));
 }
 
-/* Superblock pair p of the tile's 16 rows into a ring stage: 288 pieces of
- * 16 bytes, 9 a lane, consecutive lanes on consecutive pieces of a row (a
- * warp's copy instruction reads whole sectors of 2-3 rows; one lane a row,
- * 9 pieces each, measured 5-15 % slower); a second superblock past the row's
- * end is not read. Then one commit (also when there is nothing to copy: every
- * lane's group count stays the loop's). Rows past the end re-read the last. */
-static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, uint64_t row_bytes, uint32_t row0,
-                                               uint32_t rows, uint32_t p, uint32_t nsb, bool any, uint32_t lane)
+static __device__ __forceinline__ uint32_t byte_of(uint32_t w, int k) { return __byte_perm(w, 0u, 0x4440 + k); }
+static __device__ __forceinline__ int sbyte_of(uint32_t w, int k) { return (int)(int8_t)(w >> (8 * k)); }
+static __device__ __forceinline__ float f16_at(const uint8_t *p)
 {
-    if (any) {
-        const bool both = 2 * p + 1 < nsb;
-#pragma unroll
-        for (int i = 0; i < 9; i++) {
-            const uint32_t c = lane + 32 * i, r = c / 18, part = c % 18;
-            if (part < 9 || both)
-                cp_async16(st_s + r * RS + 16 * part,
-                           w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + (uint64_t)p * PAIR + 16 * part);
-        }
-    }
-    cp_async_commit();
+    return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short *>(p)));
 }
 
-/* A thread's activations of one superblock: B fragments (sub-block s,
- * n-tile), the activation scale of each half for its two C columns, and Σx
- * of its two sub-blocks (as 4 sums of 16) for every vector. */
+/* A 32-bit word of shared memory at p, 4-aligned (ODD false) or 2 mod 4. */
+template <bool ODD> static __device__ __forceinline__ uint32_t rd32(const uint8_t *p)
+{
+    if constexpr (!ODD)
+        return *reinterpret_cast<const uint32_t *>(p);
+    else
+        return __funnelshift_r(*reinterpret_cast<const uint32_t *>(p - 2), *reinterpret_cast<const uint32_t *>(p + 2),
+                               16);
+}
+
+/* A thread's activations of one superblock: B fragments (16 words a
+ * superblock and n-tile: bytes 4t..4t+3 of each 16 elements — the k slots
+ * 4t..4t+3 of a k16 tile, or of one half of a k32 tile), the activation scale
+ * of each half (128 elements) for its two C columns, and Σx of 16 elements
+ * 4t..4t+3 of the superblock's 16 (as one float4) for every vector. */
 template <int NTL> struct xsb {
-    uint2 b[8][NTL];
+    uint32_t b[16][NTL];
     float sx[2][NTL][2];
     float4 xs[mma_cols<NTL>::NB];
 };
@@ -135,15 +115,27 @@ template <int NTL> struct xsrc {
     const float *sum[mma_cols<NTL>::NB];
 };
 
-template <int NTL>
+/* K32: element 8t + i of each 32 in k slot 4t + i (i < 4) / 16 + 4t + i − 4
+ * (the Q4_K layout: a thread's 8 bytes of a chunk); else element 4t + i of
+ * each 16 in slot 4t + i (Q6_K's k16 tiles). */
+template <int NTL, bool K32>
 static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, uint32_t t, uint32_t nb, xsb<NTL> &X)
 {
 #pragma unroll
     for (int nt = 0; nt < NTL; nt++) {
-        const uint2 *c = reinterpret_cast<const uint2 *>(S.col[nt] + sb * QK + 8 * t);
+        if constexpr (K32) {
+            const uint2 *c = reinterpret_cast<const uint2 *>(S.col[nt] + sb * QK + 8 * t);
 #pragma unroll
-        for (int s = 0; s < 8; s++)
-            X.b[s][nt] = __ldg(c + 4 * s);
+            for (int s = 0; s < 8; s++) {
+                const uint2 v = __ldg(c + 4 * s);
+                X.b[2 * s][nt] = v.x, X.b[2 * s + 1][nt] = v.y;
+            }
+        } else {
+            const uint32_t *c = reinterpret_cast<const uint32_t *>(S.col[nt] + sb * QK + 4 * t);
+#pragma unroll
+            for (int s = 0; s < 16; s++)
+                X.b[s][nt] = __ldg(c + 4 * s);
+        }
     }
 #pragma unroll
     for (int h = 0; h < 2; h++)
@@ -158,84 +150,219 @@ static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, u
             X.xs[b] = __ldg(reinterpret_cast<const float4 *>(S.sum[b] + sb * 16 + 4 * t));
 }
 
-static __device__ __forceinline__ uint32_t byte_of(uint32_t w, int k) { return __byte_perm(w, 0u, 0x4440 + k); }
+/* ---- formats ---------------------------------------------------------------
+ * Each: BS bytes a superblock; RS the row stride of a ring stage (a pair of
+ * superblocks copied as the 16-byte-aligned range around it, PIECES 16-byte
+ * pieces at most; RS/4 ≡ 4, 12, 20 or 28 mod 32 keeps the 8 rows g of a
+ * thread group's word reads in distinct banks); MFAC the factor of the
+ * thread's M sums in a row's value; compute<ODD>(p0, p1, ...) one superblock
+ * of rows g / g + 8 at p0 / p1 in shared memory (ODD: p 2 mod 4, Q6_K's odd
+ * superblocks), adding to F[nt][i] (C element i of n-tile nt: row g for
+ * i < 2, g + 8 else; column 2t + i % 2) and M[r][b]. */
 
-/* One superblock: F[nt][i] (C element i of n-tile nt: row g for i < 2, g + 8
- * else; column 2t + i % 2) and M[r][b] (the mins, rows g / g + 8). */
-template <int NTL>
-static __device__ __forceinline__ void compute_sb(const wsb &W, const xsb<NTL> &X, uint32_t t, uint32_t nb,
-                                                  float (&F)[NTL][4], float (&M)[2][mma_cols<NTL>::NB])
-{
-    float d[2], dmin[2];
-    uint32_t scw[2][2], mw[2]; /* packed 6-bit scales of sub-blocks 0-3 / 4-7; the thread's two mins */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const uint4 h = W.h[r];
-        d[r] = __half2float(__ushort_as_half((unsigned short)(h.x & 0xFFFF))) * 0.0625f;
-        dmin[r] = __half2float(__ushort_as_half((unsigned short)(h.x >> 16)));
-        scw[r][0] = h.y & 0x3F3F3F3Fu;
-        scw[r][1] = (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
-        const uint32_t mlo = h.z & 0x3F3F3F3Fu, mhi = ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
-        mw[r] = t < 2 ? mlo : mhi;
-    }
-#pragma unroll
-    for (int hf = 0; hf < 2; hf++) {
-        int ilo[NTL][4], ihi[NTL][4];
-#pragma unroll
-        for (int nt = 0; nt < NTL; nt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                ilo[nt][i] = ihi[nt][i] = 0;
-#pragma unroll
-        for (int cc = 0; cc < 2; cc++) {
-            const int c = 2 * hf + cc;
-#pragma unroll
-            for (int nib = 0; nib < 2; nib++) {
-                const int s = 2 * c + nib;
-                const uint32_t mask = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
-                const uint32_t a[4] = {W.q[0][c].x & mask, W.q[1][c].x & mask, W.q[0][c].y & mask,
-                                       W.q[1][c].y & mask};
-                const int sc0 = (int)byte_of(scw[0][hf], s & 3), sc1 = (int)byte_of(scw[1][hf], s & 3);
-#pragma unroll
-                for (int nt = 0; nt < NTL; nt++) {
-                    int cr[4];
-                    mma_u8s8(a, X.b[s][nt], cr);
-                    int(&acc)[4] = nib ? ihi[nt] : ilo[nt];
-                    acc[0] += sc0 * cr[0];
-                    acc[1] += sc0 * cr[1];
-                    acc[2] += sc1 * cr[2];
-                    acc[3] += sc1 * cr[3];
-                }
-            }
-        }
-#pragma unroll
-        for (int nt = 0; nt < NTL; nt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                F[nt][i] = fmaf(d[i >> 1] * X.sx[hf][nt][i & 1], (float)(ilo[nt][i] * 16 + ihi[nt][i]), F[nt][i]);
-    }
-    const int msh = 16 * (int)(t & 1);
-#pragma unroll
-    for (int b = 0; b < mma_cols<NTL>::NB; b++) {
-        if (b >= (int)nb)
-            break;
-        const float s0 = X.xs[b].x + X.xs[b].y, s1 = X.xs[b].z + X.xs[b].w;
+/* Q4_K: f16 d | f16 dmin | scales[12] | qs[128]; sub-block j: x = d·sc_j·q − dmin·m_j.
+ * Per half and column the integer I = Σ_sub sc_j · S_j (S_j the k32 mma's sum
+ * of sub-block j; high nibbles used in place, 16·q, lower-nibble sums times
+ * 16 so both kinds add up; |I| < 2^28) is converted once: F += (d/16 · s_x) ·
+ * I. M: thread t adds dmin · (m_2t·Σx_2t + m_2t+1·Σx_2t+1). */
+struct mk_q4k {
+    static constexpr uint32_t BS = 144, PIECES = 18, RS = 352;
+    static constexpr bool K32 = true;
+    static constexpr float MFAC = 1.0f;
+    template <bool ODD, int NTL>
+    static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL> &X,
+                                                   uint32_t t, uint32_t nb, float (&F)[NTL][4],
+                                                   float (&M)[2][mma_cols<NTL>::NB])
+    {
+        static_assert(!ODD, "Q4_K superblocks are 16-byte aligned");
+        const uint8_t *p[2] = {p0, p1};
+        float d[2], dmin[2];
+        uint32_t scw[2][2], mw[2]; /* packed 6-bit scales of sub-blocks 0-3 / 4-7; the thread's two mins */
+        uint2 q[2][4];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const float m0 = (float)byte_of(mw[r], msh / 8), m1 = (float)byte_of(mw[r], msh / 8 + 1);
-            M[r][b] = fmaf(dmin[r], fmaf(m1, s1, m0 * s0), M[r][b]);
+            const uint4 h = *reinterpret_cast<const uint4 *>(p[r]);
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                q[r][c] = *reinterpret_cast<const uint2 *>(p[r] + 16 + 32 * c + 8 * t);
+            d[r] = __half2float(__ushort_as_half((unsigned short)(h.x & 0xFFFF))) * 0.0625f;
+            dmin[r] = __half2float(__ushort_as_half((unsigned short)(h.x >> 16)));
+            scw[r][0] = h.y & 0x3F3F3F3Fu;
+            scw[r][1] = (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
+            const uint32_t mlo = h.z & 0x3F3F3F3Fu, mhi = ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
+            mw[r] = t < 2 ? mlo : mhi;
+        }
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            int ilo[NTL][4], ihi[NTL][4];
+#pragma unroll
+            for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    ilo[nt][i] = ihi[nt][i] = 0;
+#pragma unroll
+            for (int cc = 0; cc < 2; cc++) {
+                const int c = 2 * hf + cc;
+#pragma unroll
+                for (int nib = 0; nib < 2; nib++) {
+                    const int s = 2 * c + nib;
+                    const uint32_t mask = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
+                    const uint32_t a[4] = {q[0][c].x & mask, q[1][c].x & mask, q[0][c].y & mask, q[1][c].y & mask};
+                    const int sc0 = (int)byte_of(scw[0][hf], s & 3), sc1 = (int)byte_of(scw[1][hf], s & 3);
+#pragma unroll
+                    for (int nt = 0; nt < NTL; nt++) {
+                        int cr[4];
+                        mma_k32(a, X.b[2 * s][nt], X.b[2 * s + 1][nt], cr);
+                        int(&acc)[4] = nib ? ihi[nt] : ilo[nt];
+                        acc[0] += sc0 * cr[0];
+                        acc[1] += sc0 * cr[1];
+                        acc[2] += sc1 * cr[2];
+                        acc[3] += sc1 * cr[3];
+                    }
+                }
+            }
+#pragma unroll
+            for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    F[nt][i] =
+                        fmaf(d[i >> 1] * X.sx[hf][nt][i & 1], (float)(ilo[nt][i] * 16 + ihi[nt][i]), F[nt][i]);
+        }
+        const int msh = 16 * (int)(t & 1);
+#pragma unroll
+        for (int b = 0; b < mma_cols<NTL>::NB; b++) {
+            if (b >= (int)nb)
+                break;
+            const float s0 = X.xs[b].x + X.xs[b].y, s1 = X.xs[b].z + X.xs[b].w;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const float m0 = (float)byte_of(mw[r], msh / 8), m1 = (float)byte_of(mw[r], msh / 8 + 1);
+                M[r][b] = fmaf(dmin[r], fmaf(m1, s1, m0 * s0), M[r][b]);
+            }
         }
     }
+};
+
+/* Q6_K: ql[128] | qh[64] | i8 scales[16] | f16 d; x = d·sc·(q − 32), a scale
+ * per 16 elements, so k16 tiles: group G = 8h + 2k + u (half h, quarter k,
+ * sixteen u) holds elements 128h + 32k + 16u + l, l < 16, whose 6-bit q is
+ * nibble k/2 of ql[64h + 32(k%2) + 16u + l] with bits 2k, 2k+1 of
+ * qh[32h + 16u + l] above it; thread t takes l = 4t..4t+3 (one ql and one qh
+ * word a group). Per half and column I = Σ_G sc_G · S_G (|I| < 2^28); F +=
+ * (d · s_x) · I; the −32 as M: thread t adds d · Σ_{G=4t..4t+3} sc_G · Σx_G,
+ * a row's value takes −32·M. */
+struct mk_q6k {
+    static constexpr uint32_t BS = 210, PIECES = 27, RS = 432;
+    static constexpr bool K32 = false;
+    static constexpr float MFAC = 32.0f;
+    template <bool ODD, int NTL>
+    static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL> &X,
+                                                   uint32_t t, uint32_t nb, float (&F)[NTL][4],
+                                                   float (&M)[2][mma_cols<NTL>::NB])
+    {
+        const uint8_t *p[2] = {p0, p1};
+        float d[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            d[r] = f16_at(p[r] + 208);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            uint32_t lw[2][2][2], hw[2][2], sw[2][2]; /* [row][k % 2][u], [row][u], scales of the half */
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    lw[r][0][u] = rd32<ODD>(p[r] + 64 * h + 16 * u + 4 * t);
+                    lw[r][1][u] = rd32<ODD>(p[r] + 64 * h + 32 + 16 * u + 4 * t);
+                    hw[r][u] = rd32<ODD>(p[r] + 128 + 32 * h + 16 * u + 4 * t);
+                }
+                sw[r][0] = rd32<ODD>(p[r] + 192 + 8 * h);
+                sw[r][1] = rd32<ODD>(p[r] + 196 + 8 * h);
+            }
+            int acc[NTL][4];
+#pragma unroll
+            for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    acc[nt][i] = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    uint32_t a[2];
+                    int sc[2];
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        a[r] = ((lw[r][k & 1][u] >> (4 * (k >> 1))) & 0x0F0F0F0Fu) |
+                               (((hw[r][u] >> (2 * k)) & 0x03030303u) << 4);
+                        sc[r] = sbyte_of(sw[r][k >> 1], 2 * (k & 1) + u);
+                    }
+                    const int G = 8 * h + 2 * k + u;
+#pragma unroll
+                    for (int nt = 0; nt < NTL; nt++) {
+                        int cr[4];
+                        mma_k16(a[0], a[1], X.b[G][nt], cr);
+                        acc[nt][0] += sc[0] * cr[0];
+                        acc[nt][1] += sc[0] * cr[1];
+                        acc[nt][2] += sc[1] * cr[2];
+                        acc[nt][3] += sc[1] * cr[3];
+                    }
+                }
+#pragma unroll
+            for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    F[nt][i] = fmaf(d[i >> 1] * X.sx[h][nt][i & 1], (float)acc[nt][i], F[nt][i]);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint32_t s4 = rd32<ODD>(p[r] + 192 + 4 * t); /* scales of groups 4t..4t+3 */
+            const float c0 = (float)sbyte_of(s4, 0), c1 = (float)sbyte_of(s4, 1), c2 = (float)sbyte_of(s4, 2),
+                        c3 = (float)sbyte_of(s4, 3);
+#pragma unroll
+            for (int b = 0; b < mma_cols<NTL>::NB; b++) {
+                if (b >= (int)nb)
+                    break;
+                const float4 v = X.xs[b];
+                M[r][b] = fmaf(d[r], fmaf(c3, v.w, fmaf(c2, v.z, fmaf(c1, v.y, c0 * v.x))), M[r][b]);
+            }
+        }
+    }
+};
+
+/* Superblock pair p of the tile's 16 rows into a ring stage: the 16-byte-
+ * aligned range around it (PIECES pieces at most a row: cuda_alloc's 16 bytes
+ * of slack cover the last one), consecutive lanes on consecutive pieces of a
+ * row (a warp's copy instruction reads whole sectors of 2-3 rows; one lane a
+ * row, measured 5-15 % slower on Q4_K); a second superblock past the row's end
+ * is not read. Then one commit (also when there is nothing to copy: every
+ * lane's group count stays the loop's). Rows past the end re-read the last. */
+template <class Q>
+static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, uint64_t row_bytes, uint32_t row0,
+                                               uint32_t rows, uint32_t p, uint32_t nsb, bool any, uint32_t lane)
+{
+    if (any) {
+        const uint32_t start = 2 * Q::BS * p, len = (2 * p + 1 < nsb ? 2 : 1) * Q::BS;
+        const uint32_t lo = start & ~15u, pieces = ((start & 15) + len + 15) / 16;
+#pragma unroll
+        for (uint32_t i = 0; i < (16 * Q::PIECES + 31) / 32; i++) {
+            const uint32_t c = lane + 32 * i, r = c / Q::PIECES, pc = c % Q::PIECES;
+            if (c < 16 * Q::PIECES && pc < pieces)
+                cp_async16(st_s + r * Q::RS + 16 * pc,
+                           w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + lo + 16 * pc);
+        }
+    }
+    cp_async_commit();
 }
 
 /* KS warps share a 16-row tile (K split), NW / KS tiles a block. */
-template <int NTL, int KS>
-__global__ void __launch_bounds__(NW * 32, NTL > 1 ? 1 : 4) kernel_gemv_q4k_mma(const uint8_t *__restrict__ w, uint64_t row_bytes,
-                                                                uint32_t rows, uint32_t n,
-                                                                const uint8_t *__restrict__ xq, uint32_t nb,
-                                                                float *__restrict__ y, float scale)
+template <class Q, int NTL, int KS>
+__global__ void __launch_bounds__(NW * 32, NTL > 1 ? 1 : 4)
+    kernel_gemv_mma(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows, uint32_t n,
+                    const uint8_t *__restrict__ xq, uint32_t nb, float *__restrict__ y, float scale)
 {
     constexpr int TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = 8 * NTL;
+    constexpr uint32_t RS = Q::RS, STG = 16 * RS;
     static_assert(NW % KS == 0, "KS divides the block's warps");
     /* the warps' rings; after the loop a warp's own ring holds its sums (fs, ms) */
     extern __shared__ __align__(16) uint8_t ring_mem[];
@@ -254,7 +381,7 @@ __global__ void __launch_bounds__(NW * 32, NTL > 1 ? 1 : 4) kernel_gemv_q4k_mma(
      * kernel's although the kernel alone was faster) */
 #pragma unroll
     for (int j = 0; j < NS; j++)
-        issue_w(ring_s + j * STG, w, row_bytes, row0, rows, kp + j * KS, nsb, (uint32_t)j < nloc, lane);
+        issue_w<Q>(ring_s + j * STG, w, row_bytes, row0, rows, kp + j * KS, nsb, (uint32_t)j < nloc, lane);
     pdl_wait();
 
     const uint64_t xstride = xq_stride(n);
@@ -285,8 +412,6 @@ __global__ void __launch_bounds__(NW * 32, NTL > 1 ? 1 : 4) kernel_gemv_q4k_mma(
         for (int b = 0; b < NB; b++)
             M[r][b] = 0.0f;
 
-    /* superblock k of this warp: pair kp + (k / 2)·KS, half k % 2 */
-    auto sb_of = [&](uint32_t k) { return 2 * (kp + (k / 2) * KS) + (k & 1); };
     for (uint32_t j = 0; j < nloc; j++) {
         cp_async_wait<NS - 1>(); /* stage j % NS has landed (this lane's copies) */
         __syncwarp();            /* ... and every lane's */
@@ -296,13 +421,16 @@ __global__ void __launch_bounds__(NW * 32, NTL > 1 ? 1 : 4) kernel_gemv_q4k_mma(
             if (sb >= nsb)
                 break;
             xsb<NTL> xa;
-            load_x<NTL>(S, sb, t, nb, xa);
-            wsb W;
-            read_w(&ring[wi][j % NS][h * BS], g, t, W);
-            compute_sb<NTL>(W, xa, t, nb, F, M);
+            load_x<NTL, Q::K32>(S, sb, t, nb, xa);
+            /* the superblock in the stage: the pair's offset in its aligned range, then h superblocks */
+            const uint8_t *p0 = &ring[wi][j % NS][0] + g * RS + ((2 * Q::BS * (kp + j * KS)) & 15) + h * Q::BS;
+            if (h == 1 && Q::BS % 4 != 0) /* 2 mod 4 (Q6_K's second) */
+                Q::template compute<(Q::BS % 4 != 0), NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
+            else
+                Q::template compute<false, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
         }
         __syncwarp(); /* every lane is done with stage j % NS: refill it */
-        issue_w(ring_s + j % NS * STG, w, row_bytes, row0, rows, kp + (j + NS) * KS, nsb, j + NS < nloc, lane);
+        issue_w<Q>(ring_s + j % NS * STG, w, row_bytes, row0, rows, kp + (j + NS) * KS, nsb, j + NS < nloc, lane);
     }
     cp_async_wait<0>();
     __syncwarp();
@@ -341,39 +469,52 @@ __global__ void __launch_bounds__(NW * 32, NTL > 1 ? 1 : 4) kernel_gemv_q4k_mma(
 #pragma unroll
         for (int k = 0; k < KS; k++) {
             const float *f = sums(tl * KS + k) + rr * NC, *m = sums(tl * KS + k) + 16 * NC + rr * NB;
-            const float part = fmaf(65536.0f, f[3 * b + 2], fmaf(256.0f, f[3 * b + 1], f[3 * b])) - m[b];
+            const float part = fmaf(-Q::MFAC, m[b], fmaf(65536.0f, f[3 * b + 2], fmaf(256.0f, f[3 * b + 1], f[3 * b])));
             v = k == 0 ? part : v + part;
         }
         y[(uint64_t)b * rows + row] = scale * v;
     }
 }
 
-template <int NTL, int KS>
+template <class Q, int NTL, int KS>
 void launch(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
             float scale)
 {
+    constexpr uint32_t smem = NW * NS * 16 * Q::RS;
     static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
     if (!(opted & (1u << ctx->device))) {
-        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_q4k_mma<NTL, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_mma<Q, NTL, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
         opted |= 1u << ctx->device;
     }
     const uint64_t tiles = (rows + 15) / 16;
     constexpr int TPB = NW / KS;
-    cuda_launch(ctx, kernel_gemv_q4k_mma<NTL, KS>, dim3((uint32_t)((tiles + TPB - 1) / TPB)), dim3(NW * 32), SMEM,
-                (const uint8_t *)w, n / QK * BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
+    cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS>, dim3((uint32_t)((tiles + TPB - 1) / TPB)), dim3(NW * 32), smem,
+                (const uint8_t *)w, n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
 }
 
-template <int NTL>
+template <class Q, int NTL>
 void launch_ks(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
                float *y, float scale)
 {
     switch (ks) {
-    case 1: launch<NTL, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 2: launch<NTL, 2>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 4: launch<NTL, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
-    default: CUDA_FAIL("gemv q4_k mma: ksplit %d not in {1,2,4}", ks);
+    case 1: launch<Q, NTL, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 2: launch<Q, NTL, 2>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 4: launch<Q, NTL, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
+    default: CUDA_FAIL("gemv mma: ksplit %d not in {1,2,4}", ks);
     }
+}
+
+template <class Q>
+void launch_q(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
+              float *y, float scale)
+{
+    if (nb <= mma_cols<1>::NB)
+        launch_ks<Q, 1>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    else if (nb <= mma_cols<2>::NB)
+        launch_ks<Q, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    else
+        launch_ks<Q, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
 }
 
 } // namespace
@@ -386,19 +527,24 @@ void launch_ks(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64
  * which Q4_K_M files keep in Q6_K. */
 static int pick_ks(uint64_t n) { return n >= 4 * QK ? 4 : 1; }
 
-bool gemv_mma_has(enum dtype t, uint64_t n) { return t == DTYPE_Q4_K && n % QK == 0; }
+/* Q6_K needs rows of a multiple of 16 bytes (n % 2048 == 0: 4096, 14336),
+ * which puts every superblock pair's start at 0, 4, 8 or 12 mod 16 and its
+ * second superblock at 2 mod 4 (mk_q6k's reads rely on it). */
+bool gemv_mma_has(int mode, enum dtype t, uint64_t n)
+{
+    return (mode >= CUDA_GEMV_MMA_Q4K && t == DTYPE_Q4_K && n % QK == 0) ||
+           (mode >= CUDA_GEMV_MMA_ALL && t == DTYPE_Q6_K && n % 2048 == 0);
+}
 
 void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                      const uint8_t *xq, uint32_t nb, float *y, float scale, int ks)
 {
-    if (!gemv_mma_has(t, n) || nb < 1 || nb > 8)
+    if (!gemv_mma_has(CUDA_GEMV_MMA_ALL, t, n) || nb < 1 || nb > 8)
         CUDA_FAIL("gemv mma: %s, n = %llu, batch %u not supported", dtype_name(t), (unsigned long long)n, nb);
     if (ks == 0)
         ks = pick_ks(n);
-    if (nb <= mma_cols<1>::NB)
-        launch_ks<1>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    else if (nb <= mma_cols<2>::NB)
-        launch_ks<2>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    if (t == DTYPE_Q4_K)
+        launch_q<mk_q4k>(ctx, ks, w, rows, n, xq, nb, y, scale);
     else
-        launch_ks<3>(ctx, ks, w, rows, n, xq, nb, y, scale);
+        launch_q<mk_q6k>(ctx, ks, w, rows, n, xq, nb, y, scale);
 }

@@ -465,7 +465,7 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
                   (unsigned long long)n, nb);
     const int sms = ctx->prop.multiProcessorCount;
     const uint8_t *xq = (const uint8_t *)ctx->xq;
-    if (ctx->gemv_mma && rpb == 0 && gemv_mma_has(t, n)) { /* its order is the batch's whatever the split */
+    if (rpb == 0 && gemv_mma_has(ctx->gemv_mma, t, n)) { /* its order is the batch's whatever the split */
         gemv_mma_launch(ctx, t, w, rows, n, xq, nb, y, scale, ctx->gemv_mma_ks);
         return;
     }

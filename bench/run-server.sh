@@ -48,53 +48,21 @@ if ! python3 -c "import openai" 2>/dev/null; then
     python3 -c "import openai" >> "$LOG/load.log" 2>&1 || fail "openai does not import from the wheels"
 fi
 
-# a folder without a tokenizer: a side folder of links plus the Llama-3 tokenizer
-SERVE=$MODEL
-if [ -d "$MODEL" ] && [ ! -e "$MODEL/tokenizer.json" ]; then
-    [ -e .whl/tok-llama3/tokenizer.json ] || fail "$MODEL has no tokenizer.json and .whl/tok-llama3 is missing" \
-        "(python3 bench/make_llama3_tokenizer.py, here)"
-    SERVE=/tmp/run-server-model
-    rm -rf "$SERVE" && mkdir -p "$SERVE" || fail "cannot make $SERVE"
-    for f in "$(cd "$MODEL" && pwd)"/*; do ln -s "$f" "$SERVE/"; done
-    cp .whl/tok-llama3/tokenizer.json .whl/tok-llama3/tokenizer_config.json "$SERVE/"
-    echo "== $MODEL has no tokenizer: serving $SERVE (links + the Llama-3 tokenizer)" | tee -a "$LOG/load.log"
-fi
+. bench/serve-lib.sh
 
-PID=
-stop_server() {
-    [ -n "$PID" ] || return 0
-    kill -TERM "$PID" 2>/dev/null
-    for _ in $(seq 60); do kill -0 "$PID" 2>/dev/null || break; sleep 0.5; done
-    if kill -0 "$PID" 2>/dev/null; then
-        echo "server did not exit 30 s after SIGTERM: killed" | tee -a "$LOG/load.log"
-        kill -KILL "$PID" 2>/dev/null
-    fi
-    wait "$PID" 2>/dev/null
-    echo "server exit status $?" | tee -a "$LOG/load.log"
-    PID=
-}
+# a folder without a tokenizer: a side folder of links plus the Llama-3 tokenizer
+SERVE=$(serve_path "$MODEL" /tmp/run-server-model 2>> "$LOG/load.log") || fail "cannot serve $MODEL (load.log)"
+[ "$SERVE" = "$MODEL" ] || echo "== $MODEL has no tokenizer: serving $SERVE (links + the Llama-3 tokenizer)" | tee -a "$LOG/load.log"
+
+stop_server() { [ -n "${SERVER_PID:-}" ] || return 0; server_stop >> "$LOG/load.log"; tail -1 "$LOG/load.log"; }
 trap stop_server EXIT
 
-MEMRA_MODELS="m=$SERVE" MEMRA_BACKEND=$BACKEND MEMRA_PROGRESS=0 "$SERVER" --addr 127.0.0.1:0 \
-    --slots "${SLOTS:-64}" --ctx "${CTX:-1024}" --batch-tokens "${BATCH_TOKENS:-2048}" \
-    > "$LOG/server.out" 2> "$LOG/server.log" &
-PID=$!
-URL=
-for _ in $(seq 100); do
-    URL=$(grep -o 'http://[0-9.]*:[0-9]*' "$LOG/server.out" 2>/dev/null | head -1)
-    [ -n "$URL" ] && break
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-done
-[ -n "$URL" ] || { tail -20 "$LOG/server.log"; fail "the server did not start listening (server.log)"; }
-echo "== server at $URL, loading $SERVE ($BACKEND)" | tee -a "$LOG/load.log"
 t0=$(date +%s)
-until [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")" = 200 ]; do
-    kill -0 "$PID" 2>/dev/null || { tail -20 "$LOG/server.log"; PID=; fail "the server exited while loading"; }
-    [ $(( $(date +%s) - t0 )) -lt "${LOAD_TMO:-600}" ] || { tail -20 "$LOG/server.log"; \
-        fail "the model was not ready after ${LOAD_TMO:-600} s"; }
-    sleep 1
-done
+MEMRA_MODELS="m=$SERVE" MEMRA_BACKEND=$BACKEND MEMRA_PROGRESS=0 server_start "$LOG/server.out" "$LOG/server.log" \
+    "${LOAD_TMO:-600}" "$SERVER" --addr 127.0.0.1:0 --slots "${SLOTS:-64}" --ctx "${CTX:-1024}" \
+    --batch-tokens "${BATCH_TOKENS:-2048}" 2>> "$LOG/load.log" || fail "the server did not come up (load.log, server.log)"
+URL=$SERVER_URL
+echo "== server at $URL, $SERVE ($BACKEND) loaded" | tee -a "$LOG/load.log"
 echo "== ready after $(( $(date +%s) - t0 )) s" | tee -a "$LOG/load.log"
 
 status=0
@@ -110,7 +78,7 @@ for cfg in $CONFIGS; do
     rc=$?
     [ $rc = 124 ] && echo "load.py timed out after ${RUN_TMO:-420} s" | tee -a "$LOG/load.log"
     [ $rc = 0 ] || { status=1; echo "load.py exit $rc (c=$c)" | tee -a "$LOG/load.log"; tail -3 "$LOG/load.log"; }
-    kill -0 "$PID" 2>/dev/null || { PID=; fail "the server died during c=$c (server.log)"; }
+    kill -0 "$SERVER_PID" 2>/dev/null || { SERVER_PID=; fail "the server died during c=$c (server.log)"; }
 done
 curl -s "$URL/metrics" > "$LOG/metrics.txt"
 stop_server

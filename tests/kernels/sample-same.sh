@@ -5,39 +5,23 @@
 # outputs compared: they must be the same text, request by request. MEMRA_DECODE_MMV=all keeps every sequence's
 # logits independent of how the requests happen to share steps, so the two runs see the same logits.
 # Usage (repository root, build carried): tests/kernels/sample-same.sh MODEL_PATH [BUILD (build-bench)]
-# A folder without tokenizer.json (the random 8B test models) is served with .whl/tok-llama3's tokenizer, as
-# bench/run-server.sh does. Exit 0 when every request matched.
+# A folder without tokenizer.json (the random 8B test models) is served with .whl/tok-llama3's tokenizer; the
+# server's start and stop are bench/serve-lib.sh's, as in bench/run-server.sh. Exit 0 when every request matched.
 set -uo pipefail
 MODEL=${1:?usage: tests/kernels/sample-same.sh MODEL_PATH [BUILD]}
 BUILD=${2:-build-bench}
 LOG=${OUT:-/tmp/sample-same}
 mkdir -p "$LOG"
-SERVE=$MODEL
-if [ -d "$MODEL" ] && [ ! -e "$MODEL/tokenizer.json" ]; then
-    SERVE=/tmp/sample-same-model
-    rm -rf "$SERVE" && mkdir -p "$SERVE"
-    for f in "$(cd "$MODEL" && pwd)"/*; do ln -s "$f" "$SERVE/"; done
-    cp .whl/tok-llama3/tokenizer.json .whl/tok-llama3/tokenizer_config.json "$SERVE/"
-fi
+. bench/serve-lib.sh
+SERVE=$(serve_path "$MODEL" /tmp/sample-same-model) || exit 1
+trap server_stop EXIT
 rc=0
 for mode in on off; do
     MEMRA_MODELS="m=$SERVE" MEMRA_SAMPLE_DEVICE=$mode MEMRA_DECODE_MMV=all MEMRA_PROGRESS=0 \
-        "$BUILD/bin/memra-server" --addr 127.0.0.1:0 --slots 32 --ctx 1024 --batch-tokens 2048 \
-        > "$LOG/server-$mode.out" 2> "$LOG/server-$mode.log" &
-    pid=$!
-    url=
-    for _ in $(seq 100); do
-        url=$(grep -o 'http://[0-9.]*:[0-9]*' "$LOG/server-$mode.out" 2>/dev/null | head -1)
-        [ -n "$url" ] && break
-        sleep 0.1
-    done
-    for _ in $(seq 600); do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ] && break
-        kill -0 $pid 2>/dev/null || break
-        sleep 1
-    done
-    python3 tests/kernels/sample_same.py --url "$url" --model m --out "$LOG/out-$mode.json" || rc=1
-    kill -TERM $pid; wait $pid
+        server_start "$LOG/server-$mode.out" "$LOG/server-$mode.log" 600 \
+        "$BUILD/bin/memra-server" --addr 127.0.0.1:0 --slots 32 --ctx 1024 --batch-tokens 2048 || exit 1
+    python3 tests/kernels/sample_same.py --url "$SERVER_URL" --model m --out "$LOG/out-$mode.json" || rc=1
+    server_stop
 done
 python3 - "$LOG/out-on.json" "$LOG/out-off.json" <<'PY' || rc=1
 import json, sys

@@ -594,8 +594,8 @@ static void bench_mma(void)
 {
     const enum dtype mt[] = {DTYPE_Q4_K, DTYPE_Q6_K};
     printf("\n## Quantized GEMV: int8 tensor cores (gemv_mma.cu) vs the staged dp4a kernel, x prepared, us (same run)\n\n"
-           "| type | shape | MB | staged | mma rule | mma ks1 | mma ks2 | mma ks4 | ratio staged/rule | %%BW rule |\n"
-           "|---|---|---|---|---|---|---|---|---|---|\n");
+           "| type | shape | MB | staged | mma rule | mma ks1 | mma ks2 | mma ks4 | mma ks8 | ratio staged/rule | %%BW rule |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < sizeof mt / sizeof mt[0]; k++)
         for (size_t s = 0; s < NSHAPES; s++) {
             struct bench b;
@@ -604,14 +604,15 @@ static void bench_mma(void)
             b.flags = CUDA_GEMV_X_PREPARED, b.rpb = 0, b.ks = 1;
             cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_OFF, 0);
             const double st = bench_time(&b);
-            double m[4];
-            for (int i = 0; i < 4; i++) {
+            double m[5];
+            for (int i = 0; i < 5; i++) {
                 cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, i == 0 ? 0 : 1 << (i - 1));
                 m[i] = bench_time(&b);
             }
             cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, 0);
-            printf("| %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", dtype_name(mt[k]),
-                   shapes[s].name, b.bytes / 1e6, st, m[0], m[1], m[2], m[3], st / m[0], pct(b.bytes / m[0] / 1e3));
+            printf("| %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", dtype_name(mt[k]),
+                   shapes[s].name, b.bytes / 1e6, st, m[0], m[1], m[2], m[3], m[4], st / m[0],
+                   pct(b.bytes / m[0] / 1e3));
             if (s == 3) {
                 for (uint32_t nb = 2; nb <= 8; nb *= 2) {
                     cuda_gemv_prep_x(g_ctx, b.x, b.n, nb);
@@ -620,7 +621,7 @@ static void bench_mma(void)
                     const double st2 = bench_time(&b);
                     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, 0);
                     const double mm = bench_time(&b);
-                    printf("| %s | gate/up batch %u | %.1f | %.2f | %.2f | | | | %.2f | |\n", dtype_name(mt[k]), nb,
+                    printf("| %s | gate/up batch %u | %.1f | %.2f | %.2f | | | | | %.2f | |\n", dtype_name(mt[k]), nb,
                            b.bytes / 1e6, st2, mm, st2 / mm);
                 }
             }
@@ -681,7 +682,7 @@ int main(int argc, char **argv)
     }
     test_current = "mma";
     test_cases++;
-    for (int ks = 0; ks <= 4; ks += ks ? ks : 1) { /* 0 (by shape), 1, 2, 4 */
+    for (int ks = 0; ks <= 8; ks += ks ? ks : 1) { /* 0 (by shape), 1, 2, 4, 8 */
         check_mma(DTYPE_Q4_K, 257, 4096, ks);
         check_mma(DTYPE_Q4_K, 35, 14336, ks);
         check_mma(DTYPE_Q4_K, 16, 4352, ks); /* an odd number of superblocks */

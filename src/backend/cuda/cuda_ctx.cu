@@ -111,8 +111,8 @@ extern "C" void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on) { ctx->g
 
 extern "C" void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks)
 {
-    if ((ks != 0 && ks != 1 && ks != 2 && ks != 4) || mode < CUDA_GEMV_MMA_OFF || mode > CUDA_GEMV_MMA_ALL)
-        CUDA_FAIL("cuda_ctx_set_gemv_mma: mode %d, ks %d (modes 0-2, ks 0, 1, 2, 4)", mode, ks);
+    if ((ks != 0 && ks != 1 && ks != 2 && ks != 4 && ks != 8) || mode < CUDA_GEMV_MMA_OFF || mode > CUDA_GEMV_MMA_ALL)
+        CUDA_FAIL("cuda_ctx_set_gemv_mma: mode %d, ks %d (modes 0-2, ks 0, 1, 2, 4, 8)", mode, ks);
     ctx->gemv_mma = mode, ctx->gemv_mma_ks = ks;
 }
 

@@ -57,7 +57,7 @@ void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on);
  * MEMRA_GEMV_MMA off / on / all, default on) when the caller leaves the
  * launch shape to the library (rows per warp 0): none, Q4_K, or Q4_K and
  * Q6_K (rows of a multiple of 2048 elements). ks 0 = the K split by shape,
- * else 1, 2 or 4 warps a row tile (tests). */
+ * else 1, 2, 4 or 8 warps a row tile (tests). */
 enum { CUDA_GEMV_MMA_OFF = 0, CUDA_GEMV_MMA_Q4K = 1, CUDA_GEMV_MMA_ALL = 2 };
 void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks);
 

@@ -52,7 +52,11 @@
 
 namespace {
 
-constexpr int QK = 256, NW = 4; /* superblock elements; warps a block */
+constexpr int QK = 256; /* superblock elements */
+/* Warps a block: 4, or KS when more warps split a tile's K. */
+template <int KS> struct mma_block {
+    static constexpr int NW = KS > 4 ? KS : 4;
+};
 /* 2 stages: 45-55 KB a block, 4-5 blocks an SM (3 stages, 3 blocks: tg128
  * 374 vs 387 on Q4_K_M, bench/RESULTS.md 2026-12-01 eleventh run) */
 constexpr int NS = 2;
@@ -357,11 +361,11 @@ static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, 
 
 /* KS warps share a 16-row tile (K split), NW / KS tiles a block. */
 template <class Q, int NTL, int KS>
-__global__ void __launch_bounds__(NW * 32, NTL > 1 ? 1 : 4)
+__global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 ? 2 : 4)
     kernel_gemv_mma(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows, uint32_t n,
                     const uint8_t *__restrict__ xq, uint32_t nb, float *__restrict__ y, float scale)
 {
-    constexpr int TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = 8 * NTL;
+    constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = 8 * NTL;
     constexpr uint32_t RS = Q::RS, STG = 16 * RS;
     static_assert(NW % KS == 0, "KS divides the block's warps");
     /* the warps' rings; after the loop a warp's own ring holds its sums (fs, ms) */
@@ -480,6 +484,7 @@ template <class Q, int NTL, int KS>
 void launch(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
             float scale)
 {
+    constexpr int NW = mma_block<KS>::NW;
     constexpr uint32_t smem = NW * NS * 16 * Q::RS;
     static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
     if (!(opted & (1u << ctx->device))) {
@@ -501,7 +506,8 @@ void launch_ks(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64
     case 1: launch<Q, NTL, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
     case 2: launch<Q, NTL, 2>(ctx, w, rows, n, xq, nb, y, scale); break;
     case 4: launch<Q, NTL, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
-    default: CUDA_FAIL("gemv mma: ksplit %d not in {1,2,4}", ks);
+    case 8: launch<Q, NTL, 8>(ctx, w, rows, n, xq, nb, y, scale); break;
+    default: CUDA_FAIL("gemv mma: ksplit %d not in {1,2,4,8}", ks);
     }
 }
 
@@ -519,12 +525,14 @@ void launch_q(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_
 
 } // namespace
 
-/* The K split: 4 warps a row tile for every shape. It must not depend on the
- * number of rows: a fused matrix (q|k|v, gate|up, which a lone token runs)
- * and its members (which batches run) must give a row the same bits. Per
- * shape (kernel_gemv --mma, H200) 4 is the best or within the run's noise
- * everywhere but lm_head-sized matrices (128256 rows: 2 was ~5 % faster),
- * which Q4_K_M files keep in Q6_K. */
+/* The K split, from the row length only: it must not depend on the number of
+ * rows, since a fused matrix (q|k|v, gate|up, which a lone token runs) and its
+ * members (which batches run) must give a row the same bits. 4 warps a tile.
+ * Alone, 8 was faster on the short and the long shapes (q/o 5.5 vs 6.2 µs,
+ * k/v 3.0 vs 3.8, down 13.0 vs 16.0) and slower on the wide ones (gate+up 28.6
+ * vs 23.1, lm_head 120 vs 88); 8 for rows of n ≥ 8192 only (down) moved Q4_K_M
+ * tg128 by < 1 % (386.6 vs 384-387) and 8 streams by −1 % (kernel_gemv --mma,
+ * memra-bench; H200, bench/RESULTS.md 2026-12-01 eleventh run). */
 static int pick_ks(uint64_t n) { return n >= 4 * QK ? 4 : 1; }
 
 /* Q6_K needs rows of a multiple of 16 bytes (n % 2048 == 0: 4096, 14336),

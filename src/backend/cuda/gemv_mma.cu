@@ -100,10 +100,10 @@ template <bool ODD> static __device__ __forceinline__ uint32_t rd32(const uint8_
 }
 
 /* A thread's activations of one superblock: B fragments (16 words a
- * superblock and n-tile: bytes 4t..4t+3 of each 16 elements — the k slots
- * 4t..4t+3 of a k16 tile, or of one half of a k32 tile), the activation scale
- * of each half (128 elements) for its two C columns, and Σx of 16 elements
- * 4t..4t+3 of the superblock's 16 (as one float4) for every vector. */
+ * superblock and n-tile, in the k-slot order of the format's tiles: load_x),
+ * the activation scale of each half (128 elements) for its two C columns, and
+ * the sums Σx of the superblock's 16-element groups 4t..4t+3 (one float4) for
+ * every vector. */
 template <int NTL> struct xsb {
     uint32_t b[16][NTL];
     float sx[2][NTL][2];
@@ -157,12 +157,13 @@ static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, u
 /* ---- formats ---------------------------------------------------------------
  * Each: BS bytes a superblock; RS the row stride of a ring stage (a pair of
  * superblocks copied as the 16-byte-aligned range around it, PIECES 16-byte
- * pieces at most; RS/4 ≡ 4, 12, 20 or 28 mod 32 keeps the 8 rows g of a
- * thread group's word reads in distinct banks); MFAC the factor of the
- * thread's M sums in a row's value; compute<ODD>(p0, p1, ...) one superblock
- * of rows g / g + 8 at p0 / p1 in shared memory (ODD: p 2 mod 4, Q6_K's odd
- * superblocks), adding to F[nt][i] (C element i of n-tile nt: row g for
- * i < 2, g + 8 else; column 2t + i % 2) and M[r][b]. */
+ * pieces at most; RS puts the 8 rows g of a warp's reads in distinct banks:
+ * RS/4 ≡ 24 mod 32 for Q4_K's 8-byte reads, ≡ 12 for Q6_K's words); K32 its
+ * tiles' k (32 or 16); MFAC the factor of the thread's M sums in a row's
+ * value; compute<ODD>(p0, p1, ...) one superblock of rows g / g + 8 at p0 /
+ * p1 in shared memory (ODD: p 2 mod 4, Q6_K's odd superblocks), adding to
+ * F[nt][i] (C element i of n-tile nt: row g for i < 2, g + 8 else; column
+ * 2t + i % 2) and M[r][b]. */
 
 /* Q4_K: f16 d | f16 dmin | scales[12] | qs[128]; sub-block j: x = d·sc_j·q − dmin·m_j.
  * Per half and column the integer I = Σ_sub sc_j · S_j (S_j the k32 mma's sum

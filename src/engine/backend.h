@@ -140,6 +140,19 @@ struct backend_config {
     uint32_t n_threads;        /* CPU worker threads (0: all cores) */
 };
 
+/* The defaults of a backend_config's zero fields, the same on every backend:
+ * one sequence, the model's trained context, 512 batch tokens (kv_blocks and
+ * n_threads are each backend's own). */
+static inline void backend_config_defaults(struct backend_config *bc, const struct model_config *c)
+{
+    if (bc->max_seqs == 0)
+        bc->max_seqs = 1;
+    if (bc->max_ctx == 0)
+        bc->max_ctx = c->max_ctx;
+    if (bc->max_batch_tokens == 0)
+        bc->max_batch_tokens = 512;
+}
+
 struct backend;
 
 struct backend_ops {

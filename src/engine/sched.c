@@ -897,6 +897,22 @@ static void *sched_thread(void *arg)
     return NULL;
 }
 
+/* The KV pool and the step's buffers (sched_start's, freed on its failure
+ * and by sched_stop). */
+static void sched_free_bufs(struct sched *s)
+{
+    kv_pool_free(s->pool);
+    free(s->run);
+    free(s->copies);
+    free(s->seqs);
+    free(s->seq_job);
+    free(s->logits);
+    free(s->sjobs);
+    free(s->sres);
+    free(s->zdraw);
+    free(s->zrow);
+}
+
 int sched_start(struct sched **out, struct backend *b, const struct tokenizer *tok, const struct sched_config *cfg,
                 char *err, size_t errlen)
 {
@@ -967,16 +983,7 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     *out = s;
     return 0;
 fail:
-    kv_pool_free(s->pool);
-    free(s->run);
-    free(s->copies);
-    free(s->seqs);
-    free(s->seq_job);
-    free(s->logits);
-    free(s->sjobs);
-    free(s->sres);
-    free(s->zdraw);
-    free(s->zrow);
+    sched_free_bufs(s);
     free(s);
     return -1;
 }
@@ -992,16 +999,7 @@ void sched_stop(struct sched *s)
     pthread_join(s->thread, NULL);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
-    kv_pool_free(s->pool);
-    free(s->run);
-    free(s->copies);
-    free(s->seqs);
-    free(s->seq_job);
-    free(s->logits);
-    free(s->sjobs);
-    free(s->sres);
-    free(s->zdraw);
-    free(s->zrow);
+    sched_free_bufs(s);
     sample_batch_free(&s->sb);
     free(s);
 }

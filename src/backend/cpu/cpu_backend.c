@@ -57,12 +57,7 @@ static int cpu_init(struct backend **out, const struct model *m, const struct ba
     b->base.model = m;
     b->base.cfg = *cfg;
     struct backend_config *bc = &b->base.cfg;
-    if (bc->max_seqs == 0)
-        bc->max_seqs = 1;
-    if (bc->max_ctx == 0)
-        bc->max_ctx = c->max_ctx;
-    if (bc->max_batch_tokens == 0)
-        bc->max_batch_tokens = 512;
+    backend_config_defaults(bc, c);
     if (bc->max_seqs > 4096 || bc->max_ctx > MODEL_MAX_CTX || bc->max_batch_tokens > (1u << 20)) {
         cpu_free(&b->base);
         return err_set(err, errlen, "cpu backend: max_seqs %u / max_ctx %u / max_batch_tokens %u out of range",

@@ -166,12 +166,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->base.model = m;
     b->base.cfg = *cfg;
     struct backend_config *bc = &b->base.cfg;
-    if (bc->max_seqs == 0)
-        bc->max_seqs = 1;
-    if (bc->max_ctx == 0)
-        bc->max_ctx = c->max_ctx;
-    if (bc->max_batch_tokens == 0)
-        bc->max_batch_tokens = 512;
+    backend_config_defaults(bc, c);
     bc->n_threads = 1;
     if (bc->kv_blocks == 0) {
         const char *env = getenv("MEMRA_KV_BLOCKS");

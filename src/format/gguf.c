@@ -557,13 +557,8 @@ static int place_tensors(struct gguf_reader *r, struct model_file *mf, const uin
 int gguf_open(struct model_file *mf, const char *path, char *err, size_t errlen)
 {
     mf->format = MF_FORMAT_GGUF;
-    mf->files = arena_alloc(&mf->arena, sizeof(struct mapped_file));
-    mf->file_paths = arena_alloc(&mf->arena, sizeof(const char *));
-    if (!mf->files || !mf->file_paths || !(mf->file_paths[0] = arena_strdup(&mf->arena, path)))
-        return err_set(err, errlen, "%s: out of memory", path);
-    if (mapped_file_open(&mf->files[0], path, err, errlen))
+    if (model_file_map_one(mf, path, err, errlen))
         return -1;
-    mf->n_files = 1;
 
     struct gguf_reader r = {
         .base = mf->files[0].data, .size = mf->files[0].size, .pos = 0, .path = path,

@@ -62,6 +62,18 @@ void model_file_close(struct model_file *mf)
     memset(mf, 0, sizeof(*mf));
 }
 
+int model_file_map_one(struct model_file *mf, const char *path, char *err, size_t errlen)
+{
+    mf->files = arena_alloc(&mf->arena, sizeof(struct mapped_file));
+    mf->file_paths = arena_alloc(&mf->arena, sizeof(const char *));
+    if (!mf->files || !mf->file_paths || !(mf->file_paths[0] = arena_strdup(&mf->arena, path)))
+        return err_set(err, errlen, "%s: out of memory", path);
+    if (mapped_file_open(&mf->files[0], path, err, errlen))
+        return -1;
+    mf->n_files = 1;
+    return 0;
+}
+
 int model_file_build_index(struct model_file *mf, char *err, size_t errlen)
 {
     for (uint64_t i = 0; i < mf->n_tensors; i++) {

@@ -154,6 +154,8 @@ const char *mf_format_name(enum mf_format f);
 int gguf_open(struct model_file *mf, const char *path, char *err, size_t errlen);
 int safetensors_open(struct model_file *mf, const char *path, char *err, size_t errlen);
 int hfdir_open(struct model_file *mf, const char *dir, char *err, size_t errlen);
+/* A reader of one file: mf's file table set to path, mapped. */
+int model_file_map_one(struct model_file *mf, const char *path, char *err, size_t errlen);
 /* Finish a reader's work: build the name indexes, refusing duplicate tensor
  * names and metadata keys. */
 int model_file_build_index(struct model_file *mf, char *err, size_t errlen);

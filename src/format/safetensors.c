@@ -242,13 +242,8 @@ static int finish(struct model_file *mf, struct st_tables *tb, char *err, size_t
 
 static int open_single(struct model_file *mf, const char *path, char *err, size_t errlen)
 {
-    mf->files = arena_alloc(&mf->arena, sizeof(struct mapped_file));
-    mf->file_paths = arena_alloc(&mf->arena, sizeof(const char *));
-    if (!mf->files || !mf->file_paths || !(mf->file_paths[0] = arena_strdup(&mf->arena, path)))
-        return err_set(err, errlen, "%s: out of memory", path);
-    if (mapped_file_open(&mf->files[0], path, err, errlen))
+    if (model_file_map_one(mf, path, err, errlen))
         return -1;
-    mf->n_files = 1;
     struct st_tables tb = {0};
     int rc = parse_file(mf, 0, path, &tb, err, errlen);
     if (rc == 0)

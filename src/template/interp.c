@@ -53,6 +53,20 @@ static int out_put(struct render *r, const char *s, size_t n)
     return sb_put(r, r->out, s, n);
 }
 
+/* A value's string form onto the output ({{ … }} and filter blocks), within the
+ * output limit (the output is left as it was when it would pass it). */
+static int out_value(struct render *r, struct value v)
+{
+    const size_t before = r->out->n;
+    if (v_str_append(r, r->out, v) < 0)
+        return -1;
+    if (r->out->n > r->lim->max_output_bytes) {
+        r->out->n = before;
+        return rerr(r, "output limit of %zu bytes exceeded", r->lim->max_output_bytes);
+    }
+    return 0;
+}
+
 /* ---- frames */
 
 static struct frame *frame_new(struct render *r, struct frame *parent)
@@ -295,14 +309,7 @@ static int exec_stmt(struct render *r, const struct node *s)
         if (interp_eval(r, s->a, &v) < 0)
             return -1;
         r->line = s->line;
-        size_t before = r->out->n;
-        if (v_str_append(r, r->out, v) < 0)
-            return -1;
-        if (r->out->n > r->lim->max_output_bytes) {
-            r->out->n = before;
-            return rerr(r, "output limit of %zu bytes exceeded", r->lim->max_output_bytes);
-        }
-        return 0;
+        return out_value(r, v);
     }
     case N_IF:
         if (interp_eval(r, s->a, &v) < 0)
@@ -337,14 +344,7 @@ static int exec_stmt(struct render *r, const struct node *s)
         }
         if (s->kind == N_SET_BLOCK)
             return frame_set(r, r->cur, s->names[0], s->name_lens[0], v);
-        size_t before = r->out->n;
-        if (v_str_append(r, r->out, v) < 0)
-            return -1;
-        if (r->out->n > r->lim->max_output_bytes) {
-            r->out->n = before;
-            return rerr(r, "output limit of %zu bytes exceeded", r->lim->max_output_bytes);
-        }
-        return 0;
+        return out_value(r, v);
     }
     case N_MACRO: {
         struct macroval *mv = ralloc(r, sizeof(*mv));

@@ -73,7 +73,7 @@ struct cuda_ctx {
     bool gemv_staged;        /* quantized GEMVs with ksplit 1: the staged kernel, else the
                               * register one (gemv_quant.cu; MEMRA_GEMV_STAGED) */
     int gemv_mma;            /* which GEMVs run on the int8 tensor cores: CUDA_GEMV_MMA_* (gemv_mma.cu; MEMRA_GEMV_MMA) */
-    int gemv_mma_ks;         /* its K split: 0 = by shape (tests set 1, 2, 4) */
+    int gemv_mma_ks;         /* its K split: 0 = by shape (tests set 1, 2, 4, 8) */
     uint32_t attn_rows_min;  /* decode attention: launches of ≥ this many rows run one CTA a row
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */
 };

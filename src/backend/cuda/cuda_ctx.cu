@@ -36,10 +36,15 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     bool pdl, staged;
     if (!cuda_env_on_off("MEMRA_PDL", &pdl, err, errlen) || !cuda_env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen))
         return NULL;
+    /* MEMRA_GEMV_MMA: off / on (unset, empty) / all — CUDA_GEMV_MMA_OFF, _Q4K, _ALL */
     const char *mv = getenv("MEMRA_GEMV_MMA");
     int mma = CUDA_GEMV_MMA_Q4K;
     if (mv && *mv) {
-        mma = !strcmp(mv, "off") ? CUDA_GEMV_MMA_OFF : !strcmp(mv, "on") ? CUDA_GEMV_MMA_Q4K : !strcmp(mv, "all") ? CUDA_GEMV_MMA_ALL : -1;
+        static const char *const modes[] = {"off", "on", "all"};
+        mma = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(mv, modes[i]) == 0)
+                mma = i;
         if (mma < 0) {
             if (err && errlen)
                 snprintf(err, errlen, "MEMRA_GEMV_MMA=%s: expected off, on or all", mv);

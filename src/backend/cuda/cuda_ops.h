@@ -125,7 +125,8 @@ void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows,
  * converts it (one small kernel, kernel_gemv_prep_x: 24-bit integers in byte
  * planes + a scale per 128 elements (32 where n % 128 ≠ 0), exact to ~2^-24 of
  * each block's max |x|) into a scratch buffer of the context, and the GEMV's
- * dot products then run on integers (dp4a; Q4_K on the int8 tensor cores). When several GEMVs read the same x (q, k, v; gate, up), call
+ * dot products then run on integers (dp4a; Q4_K on the int8 tensor cores).
+ * When several GEMVs read the same x (q, k, v; gate, up), call
  * cuda_gemv_prep_x once and pass CUDA_GEMV_X_PREPARED to each. The scratch
  * grows on first use at a larger n·batch: make that first call outside a
  * graph capture. Plain types (BF16, F16, F8_E4M3) read x as is. */

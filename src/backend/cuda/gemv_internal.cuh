@@ -170,7 +170,7 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
                        float *y, float scale, int rpb, int ks);
 /* The int8 tensor-core GEMV (gemv_mma.cu): Q4_K, Q6_K (mode
  * CUDA_GEMV_MMA_ALL, n % 2048 == 0), batch ≤ 8, x prepared; ks: warps
- * splitting a row tile's K (1, 2, 4; 0 = the rule). */
+ * splitting a row tile's K (1, 2, 4, 8; 0 = the rule). */
 bool gemv_mma_has(int mode, enum dtype t, uint64_t n);
 void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                      const uint8_t *xq, uint32_t nb, float *y, float scale, int ks);

@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 ?
     constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = 8 * NTL;
     constexpr uint32_t RS = Q::RS, STG = 16 * RS;
     static_assert(NW % KS == 0, "KS divides the block's warps");
-    /* the warps' rings; after the loop a warp's own ring holds its sums (fs, ms) */
+    /* the warps' rings; after the loop a warp's own ring holds its sums (F, M) */
     extern __shared__ __align__(16) uint8_t ring_mem[];
     uint8_t(*ring)[NS][STG] = reinterpret_cast<uint8_t(*)[NS][STG]>(ring_mem);
     static_assert(sizeof(float) * 16 * (NC + NB) <= NS * STG, "sums fit a warp's ring");
@@ -417,25 +417,27 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 ?
         for (int b = 0; b < NB; b++)
             M[r][b] = 0.0f;
 
+    constexpr bool ODD = Q::BS % 4 != 0; /* a pair's second superblock is 2 mod 4 (Q6_K) */
     for (uint32_t j = 0; j < nloc; j++) {
-        cp_async_wait<NS - 1>(); /* stage j % NS has landed (this lane's copies) */
-        __syncwarp();            /* ... and every lane's */
+        const uint32_t p = kp + j * KS; /* the pair in stage j % NS */
+        cp_async_wait<NS - 1>();        /* stage j % NS has landed (this lane's copies) */
+        __syncwarp();                   /* ... and every lane's */
 #pragma unroll
         for (uint32_t h = 0; h < 2; h++) {
-            const uint32_t sb = 2 * (kp + j * KS) + h;
+            const uint32_t sb = 2 * p + h;
             if (sb >= nsb)
                 break;
             xsb<NTL> xa;
             load_x<NTL, Q::K32>(S, sb, t, nb, xa);
             /* the superblock in the stage: the pair's offset in its aligned range, then h superblocks */
-            const uint8_t *p0 = &ring[wi][j % NS][0] + g * RS + ((2 * Q::BS * (kp + j * KS)) & 15) + h * Q::BS;
-            if (h == 1 && Q::BS % 4 != 0) /* 2 mod 4 (Q6_K's second) */
-                Q::template compute<(Q::BS % 4 != 0), NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
+            const uint8_t *p0 = &ring[wi][j % NS][0] + g * RS + ((2 * Q::BS * p) & 15) + h * Q::BS;
+            if (h == 1)
+                Q::template compute<ODD, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
             else
                 Q::template compute<false, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
         }
         __syncwarp(); /* every lane is done with stage j % NS: refill it */
-        issue_w<Q>(ring_s + j % NS * STG, w, row_bytes, row0, rows, kp + (j + NS) * KS, nsb, j + NS < nloc, lane);
+        issue_w<Q>(ring_s + j % NS * STG, w, row_bytes, row0, rows, p + NS * KS, nsb, j + NS < nloc, lane);
     }
     cp_async_wait<0>();
     __syncwarp();

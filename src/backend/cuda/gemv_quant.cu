@@ -465,7 +465,10 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
                   (unsigned long long)n, nb);
     const int sms = ctx->prop.multiProcessorCount;
     const uint8_t *xq = (const uint8_t *)ctx->xq;
-    if (rpb == 0 && gemv_mma_has(ctx->gemv_mma, t, n)) { /* its order is the batch's whatever the split */
+    /* the tensor-core kernel where the caller leaves the launch shape to us (a
+     * given rows-per-warp asks for the dp4a kernels: tests); its K split does
+     * not change with the batch, so neither do a row's bits */
+    if (rpb == 0 && gemv_mma_has(ctx->gemv_mma, t, n)) {
         gemv_mma_launch(ctx, t, w, rows, n, xq, nb, y, scale, ctx->gemv_mma_ks);
         return;
     }

@@ -84,17 +84,15 @@ static __device__ __forceinline__ uint32_t hi_nib(uint32_t w) { return (w >> 4) 
 
 /* ---- exact Σ q·X over 16 elements ---------------------------------------- */
 
-template <bool QS, bool XS> static __device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c)
+/* c + Σ of the 4 byte products of a (signed bytes when QS, else unsigned)
+ * and b (signed: the activations' digits). */
+template <bool QS> static __device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c)
 {
     int d;
-    if constexpr (QS && XS)
+    if constexpr (QS)
         asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    else if constexpr (QS)
-        asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    else if constexpr (XS)
-        asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
     else
-        asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+        asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
     return d;
 }
 
@@ -109,9 +107,9 @@ static __device__ __forceinline__ float dot_qx(const uint32_t *q, const uint32_t
     int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        s0 = dp4a<QSIGNED, true>(q[i], x0[i], s0);
-        s1 = dp4a<QSIGNED, true>(q[i], x1[i], s1);
-        s2 = dp4a<QSIGNED, true>(q[i], x2[i], s2);
+        s0 = dp4a<QSIGNED>(q[i], x0[i], s0);
+        s1 = dp4a<QSIGNED>(q[i], x1[i], s1);
+        s2 = dp4a<QSIGNED>(q[i], x2[i], s2);
     }
     return fmaf((float)s2, 65536.0f, (float)(s1 * 256 + s0));
 }

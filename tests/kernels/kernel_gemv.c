@@ -58,14 +58,41 @@ static struct cuda_ctx *g_ctx;
 
 static bool is_quant_block(enum dtype t) { return dtype_info(t)->block_size > 1; }
 
+/* y (nvec vectors of `rows`) against the reference: quant_dequantize_row of
+ * each row of w dotted with x in double, times scale. The largest |ref| and
+ * |y − ref| over the finite outputs into *maxref / *maxdiff, the outputs that
+ * are not finite added to *bad. */
+static void ref_compare(enum dtype t, const uint8_t *w, uint64_t rows, uint64_t n, const float *x, uint32_t nvec,
+                        float scale, const float *y, double *maxref, double *maxdiff, int *bad)
+{
+    const uint64_t rb = row_bytes_of(t, n);
+    float *row = malloc(sizeof(float) * n);
+    MEMRA_ASSERT(row);
+    *maxref = 0, *maxdiff = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
+        for (uint32_t b = 0; b < nvec; b++) {
+            double s = 0;
+            for (uint64_t i = 0; i < n; i++)
+                s += (double)row[i] * (double)x[b * n + i];
+            s *= scale;
+            *maxref = fmax(*maxref, fabs(s));
+            const double got = y[b * rows + r];
+            if (!isfinite(got))
+                (*bad)++;
+            else
+                *maxdiff = fmax(*maxdiff, fabs(got - s));
+        }
+    }
+    free(row);
+}
+
 static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, int ks, bool prepared)
 {
     const uint64_t rb = row_bytes_of(t, n);
     uint8_t *w = malloc(rows * rb);
     float *x = malloc(sizeof(float) * n * batch), *y = malloc(sizeof(float) * rows * batch);
-    float *row = malloc(sizeof(float) * n);
-    double *ref = malloc(sizeof(double) * rows * batch);
-    MEMRA_ASSERT(w && x && y && row && ref);
+    MEMRA_ASSERT(w && x && y);
     fill_random(t, w, rows * rb);
     for (uint64_t i = 0; i < n * batch; i++)
         x[i] = rng_unit();
@@ -98,24 +125,9 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
         free(y2);
     }
 
-    double maxref = 0, maxdiff = 0;
+    double maxref, maxdiff;
     int bad = 0;
-    for (uint64_t r = 0; r < rows; r++) {
-        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
-        for (uint32_t b = 0; b < batch; b++) {
-            double s = 0;
-            for (uint64_t i = 0; i < n; i++)
-                s += (double)row[i] * (double)x[b * n + i];
-            s *= scale;
-            ref[b * rows + r] = s;
-            maxref = fmax(maxref, fabs(s));
-            const double got = y[b * rows + r];
-            if (!isfinite(got))
-                bad++;
-            else
-                maxdiff = fmax(maxdiff, fabs(got - s));
-        }
-    }
+    ref_compare(t, w, rows, n, x, batch, scale, y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     char label[128];
     snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d ks %d%s", dtype_name(t), rows, n, batch,
@@ -128,7 +140,7 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_free(dw);
     cuda_free(dx);
     cuda_free(dy);
-    free(w), free(x), free(y), free(row), free(ref);
+    free(w), free(x), free(y);
 }
 
 /* The tensor-core GEMV (Q4_K, Q6_K) with K split ks (0: by shape): a batch of 8, then
@@ -142,8 +154,8 @@ static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
     const uint64_t rb = row_bytes_of(t, n);
     uint8_t *w = malloc(rows * rb);
     float *x = malloc(sizeof(float) * n * NB), *y = malloc(sizeof(float) * rows * NB),
-          *y1 = malloc(sizeof(float) * rows * NB), *row = malloc(sizeof(float) * n);
-    MEMRA_ASSERT(w && x && y && y1 && row);
+          *y1 = malloc(sizeof(float) * rows * NB);
+    MEMRA_ASSERT(w && x && y && y1);
     fill_random(t, w, rows * rb);
     for (uint64_t i = 0; i < n * NB; i++)
         x[i] = rng_unit() * (i % 61 == 7 ? 300.0f : 1.0f);
@@ -167,22 +179,9 @@ static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
         differ += memcmp(y1, y + (uint64_t)b0 * rows, sizeof(float) * rows * nb) != 0;
     }
     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
-    double maxref = 0, maxdiff = 0;
+    double maxref, maxdiff;
     int bad = 0;
-    for (uint64_t r = 0; r < rows; r++) {
-        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
-        for (uint32_t b = 0; b < NB; b++) {
-            double sum = 0;
-            for (uint64_t i = 0; i < n; i++)
-                sum += (double)row[i] * (double)x[b * n + i];
-            maxref = fmax(maxref, fabs(sum));
-            const double got = y[b * rows + r];
-            if (!isfinite(got))
-                bad++;
-            else
-                maxdiff = fmax(maxdiff, fabs(got - sum));
-        }
-    }
+    ref_compare(t, w, rows, n, x, NB, 1.0f, y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
               "mma %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ",
@@ -190,7 +189,7 @@ static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
     printf("check mma %s %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", dtype_name(t),
            rows, n, ks, rel, differ ? "DIFFER" : "same bits");
     cuda_free(dw), cuda_free(dx), cuda_free(dy);
-    free(w), free(x), free(y), free(y1), free(row);
+    free(w), free(x), free(y), free(y1);
 }
 
 static void check_type(enum dtype t)
@@ -307,8 +306,7 @@ static void check_fused(enum dtype t, bool swiglu, uint32_t nvec, uint32_t n, ui
     uint8_t *w = malloc(rows * rb);
     float *in = malloc(4 * in_cnt), *res = malloc(4 * (size_t)nvec * n), *nw = malloc(4 * (size_t)n);
     float *act = malloc(4 * (size_t)nvec * n), *y1 = malloc(4 * rows * nvec), *y2 = malloc(4 * rows * nvec);
-    float *row = malloc(4 * (size_t)n);
-    MEMRA_ASSERT(w && in && res && nw && act && y1 && y2 && row);
+    MEMRA_ASSERT(w && in && res && nw && act && y1 && y2);
     fill_random(t, w, rows * rb);
     for (size_t i = 0; i < in_cnt; i++)
         in[i] = 3.0f * rng_unit();
@@ -337,22 +335,9 @@ static void check_fused(enum dtype t, bool swiglu, uint32_t nvec, uint32_t n, ui
     cuda_gemv(g_ctx, t, dw, rows, n, dact, nvec, dy, 1.0f); /* its own prep of the same f32 output */
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y2, dy, 4 * rows * nvec);
-    double maxref = 0, maxdiff = 0;
+    double maxref, maxdiff;
     int bad = 0;
-    for (uint64_t r = 0; r < rows; r++) {
-        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
-        for (uint32_t b = 0; b < nvec; b++) {
-            double sum = 0;
-            for (uint32_t i = 0; i < n; i++)
-                sum += (double)row[i] * act[(size_t)b * n + i];
-            maxref = fmax(maxref, fabs(sum));
-            const double got = y1[b * rows + r];
-            if (!isfinite(got))
-                bad++;
-            else
-                maxdiff = fmax(maxdiff, fabs(got - sum));
-        }
-    }
+    ref_compare(t, w, rows, n, act, nvec, 1.0f, y1, &maxref, &maxdiff, &bad);
     const double rel = maxdiff / maxref;
     const bool same = memcmp(y1, y2, 4 * rows * nvec) == 0;
     CHECK_MSG(bad == 0 && rel <= TOL && same, "%s_prep + %s %" PRIu64 "x%u batch %u: %d bad, rel %.3g, %s",
@@ -361,7 +346,7 @@ static void check_fused(enum dtype t, bool swiglu, uint32_t nvec, uint32_t n, ui
     printf("check %s_prep + %s %" PRIu64 "x%u batch %u   rel err %.2e, %s\n", swiglu ? "swiglu" : "rmsnorm",
            dtype_name(t), rows, n, nvec, rel, same ? "bit-identical to cuda_gemv" : "DIFFERS");
     cuda_free(dw), cuda_free(din), cuda_free(dres), cuda_free(dnw), cuda_free(dact), cuda_free(dy);
-    free(w), free(in), free(res), free(nw), free(act), free(y1), free(y2), free(row);
+    free(w), free(in), free(res), free(nw), free(act), free(y1), free(y2);
 }
 
 /* cuda_glu_prep (the decode path's activation over separate gate / up GEMV
@@ -374,8 +359,7 @@ static void check_glu_split(enum dtype t, bool gelu, uint32_t nvec, uint32_t n, 
     const size_t cnt = (size_t)nvec * n;
     uint8_t *w = malloc(rows * rb);
     float *gu = malloc(8 * cnt), *act = malloc(4 * cnt), *y1 = malloc(4 * rows * nvec), *y2 = malloc(4 * rows * nvec);
-    float *row = malloc(4 * (size_t)n);
-    MEMRA_ASSERT(w && gu && act && y1 && y2 && row);
+    MEMRA_ASSERT(w && gu && act && y1 && y2);
     fill_random(t, w, rows * rb);
     for (size_t i = 0; i < 2 * cnt; i++)
         gu[i] = 4.0f * rng_unit();
@@ -405,21 +389,8 @@ static void check_glu_split(enum dtype t, bool gelu, uint32_t nvec, uint32_t n, 
         else
             adiff = fmax(adiff, fabs(act[i] - ref));
     }
-    double maxref = 0, maxdiff = 0;
-    for (uint64_t r = 0; r < rows; r++) {
-        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
-        for (uint32_t b = 0; b < nvec; b++) {
-            double sum = 0;
-            for (uint32_t i = 0; i < n; i++)
-                sum += (double)row[i] * act[(size_t)b * n + i];
-            maxref = fmax(maxref, fabs(sum));
-            const double got = y1[b * rows + r];
-            if (!isfinite(got))
-                bad++;
-            else
-                maxdiff = fmax(maxdiff, fabs(got - sum));
-        }
-    }
+    double maxref, maxdiff;
+    ref_compare(t, w, rows, n, act, nvec, 1.0f, y1, &maxref, &maxdiff, &bad);
     const double arel = adiff / amax, rel = maxdiff / maxref;
     const bool same = memcmp(y1, y2, 4 * rows * nvec) == 0;
     CHECK_MSG(bad == 0 && arel <= TOL && rel <= TOL && same,
@@ -429,7 +400,7 @@ static void check_glu_split(enum dtype t, bool gelu, uint32_t nvec, uint32_t n, 
     printf("check glu_prep(%s) + %s %" PRIu64 "x%u batch %u   act rel %.2e, gemv rel %.2e, %s\n",
            gelu ? "gelu" : "silu", dtype_name(t), rows, n, nvec, arel, rel, same ? "bit-identical" : "DIFFERS");
     cuda_free(dw), cuda_free(dgu), cuda_free(dy);
-    free(w), free(gu), free(act), free(y1), free(y2), free(row);
+    free(w), free(gu), free(act), free(y1), free(y2);
 }
 
 /* cuda_embed_gather against quant_dequantize_row (· scale, as model_embed_row

@@ -16,7 +16,8 @@ No file holds a tokenizer: memra-bench opens models without one (it feeds random
 
 Run it on the GPU machine (quantization runs in torch on the GPU; it also runs on the CPU, slowly):
   python3 tools/make_test_models.py OUT [--formats bf16,f16,q8_0,q4_k_m] [--seed 0] [--tiny]
---tiny builds a 2-layer model of width 256 (vocab 1024) instead, to check the script and the files here.
+--tiny builds a 2-layer model of width 256 (vocab 1024) instead, to check the script and the files here
+(--tiny-head-dim 128: 2 heads of 128 instead of 4 of 64).
 --arch qwen3moe builds Qwen3MoeForCausalLM at Qwen3-30B-A3B's shape instead (128 experts, 8 a token, hidden 2048,
 expert size 768, vocab 151936; --layers N of its 48, BF16 only: 1.26 GB a layer + 1.24 GB of embeddings).
 Every quantized type is checked against the gguf package on the first rows of the first tensor it encodes:
@@ -43,7 +44,7 @@ from gguf import GGMLQuantizationType as QT
 SEED = 0
 
 
-def llama8b_config(tiny):
+def llama8b_config(tiny, tiny_head_dim=64):
     rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
     kw = dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
@@ -52,7 +53,8 @@ def llama8b_config(tiny):
               eos_token_id=128001, attention_bias=False, mlp_bias=False)
     if tiny:
         kw.update(vocab_size=1024, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, head_dim=64, bos_token_id=1, eos_token_id=2)
+                  num_attention_heads=256 // tiny_head_dim, num_key_value_heads=max(1, 128 // tiny_head_dim),
+                  head_dim=tiny_head_dim, bos_token_id=1, eos_token_id=2)
     if int(transformers.__version__.split(".")[0]) >= 5:
         kw["rope_parameters"] = rope
     else:
@@ -277,6 +279,8 @@ def main():
     ap.add_argument("--formats", default="bf16,f16,q8_0,q4_k_m")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--tiny-head-dim", type=int, default=64, choices=(64, 128),
+                    help="--tiny: heads of 64 (4 heads, 2 kv heads) or 128 (2 heads, 1 kv head)")
     ap.add_argument("--arch", default="llama", choices=("llama", "qwen3moe"),
                     help="qwen3moe: Qwen3-30B-A3B's shape (Qwen3MoeForCausalLM), bf16 only")
     ap.add_argument("--layers", type=int, default=0, help="qwen3moe: layers (default 48, the real model's)")
@@ -292,7 +296,7 @@ def main():
     moe = a.arch == "qwen3moe"
     if moe and fmts != ["bf16"]:
         sys.exit("make_test_models: --arch qwen3moe writes --formats bf16 only")
-    cfg = qwen3moe_config(a.tiny, a.layers) if moe else llama8b_config(a.tiny)
+    cfg = qwen3moe_config(a.tiny, a.layers) if moe else llama8b_config(a.tiny, a.tiny_head_dim)
     torch.manual_seed(SEED)
     torch.set_default_dtype(torch.bfloat16)
     with torch.device(dev):

@@ -215,6 +215,47 @@ static float *rand_dev(size_t n, float amp, float **host)
 
 /* ---- decode checks ------------------------------------------------------ */
 
+/* The launch (as the context's rows setting makes it) with its output also
+ * prepared for a quantized GEMV (cuda_attn_decode's prep): att keeps its bits
+ * (want), and a Q8_0 GEMV reading the prepared output gives exactly what
+ * cuda_gemv gives from att with its own prep (the same prepared bytes). */
+static void check_prep(const float *dq, float *datt, uint32_t n, const uint32_t *dpos, const uint32_t *dseq,
+                       struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale, uint32_t window, float *scr,
+                       const float *want, const char *what)
+{
+    const uint32_t q_dim = d.n_heads * d.head_dim;
+    const uint64_t rows = 48, rb = row_bytes_of(DTYPE_Q8_0, q_dim);
+    uint8_t *hw = xmalloc(rows * rb);
+    fill_random(DTYPE_Q8_0, hw, rows * rb);
+    void *dw = cuda_alloc(rows * rb);
+    cuda_upload(g_ctx, dw, hw, rows * rb);
+    float *dy = cuda_alloc(rows * n * sizeof(float));
+    float *att = xmalloc((size_t)n * q_dim * sizeof(float));
+    float *y1 = xmalloc(rows * n * sizeof(float)), *y2 = xmalloc(rows * n * sizeof(float));
+    cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
+    cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, kv, scale, window, scr, true);
+    cuda_fill_nan_f32(g_ctx, dy, rows * n);
+    cuda_gemv_variant(g_ctx, DTYPE_Q8_0, dw, rows, q_dim, datt, n, dy, 1.0f, 0, 0, CUDA_GEMV_X_PREPARED);
+    cuda_download(g_ctx, y1, dy, rows * n * sizeof(float));
+    cuda_download(g_ctx, att, datt, (size_t)n * q_dim * sizeof(float));
+    cuda_fill_nan_f32(g_ctx, dy, rows * n);
+    cuda_gemv(g_ctx, DTYPE_Q8_0, dw, rows, q_dim, datt, n, dy, 1.0f); /* its own prep of att */
+    cuda_download(g_ctx, y2, dy, rows * n * sizeof(float));
+    const bool same_att = memcmp(att, want, (size_t)n * q_dim * sizeof(float)) == 0;
+    const bool same_y = memcmp(y1, y2, rows * n * sizeof(float)) == 0;
+    CHECK_MSG(same_att, "decode hd %u, %s: preparing the output changes its bits", d.head_dim, what);
+    CHECK_MSG(same_y, "decode hd %u, %s: the prepared output differs from cuda_gemv_prep_x's", d.head_dim, what);
+    printf("decode  heads %2u/%u hd %3u, %s, output prepared in passing: att %s, Q8_0 GEMV on it %s\n",
+           d.n_heads, d.n_kv_heads, d.head_dim, what, same_att ? "same bits" : "DIFFERS",
+           same_y ? "= cuda_gemv's" : "DIFFERS");
+    cuda_free(dw);
+    cuda_free(dy);
+    free(hw);
+    free(att);
+    free(y1);
+    free(y2);
+}
+
 static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_t *depths, uint32_t n)
 {
     struct pool p;
@@ -235,7 +276,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_upload(g_ctx, dseq, seq, n * sizeof *seq);
 
     cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
-    cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr);
+    cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, false);
     cuda_download(g_ctx, hatt, datt, (size_t)n * q_dim * sizeof(float));
     int nonfinite;
     const double err = compare_rows(&p, hq, hatt, n, row, seq, pos, scale, window, &nonfinite);
@@ -246,7 +287,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     /* the same launch again: same bits */
     float *hatt2 = xmalloc((size_t)n * q_dim * sizeof(float));
     cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
-    cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr);
+    cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, false);
     cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0, "decode not deterministic");
     /* settled KV (the decode step's promise): the first chunk's loads go ahead of the PDL wait, same bits */
@@ -254,7 +295,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         struct cuda_attn_kv skv = pool_kv(&p);
         skv.settled = 1;
         cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
-        cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, skv, scale, window, scr);
+        cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, skv, scale, window, scr, false);
         cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
         CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0, "decode: settled KV changes the bits");
     }
@@ -271,7 +312,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         cuda_upload(g_ctx, doffs, offs, n * sizeof *offs);
         const struct cuda_attn_kv fkv = {.k = p.dk, .v = p.dv, .tables = dflat, .table_stride = 1};
         cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
-        cuda_attn_decode(g_ctx, dq, datt, n, dpos, doffs, d, fkv, scale, window, scr);
+        cuda_attn_decode(g_ctx, dq, datt, n, dpos, doffs, d, fkv, scale, window, scr, false);
         cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
         CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
                   "decode: concatenated tables (stride 1) differ from strided ones");
@@ -289,17 +330,19 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         for (int i = 0; i < 2; i++) {
             cuda_attn_decode_set_rows(g_ctx, modes[i].rows_min);
             cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
-            cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr);
+            cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, false);
             cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
             CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
                       "decode hd %u: %s changes the bits", hd, modes[i].what);
+            if (cuda_attn_decode_prep_supported(d))
+                check_prep(dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, hatt, modes[i].what);
         }
         cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
     }
     /* the last row alone (row 0 of the launch, q row n-1): same bits */
     cuda_fill_nan_f32(g_ctx, datt, q_dim);
     cuda_attn_decode(g_ctx, dq + (size_t)(n - 1) * q_dim, datt, 1, dpos + (n - 1), dseq + (n - 1), d, pool_kv(&p),
-                     scale, window, scr);
+                     scale, window, scr, false);
     cuda_download(g_ctx, hone, datt, (size_t)q_dim * sizeof(float));
     CHECK_MSG(memcmp(hone, hatt + (size_t)(n - 1) * q_dim, (size_t)q_dim * sizeof(float)) == 0,
               "decode: a row alone differs from the same row in the batch");
@@ -485,7 +528,7 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
     cuda_graph_begin(g_ctx);
     for (uint32_t i = 0; i < NL; i++) {
         const uint32_t c = i % copies;
-        cuda_attn_decode(g_ctx, dq, datt, batch, dpos + c * batch, dseq + c * batch, d, kv, 0.088f, 0, scr);
+        cuda_attn_decode(g_ctx, dq, datt, batch, dpos + c * batch, dseq + c * batch, d, kv, 0.088f, 0, scr, false);
     }
     struct cuda_graph *gr = cuda_graph_end(g_ctx);
     struct cuda_timer *tm = cuda_timer_new();
@@ -591,7 +634,7 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
         cuda_timer_start(g_ctx, tm);
         for (uint32_t t = 0; t < T; t += R)
             cuda_attn_decode(g_ctx, dq + (size_t)t * q_dim, datt + (size_t)t * q_dim, T - t < R ? T - t : R,
-                             dpos + t, dtab + t, d, pool_kv(&p), scale, 0, dscr);
+                             dpos + t, dtab + t, d, pool_kv(&p), scale, 0, dscr, false);
         cuda_timer_stop(g_ctx, tm);
         if (r > 0)
             me[r - 1] = cuda_timer_ms(tm);

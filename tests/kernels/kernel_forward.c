@@ -52,6 +52,11 @@
  *    their keys split over CTAs), alone and beside another sequence's span:
  *    logits of the last 100 rows within 1e-3 of the CPU's range, greedy 8
  *    tokens the CPU's, the split span's bits independent of the batch.
+ * 4. MEMRA_EXTRA_MODELS (comma-separated paths, e.g. the --tiny --tiny-head-dim
+ *    128 models of tools/make_test_models.py, whose head of 128 lets the
+ *    attention prepare the o-projection's input and whose Q4_K_M mix fuses
+ *    q|k beside a Q6_K v): every check of 2. except the transformers
+ *    reference.
  * The table is printed last. Run from the repository root (fixture paths);
  * MEMRA_FORWARD_PART (see main) runs a part only.
  */
@@ -1031,6 +1036,19 @@ static void check_deep(const char *path)
     model_close(&m);
 }
 
+static void test_extra_models(void)
+{
+    const char *list = getenv("MEMRA_EXTRA_MODELS");
+    if (!list || !*list)
+        return;
+    char buf[2048];
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *save = NULL, *path = strtok_r(buf, ",", &save); path; path = strtok_r(NULL, ",", &save)) {
+        const char *slash = strrchr(path, '/');
+        check_model(path, slash ? slash + 1 : path, "extra", NULL, 128, false);
+    }
+}
+
 /* The deep check on a small model of head_dim 64 that travels to the GPU
  * machine (the default model is too large to carry): MEMRA_DEEP_MODEL, else
  * gpu/tiny/hf-bf16 (python3 tools/make_test_models.py gpu/tiny --tiny
@@ -1081,6 +1099,7 @@ int main(void)
         RUN(test_attention);
         RUN(test_glu_add);
         RUN(test_fixture_models);
+        RUN(test_extra_models);
         RUN(test_deep_small);
     } else {
         CHECK(load_manifest() == 0);

@@ -8,7 +8,7 @@
 # $OUT when set (the device tool's output folder), else /tmp. Run it from the
 # repository root: kernel_forward reads tests/fixtures/engine/ and the default
 # model gpu/SmolLM2-135M-Instruct.Q4_1.gguf (copy it there: ../shared and
-# models/ do not travel) and gpu/tiny/hf-bf16 (made below when missing);
+# models/ do not travel), gpu/tiny/hf-bf16 and gpu/tiny128/ (made below when missing);
 # MEMRA_FORWARD_PART=fixtures|default runs a part; QUICK=1 runs the checks
 # only (--quick to the kernel tests that have timing tables).
 set -uo pipefail
@@ -21,6 +21,13 @@ rc=0
 # (transformers random init; made here when it did not travel)
 [ -f gpu/tiny/hf-bf16/model.safetensors ] ||
     python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > "$LOG/make-tiny.log" 2>&1
+# and its whole-model checks also on two small head_dim-128 GGUF models
+# (MEMRA_EXTRA_MODELS): heads of 128 let the decode attention prepare the
+# o-projection's input, and the Q4_K_M mix (Q6_K attn_v) fuses q|k beside v
+[ -f gpu/tiny128/llama8b-q8_0.gguf ] ||
+    python3 tools/make_test_models.py gpu/tiny128 --tiny --tiny-head-dim 128 --formats q4_k_m,q8_0 \
+        > "$LOG/make-tiny128.log" 2>&1
+export MEMRA_EXTRA_MODELS=${MEMRA_EXTRA_MODELS-gpu/tiny128/llama8b-q4_k_m.gguf,gpu/tiny128/llama8b-q8_0.gguf}
 for k in "$B"/kernels/kernel_*; do
     [ -x "$k" ] || continue
     name=$(basename "$k")

@@ -73,9 +73,15 @@ size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d);
  * benchmarks set it to compare the two. */
 #define CUDA_ATTN_ROWS_MIN_DEFAULT 64u
 void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
+/* prep: also write att's rows in the quantized GEMVs' prepared form
+ * (gemv_prep_x4, the bytes cuda_gemv_prep_x(att, n_heads·head_dim, T) would
+ * write), so the o-projection needs no prep kernel; only for the shapes
+ * cuda_attn_decode_prep_supported accepts (head_dim a whole number of the
+ * prepared form's blocks). */
+bool cuda_attn_decode_prep_supported(struct cuda_attn_dims d);
 void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T, const uint32_t *tok_pos,
                       const uint32_t *tok_table, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
-                      uint32_t window, float *scratch);
+                      uint32_t window, float *scratch, bool prep);
 
 /* ---- prefill (attn_prefill.cu): spans of consecutive query rows ------------
  * Span i: query rows q0 .. q0 + n − 1 of q/att at positions pos0 .. pos0 + n −

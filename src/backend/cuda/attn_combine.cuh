@@ -17,10 +17,11 @@
  * w_s = 2^(m_s − max m) (0 for an empty split), summed in split order. Split
  * s's (m, l) are ml[s·ml_stride], ml[s·ml_stride + 1]; its acc starts at
  * acc + s·acc_stride. Called by a whole CTA (blockDim.x ≥ 32); again only
- * after a barrier (its shared memory is reused). */
+ * after a barrier (its shared memory is reused). keep (shared memory of hd
+ * floats, or NULL): a copy of out for the caller, read after a barrier. */
 static __device__ __forceinline__ void attn_combine_row(const float *__restrict__ acc, size_t acc_stride,
                                                         const float *__restrict__ ml, size_t ml_stride, uint32_t ns,
-                                                        float *__restrict__ out, uint32_t hd)
+                                                        float *__restrict__ out, uint32_t hd, float *keep = nullptr)
 {
     __shared__ float s_w[32], s_l[32];
     __shared__ float s_inv;
@@ -66,6 +67,8 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
             if (i < ns && s_w[i] != 0.0f)
                 A = fmaf(a[i], s_w[i], A);
         out[col] = A * s_inv;
+        if (keep)
+            keep[col] = A * s_inv;
     }
 }
 

@@ -20,9 +20,11 @@
  * head into the scratch.
  *
  * kernel_attn_combine: one CTA per (query head, row): the 32 partials merged in
- * split order. Every float operation of a row depends only on its position,
- * its q and its KV — not on T or the other rows — so a sequence's result is
- * bit-identical alone or in any batch.
+ * split order (with prep, the merged row also written in the quantized GEMVs'
+ * prepared form: the decode step's o-projection then needs no prep kernel).
+ * Every float operation of a row depends only on its position, its q and its
+ * KV — not on T or the other rows — so a sequence's result is bit-identical
+ * alone or in any batch.
  *
  * kernel_attn_decode_rows (launches of ≥ ctx->attn_rows_min rows): one CTA per
  * (kv head group, row) runs that row's splits one after the other — each the
@@ -37,6 +39,7 @@
 #include "backend/cuda/attn.h"
 #include "backend/cuda/attn_combine.cuh"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/gemv_internal.cuh"
 
 namespace {
 
@@ -302,6 +305,41 @@ static __device__ __forceinline__ void dec_load_q(const float *__restrict__ q, u
     }
 }
 
+/* Where a launch's results go: the splits' partials (pa: (T, n_heads, NS, hd),
+ * pm: (T, n_heads, NS, 2)), the merged rows att (T, n_heads·hd), and with xq
+ * the merged rows' prepared form for the o-projection's quantized GEMV (n =
+ * n_heads·hd elements a vector, vector t = row t). */
+struct dec_out {
+    float *pa, *pm, *att;
+    uint8_t *xq;
+    uint32_t n;
+};
+
+/* Query head h of row t: its NS partials (from pi) merged into att's row by
+ * attn_combine_row and, with o.xq, that row's hd elements prepared by
+ * gemv_prep_x4 — whole prep blocks (cuda_attn_decode_prep_supported), so the
+ * bytes are those cuda_gemv_prep_x would write from att. Whole CTA (whole
+ * warps); ends with a barrier. */
+static __device__ __forceinline__ void attn_out_head(const dec_out &o, uint64_t pi, uint32_t hd, uint32_t t,
+                                                     uint32_t h)
+{
+    __shared__ __align__(16) float s_keep[CUDA_ATTN_MAX_HEAD_DIM];
+    attn_combine_row(o.pa + pi * hd, hd, o.pm + pi * 2, 2, NS, o.att + (uint64_t)t * o.n + (uint64_t)h * hd, hd,
+                     o.xq ? s_keep : nullptr);
+    __syncthreads();
+    if (o.xq) {
+        const uint32_t lane = threadIdx.x & 31;
+        for (uint32_t i0 = (threadIdx.x >> 5) * 128; i0 < hd; i0 += blockDim.x / 32 * 128) {
+            const uint32_t i = i0 + 4 * lane;
+            const bool valid = i < hd;
+            const float4 v =
+                valid ? *reinterpret_cast<const float4 *>(s_keep + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            gemv_prep_x4(v, valid, lane, o.xq, o.n, t, h * hd + i);
+        }
+        __syncthreads();
+    }
+}
+
 /* VEC floats a load; NJ loads a lane covers a row slice; LPP lanes a position;
  * GM query heads a CTA at most. Columns of lane li: (li + LPP·j)·VEC + e.
  * One CTA a (kv head group, split, row). */
@@ -309,10 +347,10 @@ template <int VEC, int NJ, int LPP, int GM, bool PF>
 __global__ void __launch_bounds__(NW * 32)
     kernel_attn_decode(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                        const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                       uint32_t window, float *__restrict__ part_acc /* (T, n_heads, NS, hd) */,
-                       float *__restrict__ part_ml /* (T, n_heads, NS, 2) */)
+                       uint32_t window, dec_out o)
 {
     pdl_trigger();
+    float *__restrict__ part_acc = o.pa, *__restrict__ part_ml = o.pm;
     using SH = dec_shape<VEC, NJ, LPP>;
     constexpr int UNR = SH::UNR;
     __shared__ dec_smem<GM> sm;
@@ -398,10 +436,10 @@ template <int LPP, int GM>
 __global__ void __launch_bounds__(NW * 32)
     kernel_attn_decode_rows(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                             const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                            uint32_t window, float *__restrict__ part_acc, float *__restrict__ part_ml,
-                            float *__restrict__ att)
+                            uint32_t window, dec_out o)
 {
     pdl_trigger();
+    float *__restrict__ part_acc = o.pa, *__restrict__ part_ml = o.pm;
     constexpr int VEC = 4, NJ = 1;
     using SH = dec_shape<VEC, NJ, LPP>;
     constexpr int UNR = SH::UNR;
@@ -459,59 +497,53 @@ __global__ void __launch_bounds__(NW * 32)
         s = s1, c = c1;
     }
     /* the partials of this CTA's heads (written above, read back through L2) */
-    for (int g = 0; g < ng; g++) {
-        const uint64_t pi = part0 + (uint64_t)g * NS;
-        attn_combine_row(part_acc + pi * R.hd, R.hd, part_ml + pi * 2, 2, NS,
-                         att + ((uint64_t)t * d.n_heads + h0 + g) * R.hd, R.hd);
-        __syncthreads(); /* attn_combine_row's shared memory is used again */
-    }
+    for (int g = 0; g < ng; g++)
+        attn_out_head(o, part0 + (uint64_t)g * NS, R.hd, t, h0 + g);
 }
 
-/* att[t, h] = Σ_s w_s acc_s / Σ_s w_s l_s, w_s = 2^(m_s − max m), in split order. */
-__global__ void __launch_bounds__(128)
-    kernel_attn_combine(const float *__restrict__ part_acc, const float *__restrict__ part_ml, float *__restrict__ att,
-                        uint32_t n_heads, uint32_t hd)
+/* att[t, h] = Σ_s w_s acc_s / Σ_s w_s l_s, w_s = 2^(m_s − max m), in split
+ * order (and its prepared form with o.xq). */
+__global__ void __launch_bounds__(128) kernel_attn_combine(dec_out o, uint32_t n_heads, uint32_t hd)
 {
     pdl_enter();
     const uint32_t h = blockIdx.x, t = blockIdx.y;
-    const uint64_t pi = ((uint64_t)t * n_heads + h) * NS;
-    attn_combine_row(part_acc + pi * hd, hd, part_ml + pi * 2, 2, NS, att + ((uint64_t)t * n_heads + h) * hd, hd);
+    attn_out_head(o, ((uint64_t)t * n_heads + h) * NS, hd, t, h);
 }
 static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
 template <int VEC, int NJ, int LPP, bool PF>
 void launch_pf(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
-               cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, float *pa, float *pm)
+               cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o)
 {
     switch (gm) {
-    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
-    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm); break;
+    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
     }
 }
 
 template <int VEC, int NJ, int LPP>
 void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                   const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
-                  float *pa, float *pm)
+                  const dec_out &o)
 {
     if (grid.z < 8) /* few rows: latency-bound, prefetch the next chunk */
-        launch_pf<VEC, NJ, LPP, true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_pf<VEC, NJ, LPP, true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     else
-        launch_pf<VEC, NJ, LPP, false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_pf<VEC, NJ, LPP, false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
 }
 
 template <int LPP>
 void launch_rows(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                  const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
-                 float *pa, float *pm, float *att)
+                 const dec_out &o)
 {
     switch (gm) {
-    case 1: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 1>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
-    case 2: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 2>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
-    case 4: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 4>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
-    default: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 8>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att); break;
+    case 1: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 1>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 2: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 2>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 4: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 4>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    default: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 8>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
     }
 }
 
@@ -527,9 +559,17 @@ extern "C" size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_d
     return (size_t)T * d.n_heads * NS * (d.head_dim + 2);
 }
 
+/* A head's elements must be whole blocks of the prepared form (gemv_prep_x4:
+ * 128 elements when n % 128 == 0, else 32), so one CTA can prepare them. */
+extern "C" bool cuda_attn_decode_prep_supported(struct cuda_attn_dims d)
+{
+    const uint32_t hd = d.head_dim, n = d.n_heads * hd;
+    return hd > 0 && hd % 32 == 0 && hd <= CUDA_ATTN_MAX_HEAD_DIM && (n % 128 != 0 || hd % 128 == 0);
+}
+
 extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,
                                  const uint32_t *tok_pos, const uint32_t *tok_table, struct cuda_attn_dims d,
-                                 struct cuda_attn_kv kv, float scale, uint32_t window, float *scratch)
+                                 struct cuda_attn_kv kv, float scale, uint32_t window, float *scratch, bool prep)
 {
     const uint32_t hd = d.head_dim;
     if (hd == 0 || hd % 2 || hd > CUDA_ATTN_MAX_HEAD_DIM || d.n_kv_heads == 0 || d.n_heads % d.n_kv_heads)
@@ -542,25 +582,29 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
     const uint32_t G = d.n_heads / d.n_kv_heads;
     const int gm = G <= 1 ? 1 : G <= 2 ? 2 : G <= 4 ? 4 : 8;
     const dim3 grid(d.n_kv_heads * ((G + gm - 1) / gm), NS, T);
-    float *pa = scratch, *pm = scratch + (size_t)T * d.n_heads * NS * hd;
+    if (prep && !cuda_attn_decode_prep_supported(d))
+        CUDA_FAIL("cuda_attn_decode: head_dim %u, %u heads: the output cannot be prepared in passing", hd, d.n_heads);
+    const uint32_t n = d.n_heads * hd;
+    const dec_out o = {scratch, scratch + (size_t)T * d.n_heads * NS * hd, att,
+                       prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n};
     const float scale2 = scale * LOG2E;
     if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
         const dim3 rgrid(grid.x, T);
         if (hd <= 64)
-            launch_rows<16>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att);
+            launch_rows<16>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
         else
-            launch_rows<32>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm, att);
+            launch_rows<32>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
         CUDA_CHECK_LAUNCH();
         return;
     }
     if (hd % 4 == 0 && hd <= 64)
-        launch_shape<4, 1, 16>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<4, 1, 16>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     else if (hd % 4 == 0 && hd <= 128)
-        launch_shape<4, 1, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<4, 1, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     else if (hd % 4 == 0)
-        launch_shape<4, 2, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<4, 2, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     else
-        launch_shape<2, 4, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, pa, pm);
+        launch_shape<2, 4, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     CUDA_CHECK_LAUNCH();
-    cuda_launch(ctx, kernel_attn_combine, dim3(d.n_heads, T), 128, 0, pa, pm, att, d.n_heads, hd);
+    cuda_launch(ctx, kernel_attn_combine, dim3(d.n_heads, T), 128, 0, o, d.n_heads, hd);
 }

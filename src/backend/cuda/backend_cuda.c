@@ -306,6 +306,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
     b->fuse_lone = !(env_fuse && strcmp(env_fuse, "off") == 0);
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
+    b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported((struct cuda_attn_dims){c->n_heads, c->n_kv_heads, c->head_dim});
     if (!ok || !b->h_meta || !b->spans || !b->h_x || !b->layers) {
         cuda_be_free(&b->base);
         return err_set(err, errlen, "cuda backend: out of memory for scratch of %u sequences × %u positions, "
@@ -624,9 +625,11 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
         const struct model_weight *src[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         struct cuda_weight *dst[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
         const bool moe = c->n_experts > 0; /* no dense FFN: the experts instead */
-        const bool fq = upload_fused(b, src, dst, 3, &D->qkv), fg = !moe && upload_fused(b, src + 4, dst + 4, 2, &D->gu);
+        /* q|k|v, else q|k (Q4_K_M: v in Q6_K on half the layers) */
+        const int fq = upload_fused(b, src, dst, 3, &D->qkv) ? 3 : upload_fused(b, src, dst, 2, &D->qkv) ? 2 : 0;
+        const bool fg = !moe && upload_fused(b, src + 4, dst + 4, 2, &D->gu);
         for (int i = 0; i < (moe ? 4 : 7); i++) {
-            if ((fq && i < 3) || (fg && (i == 4 || i == 5)))
+            if (i < fq || (fg && (i == 4 || i == 5)))
                 continue;
             if (upload_weight(b, src[i], dst[i], err, errlen) != 0)
                 return -1;

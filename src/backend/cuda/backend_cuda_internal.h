@@ -42,11 +42,11 @@ struct cuda_layer {
     float *q_norm, *k_norm;                                        /* (head_dim) or NULL */
     float *inv_freq;                                               /* (head_dim/2) */
     struct cuda_weight wq, wk, wv, wo, w_gate, w_up, w_down;
-    /* q/k/v and gate/up as one matrix each (rows 0: not fused), for the lone
-     * decode token's GEMV: the members' bytes lie back to back in one
-     * allocation (their d point into it) when they share type, width and
-     * scale, so one launch computes them all (same bits: a row's sum does not
-     * depend on its neighbours) */
+    /* q/k/v (or q/k when v's type differs) and gate/up as one matrix each
+     * (rows 0: not fused), for the lone decode token's GEMV: the members'
+     * bytes lie back to back in one allocation (their d point into it) when
+     * they share type, width and scale, so one launch computes them all
+     * (same bits: a row's sum does not depend on its neighbours) */
     struct cuda_weight qkv, gu;
     /* mixture-of-experts layers (Qwen3-MoE) instead of w_gate / w_up / w_down:
      * the router (n_experts, dim) and the stacked experts (cuda_ops.h) */
@@ -101,6 +101,7 @@ struct cuda_backend {
     bool fuse_lone; /* MEMRA_DECODE_FUSE (default on): a lone decode token's q/k/v and gate/up as one GEMV each */
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
+    bool attn_prep;          /* dec_fuse and cuda_attn_decode_prep_supported: the attention prepares its output */
     const void *d_embd;      /* token embedding rows as in the file, on the device (NULL: host rows) */
     float embd_scale;        /* its tensor scale × the model's embedding scale */
     uint32_t *d_dec;         /* (3G + tables_max) token ids, positions, table offsets (G each), tables */
@@ -154,9 +155,11 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
 /* Rows [t0, t0 + n) of q ((T, q_dim): b->q, or the fused q/k/v output)
  * through the split-K decode attention kernel into b->att, attn_rows a launch
  * (the decode step's rows and the general path's one-token spans run the same
- * kernel). */
+ * kernel). prep (n ≤ attn_rows, t0 = 0, cuda_attn_decode_prep_supported):
+ * b->att's rows also in the quantized GEMVs' prepared form (the decode step's
+ * o-projection then runs with CUDA_GEMV_X_PREPARED). */
 void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
-                       const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window);
+                       const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window, bool prep);
 
 /* ---- cuda_logits_out.c: what a step hands back for its logit rows ---------- */
 enum cuda_be_out_kind { CUDA_BE_OUT_NONE, CUDA_BE_OUT_ARGMAX, CUDA_BE_OUT_DRAW, CUDA_BE_OUT_TOPK, CUDA_BE_OUT_ROW };

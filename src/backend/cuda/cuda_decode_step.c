@@ -35,7 +35,11 @@
  * A lone token (T = 1, on the CUDA-core GEMV) runs q/k/v as one GEMV and
  * gate/up as one, over the fused allocations of the layer (cuda_layer.qkv /
  * .gu), writing into qkv1 / gu1 instead of q, k, v / hb, hb2 — same bits,
- * two and one launches fewer a layer (MEMRA_DECODE_FUSE=off: one a matrix).
+ * two and one launches fewer a layer (MEMRA_DECODE_FUSE=off: one a matrix);
+ * when v's type differs from q's and k's (Q4_K_M's Q6_K v), q|k is the fused
+ * one and v runs after it. The attention writes its output prepared for a
+ * quantized o-projection (cuda_attn_decode's prep), so no prep kernel runs
+ * before it either.
  * Every kernel of the step is launched with programmatic dependent launch
  * (cuda_common.cuh, MEMRA_PDL); the attention is told its keys and values
  * before each row's position are settled (one token a sequence).
@@ -117,10 +121,12 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
         bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3));
-        if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v */
+        if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v, or into q | k and one into v */
             qkv_out[0] = b->qkv1, qkv_out[1] = b->qkv1 + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
-            const struct cuda_weight *f = &D->qkv;
+            const struct cuda_weight *f = &D->qkv, *wv = &D->wv;
             decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep);
+            if (f->rows == D->wq.rows + D->wk.rows) /* x is prepared now if q|k is quantized */
+                decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype));
         } else {
             decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep);
         }
@@ -129,10 +135,11 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1, 1}; /* tok_table: offsets into blocks; one token a sequence */
-        cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,
-                          L->sliding ? c->sliding_window : 0);
         const struct cuda_weight *wo = &D->wo;
-        decode_matmul(b, &wo, &b->xb2, 1, b->att, T, false);
+        const bool wo_prep = b->attn_prep && is_quantized(wo->dtype) && T <= b->attn_rows;
+        cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,
+                          L->sliding ? c->sliding_window : 0, wo_prep);
+        decode_matmul(b, &wo, &b->xb2, 1, b->att, T, wo_prep);
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu: no host sync) */

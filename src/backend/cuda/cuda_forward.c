@@ -173,14 +173,15 @@ static void embed_upload(struct cuda_backend *b, const struct backend_batch *bat
 /* Rows [t0, t0 + n) through the split-K decode kernel, attn_rows a launch;
  * tok_pos, tok_table: device (≥ t0 + n), table offsets into kv->tables. */
 void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
-                       const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window)
+                       const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window, bool prep)
 {
     const struct model_config *c = &b->base.model->cfg;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    MEMRA_ASSERT(!prep || (t0 == 0 && n <= b->attn_rows)); /* the prepared vectors are the launch's rows */
     for (uint32_t o = 0; o < n; o += b->attn_rows) {
         const uint32_t t = t0 + o, nr = n - o < b->attn_rows ? n - o : b->attn_rows;
         cuda_attn_decode(b->ctx, q + (uint64_t)t * b->q_dim, b->att + (uint64_t)t * b->q_dim, nr, tok_pos + t,
-                         tok_table + t, ad, *kv, scale, window, b->attn_part);
+                         tok_table + t, ad, *kv, scale, window, b->attn_part, prep);
     }
 }
 
@@ -262,7 +263,8 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
     const struct model_config *c = &b->base.model->cfg;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     for (uint32_t r = 0; r < b->n_attn_runs; r++)
-        cuda_be_attn_rows(b, b->q, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window);
+        cuda_be_attn_rows(b, b->q, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window,
+                          false);
     for (uint32_t i = 0; i < b->n_attn_launches; i++) {
         const uint32_t *l = &b->h_attn_launch[4 * i];
         cuda_attn_prefill(b->ctx, b->q, b->att, b->d_attn_spans + l[0], l[1], l[2], l[3], ad, *kv, scale, window,

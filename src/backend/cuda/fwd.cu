@@ -54,8 +54,8 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
 
 /* A block per token and group of 8 heads (the q heads, then the k heads), a
  * warp per head: bias, per-head RMSNorm, RoPE (cos/sin of the position taken
- * once a block into shared memory, before the PDL wait: positions are
- * uploaded before the step); the warp of a k head also writes that head's k
+ * once a block into shared memory, and the KV cache rows' addresses, before
+ * the PDL wait: positions and block tables are uploaded before the step); the warp of a k head also writes that head's k
  * and v (v plus its bias) into the KV cache. The head's values stay in
  * registers (lane l: elements l + 32·j) and go through the warp's shared row
  * for the rotation's pairs: one read and one write of global memory an
@@ -81,19 +81,21 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
         s_cos[i] = cosf(a), s_sin[i] = sinf(a);
     }
     __syncthreads();
-    pdl_wait();
     const uint32_t h = blockIdx.y * ROPE_WARPS + warp;
-    if (h >= sh.n_heads + sh.n_kv_heads)
-        return;
     const bool isq = h < sh.n_heads;
     const uint32_t off = (isq ? h : h - sh.n_heads) * hd;
+    float *kc = NULL, *vc = NULL;
+    if (!isq && h < sh.n_heads + sh.n_kv_heads) { /* the cache rows: from the block table, uploaded before the step */
+        kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim) + off;
+        vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim) + off;
+    }
+    pdl_wait();
+    if (h >= sh.n_heads + sh.n_kv_heads)
+        return;
     float *p = isq ? q + (uint64_t)t * q_dim + off : k + (uint64_t)t * kv_dim + off;
     const float *bias = isq ? bq : bk;
     const float *nw_ = isq ? q_norm : k_norm;
-    float *kc = NULL, *vc = NULL;
     if (!isq) { /* v: its bias, then into the cache (independent of the rest) */
-        kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim) + off;
-        vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim) + off;
         float *vt = v + (uint64_t)t * kv_dim + off;
         for (uint32_t i = lane; i < hd; i += 32) {
             float vv = vt[i];

@@ -8,7 +8,7 @@
  * bandwidth: what matters is few dependent round trips and one launch each.
  *
  * rmsnorm: one block of 1024 threads per row; each thread keeps its ≤ 4 float4
- * of the row in registers (n ≤ 16384; longer rows, or n % 4 ≠ 0, take a plain
+ * of the row and of the weights (loaded before the PDL wait) in registers (n ≤ 16384; longer rows, or n % 4 ≠ 0, take a plain
  * two-pass loop), so the row is read once: one round trip, a block sum, the
  * scaled write. swiglu: float4 grid-stride loop, f32 expf.
  * cuda_glu_prep: the same activation over separate gate / up buffers
@@ -31,11 +31,18 @@ template <bool PREP>
 __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
                                                       float *out, uint32_t n, float eps, uint8_t *xq)
 {
-    pdl_enter();
+    pdl_trigger();
     __shared__ float red[NT / 32];
     __shared__ float inv;
     const uint32_t n4 = n / 4;
     const uint64_t base4 = (uint64_t)blockIdx.x * n4;
+    float4 g[KV]; /* the weights are constant: loaded before the wait */
+#pragma unroll
+    for (int k = 0; k < KV; k++) {
+        const uint32_t i = threadIdx.x + k * NT;
+        g[k] = i < n4 ? __ldg(reinterpret_cast<const float4 *>(w) + i) : make_float4(0, 0, 0, 0);
+    }
+    pdl_wait();
     float4 v[KV];
     float acc[1] = {0.0f};
 #pragma unroll
@@ -62,8 +69,7 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
         const bool valid = i < n4;
         float4 o = make_float4(0, 0, 0, 0);
         if (valid) {
-            const float4 g = __ldg(reinterpret_cast<const float4 *>(w) + i);
-            o = make_float4(v[k].x * s * g.x, v[k].y * s * g.y, v[k].z * s * g.z, v[k].w * s * g.w);
+            o = make_float4(v[k].x * s * g[k].x, v[k].y * s * g[k].y, v[k].z * s * g[k].z, v[k].w * s * g[k].w);
             reinterpret_cast<float4 *>(out)[base4 + i] = o;
         }
         if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */

@@ -38,6 +38,7 @@
  * step reads, once for all B sequences; the KV cache is not counted) and % of --bw. The defaults are the
  * ceilings measured on one H200 of the device machine (bench/RESULTS.md).
  */
+#include "core/checked.h"
 #include "core/dtype.h"
 #include "core/log.h"
 #include "engine/backend.h"
@@ -74,17 +75,6 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
-}
-
 static int parse_pos_double(const char *s, double *out)
 {
     char *end;
@@ -113,17 +103,17 @@ static int bench_parse_test(const char *s, size_t len, struct bench_test *t)
     at = strchr(buf, '@');
     if (at) {
         *at = 0;
-        if (at[1] != 'd' || parse_u32(at + 2, 0, BENCH_MAX_TOKENS, &t->depth) != 0)
+        if (at[1] != 'd' || checked_parse_u32(at + 2, 0, BENCH_MAX_TOKENS, &t->depth) != 0)
             return -1;
     }
     t->batch = 1;
     char *x = strchr(buf, 'x');
     if (x) {
         *x = 0;
-        if (t->is_pp || parse_u32(x + 1, 1, BENCH_MAX_BATCH, &t->batch) != 0)
+        if (t->is_pp || checked_parse_u32(x + 1, 1, BENCH_MAX_BATCH, &t->batch) != 0)
             return -1;
     }
-    return parse_u32(buf + 2, 1, BENCH_MAX_TOKENS, &t->n);
+    return checked_parse_u32(buf + 2, 1, BENCH_MAX_TOKENS, &t->n);
 }
 
 static int bench_parse_tests(const char *list, struct bench_test *tests, uint32_t *n_tests)
@@ -314,11 +304,11 @@ int main(int argc, char **argv)
         if (strcmp(a, "--tests") == 0 && i + 1 < argc)
             tests_arg = argv[++i];
         else if (strcmp(a, "--reps") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 1, BENCH_MAX_REPS, &reps);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 1, BENCH_MAX_REPS, &reps);
         else if (strcmp(a, "--ubatch") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 1, 65536, &ubatch);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 1, 65536, &ubatch);
         else if (strcmp(a, "--threads") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 0, 1024, &threads);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 0, 1024, &threads);
         else if (strcmp(a, "--backend") == 0 && i + 1 < argc)
             backend_name = argv[++i];
         else if (strcmp(a, "--bw") == 0)
@@ -328,11 +318,11 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--json") == 0)
             json = 1;
         else if (strcmp(a, "--sample") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 1, BENCH_MAX_BATCH, &sample_rows);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 1, BENCH_MAX_BATCH, &sample_rows);
         else if (strcmp(a, "--spread") == 0)
             bad = i + 1 >= argc || parse_pos_double(argv[++i], &spread);
         else if (strcmp(a, "--vocab") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 2, 1u << 22, &vocab);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 2, 1u << 22, &vocab);
         else if (a[0] != '-' && !path)
             path = a;
         else

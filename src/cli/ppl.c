@@ -11,6 +11,7 @@
  * JSON (top-1 at every position of a window, NLL at all but the last), so
  * tools/real_model_check.py can run transformers on the same ids.
  */
+#include "core/checked.h"
 #include "core/log.h"
 #include "engine/engine.h"
 
@@ -71,17 +72,6 @@ fail:
     return NULL;
 }
 
-static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *path = NULL, *file = NULL, *backend = NULL, *dump = NULL;
@@ -90,11 +80,11 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         int bad = 0;
         if (strcmp(a, "--ctx") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 2, 1u << 20, &ctx);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 2, 1u << 20, &ctx);
         else if (strcmp(a, "--max-windows") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 1, UINT32_MAX, &max_windows);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 1, UINT32_MAX, &max_windows);
         else if (strcmp(a, "--threads") == 0)
-            bad = i + 1 >= argc || parse_u32(argv[++i], 0, 1024, &threads);
+            bad = i + 1 >= argc || checked_parse_u32(argv[++i], 0, 1024, &threads);
         else if (strcmp(a, "--backend") == 0 && i + 1 < argc)
             backend = argv[++i];
         else if (strcmp(a, "--dump") == 0 && i + 1 < argc)

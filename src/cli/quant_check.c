@@ -12,6 +12,7 @@
  * TYPE is a dtype name as core/dtype.c spells it (Q4_K, BF16, F8_E4M3, ...).
  * tests/py/test_quant_reference.py drives the first two forms.
  */
+#include "core/checked.h"
 #include "core/dtype.h"
 #include "quant/quant.h"
 
@@ -245,9 +246,9 @@ static int cmd_bench(const char *tname, uint64_t rows, uint64_t n)
 int main(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "--bench") == 0) {
-        uint64_t rows = argc >= 5 ? strtoull(argv[3], NULL, 10) : 4096;
-        uint64_t n = argc >= 5 ? strtoull(argv[4], NULL, 10) : 4096;
-        if (rows == 0 || n == 0 || rows > (1u << 20) || n > (1u << 20)) {
+        uint64_t rows = 4096, n = 4096;
+        if (argc >= 5 && (checked_parse_u64(argv[3], 1, 1u << 20, &rows) != 0 ||
+                          checked_parse_u64(argv[4], 1, 1u << 20, &n) != 0)) {
             fprintf(stderr, "memra-quant-check: bad bench shape\n");
             return 2;
         }

@@ -5,11 +5,11 @@
  * Every setting is an environment variable and a flag (the flag wins); --help
  * lists them, and docs/FLAGS.md describes them. The work is in src/server/.
  */
+#include "core/checked.h"
 #include "core/log.h"
 #include "server/auth.h"
 #include "server/server.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,17 +70,6 @@ static void usage(FILE *f)
                "  --help                              this text\n\nSee docs/SERVING.md and docs/FLAGS.md.\n");
 }
 
-static int parse_u64(const char *v, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v || *end || v[0] == '-' || x > max)
-        return -1;
-    *out = x;
-    return 0;
-}
-
 static int apply(struct server_config *c, const struct opt *o, char *v, char *err, size_t errlen)
 {
     uint64_t x;
@@ -96,7 +85,7 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
             c->backend = v;
         return 0;
     case OPT_U32:
-        if (parse_u64(v, UINT32_MAX, &x))
+        if (checked_parse_u64(v, 0, UINT32_MAX, &x))
             return err_set(err, errlen, "--%s / %s: '%s' is not a non-negative integer", o->flag, o->env, v);
         if (!strcmp(o->flag, "slots"))
             c->n_slots = (uint32_t)x;
@@ -124,7 +113,7 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
             return err_set(err, errlen, "--%s / %s must be at least 1", o->flag, o->env);
         return 0;
     case OPT_SIZE:
-        if (parse_u64(v, SIZE_MAX / 2, &x) || x == 0)
+        if (checked_parse_u64(v, 0, SIZE_MAX / 2, &x) || x == 0)
             return err_set(err, errlen, "--%s / %s: '%s' is not a positive byte count", o->flag, o->env, v);
         if (!strcmp(o->flag, "max-body"))
             c->max_body = (size_t)x;
@@ -143,7 +132,7 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
         return 0;
     case OPT_ADDR: {
         char *colon = strrchr(v, ':');
-        if (!colon || colon == v || parse_u64(colon + 1, 65535, &x))
+        if (!colon || colon == v || checked_parse_u64(colon + 1, 0, 65535, &x))
             return err_set(err, errlen, "--%s / %s: '%s' is not HOST:PORT", o->flag, o->env, v);
         *colon = '\0';
         c->host = v;

@@ -170,15 +170,10 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     bc->n_threads = 1;
     if (bc->kv_blocks == 0) {
         const char *env = getenv("MEMRA_KV_BLOCKS");
-        if (env && *env) {
-            char *end = NULL;
-            const unsigned long long v = strtoull(env, &end, 10);
-            if (*end || v == 0 || v > CUDA_MAX_KV_BLOCKS) {
-                cuda_be_free(&b->base);
-                return err_set(err, errlen, "cuda backend: MEMRA_KV_BLOCKS '%s' is not a block count in 1..%u",
-                               env, CUDA_MAX_KV_BLOCKS);
-            }
-            bc->kv_blocks = (uint32_t)v;
+        if (env && *env && checked_parse_u32(env, 1, CUDA_MAX_KV_BLOCKS, &bc->kv_blocks) != 0) {
+            cuda_be_free(&b->base);
+            return err_set(err, errlen, "cuda backend: MEMRA_KV_BLOCKS '%s' is not a block count in 1..%u", env,
+                           CUDA_MAX_KV_BLOCKS);
         }
     }
     if (bc->max_seqs > 4096 || bc->max_ctx > MODEL_MAX_CTX || bc->max_batch_tokens > (1u << 20) ||
@@ -558,13 +553,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
     else if (mode && *mode && strcmp(mode, "exact") != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM=%s: expected exact, fast or off", mode);
     uint32_t min_all = 0;
-    if (mt && *mt) {
-        char *end;
-        const unsigned long v = strtoul(mt, &end, 10);
-        if (*end || v < 1 || v > (1ul << 20))
-            return err_set(err, errlen, "cuda backend: MEMRA_GEMM_MIN_TOKENS=%s: expected 1..%lu", mt, 1ul << 20);
-        min_all = (uint32_t)v;
-    }
+    if (mt && *mt && checked_parse_u32(mt, 1, 1u << 20, &min_all) != 0)
+        return err_set(err, errlen, "cuda backend: MEMRA_GEMM_MIN_TOKENS=%s: expected 1..%u", mt, 1u << 20);
     uint64_t max_w = 0;
     for (uint32_t l = 0; l < c->n_layers; l++) {
         struct cuda_layer *D = &b->layers[l];

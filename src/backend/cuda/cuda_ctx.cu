@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/cuda/attn.h"
+#include "core/checked.h"
 #include "backend/cuda/cuda_common.cuh"
 
 extern "C" bool cuda_env_on_off(const char *name, bool *on, char *err, size_t errlen)
@@ -53,22 +54,18 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     }
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
-    unsigned long rows_min = CUDA_ATTN_ROWS_MIN_DEFAULT;
-    if (rows && *rows) {
-        char *end;
-        rows_min = strtoul(rows, &end, 10);
-        if (*end || rows_min > 65535 || rows[0] == '-') {
-            if (err && errlen)
-                snprintf(err, errlen, "MEMRA_ATTN_ROWS=%s: expected 0 (never) .. 65535 rows", rows);
-            return NULL;
-        }
+    uint32_t rows_min = CUDA_ATTN_ROWS_MIN_DEFAULT;
+    if (rows && *rows && checked_parse_u32(rows, 0, 65535, &rows_min) != 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "MEMRA_ATTN_ROWS=%s: expected 0 (never) .. 65535 rows", rows);
+        return NULL;
     }
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         CUDA_FAIL("out of host memory");
     ctx->device = device;
     ctx->pdl = pdl;
-    ctx->attn_rows_min = (uint32_t)rows_min;
+    ctx->attn_rows_min = rows_min;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
     CUDA_CHECK(cudaSetDevice(device));

@@ -25,7 +25,8 @@ static inline int checked_parse_u64(const char *s, uint64_t lo, uint64_t hi, uin
         return -1;
     uint64_t v = 0;
     for (const char *p = s; *p; p++)
-        if (*p < '0' || *p > '9' || checked_mul_u64(v, 10, &v) != 0 || checked_add_u64(v, (uint64_t)(*p - '0'), &v) != 0)
+        if (*p < '0' || *p > '9' || checked_mul_u64(v, 10, &v) != 0 ||
+            checked_add_u64(v, (uint64_t)(*p - '0'), &v) != 0)
             return -1;
     if (v < lo || v > hi)
         return -1;

@@ -301,7 +301,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
     b->fuse_lone = !(env_fuse && strcmp(env_fuse, "off") == 0);
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
-    b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported((struct cuda_attn_dims){c->n_heads, c->n_kv_heads, c->head_dim});
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
     if (!ok || !b->h_meta || !b->spans || !b->h_x || !b->layers) {
         cuda_be_free(&b->base);
         return err_set(err, errlen, "cuda backend: out of memory for scratch of %u sequences × %u positions, "

@@ -303,7 +303,8 @@ void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_
  * With residual != NULL the residual is added first and written back:
  *     residual[r] += x[r];  out[r] = rmsnorm(residual[r]) · w
  * (the pre-norm transformer's "h = h + attn(...); xn = norm(h)" in one pass).
- * x, residual, out: (nrows, n) f32; w: (n) f32. out may alias x. */
+ * x, residual, out: (nrows, n) f32; w: (n) f32, constant data (weights: read
+ * before the PDL wait, cuda_common.cuh). out may alias x. */
 void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                   uint32_t nrows, uint32_t n, float eps);
 

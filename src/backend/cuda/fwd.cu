@@ -55,8 +55,9 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
 /* A block per token and group of 8 heads (the q heads, then the k heads), a
  * warp per head: bias, per-head RMSNorm, RoPE (cos/sin of the position taken
  * once a block into shared memory, and the KV cache rows' addresses, before
- * the PDL wait: positions and block tables are uploaded before the step); the warp of a k head also writes that head's k
- * and v (v plus its bias) into the KV cache. The head's values stay in
+ * the PDL wait: positions and block tables are uploaded before the step); the
+ * warp of a k head also writes that head's k and v (v plus its bias) into the
+ * KV cache. The head's values stay in
  * registers (lane l: elements l + 32·j) and go through the warp's shared row
  * for the rotation's pairs: one read and one write of global memory an
  * element. Every element sees the same float operations whatever the grid. */

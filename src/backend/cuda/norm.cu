@@ -8,9 +8,9 @@
  * bandwidth: what matters is few dependent round trips and one launch each.
  *
  * rmsnorm: one block of 1024 threads per row; each thread keeps its ≤ 4 float4
- * of the row and of the weights (loaded before the PDL wait) in registers (n ≤ 16384; longer rows, or n % 4 ≠ 0, take a plain
- * two-pass loop), so the row is read once: one round trip, a block sum, the
- * scaled write. swiglu: float4 grid-stride loop, f32 expf.
+ * of the row and of the weights (loaded before the PDL wait) in registers
+ * (n ≤ 16384; longer rows, or n % 4 ≠ 0, take a plain two-pass loop), so the
+ * row is read once: one round trip, a block sum, the scaled write. swiglu: float4 grid-stride loop, f32 expf.
  * cuda_glu_prep: the same activation over separate gate / up buffers
  * (silu or gelu-tanh, fwd.cu's kernel_glu arithmetic), in place, plus prep.
  * The _prep variants also write their output in the quantized GEMVs' prepared

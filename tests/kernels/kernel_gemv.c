@@ -663,6 +663,7 @@ int main(int argc, char **argv)
     }
     check_mma(DTYPE_Q4_K, 4099, 4096, 0);
     check_mma(DTYPE_Q6_K, 4099, 4096, 0);
+    check_mma(DTYPE_Q4_K, 8208, 4096, 0); /* a grid over 2 blocks an SM: 2 ring stages alone too */
     test_current = "rmsnorm/swiglu";
     test_cases++;
     check_rmsnorm(1, 4096, true);

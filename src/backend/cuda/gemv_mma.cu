@@ -57,9 +57,13 @@ constexpr int QK = 256; /* superblock elements */
 template <int KS> struct mma_block {
     static constexpr int NW = KS > 4 ? KS : 4;
 };
-/* 2 stages: 45-55 KB a block, 4-5 blocks an SM (3 stages, 3 blocks: tg128
- * 374 vs 387 on Q4_K_M, bench/RESULTS.md 2026-12-01 eleventh run) */
-constexpr int NS = 2;
+/* Ring stages: 2 (45-55 KB a block, 4-5 blocks an SM; 3 stages, 3 blocks:
+ * tg128 374 vs 387 on Q4_K_M, bench/RESULTS.md 2026-12-01 eleventh run), or
+ * 4 at batch ≤ 2 for a grid that fits at 2 blocks an SM (down, q, o: 256
+ * blocks on 132 SMs), whose SMs have the room: Q4_K_M tg64x2@d512 +1.6 %,
+ * tg128@d4096 +0.8 %, tg128 within the spread (twelfth run). The stages
+ * change no operation, only how many pairs a warp has in flight. */
+template <int NTL> constexpr int ns_max() { return NTL == 1 ? 4 : 2; }
 
 /* NTL n-tiles of 8 columns serve this many vectors (3 planes each). */
 template <int NTL> struct mma_cols {
@@ -361,8 +365,8 @@ static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, 
 }
 
 /* KS warps share a 16-row tile (K split), NW / KS tiles a block. */
-template <class Q, int NTL, int KS>
-__global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 ? 2 : 4)
+template <class Q, int NTL, int KS, int NS>
+__global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 || NS > 2 ? 2 : 4)
     kernel_gemv_mma(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows, uint32_t n,
                     const uint8_t *__restrict__ xq, uint32_t nb, float *__restrict__ y, float scale)
 {
@@ -483,22 +487,32 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 ?
     }
 }
 
-template <class Q, int NTL, int KS>
-void launch(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
-            float scale)
+template <class Q, int NTL, int KS, int NS>
+void launch_ns(const cuda_ctx *ctx, uint32_t grid, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
+               uint32_t nb, float *y, float scale)
 {
     constexpr int NW = mma_block<KS>::NW;
     constexpr uint32_t smem = NW * NS * 16 * Q::RS;
     static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
     if (!(opted & (1u << ctx->device))) {
-        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_mma<Q, NTL, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_mma<Q, NTL, KS, NS>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         opted |= 1u << ctx->device;
     }
-    const uint64_t tiles = (rows + 15) / 16;
-    constexpr int TPB = NW / KS;
-    cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS>, dim3((uint32_t)((tiles + TPB - 1) / TPB)), dim3(NW * 32), smem,
-                (const uint8_t *)w, n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
+    cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS, NS>, dim3(grid), dim3(NW * 32), smem, (const uint8_t *)w,
+                n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
+}
+
+template <class Q, int NTL, int KS>
+void launch(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
+            float scale)
+{
+    constexpr int NW = mma_block<KS>::NW, TPB = NW / KS;
+    const uint64_t tiles = (rows + 15) / 16, grid = (tiles + TPB - 1) / TPB;
+    if (ns_max<NTL>() > 2 && grid <= 2 * (uint64_t)ctx->prop.multiProcessorCount)
+        launch_ns<Q, NTL, KS, ns_max<NTL>()>(ctx, (uint32_t)grid, w, rows, n, xq, nb, y, scale);
+    else
+        launch_ns<Q, NTL, KS, 2>(ctx, (uint32_t)grid, w, rows, n, xq, nb, y, scale);
 }
 
 template <class Q, int NTL>

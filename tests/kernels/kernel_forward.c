@@ -1039,8 +1039,10 @@ static void check_deep(const char *path)
 static void test_extra_models(void)
 {
     const char *list = getenv("MEMRA_EXTRA_MODELS");
-    if (!list || !*list)
+    if (!list || !*list) {
+        printf("  MEMRA_EXTRA_MODELS unset: no extra models checked\n");
         return;
+    }
     char buf[2048];
     snprintf(buf, sizeof(buf), "%s", list);
     for (char *save = NULL, *path = strtok_r(buf, ",", &save); path; path = strtok_r(NULL, ",", &save)) {

@@ -13,6 +13,7 @@
  * tests/py/test_quant_reference.py drives the first two forms.
  */
 #include "core/checked.h"
+#include "core/mapped_file.h"
 #include "core/dtype.h"
 #include "quant/quant.h"
 
@@ -31,41 +32,6 @@ static int type_by_name(const char *name, enum dtype *out)
     }
     fprintf(stderr, "memra-quant-check: unknown type %s\n", name);
     return -1;
-}
-
-static void *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    for (;;) {
-        if (!buf)
-            break;
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        unsigned char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    if (ferror(f)) {
-        perror(path);
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
 }
 
 static int write_all(const char *path, const void *p, size_t len)
@@ -88,36 +54,41 @@ static int cmd_dequantize(const char *tname, const char *in, const char *out)
         return 1;
     }
     const struct dtype_info *info = dtype_info(t);
-    size_t len;
-    unsigned char *src = read_all(in, &len);
-    if (!src)
-        return 1;
-    if (len % info->type_size != 0) {
-        fprintf(stderr, "memra-quant-check: %s: %zu bytes is not whole %s blocks of %u bytes\n", in, len,
-                tname, info->type_size);
-        free(src);
+    struct mapped_file src;
+    char err[512];
+    if (mapped_file_open(&src, in, err, sizeof(err)) != 0) {
+        fprintf(stderr, "memra-quant-check: %s\n", err);
         return 1;
     }
-    uint64_t n = (uint64_t)(len / info->type_size) * info->block_size;
+    if (src.size % info->type_size != 0) {
+        fprintf(stderr, "memra-quant-check: %s: %llu bytes is not whole %s blocks of %u bytes\n", in,
+                (unsigned long long)src.size, tname, info->type_size);
+        mapped_file_close(&src);
+        return 1;
+    }
+    uint64_t n = src.size / info->type_size * info->block_size;
     float *dst = malloc(n ? n * sizeof(float) : 1);
-    int rc = dst && quant_dequantize_row(t, src, dst, n) == 0 && write_all(out, dst, n * sizeof(float)) == 0;
-    free(src);
+    int rc = dst && quant_dequantize_row(t, src.data, dst, n) == 0 && write_all(out, dst, n * sizeof(float)) == 0;
+    mapped_file_close(&src);
     free(dst);
     return rc ? 0 : 1;
 }
 
 static int cmd_convert(const char *tname, const char *in, const char *out)
 {
-    size_t len;
-    unsigned char *src = read_all(in, &len);
-    if (!src)
+    struct mapped_file src;
+    char err[512];
+    if (mapped_file_open(&src, in, err, sizeof(err)) != 0) {
+        fprintf(stderr, "memra-quant-check: %s\n", err);
         return 1;
-    size_t n = len / 4;
+    }
+    size_t n = (size_t)(src.size / 4);
     float *f = malloc(n ? n * 4 : 1);
     uint16_t *h = malloc(n ? n * 2 : 1);
     int rc = 1;
     if (f && h) {
-        memcpy(f, src, n * 4);
+        if (n)
+            memcpy(f, src.data, n * 4);
         if (strcmp(tname, "F16") == 0)
             quant_row_f32_to_f16(f, h, n), rc = 0;
         else if (strcmp(tname, "BF16") == 0)
@@ -127,7 +98,7 @@ static int cmd_convert(const char *tname, const char *in, const char *out)
         if (rc == 0)
             rc = write_all(out, h, n * 2) == 0 ? 0 : 1;
     }
-    free(src);
+    mapped_file_close(&src);
     free(f);
     free(h);
     return rc;

@@ -3,42 +3,13 @@
  * bos_token, ...) and print the result byte for byte. Errors go to stderr with
  * exit status 1 (2 for bad usage). Used by tests/py/test_templates.py to compare
  * against Python's jinja2. */
+#include "core/mapped_file.h"
 #include "template/template.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t k = fread(buf + n, 1, cap - n, f);
-        n += k;
-        if (n < cap)
-            break;
-        char *nb = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
 
 int main(int argc, char **argv)
 {
@@ -57,23 +28,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: memra-template --template FILE.jinja CONTEXT.json\n");
         return 2;
     }
-    size_t len;
-    char *src = read_all(tpl_path, &len);
-    if (!src) {
-        fprintf(stderr, "%s: cannot read\n", tpl_path);
+    char err[1024];
+    struct mapped_file src;
+    if (mapped_file_open(&src, tpl_path, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s\n", err);
         return 1;
     }
     json_error_t jerr;
     json_t *ctx = json_load_file(ctx_path, JSON_DECODE_ANY, &jerr);
     if (!ctx) {
         fprintf(stderr, "%s:%d: %s\n", ctx_path, jerr.line, jerr.text);
-        free(src);
+        mapped_file_close(&src);
         return 1;
     }
-    char err[1024];
     struct chat_template *t;
     int rc = 1;
-    if (chat_template_parse(&t, src, len, err, sizeof(err)) < 0) {
+    if (chat_template_parse(&t, src.data ? (const char *)src.data : "", (size_t)src.size, err, sizeof(err)) < 0) {
         fprintf(stderr, "%s: %s\n", tpl_path, err);
     } else {
         char *out;
@@ -88,6 +58,6 @@ int main(int argc, char **argv)
         chat_template_free(t);
     }
     json_decref(ctx);
-    free(src);
+    mapped_file_close(&src);
     return rc;
 }

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "backend/cuda/attn.h"
-#include "core/checked.h"
 #include "backend/cuda/cuda_common.cuh"
+#include "core/checked.h"
 
 extern "C" bool cuda_env_on_off(const char *name, bool *on, char *err, size_t errlen)
 {

@@ -30,6 +30,8 @@ static const struct opt {
     {"slots", "MEMRA_SLOTS", OPT_U32, "sequences decoded together per model (KV slots; default 16)"},
     {"kv-blocks", "MEMRA_KV_BLOCKS", OPT_U32, "KV pool blocks of 16 positions per model (default 0: CPU slots x "
                                               "ctx / 16; CUDA from free memory)"},
+    {"kv-type", "MEMRA_KV_TYPE", OPT_STR, "the KV cache's element type: f32 (default) or bf16 (half the bytes "
+                                          "a step's attention reads; keys and values rounded to bfloat16)"},
     {"ctx", "MEMRA_CTX", OPT_U32, "positions per sequence, prompt + output (default: the model's, at most 4096)"},
     {"batch-tokens", "MEMRA_BATCH_TOKENS", OPT_U32, "token budget of one engine step: decode tokens + prefill "
                                                     "chunks (default 512)"},
@@ -77,6 +79,10 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
     case OPT_STR:
         if (!strcmp(o->flag, "models"))
             return server_parse_models(c, v, err, errlen);
+        if (!strcmp(o->flag, "kv-type"))
+            return backend_kv_type_parse(v, &c->kv_type, err, errlen) == 0
+                       ? 0
+                       : err_set(err, errlen, "--%s / %s: '%.32s' is not f32 or bf16", o->flag, o->env, v);
         if (!strcmp(o->flag, "api-key"))
             c->api_key = v;
         else if (!strcmp(o->flag, "api-keys"))

@@ -42,6 +42,22 @@ const char *backend_default_name(void)
     return backend_cpu_ops.name;
 }
 
+int backend_kv_type_parse(const char *s, enum backend_kv_type *out, char *err, size_t errlen)
+{
+    if (strcmp(s, "f32") == 0)
+        *out = BACKEND_KV_F32;
+    else if (strcmp(s, "bf16") == 0)
+        *out = BACKEND_KV_BF16;
+    else
+        return err_set(err, errlen, "KV type '%.32s' is not f32 or bf16", s);
+    return 0;
+}
+
+const char *backend_kv_type_name(enum backend_kv_type t)
+{
+    return t == BACKEND_KV_BF16 ? "bf16" : "f32";
+}
+
 int backend_open(struct backend **out, const char *name, const struct model *m, const struct backend_config *cfg,
                  char *err, size_t errlen)
 {
@@ -49,8 +65,17 @@ int backend_open(struct backend **out, const char *name, const struct model *m, 
     const struct backend_ops *ops = backend_find(name);
     if (!ops)
         return err_set(err, errlen, "backend '%s' is not built into this binary", name);
+    struct backend_config bc = *cfg;
+    if (bc.kv_type == BACKEND_KV_DEFAULT) {
+        const char *env = getenv("MEMRA_KV_TYPE");
+        bc.kv_type = BACKEND_KV_F32;
+        if (env && *env && backend_kv_type_parse(env, &bc.kv_type, err, errlen) != 0)
+            return err_set(err, errlen, "MEMRA_KV_TYPE: '%.32s' is not f32 or bf16", env);
+    } else if (bc.kv_type != BACKEND_KV_F32 && bc.kv_type != BACKEND_KV_BF16) {
+        return err_set(err, errlen, "backend config: KV type %d unknown", (int)bc.kv_type);
+    }
     struct backend *b;
-    if (ops->init(&b, m, cfg, err, errlen) != 0)
+    if (ops->init(&b, m, &bc, err, errlen) != 0)
         return -1;
     if (ops->load_weights(b, err, errlen) != 0) {
         ops->free(b);

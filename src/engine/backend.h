@@ -130,6 +130,21 @@ struct backend_batch {
     const struct backend_seq *seqs; /* (n_seqs); written blocks not shared within a batch */
 };
 
+/* The KV cache's element type. BF16: each key and value is rounded to
+ * bfloat16 (nearest even) when written and read back exactly — half the
+ * bytes an attention step reads, keys and values within 2^-9 of f32's. Both
+ * backends round the same values the same way, so CPU and GPU still agree
+ * (the CPU keeps f32 storage holding the rounded values). */
+enum backend_kv_type {
+    BACKEND_KV_DEFAULT = 0, /* backend_open: MEMRA_KV_TYPE, else f32 */
+    BACKEND_KV_F32 = 1,
+    BACKEND_KV_BF16 = 2,
+};
+
+/* "f32" / "bf16" → the type; 0 with an error naming the value otherwise. */
+int backend_kv_type_parse(const char *s, enum backend_kv_type *out, char *err, size_t errlen);
+const char *backend_kv_type_name(enum backend_kv_type t);
+
 struct backend_config {
     uint32_t max_seqs;         /* sequences per batch (0: 1) */
     uint32_t max_ctx;          /* positions per sequence (0: the model's trained context) */
@@ -138,6 +153,7 @@ struct backend_config {
                                   MEMRA_KV_BLOCKS overriding) */
     uint32_t max_batch_tokens; /* Σ n_tokens of one batch (scratch is sized for it) */
     uint32_t n_threads;        /* CPU worker threads (0: all cores) */
+    enum backend_kv_type kv_type; /* what a KV row holds (0: from MEMRA_KV_TYPE, f32 when unset) */
 };
 
 /* The defaults of a backend_config's zero fields, the same on every backend:

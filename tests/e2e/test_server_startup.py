@@ -4,11 +4,15 @@ and every API route answers 503 `model_loading` in OpenAI's error shape with
 Retry-After; then the server becomes ready and serves. The load is made to
 last with the test-only --test-load-delay-ms flag (a sleep on the loader
 thread before it loads). Also: a SIGTERM while loading exits 0, and a model
-that fails to load ends the process with status 1 and the reason."""
+that fails to load ends the process with status 1 and the reason; the KV type
+flag (--kv-type bf16 serves and says so; an unknown type exits 2 naming the
+flag)."""
+import os
 import signal
+import subprocess
 import time
 
-from memra_server import ALIAS, Server, wait_until
+from memra_server import ALIAS, MODEL, Server, server_binary, wait_until
 
 DELAY_MS = 3000
 
@@ -75,3 +79,29 @@ def test_model_that_fails_to_load_exits_1():
     assert rc == 1, s.log
     assert wait_until(lambda: "/nonexistent/model.gguf" in s.log, timeout=10), s.log
     assert f"model '{ALIAS}'" in s.log, s.log
+
+
+def test_kv_type_bf16_serves_the_same_greedy_text():
+    prompt = {"model": ALIAS, "prompt": "The capital of France is", "max_tokens": 12, "temperature": 0}
+    texts = {}
+    for kv in ("f32", "bf16"):
+        s = Server("--slots", "2", "--ctx", "256", "--kv-type", kv)
+        try:
+            assert f"blocks ({kv})" in s.log, s.log
+            status, _, data = s.request("POST", "/v1/completions", prompt)
+            assert status == 200, data
+            texts[kv] = data["choices"][0]["text"]
+            assert texts[kv], data
+        finally:
+            assert s.stop() == 0, s.log
+    # keys and values rounded to bfloat16 move the logits by ~1e-3 of their range: on this prompt the
+    # greedy text is the f32 cache's (a near tie could flip a token; then this prompt must change)
+    assert texts["bf16"] == texts["f32"], texts
+
+
+def test_kv_type_unknown_exits_2():
+    env = dict(os.environ, MEMRA_MODELS=f"{ALIAS}={MODEL}", MEMRA_BACKEND="cpu", MEMRA_KV_TYPE="f8")
+    r = subprocess.run([str(server_binary()), "--addr", "127.0.0.1:0"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "MEMRA_KV_TYPE" in r.stderr and "'f8'" in r.stderr, r.stderr

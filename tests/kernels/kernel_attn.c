@@ -24,6 +24,8 @@
  *           operand); exact mode (each operand bf16 high + low): ≤ 1e-4, the
  *           decode kernel's bound; a span alone gives the same bits as in the
  *           batch.
+ *   bf16 KV: pools of bf16 values read from a bf16 copy give the bits of
+ *           their f32 copy, in both decode kernels and both prefill modes.
  * Each case prints its measured error.
  *
  * Timing (8B shape: 32 heads, 8 kv heads, head_dim 128): decode at depths
@@ -74,8 +76,27 @@ struct pool {
     uint32_t *tables;   /* (n_seqs, stride) */
     float *k, *v;       /* host (kv_blocks, 16, kv_dim) */
     float *dk, *dv;     /* device copies */
+    uint16_t *dk16, *dv16; /* with g_bf16: bf16 device copies (k and v hold bf16 values then) */
     uint32_t *dtables;
 };
+
+/* Pools made while set hold bf16 values, also as a bf16 copy (KV type bf16). */
+static bool g_bf16;
+
+/* f32 → bf16, round to nearest even (finite inputs), as __float2bfloat16_rn. */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float from_bf16(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 static void pool_init(struct pool *p, struct cuda_attn_dims d, uint32_t n_seqs, const uint32_t *len)
 {
@@ -113,6 +134,19 @@ static void pool_init(struct pool *p, struct cuda_attn_dims d, uint32_t n_seqs, 
         p->k[i] = rng_unit();
         p->v[i] = rng_unit();
     }
+    if (g_bf16) {
+        uint16_t *k16 = xmalloc(n * 2), *v16 = xmalloc(n * 2);
+        for (size_t i = 0; i < n; i++) {
+            k16[i] = to_bf16(p->k[i]), v16[i] = to_bf16(p->v[i]);
+            p->k[i] = from_bf16(k16[i]), p->v[i] = from_bf16(v16[i]);
+        }
+        p->dk16 = cuda_alloc(n * 2);
+        p->dv16 = cuda_alloc(n * 2);
+        cuda_upload(g_ctx, p->dk16, k16, n * 2);
+        cuda_upload(g_ctx, p->dv16, v16, n * 2);
+        free(k16);
+        free(v16);
+    }
     p->dk = cuda_alloc(n * sizeof(float));
     p->dv = cuda_alloc(n * sizeof(float));
     p->dtables = cuda_alloc((size_t)n_seqs * p->stride * sizeof(uint32_t));
@@ -125,6 +159,10 @@ static void pool_free(struct pool *p)
 {
     cuda_free(p->dk);
     cuda_free(p->dv);
+    if (p->dk16) {
+        cuda_free(p->dk16);
+        cuda_free(p->dv16);
+    }
     cuda_free(p->dtables);
     free(p->k);
     free(p->v);
@@ -135,6 +173,13 @@ static void pool_free(struct pool *p)
 static struct cuda_attn_kv pool_kv(const struct pool *p)
 {
     return (struct cuda_attn_kv){.k = p->dk, .v = p->dv, .tables = p->dtables, .table_stride = p->stride};
+}
+
+/* The pool's bf16 copy (pools made with g_bf16). */
+static struct cuda_attn_kv pool_kv16(const struct pool *p)
+{
+    return (struct cuda_attn_kv){.k = p->dk16, .v = p->dv16, .tables = p->dtables, .table_stride = p->stride,
+                                 .bf16 = 1};
 }
 
 /* out (hd) = attention of query qh (hd) of head h at position pos of seq s, in double. */
@@ -280,8 +325,8 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_download(g_ctx, hatt, datt, (size_t)n * q_dim * sizeof(float));
     int nonfinite;
     const double err = compare_rows(&p, hq, hatt, n, row, seq, pos, scale, window, &nonfinite);
-    printf("decode  heads %2u/%u hd %3u window %4u rows %u depths %u..%u: max|d|/max|ref| %.2e\n", d.n_heads,
-           d.n_kv_heads, hd, window, n, depths[0], depths[n - 1], err);
+    printf("decode  heads %2u/%u hd %3u window %4u rows %u depths %u..%u%s: max|d|/max|ref| %.2e\n", d.n_heads,
+           d.n_kv_heads, hd, window, n, depths[0], depths[n - 1], g_bf16 ? " bf16 KV" : "", err);
     CHECK_MSG(err <= TOL_DECODE && nonfinite == 0, "decode hd %u: error %.3g, %d non-finite", hd, err, nonfinite);
 
     /* the same launch again: same bits */
@@ -290,6 +335,17 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, false);
     cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0, "decode not deterministic");
+    if (p.dk16) /* the bf16 cache: the f32 cache's bits (it holds the same values), split and rows kernels */
+        for (uint32_t rows_min = 0; rows_min <= 1; rows_min++) {
+            cuda_attn_decode_set_rows(g_ctx, rows_min);
+            cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
+            cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv16(&p), scale, window, scr, false);
+            cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
+            CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
+                      "decode hd %u: a bf16 cache (%s) differs from the f32 cache of its values", hd,
+                      rows_min ? "one CTA a row" : "split CTAs");
+            cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
+        }
     /* settled KV (the decode step's promise): the first chunk's loads go ahead of the PDL wait, same bits */
     {
         struct cuda_attn_kv skv = pool_kv(&p);
@@ -416,9 +472,10 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
     int nonfinite;
     const double err = compare_rows(&p, hq, hatt, T, row, seq, pos, scale, window, &nonfinite);
     const double tol = exact ? TOL_PREFILL_EXACT : TOL_PREFILL;
-    printf("prefill %s heads %2u/%u hd %3u window %4u spans %u (%u split, ≤ %u splits) rows %u: max|d|/max|ref| "
+    printf("prefill %s heads %2u/%u hd %3u window %4u spans %u (%u split, ≤ %u splits) rows %u%s: max|d|/max|ref| "
            "%.2e\n",
-           exact ? "exact" : "bf16 ", d.n_heads, d.n_kv_heads, hd, window, n_spans, n_split, max_splits, T, err);
+           exact ? "exact" : "bf16 ", d.n_heads, d.n_kv_heads, hd, window, n_spans, n_split, max_splits, T,
+           g_bf16 ? " bf16 KV" : "", err);
     CHECK_MSG(err <= tol && nonfinite == 0, "prefill %s hd %u splits %u: error %.3g (tolerance %.0e), %d non-finite",
               exact ? "exact" : "bf16", hd, splits, err, tol, nonfinite);
     /* the last span alone: same bits */
@@ -430,6 +487,17 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
     cuda_download(g_ctx, hone, datt + (size_t)last->q0 * q_dim, (size_t)last->n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hone, hatt + (size_t)last->q0 * q_dim, (size_t)last->n * q_dim * sizeof(float)) == 0,
               "prefill: a span alone differs from the same span in the batch");
+    if (p.dk16) { /* the bf16 cache: the f32 cache's bits */
+        float *h16 = xmalloc((size_t)T * q_dim * sizeof(float));
+        cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
+        cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, max_splits, d, pool_kv16(&p), scale, window, exact,
+                          scr, part);
+        cuda_download(g_ctx, h16, datt, (size_t)T * q_dim * sizeof(float));
+        CHECK_MSG(memcmp(h16, hatt, (size_t)T * q_dim * sizeof(float)) == 0,
+                  "prefill %s hd %u: a bf16 cache differs from the f32 cache of its values", exact ? "exact" : "bf16",
+                  hd);
+        free(h16);
+    }
     free(hone);
     free(hq);
     free(hatt);
@@ -474,21 +542,45 @@ static void test_prefill(void)
     check_prefill(dims[0], 0, sp, 10, true, 1);
 }
 
+/* A bf16 cache (MEMRA_KV_TYPE=bf16): pools of bf16 values, every launch also
+ * on their bf16 copy, which must give the f32 copy's bits (and the errors
+ * above against the reference of those values) — the 16-byte f32 loads, the
+ * 8-byte and the 4-byte (head_dim 34) paths, both decode kernels, both
+ * prefill modes, split spans. */
+static void test_kv_bf16(void)
+{
+    static const uint32_t dep8b[] = {1, 15, 16, 17, 33, 1000, 4100, 16400};
+    static const uint32_t dep[] = {1, 15, 16, 17, 33, 1000, 4100};
+    static const uint32_t sp[][2] = {{0, 1},    {0, 15},    {0, 64},  {0, 100},   {1000, 17},
+                                     {16, 200}, {4000, 130}, {37, 65}, {6000, 32}, {2000, 100}};
+    g_bf16 = true;
+    check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep8b, 8);
+    check_decode((struct cuda_attn_dims){9, 3, 64}, 0, dep, 7);
+    check_decode((struct cuda_attn_dims){8, 1, 256}, 512, dep, 7);
+    check_decode((struct cuda_attn_dims){2, 2, 34}, 0, dep, 7);
+    check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, true, 0);
+    check_prefill((struct cuda_attn_dims){9, 3, 64}, 0, sp, 10, true, 0);
+    check_prefill((struct cuda_attn_dims){8, 2, 128}, 100, sp, 10, false, 0);
+    check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, true, CUDA_ATTN_PREFILL_MAX_SPLITS);
+    g_bf16 = false;
+}
+
 /* ---- timing ------------------------------------------------------------- */
 
 
 /* mode: 0 the launcher's rule, 1 split CTAs + combine, 2 one CTA a row */
 static const char *const k_modes[] = {"auto", "split", "rows"};
 
-static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
+static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bool bf16)
 {
+    const uint32_t es = bf16 ? 2 : 4; /* bytes an element (timing only: the bf16 copy holds the f32 bits' halves) */
     if (mode == 1)
         cuda_attn_decode_set_rows(g_ctx, 0);
     else if (mode == 2)
         cuda_attn_decode_set_rows(g_ctx, 1);
     const struct cuda_attn_dims d = {32, 8, 128};
     const uint32_t q_dim = 32 * 128, kv_dim = 8 * 128;
-    const double bytes = (double)batch * depth * kv_dim * 4.0 * 2.0;
+    const double bytes = (double)batch * depth * kv_dim * es * 2.0;
     uint32_t copies = (uint32_t)ceil(4.0 * (double)l2 / bytes);
     if (copies < 1)
         copies = 1;
@@ -496,14 +588,14 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
         copies = 64;
     const uint32_t nseq = copies * batch, nb = (depth + 15) / 16;
     const size_t n = (size_t)nseq * nb * 16 * kv_dim;
-    float *dk = cuda_alloc(n * 4), *dv = cuda_alloc(n * 4);
+    char *dk = cuda_alloc(n * es), *dv = cuda_alloc(n * es);
     float *hx = xmalloc((size_t)1 << 24);
     for (size_t i = 0; i < ((size_t)1 << 22); i++)
         hx[i] = rng_unit();
     for (size_t off = 0; off < n; off += (size_t)1 << 22) {
         size_t m = n - off < ((size_t)1 << 22) ? n - off : ((size_t)1 << 22);
-        cuda_upload(g_ctx, dk + off, hx, m * 4);
-        cuda_upload(g_ctx, dv + off, hx, m * 4);
+        cuda_upload(g_ctx, dk + off * es, hx, m * es);
+        cuda_upload(g_ctx, dv + off * es, hx, m * es);
     }
     free(hx);
     uint32_t *tab = xmalloc((size_t)nseq * nb * 4);
@@ -523,7 +615,7 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
     float *datt = cuda_alloc((size_t)batch * q_dim * 4);
     float *scr = cuda_alloc(cuda_attn_decode_scratch_floats(batch, d) * 4);
     /* settled, as the decode step launches it: the first chunk's loads go ahead of the PDL wait */
-    const struct cuda_attn_kv kv = {.k = dk, .v = dv, .tables = dtab, .table_stride = nb, .settled = 1};
+    const struct cuda_attn_kv kv = {.k = dk, .v = dv, .tables = dtab, .table_stride = nb, .settled = 1, .bf16 = bf16};
     const uint32_t NL = 64;
     cuda_graph_begin(g_ctx);
     for (uint32_t i = 0; i < NL; i++) {
@@ -543,8 +635,8 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode)
     }
     qsort(ms, 21, sizeof *ms, kernel_time_cmp);
     const double us = ms[10] * 1e3, gbs = bytes / (us * 1e-6) / 1e9;
-    printf("| %u | %u | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode], bytes / 1e6, us,
-           gbs, 100.0 * gbs / BW_REF_GBS, us * 32 / 1e3);
+    printf("| %u | %u | %s | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode],
+           bf16 ? "bf16" : "f32", bytes / 1e6, us, gbs, 100.0 * gbs / BW_REF_GBS, us * 32 / 1e3);
     cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
     cuda_timer_free(tm);
     cuda_graph_free(gr);
@@ -671,29 +763,33 @@ int main(int argc, char **argv)
             fprintf(stderr, "kernel_attn --one DEPTH BATCH: depth 1..%d, batch 1..64\n", 1 << 20);
             return 2;
         }
-        printf("| depth | batch | kernel | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
-               "|---|---|---|---|---|---|---|---|\n");
+        printf("| depth | batch | kernel | KV | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
+               "|---|---|---|---|---|---|---|---|---|\n");
         for (int m = 0; m < 3; m++)
-            bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m);
+            for (int bf = 0; bf < 2; bf++)
+                bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf);
         cuda_ctx_free(g_ctx);
         return 0;
     }
     RUN(test_decode);
     RUN(test_prefill);
+    RUN(test_kv_bf16);
     if (!quick) {
-        printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 KV), split-K %u x %u positions "
-               "(graph of 64 launches incl. combine, median)\n\n"
-               "| depth | batch | kernel | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
-               "|---|---|---|---|---|---|---|---|\n",
+        printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 and bf16 KV), split-K %u x %u "
+               "positions (graph of 64 launches incl. combine, median)\n\n"
+               "| depth | batch | kernel | KV | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
+               "|---|---|---|---|---|---|---|---|---|\n",
                CUDA_ATTN_SPLITS, CUDA_ATTN_CHUNK);
         const uint32_t depths[] = {512, 4096, 16384};
         for (int i = 0; i < 3; i++)
-            bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx), 0);
+            for (int bf = 0; bf < 2; bf++)
+                bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx), 0, bf);
         /* batches: the split launch against one CTA a row */
         static const uint32_t bd[][2] = {{512, 16}, {4096, 16}, {640, 32}, {640, 48}, {640, 64}, {1024, 64}, {4096, 64}};
         for (int i = 0; i < 7; i++)
             for (int m = 1; m < 3; m++)
-                bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m);
+                for (int bf = 0; bf < 2; bf++)
+                    bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m, bf);
         printf("\n## Prefill attention, 8B shape, one causal span of T rows after pos0 cached positions "
                "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
                "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "

@@ -68,8 +68,10 @@ done
 # without programmatic dependent launch and with one GEMV a matrix for a lone
 # token (MEMRA_PDL=off, MEMRA_DECODE_FUSE=off), and with the decode attention
 # one CTA a row at every batch size (MEMRA_ATTN_ROWS=1: batch vs alone then
-# compares it with the split kernel), checked against the CPU as the defaults are.
-for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows MEMRA_PDL=off MEMRA_DECODE_FUSE=off MEMRA_ATTN_ROWS=1; do
+# compares it with the split kernel), and with a bf16 KV cache on both backends
+# (MEMRA_KV_TYPE=bf16), checked against the CPU as the defaults are.
+for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows MEMRA_PDL=off MEMRA_DECODE_FUSE=off MEMRA_ATTN_ROWS=1 \
+    MEMRA_KV_TYPE=bf16; do
     [ -x "$B/kernels/kernel_forward" ] || break
     tag=$(echo "${envv#MEMRA_}" | tr "=A-Z" "-a-z")
     echo "== kernel_forward $envv"

@@ -204,6 +204,11 @@ static void qk_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
                 rmsnorm_row(kh, kh, L->k_norm, c->head_dim, c->norm_eps);
             rope_head(kh, c->head_dim, b->tok_pos[t], L->inv_freq, c->rope_style);
         }
+        if (b->base.cfg.kv_type == BACKEND_KV_BF16) /* the cache holds bf16 values (f32 storage) */
+            for (uint32_t i = 0; i < b->kv_dim; i++) {
+                k[i] = quant_bf16_to_f32(quant_f32_to_bf16(k[i]));
+                v[i] = quant_bf16_to_f32(quant_f32_to_bf16(v[i]));
+            }
         memcpy(cpu_kv_row(b, b->tok_blocks[t], j->layer, 0, b->tok_pos[t]), k, b->kv_dim * sizeof(float));
         memcpy(cpu_kv_row(b, b->tok_blocks[t], j->layer, 1, b->tok_pos[t]), v, b->kv_dim * sizeof(float));
     }

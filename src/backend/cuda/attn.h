@@ -4,9 +4,11 @@
  * and the kernel tests.
  *
  * Paged KV (one layer): K and V each (kv_blocks, CUDA_ATTN_BLOCK, kv_dim) f32,
- * kv_dim = n_kv_heads·head_dim; the row of position p of a sequence whose
- * block table is `tab` is (tab[p / 16]·16 + p % 16)·kv_dim floats from the
- * base. Block tables are rows of one device array: table r starts at
+ * or bf16 (kv.bf16), kv_dim = n_kv_heads·head_dim; the row of position p of a
+ * sequence whose block table is `tab` is (tab[p / 16]·16 + p % 16)·kv_dim
+ * elements from the base. A bf16 element is read as the f32 it is exactly, and
+ * every operation after the load is the f32 path's: a bf16 cache gives the
+ * bits an f32 cache holding the same (rounded) values gives (kernel_attn). Block tables are rows of one device array: table r starts at
  * tables + r·table_stride.
  *
  * Attention of a query row at position p: softmax_s(scale · q·K[s]) · V[s] over
@@ -42,7 +44,7 @@ struct cuda_attn_dims {
 
 /* One layer's paged KV and the block tables of the launch (device memory). */
 struct cuda_attn_kv {
-    const float *k, *v;       /* (kv_blocks, 16, kv_dim) each */
+    const void *k, *v;        /* (kv_blocks, 16, kv_dim) each, f32 or bf16 */
     const uint32_t *tables;   /* (n_tables, table_stride) block ids */
     uint32_t table_stride;
     /* decode: nonzero when every row's keys and values before its own position
@@ -51,6 +53,7 @@ struct cuda_attn_kv {
      * wait (cuda_common.cuh); 0 (the safe default) when a launch's rows may
      * include earlier positions written just before (prefill spans run as rows) */
     uint32_t settled;
+    uint32_t bf16;            /* nonzero: K and V elements are bfloat16 */
 };
 
 /* ---- decode (attn_decode.cu): any number of independent query rows --------

@@ -50,20 +50,51 @@ constexpr int PW = (int)CH / NW;                   /* positions of a chunk per w
 constexpr float LOG2E = 1.4426950408889634f;
 static_assert(CH % (NW * 2) == 0, "chunk must split evenly over the warps");
 
-/* VEC floats of a K/V row slice: 16-byte streaming load (read once) or 8-byte. */
-template <int VEC>
-static __device__ __forceinline__ void load_slice(const float *p, float (&o)[VEC])
+/* VEC elements of a K/V row slice, element e of base: f32 (BF false) by a
+ * 16-byte streaming load (read once) or an 8-byte one; bf16 by an 8- or
+ * 4-byte load, kept as the raw words in o[0 .. VEC/2) and widened (exactly)
+ * only where used: slice_at. A conversion right after the load would make the
+ * lane wait for each load before issuing the next (the loads sit in
+ * branches): the first version did, and ran a Q4_K_M token at depth 4096
+ * 12 % slower than f32 KV. */
+static __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+static __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
+template <int VEC, bool BF>
+static __device__ __forceinline__ void load_slice(const char *base, uint64_t e, float (&o)[VEC])
 {
-    if constexpr (VEC == 4) {
-        uint4 u = ldg_stream16(p);
-        o[0] = __uint_as_float(u.x);
-        o[1] = __uint_as_float(u.y);
-        o[2] = __uint_as_float(u.z);
-        o[3] = __uint_as_float(u.w);
+    if constexpr (BF) {
+        const char *p = base + 2 * e;
+        if constexpr (VEC == 4) {
+            const uint2 u = ldg_stream8(p);
+            o[0] = __uint_as_float(u.x), o[1] = __uint_as_float(u.y);
+        } else {
+            o[0] = __uint_as_float(__ldg(reinterpret_cast<const unsigned int *>(p)));
+        }
     } else {
-        float2 f = __ldg(reinterpret_cast<const float2 *>(p));
-        o[0] = f.x;
-        o[1] = f.y;
+        const char *p = base + 4 * e;
+        if constexpr (VEC == 4) {
+            uint4 u = ldg_stream16(p);
+            o[0] = __uint_as_float(u.x);
+            o[1] = __uint_as_float(u.y);
+            o[2] = __uint_as_float(u.z);
+            o[3] = __uint_as_float(u.w);
+        } else {
+            float2 f = __ldg(reinterpret_cast<const float2 *>(p));
+            o[0] = f.x;
+            o[1] = f.y;
+        }
+    }
+}
+
+/* Element e of a slice load_slice<VEC, BF> filled. */
+template <int VEC, bool BF>
+static __device__ __forceinline__ float slice_at(const float (&o)[VEC], int e)
+{
+    if constexpr (BF) {
+        const uint32_t w = __float_as_uint(o[e >> 1]);
+        return e & 1 ? bf16_hi(w) : bf16_lo(w);
+    } else {
+        return o[e];
     }
 }
 
@@ -76,9 +107,9 @@ static __device__ __forceinline__ float weight_of(float m, float M)
 /* What a CTA's threads share about its (kv head, query row): where the keys
  * and values are, the visible range [p0, p], and the thread's place. */
 struct dec_row {
-    const float *kb, *vb;   /* kv head's column in K and V */
+    const char *kb, *vb;    /* K and V (f32 or bf16 elements; the kv head's column at element kvh·hd) */
     const uint32_t *tab;    /* the row's block table */
-    uint32_t kv_dim, hd, p0, p;
+    uint32_t kv_dim, hd, hoff, p0, p; /* hoff: the kv head's first element in a row */
     uint32_t warp, sub, li; /* warp; position slot of the lane (lane / LPP); lane within the slot */
 };
 
@@ -94,7 +125,7 @@ template <int VEC, int NJ, int LPP> struct dec_shape {
 };
 
 /* One round: UNR·PPW positions of chunk cc from r0, loads issued together. */
-template <int VEC, int NJ, int LPP>
+template <int VEC, int NJ, int LPP, bool BF>
 static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t cc, int r0,
                                                       float (&kr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
                                                       float (&vr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
@@ -112,8 +143,8 @@ static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t
         for (int j = 0; j < NJ; j++) {
             const uint32_t col = (R.li + LPP * j) * VEC;
             if (ok[u] && col < R.hd) {
-                load_slice<VEC>(R.kb + row * R.kv_dim + col, kr[u][j]);
-                load_slice<VEC>(R.vb + row * R.kv_dim + col, vr[u][j]);
+                load_slice<VEC, BF>(R.kb, row * R.kv_dim + R.hoff + col, kr[u][j]);
+                load_slice<VEC, BF>(R.vb, row * R.kv_dim + R.hoff + col, vr[u][j]);
             } else {
 #pragma unroll
                 for (int e = 0; e < VEC; e++)
@@ -124,7 +155,7 @@ static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t
 }
 
 /* The online-softmax update of every query head of the CTA by one round. */
-template <int VEC, int NJ, int LPP, int GM>
+template <int VEC, int NJ, int LPP, int GM, bool BF>
 static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][NJ][VEC],
                                                          const float (&kr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
                                                          const float (&vr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
@@ -142,7 +173,7 @@ static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][N
             for (int j = 0; j < NJ; j++)
 #pragma unroll
                 for (int e = 0; e < VEC; e++)
-                    a = fmaf(qr[g][j][e], kr[u][j][e], a);
+                    a = fmaf(qr[g][j][e], slice_at<VEC, BF>(kr[u][j], e), a);
 #pragma unroll
             for (int o = LPP / 2; o > 0; o >>= 1)
                 a += __shfl_xor_sync(0xffffffffu, a, o);
@@ -158,7 +189,7 @@ static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][N
                 for (int j = 0; j < NJ; j++)
 #pragma unroll
                     for (int e = 0; e < VEC; e++)
-                        acc[g][j][e] = fmaf(w, vr[u][j][e], acc[g][j][e] * corr);
+                        acc[g][j][e] = fmaf(w, slice_at<VEC, BF>(vr[u][j], e), acc[g][j][e] * corr);
                 m[g] = mn;
             }
         }
@@ -273,8 +304,9 @@ static __device__ __forceinline__ dec_row dec_row_of(uint32_t bx, uint32_t t, co
     R.kv_dim = d.n_kv_heads * hd;
     R.hd = hd;
     R.tab = kv.tables + (uint64_t)tok_table[t] * kv.table_stride;
-    R.kb = kv.k + (uint64_t)kvh * hd;
-    R.vb = kv.v + (uint64_t)kvh * hd;
+    R.kb = static_cast<const char *>(kv.k);
+    R.vb = static_cast<const char *>(kv.v);
+    R.hoff = kvh * hd;
     const uint32_t lane = threadIdx.x & 31;
     R.warp = threadIdx.x >> 5;
     R.sub = lane / LPP;
@@ -343,7 +375,7 @@ static __device__ __forceinline__ void attn_out_head(const dec_out &o, uint64_t 
 /* VEC floats a load; NJ loads a lane covers a row slice; LPP lanes a position;
  * GM query heads a CTA at most. Columns of lane li: (li + LPP·j)·VEC + e.
  * One CTA a (kv head group, split, row). */
-template <int VEC, int NJ, int LPP, int GM, bool PF>
+template <int VEC, int NJ, int LPP, int GM, bool PF, bool BF>
 __global__ void __launch_bounds__(NW * 32)
     kernel_attn_decode(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                        const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
@@ -372,7 +404,7 @@ __global__ void __launch_bounds__(NW * 32)
     bool oka[UNR];
     const bool early = CHUNK_ROUND && kv.settled && c < clast;
     if (early)
-        dec_load_round<VEC, NJ, LPP>(R, c, 0, ka, va, oka);
+        dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, ka, va, oka);
     pdl_wait();
     if (c > clast) {
         if (threadIdx.x < (uint32_t)ng) {
@@ -393,17 +425,17 @@ __global__ void __launch_bounds__(NW * 32)
         float kn[UNR][NJ][VEC], vn[UNR][NJ][VEC];
         bool okn[UNR];
         if (!early)
-            dec_load_round<VEC, NJ, LPP>(R, c, 0, ka, va, oka);
+            dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, ka, va, oka);
         for (;;) {
             const uint32_t c1 = c + NS, c2 = c + 2 * NS;
             if (c1 <= clast)
-                dec_load_round<VEC, NJ, LPP>(R, c1, 0, kn, vn, okn);
-            dec_compute_round<VEC, NJ, LPP, GM>(qr, ka, va, oka, acc, m, l);
+                dec_load_round<VEC, NJ, LPP, BF>(R, c1, 0, kn, vn, okn);
+            dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, ka, va, oka, acc, m, l);
             if (c1 > clast)
                 break;
             if (c2 <= clast)
-                dec_load_round<VEC, NJ, LPP>(R, c2, 0, ka, va, oka);
-            dec_compute_round<VEC, NJ, LPP, GM>(qr, kn, vn, okn, acc, m, l);
+                dec_load_round<VEC, NJ, LPP, BF>(R, c2, 0, ka, va, oka);
+            dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kn, vn, okn, acc, m, l);
             if (c2 > clast)
                 break;
             c = c2;
@@ -414,8 +446,8 @@ __global__ void __launch_bounds__(NW * 32)
             for (int r0 = 0; r0 < PW; r0 += SH::PPW * UNR) {
                 float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
                 bool ok[UNR];
-                dec_load_round<VEC, NJ, LPP>(R, c, r0, kr, vr, ok);
-                dec_compute_round<VEC, NJ, LPP, GM>(qr, kr, vr, ok, acc, m, l);
+                dec_load_round<VEC, NJ, LPP, BF>(R, c, r0, kr, vr, ok);
+                dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
             }
     }
     dec_split_write<VEC, NJ, LPP, GM>(R, acc, m, l, ng, sm, part_acc, part_ml, part0);
@@ -432,7 +464,7 @@ __global__ void __launch_bounds__(NW * 32)
  * chunk's loads in flight (two register sets, 228 registers, 2 CTAs an SM)
  * was slower at every batch measured. Head dims ≤ 128, % 4 == 0 (NJ = 1, a
  * chunk one round). */
-template <int LPP, int GM>
+template <int LPP, int GM, bool BF>
 __global__ void __launch_bounds__(NW * 32)
     kernel_attn_decode_rows(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                             const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
@@ -484,8 +516,8 @@ __global__ void __launch_bounds__(NW * 32)
     for (;;) {
         float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
         bool ok[UNR];
-        dec_load_round<VEC, NJ, LPP>(R, c, 0, kr, vr, ok);
-        dec_compute_round<VEC, NJ, LPP, GM>(qr, kr, vr, ok, acc, m, l);
+        dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, kr, vr, ok);
+        dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
         uint32_t s1 = s, c1 = c;
         const bool more = next_pair(s1, c1);
         if (!more || s1 != s) {
@@ -511,40 +543,67 @@ __global__ void __launch_bounds__(128) kernel_attn_combine(dec_out o, uint32_t n
 }
 static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
-template <int VEC, int NJ, int LPP, bool PF>
+template <int VEC, int NJ, int LPP, bool PF, bool BF>
 void launch_pf(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o)
 {
     switch (gm) {
-    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
     }
 }
 
-template <int VEC, int NJ, int LPP>
+template <int VEC, int NJ, int LPP, bool BF>
 void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                   const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
                   const dec_out &o)
 {
     if (grid.z < 8) /* few rows: latency-bound, prefetch the next chunk */
-        launch_pf<VEC, NJ, LPP, true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+        launch_pf<VEC, NJ, LPP, true, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     else
-        launch_pf<VEC, NJ, LPP, false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+        launch_pf<VEC, NJ, LPP, false, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
 }
 
-template <int LPP>
+template <int LPP, bool BF>
 void launch_rows(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                  const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
                  const dec_out &o)
 {
     switch (gm) {
-    case 1: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 1>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    case 2: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 2>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    case 4: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 4>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    default: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 8>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 1: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 1, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 2: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 2, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 4: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 4, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    default: cuda_launch(ctx, kernel_attn_decode_rows<LPP, 8, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
     }
+}
+
+/* The launch shape by head_dim (the same for f32 and bf16 elements: the same
+ * float operations after the load); the rows kernel for launches of ≥
+ * attn_rows_min rows. */
+template <bool BF>
+void launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
+                 const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
+                 const dec_out &o)
+{
+    const uint32_t hd = d.head_dim, T = grid.z;
+    if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
+        const dim3 rgrid(grid.x, T);
+        if (hd <= 64)
+            launch_rows<16, BF>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+        else
+            launch_rows<32, BF>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+        return;
+    }
+    if (hd % 4 == 0 && hd <= 64)
+        launch_shape<4, 1, 16, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    else if (hd % 4 == 0 && hd <= 128)
+        launch_shape<4, 1, 32, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    else if (hd % 4 == 0)
+        launch_shape<4, 2, 32, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    else
+        launch_shape<2, 4, 32, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
 }
 
 } // namespace
@@ -588,23 +647,12 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
     const dec_out o = {scratch, scratch + (size_t)T * d.n_heads * NS * hd, att,
                        prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n};
     const float scale2 = scale * LOG2E;
-    if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
-        const dim3 rgrid(grid.x, T);
-        if (hd <= 64)
-            launch_rows<16>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
-        else
-            launch_rows<32>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
-        CUDA_CHECK_LAUNCH();
-        return;
-    }
-    if (hd % 4 == 0 && hd <= 64)
-        launch_shape<4, 1, 16>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
-    else if (hd % 4 == 0 && hd <= 128)
-        launch_shape<4, 1, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
-    else if (hd % 4 == 0)
-        launch_shape<4, 2, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    if (kv.bf16)
+        launch_type<true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     else
-        launch_shape<2, 4, 32>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+        launch_type<false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     CUDA_CHECK_LAUNCH();
+    if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min)
+        return; /* the rows kernel merged its splits */
     cuda_launch(ctx, kernel_attn_combine, dim3(d.n_heads, T), 128, 0, o, d.n_heads, hd);
 }

@@ -161,14 +161,25 @@ __global__ void __launch_bounds__(NT)
                 if (kp <= pl) {
                     const uint64_t row = (uint64_t)tab[kp / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + kp % CUDA_ATTN_BLOCK;
                     const uint64_t off = row * kv_dim + (uint64_t)kvh * HD + c4;
-                    ku[j] = ldg_stream16(kv.k + off);
-                    vu[j] = ldg_stream16(kv.v + off);
+                    if (kv.bf16) { /* 4 bf16 as loaded, widened below (not here: the next load would wait) */
+                        const uint2 a = ldg_stream8(static_cast<const uint16_t *>(kv.k) + off),
+                                    b = ldg_stream8(static_cast<const uint16_t *>(kv.v) + off);
+                        ku[j] = make_uint4(a.x, a.y, 0u, 0u);
+                        vu[j] = make_uint4(b.x, b.y, 0u, 0u);
+                    } else {
+                        ku[j] = ldg_stream16(static_cast<const float *>(kv.k) + off);
+                        vu[j] = ldg_stream16(static_cast<const float *>(kv.v) + off);
+                    }
                 }
             }
 #pragma unroll
             for (int j = 0; j < LB; j++) {
                 const uint32_t i = (uint32_t)(i0 + j) * NT + threadIdx.x;
                 const uint32_t so = i / (HD / 4) * KP + i % (HD / 4) * 4;
+                if (kv.bf16) { /* widened exactly: the f32 path's bits from here on */
+                    ku[j] = make_uint4(ku[j].x << 16, ku[j].x & 0xFFFF0000u, ku[j].y << 16, ku[j].y & 0xFFFF0000u);
+                    vu[j] = make_uint4(vu[j].x << 16, vu[j].x & 0xFFFF0000u, vu[j].y << 16, vu[j].y & 0xFFFF0000u);
+                }
                 const float4 kf = make_float4(__uint_as_float(ku[j].x), __uint_as_float(ku[j].y),
                                               __uint_as_float(ku[j].z), __uint_as_float(ku[j].w));
                 const float4 vf = make_float4(__uint_as_float(vu[j].x), __uint_as_float(vu[j].y),

@@ -501,7 +501,8 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
 {
     struct backend_config *bc = &b->base.cfg;
     const uint32_t n_layers = b->base.model->cfg.n_layers;
-    const uint64_t block_bytes = (uint64_t)n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * sizeof(float);
+    b->kv_elem = bc->kv_type == BACKEND_KV_BF16 ? 2 : 4;
+    const uint64_t block_bytes = (uint64_t)n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * b->kv_elem;
     const uint64_t free_b = cuda_fwd_mem_free();
     if (bc->kv_blocks == 0) {
         const uint64_t avail = free_b > CUDA_KV_HEADROOM ? free_b - CUDA_KV_HEADROOM : 0;
@@ -518,8 +519,9 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
                        (unsigned long long)(free_b >> 20));
     }
     b->kv = dev_alloc(b, (uint64_t)bc->kv_blocks * block_bytes);
-    log_info("cuda backend: KV pool of %u blocks × %u positions (%llu MiB, %llu MiB were free)", bc->kv_blocks,
-             BACKEND_KV_BLOCK, (unsigned long long)(((uint64_t)bc->kv_blocks * block_bytes) >> 20),
+    log_info("cuda backend: KV pool of %u blocks × %u positions, %s (%llu MiB, %llu MiB were free)", bc->kv_blocks,
+             BACKEND_KV_BLOCK, backend_kv_type_name(bc->kv_type),
+             (unsigned long long)(((uint64_t)bc->kv_blocks * block_bytes) >> 20),
              (unsigned long long)(free_b >> 20));
     return 0;
 }
@@ -659,7 +661,7 @@ static void cuda_be_kv_copy(struct backend *base, uint32_t dst, uint32_t src)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
     MEMRA_ASSERT(b->kv && dst < base->cfg.kv_blocks && src < base->cfg.kv_blocks);
-    cuda_fwd_kv_copy(b->ctx, b->kv, base->model->cfg.n_layers, base->cfg.kv_blocks, b->kv_dim, dst, src);
+    cuda_fwd_kv_copy(b->ctx, b->kv, base->model->cfg.n_layers, base->cfg.kv_blocks, b->kv_dim, b->kv_elem, dst, src);
 }
 
 /* The z rows behind nucleus draws of the last forward: the top-k kernel

@@ -64,9 +64,11 @@ struct cuda_backend {
     void **allocs;             /* every weight / vector allocation, for free */
     size_t n_allocs, cap_allocs;
 
-    /* KV pool: layer l, kind k (0 keys, 1 values), block n, row r →
-     * kv + (((l·2 + k)·kv_blocks + n)·16 + r)·kv_dim (cuda_fwd.h) */
-    float *kv;          /* device (n_layers, 2, kv_blocks, 16, kv_dim) */
+    /* KV pool: layer l, kind k (0 keys, 1 values), block n, row r → element
+     * (((l·2 + k)·kv_blocks + n)·16 + r)·kv_dim of kv (cuda_fwd.h), each
+     * kv_elem bytes: 4 (f32) or 2 (bf16, cfg.kv_type BACKEND_KV_BF16) */
+    void *kv;           /* device (n_layers, 2, kv_blocks, 16, kv_dim) */
+    uint32_t kv_elem;
     uint32_t tables_max; /* max_seqs · ceil(max_ctx / 16): the most block ids a batch brings */
 
     /* device scratch, T = cfg.max_batch_tokens */
@@ -158,6 +160,21 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
  * kernel). prep (n ≤ attn_rows, t0 = 0, cuda_attn_decode_prep_supported):
  * b->att's rows also in the quantized GEMVs' prepared form (the decode step's
  * o-projection then runs with CUDA_GEMV_X_PREPARED). */
+/* Layer l's keys and values in the pool, as the RoPE kernel's view and the
+ * attention's (settled: cuda_attn_kv.settled) over the batch's tables. */
+static inline void cuda_be_kv_layer(const struct cuda_backend *b, uint32_t l, const uint32_t *blocks,
+                                    const uint32_t *tok_table, uint32_t settled, struct cuda_kv_view *kv,
+                                    struct cuda_attn_kv *akv)
+{
+    const uint64_t kind_bytes = (uint64_t)b->base.cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim * b->kv_elem;
+    char *kl = (char *)b->kv + (uint64_t)l * 2 * kind_bytes;
+    const uint32_t bf16 = b->kv_elem == 2;
+    *kv = (struct cuda_kv_view){.k = kl, .v = kl + kind_bytes, .blocks = blocks, .tok_table = tok_table, .bf16 = bf16};
+    /* tok_table: offsets into blocks */
+    *akv = (struct cuda_attn_kv){.k = kl, .v = kl + kind_bytes, .tables = blocks, .table_stride = 1,
+                                 .settled = settled, .bf16 = bf16};
+}
+
 void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
                        const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window, bool prep);
 

@@ -112,7 +112,6 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         cuda_embed_gather(b->ctx, m->tok_embd.dtype, b->d_embd, m->tok_embd.row_bytes, c->dim, (const int32_t *)tok,
                           T, b->embd_scale, b->x);
     const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
-    const uint64_t kind_stride = (uint64_t)b->base.cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim;
     const bool gelu = c->act == MODEL_ACT_GELU_TANH;
     const float *pending = NULL; /* the last block's output, added into x by the next norm */
     for (uint32_t l = 0; l < c->n_layers; l++) {
@@ -130,11 +129,11 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         } else {
             decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep);
         }
-        float *kl = b->kv + (uint64_t)l * 2 * kind_stride;
-        const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
+        struct cuda_kv_view kv;
+        struct cuda_attn_kv akv; /* one token a sequence: settled */
+        cuda_be_kv_layer(b, l, blocks, tok_table, 1, &kv, &akv);
         cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1, 1}; /* tok_table: offsets into blocks; one token a sequence */
         const struct cuda_weight *wo = &D->wo;
         const bool wo_prep = b->attn_prep && is_quantized(wo->dtype) && T <= b->attn_rows;
         cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,

@@ -304,7 +304,6 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
     attn_plan(b, batch, T);
     const uint32_t *tok_pos = b->d_meta, *tok_table = b->d_meta + T, *blocks = b->d_meta + 2 * T;
     const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
-    const uint64_t kind_stride = (uint64_t)base->cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim;
     const uint64_t nx = (uint64_t)T * c->dim;
 
     for (uint32_t l = 0; l < c->n_layers; l++) {
@@ -315,11 +314,11 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
         matmul_multi(b, qkv, qkv_out, 3, b->xb, spans, n_spans);
-        float *kl = b->kv + (uint64_t)l * 2 * kind_stride;
-        const struct cuda_kv_view kv = {kl, kl + kind_stride, blocks, tok_table};
+        struct cuda_kv_view kv;
+        struct cuda_attn_kv akv; /* spans as rows: not settled */
+        cuda_be_kv_layer(b, l, blocks, tok_table, 0, &kv, &akv);
         cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        const struct cuda_attn_kv akv = {kv.k, kv.v, blocks, 1, 0}; /* tok_table: offsets into blocks; spans as rows: not settled */
         attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
         matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);
         if (D->post_attn_norm)

@@ -46,7 +46,9 @@ size_t cuda_fwd_mem_free(void);
 
 /* The paged KV layout (engine/backend.h: BACKEND_KV_BLOCK = 16 positions per
  * block). Per layer, keys and values are two separate arrays, each
- * (kv_blocks, 16, kv_dim) float32, kv_dim = n_kv_heads·head_dim: element
+ * (kv_blocks, 16, kv_dim) float32 — or bfloat16 when the backend's KV type is
+ * bf16 (kv.bf16: written rounded to nearest even, read back exactly) —
+ * kv_dim = n_kv_heads·head_dim: element
  * (block, row, c) is at base + ((block·16 + row)·kv_dim + c). The backend
  * allocates one pool (n_layers, 2, kv_blocks, 16, kv_dim) — layer l's keys at
  * pool + (2l)·kv_blocks·16·kv_dim, its values at pool + (2l+1)·kv_blocks·16·kv_dim
@@ -60,14 +62,16 @@ size_t cuda_fwd_mem_free(void);
  * row s % 16: CUDA_KV_ROW(kv.k or kv.v, kv, t, s, kv_dim) in device code. */
 #define CUDA_KV_BLOCK 16u
 struct cuda_kv_view {
-    float *k, *v;               /* (kv_blocks, 16, kv_dim) this layer's keys, values */
+    void *k, *v;                /* (kv_blocks, 16, kv_dim) this layer's keys, values: f32, or bf16 */
     const uint32_t *blocks;     /* (Σ blocks) the batch's block tables, concatenated */
     const uint32_t *tok_table;  /* (T) offset of each token's table in blocks */
+    uint32_t bf16;              /* nonzero: elements are bfloat16 */
 };
-/* The row (kv_dim floats) of position s of token t's sequence in base (kv.k or kv.v). */
+/* The row (kv_dim elements: a void *) of position s of token t's sequence in
+ * base (kv.k or kv.v). */
 #define CUDA_KV_ROW(base, kv, t, s, kv_dim)                                                                       \
-    ((base) + ((uint64_t)(kv).blocks[(kv).tok_table[t] + (s) / CUDA_KV_BLOCK] * CUDA_KV_BLOCK +                  \
-               (s) % CUDA_KV_BLOCK) * (uint64_t)(kv_dim))
+    ((void *)((char *)(base) + ((uint64_t)(kv).blocks[(kv).tok_table[t] + (s) / CUDA_KV_BLOCK] * CUDA_KV_BLOCK + \
+                                (s) % CUDA_KV_BLOCK) * (uint64_t)(kv_dim) * ((kv).bf16 ? 2u : 4u)))
 
 struct cuda_attn_shape {
     uint32_t n_heads, n_kv_heads, head_dim; /* head_dim even, ≤ CUDA_FWD_MAX_HEAD_DIM */
@@ -100,9 +104,10 @@ void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n,
 void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);
 
 /* Copy block src to block dst in every layer's keys and values of the pool
- * (n_layers, 2, kv_blocks, 16, kv_dim) float32 (both ids < kv_blocks). */
-void cuda_fwd_kv_copy(struct cuda_ctx *ctx, float *pool, uint32_t n_layers, uint32_t kv_blocks, uint32_t kv_dim,
-                      uint32_t dst, uint32_t src);
+ * (n_layers, 2, kv_blocks, 16, kv_dim) of elem_bytes (4: f32, 2: bf16) each
+ * (both ids < kv_blocks). */
+void cuda_fwd_kv_copy(struct cuda_ctx *ctx, void *pool, uint32_t n_layers, uint32_t kv_blocks, uint32_t kv_dim,
+                      uint32_t elem_bytes, uint32_t dst, uint32_t src);
 
 #ifdef __cplusplus
 }

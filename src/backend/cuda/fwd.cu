@@ -18,6 +18,20 @@
 
 namespace {
 
+/* Element i of a KV row (cuda_kv_view: f32, or bf16 rounded to nearest even). */
+static __device__ __forceinline__ void kv_put(void *row, bool bf16, uint64_t i, float x)
+{
+    if (bf16)
+        reinterpret_cast<__nv_bfloat16 *>(row)[i] = __float2bfloat16_rn(x);
+    else
+        reinterpret_cast<float *>(row)[i] = x;
+}
+static __device__ __forceinline__ float kv_get(const void *row, bool bf16, uint64_t i)
+{
+    return bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(row)[i])
+                : reinterpret_cast<const float *>(row)[i];
+}
+
 constexpr uint32_t MAX_GRID_Y = 65535;
 constexpr int ATT_WARPS = 4;
 constexpr int ATT_J = CUDA_FWD_MAX_HEAD_DIM / 32; /* head elements per lane */
@@ -85,10 +99,11 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
     const uint32_t h = blockIdx.y * ROPE_WARPS + warp;
     const bool isq = h < sh.n_heads;
     const uint32_t off = (isq ? h : h - sh.n_heads) * hd;
-    float *kc = NULL, *vc = NULL;
+    void *kc = NULL, *vc = NULL; /* the rows; element off + i */
+    const bool bf16 = kv.bf16 != 0;
     if (!isq && h < sh.n_heads + sh.n_kv_heads) { /* the cache rows: from the block table, uploaded before the step */
-        kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim) + off;
-        vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim) + off;
+        kc = CUDA_KV_ROW(kv.k, kv, t, pos, kv_dim);
+        vc = CUDA_KV_ROW(kv.v, kv, t, pos, kv_dim);
     }
     pdl_wait();
     if (h >= sh.n_heads + sh.n_kv_heads)
@@ -103,7 +118,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
             if (bv)
                 vv += bv[off + i];
             vt[i] = vv;
-            vc[i] = vv;
+            kv_put(vc, bf16, off + i, vv);
         }
     }
     float val[ROPE_J];
@@ -143,8 +158,8 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
         p[i0] = y0;
         p[i1] = y1;
         if (!isq) {
-            kc[i0] = y0;
-            kc[i1] = y1;
+            kv_put(kc, bf16, off + i0, y0);
+            kv_put(kc, bf16, off + i1, y1);
         }
     }
 }
@@ -174,24 +189,24 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
         }
         float m = -INFINITY, l = 0.0f;
         for (uint32_t s = p0 + warp; s <= p; s += ATT_WARPS) {
-            const float *kr = CUDA_KV_ROW(kv.k, kv, t, s, kv_dim) + hoff;
+            const void *kr = CUDA_KV_ROW(kv.k, kv, t, s, kv_dim);
             float d = 0.0f;
 #pragma unroll
             for (int j = 0; j < ATT_J; j++) {
                 const uint32_t i = lane + 32 * j;
                 if (i < hd)
-                    d = fmaf(qv[j], kr[i], d);
+                    d = fmaf(qv[j], kv_get(kr, kv.bf16 != 0, hoff + i), d);
             }
             d = warp_sum(d) * scale;
             const float mn = fmaxf(m, d);
             const float corr = expf(m - mn), e = expf(d - mn);
             l = l * corr + e;
-            const float *vr = CUDA_KV_ROW(kv.v, kv, t, s, kv_dim) + hoff;
+            const void *vr = CUDA_KV_ROW(kv.v, kv, t, s, kv_dim);
 #pragma unroll
             for (int j = 0; j < ATT_J; j++) {
                 const uint32_t i = lane + 32 * j;
                 if (i < hd)
-                    acc[j] = fmaf(e, vr[i], acc[j] * corr);
+                    acc[j] = fmaf(e, kv_get(vr, kv.bf16 != 0, hoff + i), acc[j] * corr);
             }
             m = mn;
         }
@@ -335,8 +350,8 @@ extern "C" size_t cuda_fwd_mem_free(void)
     return free_b;
 }
 
-extern "C" void cuda_fwd_kv_copy(struct cuda_ctx *ctx, float *pool, uint32_t n_layers, uint32_t kv_blocks,
-                                 uint32_t kv_dim, uint32_t dst, uint32_t src)
+extern "C" void cuda_fwd_kv_copy(struct cuda_ctx *ctx, void *pool, uint32_t n_layers, uint32_t kv_blocks,
+                                 uint32_t kv_dim, uint32_t elem_bytes, uint32_t dst, uint32_t src)
 {
     if (dst >= kv_blocks || src >= kv_blocks)
         CUDA_FAIL("kv_copy: block %u -> %u outside the pool of %u", src, dst, kv_blocks);
@@ -344,10 +359,10 @@ extern "C" void cuda_fwd_kv_copy(struct cuda_ctx *ctx, float *pool, uint32_t n_l
         return;
     /* one async copy per (layer, kind): 2D copies would need the pitch (a
      * whole kind's blocks, often GBs) under the device's max pitch */
-    const size_t block = (size_t)CUDA_KV_BLOCK * kv_dim;
+    const size_t block = (size_t)CUDA_KV_BLOCK * kv_dim * elem_bytes; /* bytes */
     for (uint64_t lk = 0; lk < (uint64_t)n_layers * 2; lk++) {
-        float *base = pool + lk * kv_blocks * block;
-        CUDA_CHECK(cudaMemcpyAsync(base + (size_t)dst * block, base + (size_t)src * block, block * sizeof(float),
+        char *base = (char *)pool + lk * kv_blocks * block;
+        CUDA_CHECK(cudaMemcpyAsync(base + (size_t)dst * block, base + (size_t)src * block, block,
                                    cudaMemcpyDeviceToDevice, ctx->stream));
     }
 }

@@ -8,7 +8,11 @@
  * three byte planes with three dp4a a 4 elements; the mma multiplies 16 rows
  * × 32 (Q4_K) or 16 (Q6_K: a scale per 16) elements by the three planes of up
  * to 2 vectors (8 with 3 n-tiles) in one instruction, and the sub-block scales
- * go onto the exact integer sums (one IMAD a sum). Measured for Q4_K (H200,
+ * go onto the exact integer sums (one IMAD a sum). A lone vector's Q6_K takes
+ * 32 elements an mma too, each 16-element group's sum in its own column
+ * (mk_q6k<true>: the same integers, so the same bits as the k16 tiles a batch
+ * runs; alone 4 % faster than k16 on gate/up, still slower than the dp4a
+ * kernel on lm_head: 150.9 vs 118.9 µs, H200, 2026-12-02). Measured for Q4_K (H200,
  * bench/RESULTS.md 2026-12-01 eleventh run): alone about as fast as the staged
  * dp4a kernel at batch 1 (lm_head 128256×4096 80.6 µs = 85 % of 4.3 TB/s vs
  * 81.7; gate+up 23.1 vs 24.0) and 1.3-2× faster at batches 2-8 (gate/up batch
@@ -123,15 +127,30 @@ template <int NTL> struct xsrc {
     const float *sum[mma_cols<NTL>::NB];
 };
 
-/* K32: element 8t + i of each 32 in k slot 4t + i (i < 4) / 16 + 4t + i − 4
- * (the Q4_K layout: a thread's 8 bytes of a chunk); else element 4t + i of
- * each 16 in slot 4t + i (Q6_K's k16 tiles). */
-template <int NTL, bool K32>
-static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, uint32_t t, uint32_t nb, xsb<NTL> &X)
+/* How a format's B fragments hold the activations. XL_K32: element 8t + i of
+ * each 32 in k slot 4t + i (i < 4) / 16 + 4t + i − 4 (the Q4_K layout: a
+ * thread's 8 bytes of a chunk). XL_K16: element 4t + i of each 16 in slot
+ * 4t + i (Q6_K's k16 tiles), word s = group s. XL_HALVES: Q6_K on k32 tiles
+ * with the two 16-element groups of a 32 in separate B columns: a column of
+ * half u (its g's parity) holds group s in word s when s % 2 == u, zero in
+ * the other (b0 = the even group's k slots, b1 = the odd group's), so one
+ * k32 mma gives each group's sum in its own C column. */
+enum { XL_K32, XL_K16, XL_HALVES };
+
+template <int NTL, int XL>
+static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, uint32_t t, uint32_t nb, xsb<NTL> &X,
+                                              uint32_t u)
 {
 #pragma unroll
     for (int nt = 0; nt < NTL; nt++) {
-        if constexpr (K32) {
+        if constexpr (XL == XL_HALVES) {
+            const uint32_t *c = reinterpret_cast<const uint32_t *>(S.col[nt] + sb * QK + 4 * t) + 4 * u;
+#pragma unroll
+            for (int s = 0; s < 8; s++) {
+                const uint32_t v = __ldg(c + 8 * s);
+                X.b[2 * s][nt] = u ? 0u : v, X.b[2 * s + 1][nt] = u ? v : 0u;
+            }
+        } else if constexpr (XL == XL_K32) {
             const uint2 *c = reinterpret_cast<const uint2 *>(S.col[nt] + sb * QK + 8 * t);
 #pragma unroll
             for (int s = 0; s < 8; s++) {
@@ -176,7 +195,7 @@ static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, u
  * I. M: thread t adds dmin · (m_2t·Σx_2t + m_2t+1·Σx_2t+1). */
 struct mk_q4k {
     static constexpr uint32_t BS = 144, PIECES = 18, RS = 352;
-    static constexpr bool K32 = true;
+    static constexpr int XL = XL_K32, CPT = 8; /* B layout; (vector, plane) columns an n-tile */
     static constexpr float MFAC = 1.0f;
     template <bool ODD, int NTL>
     static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL> &X,
@@ -253,16 +272,25 @@ struct mk_q4k {
 };
 
 /* Q6_K: ql[128] | qh[64] | i8 scales[16] | f16 d; x = d·sc·(q − 32), a scale
- * per 16 elements, so k16 tiles: group G = 8h + 2k + u (half h, quarter k,
- * sixteen u) holds elements 128h + 32k + 16u + l, l < 16, whose 6-bit q is
- * nibble k/2 of ql[64h + 32(k%2) + 16u + l] with bits 2k, 2k+1 of
- * qh[32h + 16u + l] above it; thread t takes l = 4t..4t+3 (one ql and one qh
- * word a group). Per half and column I = Σ_G sc_G · S_G (|I| < 2^28); F +=
- * (d · s_x) · I; the −32 as M: thread t adds d · Σ_{G=4t..4t+3} sc_G · Σx_G,
- * a row's value takes −32·M. */
-struct mk_q6k {
+ * per 16 elements: group G = 8h + 2k + u (half h, quarter k, sixteen u) holds
+ * elements 128h + 32k + 16u + l, l < 16, whose 6-bit q is nibble k/2 of
+ * ql[64h + 32(k%2) + 16u + l] with bits 2k, 2k+1 of qh[32h + 16u + l] above
+ * it; thread t takes l = 4t..4t+3 (one ql and one qh word a group). Per half
+ * and (vector, plane) I = Σ_G sc_G · S_G (|I| < 2^28); F += (d · s_x) · I;
+ * the −32 as M: thread t adds d · Σ_{G=4t..4t+3} sc_G · Σx_G, a row's value
+ * takes −32·M.
+ *
+ * Two tilings of the same sums. HALVES false: k16 tiles, one mma a group,
+ * 8 (vector, plane) columns an n-tile. HALVES true (XL_HALVES): k32 tiles,
+ * one mma the groups u = 0, 1 of a (h, k), each group's sum in its own C
+ * column (2t: u = 0, 2t + 1: u = 1, both (vector, plane) 4nt + t), so half
+ * the mma and IMAD count of k16 at 4 columns an n-tile (one vector at NTL 1).
+ * A thread adds its two columns' I (integers) before the conversion, so both
+ * give every (row, vector) the same I, the same float operations after it,
+ * and the same bits: alone (HALVES) = in a batch (k16), kernel_gemv checks. */
+template <bool HALVES> struct mk_q6k {
     static constexpr uint32_t BS = 210, PIECES = 27, RS = 432;
-    static constexpr bool K32 = false;
+    static constexpr int XL = HALVES ? XL_HALVES : XL_K16, CPT = HALVES ? 4 : 8;
     static constexpr float MFAC = 32.0f;
     template <bool ODD, int NTL>
     static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL> &X,
@@ -295,33 +323,55 @@ struct mk_q6k {
                 for (int i = 0; i < 4; i++)
                     acc[nt][i] = 0;
 #pragma unroll
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < 4; k++) {
+                uint32_t a[2][2]; /* [u][row] */
+                int sc[2][2];
 #pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    uint32_t a[2];
-                    int sc[2];
+                for (int u = 0; u < 2; u++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
-                        a[r] = ((lw[r][k & 1][u] >> (4 * (k >> 1))) & 0x0F0F0F0Fu) |
-                               (((hw[r][u] >> (2 * k)) & 0x03030303u) << 4);
-                        sc[r] = sbyte_of(sw[r][k >> 1], 2 * (k & 1) + u);
+                        a[u][r] = ((lw[r][k & 1][u] >> (4 * (k >> 1))) & 0x0F0F0F0Fu) |
+                                  (((hw[r][u] >> (2 * k)) & 0x03030303u) << 4);
+                        sc[u][r] = sbyte_of(sw[r][k >> 1], 2 * (k & 1) + u);
                     }
-                    const int G = 8 * h + 2 * k + u;
+                const int G = 8 * h + 2 * k;
+                if constexpr (HALVES) {
+                    const uint32_t af[4] = {a[0][0], a[0][1], a[1][0], a[1][1]};
 #pragma unroll
                     for (int nt = 0; nt < NTL; nt++) {
                         int cr[4];
-                        mma_k16(a[0], a[1], X.b[G][nt], cr);
-                        acc[nt][0] += sc[0] * cr[0];
-                        acc[nt][1] += sc[0] * cr[1];
-                        acc[nt][2] += sc[1] * cr[2];
-                        acc[nt][3] += sc[1] * cr[3];
+                        mma_k32(af, X.b[G][nt], X.b[G + 1][nt], cr);
+                        acc[nt][0] += sc[0][0] * cr[0];
+                        acc[nt][1] += sc[1][0] * cr[1];
+                        acc[nt][2] += sc[0][1] * cr[2];
+                        acc[nt][3] += sc[1][1] * cr[3];
                     }
+                } else {
+#pragma unroll
+                    for (int u = 0; u < 2; u++)
+#pragma unroll
+                        for (int nt = 0; nt < NTL; nt++) {
+                            int cr[4];
+                            mma_k16(a[u][0], a[u][1], X.b[G + u][nt], cr);
+                            acc[nt][0] += sc[u][0] * cr[0];
+                            acc[nt][1] += sc[u][0] * cr[1];
+                            acc[nt][2] += sc[u][1] * cr[2];
+                            acc[nt][3] += sc[u][1] * cr[3];
+                        }
                 }
+            }
 #pragma unroll
-            for (int nt = 0; nt < NTL; nt++)
+            for (int nt = 0; nt < NTL; nt++) {
+                if constexpr (HALVES) {
+                    /* F[nt][0] / [2]: rows g / g + 8 of (vector, plane) 4nt + t */
+                    F[nt][0] = fmaf(d[0] * X.sx[h][nt][0], (float)(acc[nt][0] + acc[nt][1]), F[nt][0]);
+                    F[nt][2] = fmaf(d[1] * X.sx[h][nt][0], (float)(acc[nt][2] + acc[nt][3]), F[nt][2]);
+                } else {
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    F[nt][i] = fmaf(d[i >> 1] * X.sx[h][nt][i & 1], (float)acc[nt][i], F[nt][i]);
+                    for (int i = 0; i < 4; i++)
+                        F[nt][i] = fmaf(d[i >> 1] * X.sx[h][nt][i & 1], (float)acc[nt][i], F[nt][i]);
+                }
+            }
         }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
@@ -370,7 +420,7 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
     kernel_gemv_mma(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows, uint32_t n,
                     const uint8_t *__restrict__ xq, uint32_t nb, float *__restrict__ y, float scale)
 {
-    constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = 8 * NTL;
+    constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = Q::CPT * NTL;
     constexpr uint32_t RS = Q::RS, STG = 16 * RS;
     static_assert(NW % KS == 0, "KS divides the block's warps");
     /* the warps' rings; after the loop a warp's own ring holds its sums (F, M) */
@@ -394,14 +444,18 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
     pdl_wait();
 
     const uint64_t xstride = xq_stride(n);
+    /* (vector, plane) j of B column g and of C columns 2t, 2t + 1: j = column
+     * with 8 an n-tile, j = 4nt + column / 2 with 4 (XL_HALVES: g's parity
+     * is its group half) */
+    constexpr bool HV = Q::XL == XL_HALVES;
     xsrc<NTL> S;
 #pragma unroll
     for (int nt = 0; nt < NTL; nt++) {
-        const uint32_t cb = 8 * nt + g; /* B column of this thread */
+        const uint32_t cb = HV ? 4 * nt + g / 2 : 8 * nt + g; /* B column of this thread */
         S.col[nt] = xq + (cb / 3 < nb ? (cb / 3) * xstride : 0) + (cb % 3) * (uint64_t)n;
 #pragma unroll
         for (int j = 0; j < 2; j++) {
-            const uint32_t cc = 8 * nt + 2 * t + j; /* C column */
+            const uint32_t cc = HV ? 4 * nt + t : 8 * nt + 2 * t + j; /* C column */
             S.sc[nt][j] = reinterpret_cast<const float *>(xq + (cc / 3 < nb ? (cc / 3) * xstride : 0) + 3 * (uint64_t)n);
         }
     }
@@ -432,7 +486,7 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
             if (sb >= nsb)
                 break;
             xsb<NTL> xa;
-            load_x<NTL, Q::K32>(S, sb, t, nb, xa);
+            load_x<NTL, Q::XL>(S, sb, t, nb, xa, g & 1);
             /* the superblock in the stage: the pair's offset in its aligned range, then h superblocks */
             const uint8_t *p0 = &ring[wi][j % NS][0] + g * RS + ((2 * Q::BS * p) & 15) + h * Q::BS;
             if (h == 1)
@@ -462,7 +516,8 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
     for (int nt = 0; nt < NTL; nt++)
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            mine[(g + 8 * (i >> 1)) * NC + 8 * nt + 2 * t + (i & 1)] = F[nt][i];
+            if (!HV || (i & 1) == 0)
+                mine[(g + 8 * (i >> 1)) * NC + (HV ? 4 * nt + t : 8 * nt + 2 * t + (i & 1))] = F[nt][i];
     if (t == 0)
 #pragma unroll
         for (int b = 0; b < NB; b++) {
@@ -570,6 +625,8 @@ void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t
         ks = pick_ks(n);
     if (t == DTYPE_Q4_K)
         launch_q<mk_q4k>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    else if (nb == 1) /* k32 tiles, half the mma of k16 at one vector; the same bits */
+        launch_ks<mk_q6k<true>, 1>(ctx, ks, w, rows, n, xq, nb, y, scale);
     else
-        launch_q<mk_q6k>(ctx, ks, w, rows, n, xq, nb, y, scale);
+        launch_q<mk_q6k<false>>(ctx, ks, w, rows, n, xq, nb, y, scale);
 }

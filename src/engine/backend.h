@@ -141,7 +141,8 @@ enum backend_kv_type {
     BACKEND_KV_BF16 = 2,
 };
 
-/* "f32" / "bf16" → the type; 0 with an error naming the value otherwise. */
+/* "f32" / "bf16": 0 and the type in *out; else −1 with an error naming the
+ * value. */
 int backend_kv_type_parse(const char *s, enum backend_kv_type *out, char *err, size_t errlen);
 const char *backend_kv_type_name(enum backend_kv_type t);
 

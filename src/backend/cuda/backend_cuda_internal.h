@@ -154,12 +154,6 @@ static inline bool use_mmv(const struct cuda_backend *b, const struct cuda_weigh
 
 /* ---- cuda_forward.c ---------------------------------------------------------- */
 int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen);
-/* Rows [t0, t0 + n) of q ((T, q_dim): b->q, or the fused q/k/v output)
- * through the split-K decode attention kernel into b->att, attn_rows a launch
- * (the decode step's rows and the general path's one-token spans run the same
- * kernel). prep (n ≤ attn_rows, t0 = 0, cuda_attn_decode_prep_supported):
- * b->att's rows also in the quantized GEMVs' prepared form (the decode step's
- * o-projection then runs with CUDA_GEMV_X_PREPARED). */
 /* Layer l's keys and values in the pool, as the RoPE kernel's view and the
  * attention's (settled: cuda_attn_kv.settled) over the batch's tables. */
 static inline void cuda_be_kv_layer(const struct cuda_backend *b, uint32_t l, const uint32_t *blocks,
@@ -175,6 +169,12 @@ static inline void cuda_be_kv_layer(const struct cuda_backend *b, uint32_t l, co
                                  .settled = settled, .bf16 = bf16};
 }
 
+/* Rows [t0, t0 + n) of q ((T, q_dim): b->q, or the fused q/k/v output)
+ * through the split-K decode attention kernel into b->att, attn_rows a launch
+ * (the decode step's rows and the general path's one-token spans run the same
+ * kernel). prep (n ≤ attn_rows, t0 = 0, cuda_attn_decode_prep_supported):
+ * b->att's rows also in the quantized GEMVs' prepared form (the decode step's
+ * o-projection then runs with CUDA_GEMV_X_PREPARED). */
 void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
                        const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window, bool prep);
 

@@ -21,13 +21,13 @@ BUILD = os.environ.get("MEMRA_BUILD", os.path.join(ROOT, "build"))
 MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-def bench(*args):
+def bench(*args, env=None):
     exe = os.path.join(BUILD, "bin", "memra-bench")
     if not os.path.exists(exe):
         pytest.skip(f"{exe} not built")
     if not os.path.exists(MODEL):
         pytest.skip(f"{MODEL} is absent (scripts/install-deps.sh fetches it)")
-    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
 def reference_sizes():
@@ -52,6 +52,7 @@ def test_bench_json_figures_consistent():
     assert (j["arch"], j["format"], j["weights"], j["backend"]) == ("llama", "gguf", "Q4_1", "cpu")
     assert j["reps"] == 2 and j["bw_gbs"] == 123.5 and j["flops_tflops"] == 7
     assert j["max_batch_tokens"] == 32  # --ubatch 512 capped by the largest prefill (32)
+    assert j["kv_type"] == "f32"
     res = {r["test"]: r for r in j["results"]}
     assert list(res) == ["pp32", "tg8", "tg4@d8", "tg4x3@d8"]
     for name, kind, n, depth, batch in (("pp32", "pp", 32, 0, 1), ("tg8", "tg", 8, 0, 1), ("tg4@d8", "tg", 4, 8, 1),
@@ -96,3 +97,14 @@ def test_bench_context_too_long():
     assert out.returncode == 2  # depth beyond BENCH_MAX_TOKENS is a bad test name
     out = bench(MODEL, "--backend", "cpu", "--tests", "pp9000", "--reps", "1")
     assert out.returncode == 1 and "context" in out.stderr
+
+
+def test_bench_kv_type_from_the_environment():
+    env = dict(os.environ, MEMRA_KV_TYPE="bf16")
+    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg4", "--reps", "1", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["kv_type"] == "bf16"
+    assert "KV bf16" in out.stderr, out.stderr
+    env["MEMRA_KV_TYPE"] = "fp8"
+    out = bench(MODEL, "--backend", "cpu", "--tests", "tg4", "--reps", "1", env=env)
+    assert out.returncode != 0 and "MEMRA_KV_TYPE" in out.stderr, out.stderr

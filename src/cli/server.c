@@ -79,10 +79,12 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
     case OPT_STR:
         if (!strcmp(o->flag, "models"))
             return server_parse_models(c, v, err, errlen);
-        if (!strcmp(o->flag, "kv-type"))
-            return backend_kv_type_parse(v, &c->kv_type, err, errlen) == 0
+        if (!strcmp(o->flag, "kv-type")) {
+            char why[96];
+            return backend_kv_type_parse(v, &c->kv_type, why, sizeof why) == 0
                        ? 0
-                       : err_set(err, errlen, "--%s / %s: '%.32s' is not f32 or bf16", o->flag, o->env, v);
+                       : err_set(err, errlen, "--%s / %s: %s", o->flag, o->env, why);
+        }
         if (!strcmp(o->flag, "api-key"))
             c->api_key = v;
         else if (!strcmp(o->flag, "api-keys"))

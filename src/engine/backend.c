@@ -68,9 +68,10 @@ int backend_open(struct backend **out, const char *name, const struct model *m, 
     struct backend_config bc = *cfg;
     if (bc.kv_type == BACKEND_KV_DEFAULT) {
         const char *env = getenv("MEMRA_KV_TYPE");
+        char why[96];
         bc.kv_type = BACKEND_KV_F32;
-        if (env && *env && backend_kv_type_parse(env, &bc.kv_type, err, errlen) != 0)
-            return err_set(err, errlen, "MEMRA_KV_TYPE: '%.32s' is not f32 or bf16", env);
+        if (env && *env && backend_kv_type_parse(env, &bc.kv_type, why, sizeof why) != 0)
+            return err_set(err, errlen, "MEMRA_KV_TYPE: %s", why);
     } else if (bc.kv_type != BACKEND_KV_F32 && bc.kv_type != BACKEND_KV_BF16) {
         return err_set(err, errlen, "backend config: KV type %d unknown", (int)bc.kv_type);
     }

@@ -40,7 +40,7 @@
 #define N_BATCH 8
 
 static json_t *g_manifest;
-static enum backend_kv_type g_kv_type = BACKEND_KV_F32; /* of the backends open_backend makes */
+static enum backend_kv_type g_kv_type = BACKEND_KV_F32; /* of the backends check_model makes */
 /* logits against transformers with a bf16 KV cache: 1.2e-3 .. 2.5e-3 of the
  * range on the dense fixtures (2026-12-02). Not asserted for MoE models: a
  * token whose router's top-k flips between two near-equal experts moves its
@@ -78,12 +78,12 @@ static uint32_t argmax(const float *x, uint32_t n)
     return best;
 }
 
-static struct backend *open_backend(const struct model *m)
+static struct backend *open_backend(const struct model *m, enum backend_kv_type kv_type)
 {
     char err[512];
     struct backend *b = NULL;
     struct backend_config cfg = {.max_seqs = N_BATCH, .max_ctx = MAX_CTX, .max_batch_tokens = 512, .n_threads = 2,
-                                 .kv_type = g_kv_type};
+                                 .kv_type = kv_type};
     if (backend_cpu_ops.init(&b, m, &cfg, err, sizeof(err)) != 0 || b->ops->load_weights(b, err, sizeof(err)) != 0) {
         fprintf(stderr, "backend: %s\n", err);
         return NULL;
@@ -136,7 +136,7 @@ static void check_model(json_t *entry)
     CHECK_MSG(rc == 0, "%s: %s", rel, err);
     if (rc != 0)
         return;
-    struct backend *b = open_backend(&m);
+    struct backend *b = open_backend(&m, g_kv_type);
     CHECK(b != NULL);
     if (!b) {
         model_close(&m);
@@ -157,8 +157,7 @@ static void check_model(json_t *entry)
     double worst = 0.0;
     size_t off = 0;
     const bool bf16 = g_kv_type == BACKEND_KV_BF16;
-    struct backend *b32 = bf16 ? (g_kv_type = BACKEND_KV_F32, open_backend(&m)) : NULL; /* the f32 cache's logits */
-    g_kv_type = bf16 ? BACKEND_KV_BF16 : BACKEND_KV_F32;
+    struct backend *b32 = bf16 ? open_backend(&m, BACKEND_KV_F32) : NULL; /* the f32 cache's logits */
     float *got32 = bf16 ? malloc(sizeof(float) * 64 * V) : NULL;
     bool differ = false;
     for (uint32_t p = 0; want && p < g_n_prompts; p++) {
@@ -282,7 +281,7 @@ static void test_bad_batches(void)
     char err[512];
     struct model m;
     CHECK(model_open(&m, FX "llama/hf-f32", err, sizeof(err)) == 0);
-    struct backend *b = open_backend(&m);
+    struct backend *b = open_backend(&m, BACKEND_KV_F32);
     CHECK(b != NULL);
     if (!b)
         return;
@@ -341,7 +340,7 @@ static void test_real_model_batch_of_8(void)
     CHECK_MSG(rc == 0, "%s", err);
     if (rc != 0)
         return;
-    struct backend *b = open_backend(&m);
+    struct backend *b = open_backend(&m, BACKEND_KV_F32);
     CHECK(b != NULL);
     if (!b) {
         model_close(&m);

@@ -581,9 +581,10 @@ void launch_rows(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
 
 /* The launch shape by head_dim (the same for f32 and bf16 elements: the same
  * float operations after the load); the rows kernel for launches of ≥
- * attn_rows_min rows. */
+ * attn_rows_min rows. True when that kernel ran (it merges its splits: no
+ * combine launch). */
 template <bool BF>
-void launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
+bool launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                  const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
                  const dec_out &o)
 {
@@ -594,7 +595,7 @@ void launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
             launch_rows<16, BF>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
         else
             launch_rows<32, BF>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
-        return;
+        return true;
     }
     if (hd % 4 == 0 && hd <= 64)
         launch_shape<4, 1, 16, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
@@ -604,6 +605,7 @@ void launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
         launch_shape<4, 2, 32, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     else
         launch_shape<2, 4, 32, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    return false;
 }
 
 } // namespace
@@ -647,12 +649,10 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
     const dec_out o = {scratch, scratch + (size_t)T * d.n_heads * NS * hd, att,
                        prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n};
     const float scale2 = scale * LOG2E;
-    if (kv.bf16)
-        launch_type<true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
-    else
-        launch_type<false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    const bool merged = kv.bf16 ? launch_type<true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o)
+                                : launch_type<false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
     CUDA_CHECK_LAUNCH();
-    if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min)
-        return; /* the rows kernel merged its splits */
+    if (merged)
+        return;
     cuda_launch(ctx, kernel_attn_combine, dim3(d.n_heads, T), 128, 0, o, d.n_heads, hd);
 }

@@ -501,8 +501,7 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
 {
     struct backend_config *bc = &b->base.cfg;
     const uint32_t n_layers = b->base.model->cfg.n_layers;
-    b->kv_elem = bc->kv_type == BACKEND_KV_BF16 ? 2 : 4;
-    const uint64_t block_bytes = (uint64_t)n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * b->kv_elem;
+    const uint64_t block_bytes = (uint64_t)n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * cuda_be_kv_elem(b);
     const uint64_t free_b = cuda_fwd_mem_free();
     if (bc->kv_blocks == 0) {
         const uint64_t avail = free_b > CUDA_KV_HEADROOM ? free_b - CUDA_KV_HEADROOM : 0;
@@ -661,7 +660,7 @@ static void cuda_be_kv_copy(struct backend *base, uint32_t dst, uint32_t src)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
     MEMRA_ASSERT(b->kv && dst < base->cfg.kv_blocks && src < base->cfg.kv_blocks);
-    cuda_fwd_kv_copy(b->ctx, b->kv, base->model->cfg.n_layers, base->cfg.kv_blocks, b->kv_dim, b->kv_elem, dst, src);
+    cuda_fwd_kv_copy(b->ctx, b->kv, base->model->cfg.n_layers, base->cfg.kv_blocks, b->kv_dim, cuda_be_kv_elem(b), dst, src);
 }
 
 /* The z rows behind nucleus draws of the last forward: the top-k kernel

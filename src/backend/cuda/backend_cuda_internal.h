@@ -66,9 +66,8 @@ struct cuda_backend {
 
     /* KV pool: layer l, kind k (0 keys, 1 values), block n, row r → element
      * (((l·2 + k)·kv_blocks + n)·16 + r)·kv_dim of kv (cuda_fwd.h), each
-     * kv_elem bytes: 4 (f32) or 2 (bf16, cfg.kv_type BACKEND_KV_BF16) */
+     * cuda_be_kv_elem bytes */
     void *kv;           /* device (n_layers, 2, kv_blocks, 16, kv_dim) */
-    uint32_t kv_elem;
     uint32_t tables_max; /* max_seqs · ceil(max_ctx / 16): the most block ids a batch brings */
 
     /* device scratch, T = cfg.max_batch_tokens */
@@ -154,15 +153,21 @@ static inline bool use_mmv(const struct cuda_backend *b, const struct cuda_weigh
 
 /* ---- cuda_forward.c ---------------------------------------------------------- */
 int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen);
+/* Bytes a KV element: 2 with cfg.kv_type BACKEND_KV_BF16, else 4 (f32). */
+static inline uint32_t cuda_be_kv_elem(const struct cuda_backend *b)
+{
+    return b->base.cfg.kv_type == BACKEND_KV_BF16 ? 2 : 4;
+}
+
 /* Layer l's keys and values in the pool, as the RoPE kernel's view and the
  * attention's (settled: cuda_attn_kv.settled) over the batch's tables. */
 static inline void cuda_be_kv_layer(const struct cuda_backend *b, uint32_t l, const uint32_t *blocks,
                                     const uint32_t *tok_table, uint32_t settled, struct cuda_kv_view *kv,
                                     struct cuda_attn_kv *akv)
 {
-    const uint64_t kind_bytes = (uint64_t)b->base.cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim * b->kv_elem;
+    const uint64_t kind_bytes = (uint64_t)b->base.cfg.kv_blocks * BACKEND_KV_BLOCK * b->kv_dim * cuda_be_kv_elem(b);
     char *kl = (char *)b->kv + (uint64_t)l * 2 * kind_bytes;
-    const uint32_t bf16 = b->kv_elem == 2;
+    const uint32_t bf16 = b->base.cfg.kv_type == BACKEND_KV_BF16;
     *kv = (struct cuda_kv_view){.k = kl, .v = kl + kind_bytes, .blocks = blocks, .tok_table = tok_table, .bf16 = bf16};
     /* tok_table: offsets into blocks */
     *akv = (struct cuda_attn_kv){.k = kl, .v = kl + kind_bytes, .tables = blocks, .table_stride = 1,

@@ -395,6 +395,19 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         }
         cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
     }
+    /* short rows one query head a CTA: never, below 100 (mixed), always: same bits (launches of < 8 rows) */
+    {
+        static const uint32_t hs[] = {0, 100, UINT32_MAX};
+        for (int i = 0; i < 3; i++) {
+            cuda_attn_decode_set_hsplit(g_ctx, hs[i]);
+            cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
+            cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, false);
+            cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
+            CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
+                      "decode hd %u: one head a CTA below position %u changes the bits", hd, hs[i]);
+        }
+        cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_DEFAULT);
+    }
     /* the last row alone (row 0 of the launch, q row n-1): same bits */
     cuda_fill_nan_f32(g_ctx, datt, q_dim);
     cuda_attn_decode(g_ctx, dq + (size_t)(n - 1) * q_dim, datt, 1, dpos + (n - 1), dseq + (n - 1), d, pool_kv(&p),
@@ -571,8 +584,9 @@ static void test_kv_bf16(void)
 /* mode: 0 the launcher's rule, 1 split CTAs + combine, 2 one CTA a row */
 static const char *const k_modes[] = {"auto", "split", "rows"};
 
-static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bool bf16)
+static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bool bf16, uint32_t hsplit)
 {
+    cuda_attn_decode_set_hsplit(g_ctx, hsplit);
     const uint32_t es = bf16 ? 2 : 4; /* bytes an element (timing only: the bf16 copy holds the f32 bits' halves) */
     if (mode == 1)
         cuda_attn_decode_set_rows(g_ctx, 0);
@@ -635,9 +649,11 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
     }
     qsort(ms, 21, sizeof *ms, kernel_time_cmp);
     const double us = ms[10] * 1e3, gbs = bytes / (us * 1e-6) / 1e9;
-    printf("| %u | %u | %s | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode],
-           bf16 ? "bf16" : "f32", bytes / 1e6, us, gbs, 100.0 * gbs / BW_REF_GBS, us * 32 / 1e3);
+    printf("| %u | %u | %s | %s | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode],
+           bf16 ? "bf16" : "f32", hsplit ? "below" : "never", bytes / 1e6, us, gbs, 100.0 * gbs / BW_REF_GBS,
+           us * 32 / 1e3);
     cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
+    cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_DEFAULT);
     cuda_timer_free(tm);
     cuda_graph_free(gr);
     free(hq);
@@ -763,11 +779,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "kernel_attn --one DEPTH BATCH: depth 1..%d, batch 1..64\n", 1 << 20);
             return 2;
         }
-        printf("| depth | batch | kernel | KV | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
-               "|---|---|---|---|---|---|---|---|---|\n");
+        printf("| depth | batch | kernel | KV | head a CTA | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
         for (int m = 0; m < 3; m++)
             for (int bf = 0; bf < 2; bf++)
-                bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf);
+                for (int h = 0; h < 2; h++)
+                    bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf,
+                                 h ? 0 : CUDA_ATTN_HSPLIT_DEFAULT);
         cuda_ctx_free(g_ctx);
         return 0;
     }
@@ -777,19 +795,20 @@ int main(int argc, char **argv)
     if (!quick) {
         printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 and bf16 KV), split-K %u x %u "
                "positions (graph of 64 launches incl. combine, median)\n\n"
-               "| depth | batch | kernel | KV | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
-               "|---|---|---|---|---|---|---|---|---|\n",
+               "| depth | batch | kernel | KV | head a CTA | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n",
                CUDA_ATTN_SPLITS, CUDA_ATTN_CHUNK);
-        const uint32_t depths[] = {512, 4096, 16384};
-        for (int i = 0; i < 3; i++)
+        const uint32_t depths[] = {64, 512, 1024, 4096, 16384};
+        for (int i = 0; i < 5; i++)
             for (int bf = 0; bf < 2; bf++)
-                bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx), 0, bf);
+                for (int h = 0; h < 2; h++) /* short rows one head a CTA (below the default position), never */
+                    bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx), 0, bf, h ? 0 : CUDA_ATTN_HSPLIT_DEFAULT);
         /* batches: the split launch against one CTA a row */
         static const uint32_t bd[][2] = {{512, 16}, {4096, 16}, {640, 32}, {640, 48}, {640, 64}, {1024, 64}, {4096, 64}};
         for (int i = 0; i < 7; i++)
             for (int m = 1; m < 3; m++)
                 for (int bf = 0; bf < 2; bf++)
-                    bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m, bf);
+                    bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m, bf, CUDA_ATTN_HSPLIT_DEFAULT);
         printf("\n## Prefill attention, 8B shape, one causal span of T rows after pos0 cached positions "
                "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
                "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "

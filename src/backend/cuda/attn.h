@@ -76,6 +76,18 @@ size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d);
  * benchmarks set it to compare the two. */
 #define CUDA_ATTN_ROWS_MIN_DEFAULT 64u
 void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
+/* Launches of < 8 rows (the split kernel with prefetch) run one CTA a query
+ * head instead of one a kv head's group of query heads; a row at a position
+ * below `below` then takes one head a CTA — at short depths few splits have
+ * work, and a CTA's 4 heads were computed one after the other — and a deeper
+ * row its usual groups (its other CTAs exit). A head's operations do not
+ * depend on the heads beside it, so the same bits either way (kernel_attn).
+ * 0: never. From MEMRA_ATTN_HSPLIT at cuda_ctx_init, default below (every
+ * split has a chunk from 32 × 32 positions on). A temporary switch showed
+ * the two ends (bench/RESULTS.md 2026-12-02): one or two heads a CTA at every
+ * depth, Q4_K_M tg128 +5-6 %, tg128@d4096 −3.5 / −11 %. */
+#define CUDA_ATTN_HSPLIT_DEFAULT 1024u
+void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below);
 /* prep: also write att's rows in the quantized GEMVs' prepared form
  * (gemv_prep_x4, the bytes cuda_gemv_prep_x(att, n_heads·head_dim, T) would
  * write), so the o-projection needs no prep kernel; only for the shapes

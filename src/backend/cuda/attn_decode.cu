@@ -287,19 +287,33 @@ static __device__ __forceinline__ void dec_split_write(const dec_row &R, float (
     __syncthreads();
 }
 
-/* The CTA's geometry: kv head, query heads h0 .. h0 + ng − 1, the row's range. */
+/* The CTA's geometry: kv head, query heads h0 .. h0 + ng − 1, the row's range.
+ * hsplit (a grid of one CTA a query head): a row at a position below hsplit
+ * takes one head a CTA; a deeper one the usual groups of GM, in the CTA of
+ * the group's first head, the others getting ng = 0 (nothing to do). A head's
+ * operations do not depend on the heads beside it (the same instantiation,
+ * GM fixed), so both give the same bits. */
 template <int GM>
 static __device__ __forceinline__ dec_row dec_row_of(uint32_t bx, uint32_t t, const uint32_t *__restrict__ tok_pos,
                                                      const uint32_t *__restrict__ tok_table, const cuda_attn_dims &d,
-                                                     const cuda_attn_kv &kv, uint32_t window, int LPP, uint32_t &h0,
-                                                     int &ng)
+                                                     const cuda_attn_kv &kv, uint32_t window, int LPP, uint32_t hsplit,
+                                                     uint32_t &h0, int &ng)
 {
     const uint32_t hd = d.head_dim, G = d.n_heads / d.n_kv_heads, n_groups = (G + GM - 1) / GM;
-    const uint32_t kvh = bx / n_groups, hg = bx % n_groups;
-    h0 = kvh * G + hg * GM;
-    ng = (int)min((uint32_t)GM, G - hg * GM);
     dec_row R;
     R.p = tok_pos[t];
+    uint32_t kvh;
+    if (hsplit) {
+        kvh = bx / G;
+        const uint32_t hq = bx % G;
+        h0 = kvh * G + hq;
+        ng = R.p < hsplit ? 1 : hq % GM == 0 ? (int)min((uint32_t)GM, G - hq) : 0;
+    } else {
+        kvh = bx / n_groups;
+        const uint32_t hg = bx % n_groups;
+        h0 = kvh * G + hg * GM;
+        ng = (int)min((uint32_t)GM, G - hg * GM);
+    }
     R.p0 = window > 0 && R.p + 1 > window ? R.p + 1 - window : 0;
     R.kv_dim = d.n_kv_heads * hd;
     R.hd = hd;
@@ -379,7 +393,7 @@ template <int VEC, int NJ, int LPP, int GM, bool PF, bool BF>
 __global__ void __launch_bounds__(NW * 32)
     kernel_attn_decode(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                        const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                       uint32_t window, dec_out o)
+                       uint32_t window, dec_out o, uint32_t hsplit)
 {
     pdl_trigger();
     float *__restrict__ part_acc = o.pa, *__restrict__ part_ml = o.pm;
@@ -389,7 +403,9 @@ __global__ void __launch_bounds__(NW * 32)
     uint32_t h0;
     int ng;
     const uint32_t s = blockIdx.y, t = blockIdx.z;
-    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, h0, ng);
+    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, hsplit, h0, ng);
+    if (ng == 0) /* hsplit: a deep row's heads are in their group's first CTA */
+        return;
     const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + s; /* + g·NS for head h0 + g */
 
     /* first chunk of this split overlapping [p0, p] */
@@ -480,7 +496,7 @@ __global__ void __launch_bounds__(NW * 32)
     uint32_t h0;
     int ng;
     const uint32_t t = blockIdx.y;
-    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, h0, ng);
+    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, 0, h0, ng);
     const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS;
     const uint32_t cmin = R.p0 / CH, clast = R.p / CH;
     /* the (split, chunk) pairs in the order computed: splits ascending, each
@@ -545,13 +561,13 @@ static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
 template <int VEC, int NJ, int LPP, bool PF, bool BF>
 void launch_pf(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
-               cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o)
+               cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
 {
     switch (gm) {
-    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
-    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o); break;
+    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
+    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
+    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
+    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
     }
 }
 
@@ -560,10 +576,14 @@ void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const 
                   const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
                   const dec_out &o)
 {
-    if (grid.z < 8) /* few rows: latency-bound, prefetch the next chunk */
-        launch_pf<VEC, NJ, LPP, true, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
-    else
-        launch_pf<VEC, NJ, LPP, false, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    if (grid.z < 8) { /* few rows: latency-bound, prefetch the next chunk; short rows one head a CTA */
+        const uint32_t hsplit = d.n_heads > d.n_kv_heads ? ctx->attn_hsplit : 0;
+        if (hsplit)
+            grid.x = d.n_heads; /* one CTA a query head (dec_row_of) */
+        launch_pf<VEC, NJ, LPP, true, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
+    } else {
+        launch_pf<VEC, NJ, LPP, false, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o, 0);
+    }
 }
 
 template <int LPP, bool BF>
@@ -613,6 +633,11 @@ bool launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
 extern "C" void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min)
 {
     ctx->attn_rows_min = rows_min;
+}
+
+extern "C" void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below)
+{
+    ctx->attn_hsplit = below;
 }
 
 extern "C" size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d)

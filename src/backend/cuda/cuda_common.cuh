@@ -76,6 +76,8 @@ struct cuda_ctx {
     int gemv_mma_ks;         /* its K split: 0 = by shape (tests set 1, 2, 4, 8) */
     uint32_t attn_rows_min;  /* decode attention: launches of ≥ this many rows run one CTA a row
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */
+    uint32_t attn_hsplit;    /* decode attention, launches of < 8 rows: rows at positions below this
+                              * take one query head a CTA (0 = never; MEMRA_ATTN_HSPLIT) */
 };
 
 /* ---- programmatic dependent launch (PDL) ---------------------------------

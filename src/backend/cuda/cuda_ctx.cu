@@ -60,12 +60,21 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "MEMRA_ATTN_ROWS=%s: expected 0 (never) .. 65535 rows", rows);
         return NULL;
     }
+    /* decode attention: short rows one query head a CTA below this position (attn_decode.cu) */
+    const char *hs = getenv("MEMRA_ATTN_HSPLIT");
+    uint32_t hsplit = CUDA_ATTN_HSPLIT_DEFAULT;
+    if (hs && *hs && checked_parse_u32(hs, 0, UINT32_MAX, &hsplit) != 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "MEMRA_ATTN_HSPLIT=%s: expected a position (0: never)", hs);
+        return NULL;
+    }
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         CUDA_FAIL("out of host memory");
     ctx->device = device;
     ctx->pdl = pdl;
     ctx->attn_rows_min = rows_min;
+    ctx->attn_hsplit = hsplit;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
     CUDA_CHECK(cudaSetDevice(device));

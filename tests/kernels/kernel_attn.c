@@ -395,10 +395,10 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         }
         cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
     }
-    /* short rows one query head a CTA: never, below 100 (mixed), always: same bits (launches of < 8 rows) */
+    /* short rows one query head a CTA: never, below 100 (mixed), always, auto: same bits (launches of < 8 rows) */
     {
-        static const uint32_t hs[] = {0, 100, UINT32_MAX};
-        for (int i = 0; i < 3; i++) {
+        static const uint32_t hs[] = {0, 100, UINT32_MAX, CUDA_ATTN_HSPLIT_AUTO};
+        for (int i = 0; i < 4; i++) {
             cuda_attn_decode_set_hsplit(g_ctx, hs[i]);
             cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
             cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, false);
@@ -406,7 +406,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
             CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
                       "decode hd %u: one head a CTA below position %u changes the bits", hd, hs[i]);
         }
-        cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_DEFAULT);
+        cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_AUTO);
     }
     /* the last row alone (row 0 of the launch, q row n-1): same bits */
     cuda_fill_nan_f32(g_ctx, datt, q_dim);
@@ -653,7 +653,7 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
            bf16 ? "bf16" : "f32", hsplit ? "below" : "never", bytes / 1e6, us, gbs, 100.0 * gbs / BW_REF_GBS,
            us * 32 / 1e3);
     cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
-    cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_DEFAULT);
+    cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_AUTO);
     cuda_timer_free(tm);
     cuda_graph_free(gr);
     free(hq);
@@ -785,7 +785,7 @@ int main(int argc, char **argv)
             for (int bf = 0; bf < 2; bf++)
                 for (int h = 0; h < 2; h++)
                     bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf,
-                                 h ? 0 : CUDA_ATTN_HSPLIT_DEFAULT);
+                                 h ? 0 : CUDA_ATTN_HSPLIT_AUTO);
         cuda_ctx_free(g_ctx);
         return 0;
     }
@@ -802,13 +802,13 @@ int main(int argc, char **argv)
         for (int i = 0; i < 5; i++)
             for (int bf = 0; bf < 2; bf++)
                 for (int h = 0; h < 2; h++) /* short rows one head a CTA (below the default position), never */
-                    bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx), 0, bf, h ? 0 : CUDA_ATTN_HSPLIT_DEFAULT);
+                    bench_decode(depths[i], 1, cuda_ctx_l2_bytes(g_ctx), 0, bf, h ? 0 : CUDA_ATTN_HSPLIT_AUTO);
         /* batches: the split launch against one CTA a row */
         static const uint32_t bd[][2] = {{512, 16}, {4096, 16}, {640, 32}, {640, 48}, {640, 64}, {1024, 64}, {4096, 64}};
         for (int i = 0; i < 7; i++)
             for (int m = 1; m < 3; m++)
                 for (int bf = 0; bf < 2; bf++)
-                    bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m, bf, CUDA_ATTN_HSPLIT_DEFAULT);
+                    bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m, bf, CUDA_ATTN_HSPLIT_AUTO);
         printf("\n## Prefill attention, 8B shape, one causal span of T rows after pos0 cached positions "
                "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
                "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "

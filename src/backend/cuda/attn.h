@@ -82,11 +82,14 @@ void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
  * work, and a CTA's 4 heads were computed one after the other — and a deeper
  * row its usual groups (its other CTAs exit). A head's operations do not
  * depend on the heads beside it, so the same bits either way (kernel_attn).
- * 0: never. From MEMRA_ATTN_HSPLIT at cuda_ctx_init, default below (every
- * split has a chunk from 32 × 32 positions on). A temporary switch showed
- * the two ends (bench/RESULTS.md 2026-12-02): one or two heads a CTA at every
- * depth, Q4_K_M tg128 +5-6 %, tg128@d4096 −3.5 / −11 %. */
-#define CUDA_ATTN_HSPLIT_DEFAULT 1024u
+ * 0: never; UINT32_MAX: always; CUDA_ATTN_HSPLIT_AUTO (the default, from
+ * MEMRA_ATTN_HSPLIT at cuda_ctx_init): while the launch's one-head CTAs
+ * with work fit in one wave of 2 CTAs an SM (the prefetching kernel's
+ * registers allow 2): CUDA_ATTN_CHUNK × ⌊2·SMs / (heads · rows)⌋ positions,
+ * 256 for one row of 32 heads on 132 SMs. Past one wave it loses: at depth
+ * 768, 14.8 µs against 7.8 with 1024 as the bound (H200, bench/RESULTS.md
+ * 2026-12-02). */
+#define CUDA_ATTN_HSPLIT_AUTO 0xFFFFFFFEu
 void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below);
 /* prep: also write att's rows in the quantized GEMVs' prepared form
  * (gemv_prep_x4, the bytes cuda_gemv_prep_x(att, n_heads·head_dim, T) would

@@ -577,7 +577,11 @@ void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const 
                   const dec_out &o)
 {
     if (grid.z < 8) { /* few rows: latency-bound, prefetch the next chunk; short rows one head a CTA */
-        const uint32_t hsplit = d.n_heads > d.n_kv_heads ? ctx->attn_hsplit : 0;
+        uint32_t hsplit = d.n_heads > d.n_kv_heads ? ctx->attn_hsplit : 0;
+        if (hsplit == CUDA_ATTN_HSPLIT_AUTO) { /* the one-head CTAs with work in one wave of 2 an SM */
+            const uint32_t per = 2u * (uint32_t)ctx->prop.multiProcessorCount / (d.n_heads * grid.z);
+            hsplit = CH * (per > 1 ? per : 1);
+        }
         if (hsplit)
             grid.x = d.n_heads; /* one CTA a query head (dec_row_of) */
         launch_pf<VEC, NJ, LPP, true, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);

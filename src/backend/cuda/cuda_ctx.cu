@@ -62,10 +62,11 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     }
     /* decode attention: short rows one query head a CTA below this position (attn_decode.cu) */
     const char *hs = getenv("MEMRA_ATTN_HSPLIT");
-    uint32_t hsplit = CUDA_ATTN_HSPLIT_DEFAULT;
-    if (hs && *hs && checked_parse_u32(hs, 0, UINT32_MAX, &hsplit) != 0) {
+    uint32_t hsplit = CUDA_ATTN_HSPLIT_AUTO;
+    if (hs && *hs && strcmp(hs, "auto") != 0 &&
+        (checked_parse_u32(hs, 0, UINT32_MAX, &hsplit) != 0 || hsplit == CUDA_ATTN_HSPLIT_AUTO)) {
         if (err && errlen)
-            snprintf(err, errlen, "MEMRA_ATTN_HSPLIT=%s: expected a position (0: never)", hs);
+            snprintf(err, errlen, "MEMRA_ATTN_HSPLIT=%s: expected auto or a position (0: never)", hs);
         return NULL;
     }
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);

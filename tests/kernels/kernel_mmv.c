@@ -280,8 +280,11 @@ int main(int argc, char **argv)
                 printf("— | — |\n");
             if (sweep) { /* every launch shape taking T */
                 for (int v = 0; v < nv_wg; v++)
-                    if (T <= max_t_wg[v])
-                        printf("|   wg variant %d | %u | %.2f | | | | | | |\n", v, T, time_gemv(&tb, 1, v, T));
+                    if (T <= max_t_wg[v]) {
+                        const uint32_t S = cuda_mmv_wg_slices(shapes[s].rows, shapes[s].n, cuda_ctx_sm_count(g_ctx));
+                        printf("|   wg variant %d (S %u, %d clusters at once) | %u | %.2f | | | | | | |\n", v, S,
+                               cuda_mmv_wg_max_clusters(g_ctx, v, S), T, time_gemv(&tb, 1, v, T));
+                    }
                 for (int v = 0; v < nv; v++)
                     if (T <= max_t[v])
                         printf("|   sync variant %d | %u | | | | %.2f | | | |\n", v, T, time_gemv(&tb, 0, v, T));

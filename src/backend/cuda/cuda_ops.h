@@ -242,6 +242,7 @@ void cuda_mmv_set_kernel(struct cuda_ctx *ctx, enum cuda_mmv_kernel k);
 bool cuda_mmv_wg_supported(uint64_t rows, uint64_t n);
 uint32_t cuda_mmv_wg_slices(uint64_t rows, uint64_t n, int sms);
 int cuda_mmv_wg_variants(uint32_t *max_t);
+int cuda_mmv_wg_max_clusters(const struct cuda_ctx *ctx, int variant, uint32_t S); /* -1: unknown */
 void cuda_mmv_wg_variant(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t T,
                          float *y, float scale, int variant);
 

@@ -402,6 +402,35 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
                                   (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale));
 }
 
+/* How many clusters of S blocks of a launch shape the device holds at once
+ * (cudaOccupancyMaxActiveClusters), for kernel_mmv's sweep: a grid of more
+ * row blocks runs a second wave. */
+extern "C" int cuda_mmv_wg_max_clusters(const struct cuda_ctx *ctx, int variant, uint32_t S)
+{
+    if (variant < 0 || variant >= MMV_WG_NVARIANTS || S < 1 || S > 8)
+        return -1;
+    cuda_mmv_wg_init();
+    const mmv_wg_variant &V = g_wg_variants[variant];
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(64, S);
+    cfg.blockDim = dim3(V.nwg * 128);
+    cfg.dynamicSmemBytes = (size_t)mmv_wg_smem(V);
+    cfg.stream = ctx->stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = S;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int n = -1;
+    if (cudaOccupancyMaxActiveClusters(&n, (const void *)V.fn, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return n;
+}
+
 extern "C" void cuda_mmv_wg_variant(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
                                     uint32_t T, float *y, float scale, int variant)
 {

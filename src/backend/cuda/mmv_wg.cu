@@ -358,6 +358,27 @@ extern "C" int cuda_mmv_wg_variants(uint32_t *max_t)
     return MMV_WG_NVARIANTS;
 }
 
+/* A launch of shape V over row_blocks × S blocks, the S slices of a row block
+ * one cluster (they add their sums through distributed shared memory):
+ * attr[0] holds the cluster's shape, cfg.numAttrs = 1 (a caller may add
+ * attr[1] and count it). */
+static cudaLaunchConfig_t mmv_wg_config(const struct cuda_ctx *ctx, const mmv_wg_variant &V, uint32_t row_blocks,
+                                        uint32_t S, cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(row_blocks, S);
+    cfg.blockDim = dim3(V.nwg * 128);
+    cfg.dynamicSmemBytes = (size_t)mmv_wg_smem(V);
+    cfg.stream = ctx->stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = S;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
                                    uint32_t T, float *y, float scale, int variant, bool reuse)
 {
@@ -383,20 +404,10 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     const mmv_wg_variant &V = g_wg_variants[v];
     const uint32_t nchunks = (uint32_t)(n / WG_CHUNK), cps = (nchunks + S - 1) / S;
     const uint32_t nr = (uint32_t)(V.ms ? 1 : V.nwg) * WG_ROWS;
-    /* the S slices of a row block form a cluster: they add their sums through distributed shared memory */
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((uint32_t)((rows + nr - 1) / nr), S);
-    cfg.blockDim = dim3(V.nwg * 128);
-    cfg.dynamicSmemBytes = (size_t)mmv_wg_smem(V);
-    cfg.stream = ctx->stream;
     cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = S;
-    attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = mmv_wg_config(ctx, V, (uint32_t)((rows + nr - 1) / nr), S, attr);
     attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* cuda_common.cuh: PDL */
     attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
     cfg.numAttrs = ctx->pdl ? 2 : 1;
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
                                   (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale));
@@ -410,21 +421,10 @@ extern "C" int cuda_mmv_wg_max_clusters(const struct cuda_ctx *ctx, int variant,
     if (variant < 0 || variant >= MMV_WG_NVARIANTS || S < 1 || S > 8)
         return -1;
     cuda_mmv_wg_init();
-    const mmv_wg_variant &V = g_wg_variants[variant];
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(64, S);
-    cfg.blockDim = dim3(V.nwg * 128);
-    cfg.dynamicSmemBytes = (size_t)mmv_wg_smem(V);
-    cfg.stream = ctx->stream;
     cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = S;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = mmv_wg_config(ctx, g_wg_variants[variant], 64, S, attr);
     int n = -1;
-    if (cudaOccupancyMaxActiveClusters(&n, (const void *)V.fn, &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&n, (const void *)g_wg_variants[variant].fn, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         return -1;
     }

@@ -36,7 +36,8 @@
  * bf16 and exact mode (median of event-timed launches, FLOPs 4·hd·heads·Σ
  * visible keys against 790 TFLOP/s bf16 dense; exact mode does 3× the mma
  * work) and through the f32 decode kernel 64 rows a launch (MEMRA_ATTN=rows),
- * 32 sampled rows of each checked.
+ * 32 sampled rows of each checked. Each decode line ends with a digest of the
+ * output bits (the inputs are seeded): equal digests of two builds = same bits.
  *
  * Usage: kernel_attn [--quick]   (--quick: checks only)
  *        kernel_attn --one DEPTH BATCH   (the decode timing rows of that shape,
@@ -301,6 +302,18 @@ static void check_prep(const float *dq, float *datt, uint32_t n, const uint32_t 
     free(y2);
 }
 
+/* FNV-1a of the output's bytes: the inputs are the same on every run (kernel_rng.h's
+ * fixed seed), so two builds whose decode lines print the same digest computed the
+ * same bits (how a change meant to keep them is checked against the build before it). */
+static uint64_t bits_digest(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_t *depths, uint32_t n)
 {
     struct pool p;
@@ -325,8 +338,9 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_download(g_ctx, hatt, datt, (size_t)n * q_dim * sizeof(float));
     int nonfinite;
     const double err = compare_rows(&p, hq, hatt, n, row, seq, pos, scale, window, &nonfinite);
-    printf("decode  heads %2u/%u hd %3u window %4u rows %u depths %u..%u%s: max|d|/max|ref| %.2e\n", d.n_heads,
-           d.n_kv_heads, hd, window, n, depths[0], depths[n - 1], g_bf16 ? " bf16 KV" : "", err);
+    printf("decode  heads %2u/%u hd %3u window %4u rows %u depths %u..%u%s: max|d|/max|ref| %.2e, digest %016" PRIx64
+           "\n", d.n_heads, d.n_kv_heads, hd, window, n, depths[0], depths[n - 1], g_bf16 ? " bf16 KV" : "", err,
+           bits_digest(hatt, (size_t)n * q_dim * sizeof(float)));
     CHECK_MSG(err <= TOL_DECODE && nonfinite == 0, "decode hd %u: error %.3g, %d non-finite", hd, err, nonfinite);
 
     /* the same launch again: same bits */

@@ -29,7 +29,10 @@
  * kernel_attn_decode_rows (launches of ≥ ctx->attn_rows_min rows): one CTA per
  * (kv head group, row) runs that row's splits one after the other — each the
  * same device functions (dec_*) as the split kernel's CTA for it — and merges
- * them with the same attn_combine_row: the same bits, fewer CTAs.
+ * them with the same attn_combine_row: the same bits, fewer CTAs. Its rounds
+ * take a cheaper form of the same arithmetic (dec_compute_round's FORM: the
+ * round's 32 dots reduced together, the rescale left out while the maximum
+ * stands), which costs the prefetching split kernel more than it saves.
  *
  * Scores are kept in base 2: q is multiplied by scale·log2(e) on load and
  * exp2f replaces expf (same result within f32 rounding).
@@ -154,8 +157,63 @@ static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t
     }
 }
 
-/* The online-softmax update of every query head of the CTA by one round. */
-template <int VEC, int NJ, int LPP, int GM, bool BF>
+/* The forms of a round's arithmetic (dec_compute_round), all with the same
+ * bits (kernel_attn's digests were equal before and after): the dots reduced
+ * by a transposed butterfly, the rescale left out when the maximum does not
+ * move. Both pay in the rows kernel (64 rows at depth 640: 132.8 against
+ * 137.5 µs, H200). The prefetching split kernel keeps the plain form, which
+ * compiles to the SASS it had before: with both, one row at depth 4096 took
+ * 19.9 against 17.6 µs (244 registers, the round's 32 dots reduced before its
+ * first update); with the skip alone 21.1 (bench/RESULTS.md fifteenth run).
+ * MEMRA_ATTN_ROUND_SPLIT (a compile-time define) sets its form for such
+ * measurements. */
+constexpr int ROUND_TRANSPOSED = 1, ROUND_SKIP_RESCALE = 2;
+#ifndef MEMRA_ATTN_ROUND_SPLIT
+#define MEMRA_ATTN_ROUND_SPLIT 0
+#endif
+constexpr int ROUND_SPLIT = MEMRA_ATTN_ROUND_SPLIT, ROUND_ROWS = ROUND_TRANSPOSED | ROUND_SKIP_RESCALE;
+
+/* A round's dots when there are as many as lanes in a position slot (UNR
+ * positions × GM heads = LPP: the 8B shape's 8 × 4 over 32 lanes): a[j] holds
+ * this lane's partial sum of value j. A transposed butterfly: at the level of
+ * lane offset o each lane keeps half of its values, sends the other half and
+ * adds the partner's partial of each kept value to its own — own + partner,
+ * the very additions of `a += shfl_xor(a, o)` for o = LPP/2 .. 1 on each value
+ * (the partner keeps the other half, so it holds the same set above this
+ * level). After the last level lane li holds value li; one shuffle each gives
+ * every lane every value: the same bits with 2·LPP − 1 shuffles instead of
+ * LPP·log2(LPP). */
+/* One level of it: lane offset O, values kept H (a[0 .. H) afterwards). */
+template <int O, int H, int N>
+static __device__ __forceinline__ void dec_dots_level(float (&a)[N], uint32_t li)
+{
+    if constexpr (O > 0) {
+        const bool up = (li & (uint32_t)O) != 0;
+#pragma unroll
+        for (int i = 0; i < H; i++) {
+            const float send = up ? a[i] : a[H + i], keep = up ? a[H + i] : a[i];
+            a[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+        }
+        dec_dots_level<O / 2, H / 2>(a, li);
+    }
+}
+
+template <int LPP, int N>
+static __device__ __forceinline__ void dec_dots_transposed(float (&a)[N], float (&dot)[N])
+{
+    static_assert(N == LPP, "one value a lane");
+    dec_dots_level<LPP / 2, LPP / 2>(a, threadIdx.x & (LPP - 1));
+#pragma unroll
+    for (int j = 0; j < LPP; j++)
+        dot[j] = __shfl_sync(0xffffffffu, a[0], j, LPP);
+}
+
+/* The online-softmax update of every query head of the CTA by one round.
+ * When a position does not raise a head's running maximum m (finite), the
+ * rescale factor exp2f(m − m) is exactly 1, so it is left out: l + w and
+ * fmaf(w, v, acc) are the bits of fmaf(l, 1, w) and fmaf(w, v, acc · 1). The
+ * branch is uniform over a position slot (its lanes hold the same dot and m). */
+template <int VEC, int NJ, int LPP, int GM, bool BF, int FORM>
 static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][NJ][VEC],
                                                          const float (&kr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
                                                          const float (&vr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
@@ -163,35 +221,69 @@ static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][N
                                                          float (&acc)[GM][NJ][VEC], float (&m)[GM], float (&l)[GM])
 {
     constexpr int UNR = dec_shape<VEC, NJ, LPP>::UNR;
-#pragma unroll
-    for (int u = 0; u < UNR; u++) {
-        float dot[GM];
-#pragma unroll
-        for (int g = 0; g < GM; g++) {
-            float a = 0.0f;
+    constexpr bool TR = (FORM & ROUND_TRANSPOSED) && UNR * GM == LPP, SKIP = (FORM & ROUND_SKIP_RESCALE) != 0;
+    /* position u's update of head g by its dot d */
+    auto update = [&](int u, int g, float d) {
+        const float mn = fmaxf(m[g], d);
+        if (SKIP && mn == m[g] && fabsf(mn) < INFINITY) {
+            const float w = exp2f(d - mn);
+            l[g] = l[g] + w;
 #pragma unroll
             for (int j = 0; j < NJ; j++)
 #pragma unroll
                 for (int e = 0; e < VEC; e++)
-                    a = fmaf(qr[g][j][e], slice_at<VEC, BF>(kr[u][j], e), a);
+                    acc[g][j][e] = fmaf(w, slice_at<VEC, BF>(vr[u][j], e), acc[g][j][e]);
+        } else {
+            const float corr = exp2f(m[g] - mn), w = exp2f(d - mn);
+            l[g] = fmaf(l[g], corr, w);
 #pragma unroll
-            for (int o = LPP / 2; o > 0; o >>= 1)
-                a += __shfl_xor_sync(0xffffffffu, a, o);
-            dot[g] = a;
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    acc[g][j][e] = fmaf(w, slice_at<VEC, BF>(vr[u][j], e), acc[g][j][e] * corr);
+            m[g] = mn;
         }
-        if (ok[u]) {
+    };
+    /* this lane's partial dot of position u and head g */
+    auto partial = [&](int u, int g) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++)
+                s = fmaf(qr[g][j][e], slice_at<VEC, BF>(kr[u][j], e), s);
+        return s;
+    };
+    if constexpr (TR) { /* every dot of the round first, then the updates in order */
+        float a[UNR * GM], dot[UNR * GM];
+#pragma unroll
+        for (int u = 0; u < UNR; u++)
+#pragma unroll
+            for (int g = 0; g < GM; g++)
+                a[u * GM + g] = partial(u, g);
+        dec_dots_transposed<LPP>(a, dot);
+#pragma unroll
+        for (int u = 0; u < UNR; u++)
+            if (ok[u])
+#pragma unroll
+                for (int g = 0; g < GM; g++)
+                    update(u, g, dot[u * GM + g]);
+    } else { /* a position at a time: its dots, then its updates */
+#pragma unroll
+        for (int u = 0; u < UNR; u++) {
+            float dot[GM];
 #pragma unroll
             for (int g = 0; g < GM; g++) {
-                const float mn = fmaxf(m[g], dot[g]);
-                const float corr = exp2f(m[g] - mn), w = exp2f(dot[g] - mn);
-                l[g] = fmaf(l[g], corr, w);
+                float a = partial(u, g);
 #pragma unroll
-                for (int j = 0; j < NJ; j++)
-#pragma unroll
-                    for (int e = 0; e < VEC; e++)
-                        acc[g][j][e] = fmaf(w, slice_at<VEC, BF>(vr[u][j], e), acc[g][j][e] * corr);
-                m[g] = mn;
+                for (int o = LPP / 2; o > 0; o >>= 1)
+                    a += __shfl_xor_sync(0xffffffffu, a, o);
+                dot[g] = a;
             }
+            if (ok[u])
+#pragma unroll
+                for (int g = 0; g < GM; g++)
+                    update(u, g, dot[g]);
         }
     }
 }
@@ -446,12 +538,12 @@ __global__ void __launch_bounds__(NW * 32)
             const uint32_t c1 = c + NS, c2 = c + 2 * NS;
             if (c1 <= clast)
                 dec_load_round<VEC, NJ, LPP, BF>(R, c1, 0, kn, vn, okn);
-            dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, ka, va, oka, acc, m, l);
+            dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, ka, va, oka, acc, m, l);
             if (c1 > clast)
                 break;
             if (c2 <= clast)
                 dec_load_round<VEC, NJ, LPP, BF>(R, c2, 0, ka, va, oka);
-            dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kn, vn, okn, acc, m, l);
+            dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, kn, vn, okn, acc, m, l);
             if (c2 > clast)
                 break;
             c = c2;
@@ -463,7 +555,7 @@ __global__ void __launch_bounds__(NW * 32)
                 float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
                 bool ok[UNR];
                 dec_load_round<VEC, NJ, LPP, BF>(R, c, r0, kr, vr, ok);
-                dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
+                dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, kr, vr, ok, acc, m, l);
             }
     }
     dec_split_write<VEC, NJ, LPP, GM>(R, acc, m, l, ng, sm, part_acc, part_ml, part0);
@@ -476,7 +568,8 @@ __global__ void __launch_bounds__(NW * 32)
  * 32 CTAs a row (most of them empty at short depth, 2-4 resident an SM) and
  * without the combine launch. It pays at full batches of short rows (64 rows
  * at depth 640: 138 against 158 µs, H200), not below (32 rows: 128 against
- * 81): the split launch has more CTAs in flight. A variant with the next
+ * 81): the split launch has more CTAs in flight; with ROUND_ROWS, 132.8 µs
+ * at 64 rows of depth 640 (bench/RESULTS.md fifteenth run). A variant with the next
  * chunk's loads in flight (two register sets, 228 registers, 2 CTAs an SM)
  * was slower at every batch measured. Head dims ≤ 128, % 4 == 0 (NJ = 1, a
  * chunk one round). */
@@ -533,7 +626,7 @@ __global__ void __launch_bounds__(NW * 32)
         float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
         bool ok[UNR];
         dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, kr, vr, ok);
-        dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
+        dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_ROWS>(qr, kr, vr, ok, acc, m, l);
         uint32_t s1 = s, c1 = c;
         const bool more = next_pair(s1, c1);
         if (!more || s1 != s) {

@@ -85,7 +85,8 @@ void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
  * 0: never; UINT32_MAX: always; CUDA_ATTN_HSPLIT_AUTO (the default, from
  * MEMRA_ATTN_HSPLIT at cuda_ctx_init): while the launch's one-head CTAs
  * with work fit in one wave of 2 CTAs an SM (the prefetching kernel's
- * registers allow 2): CUDA_ATTN_CHUNK × ⌊2·SMs / (heads · rows)⌋ positions,
+ * shared memory allows 2 with f32 keys and values; 4 with bf16, where the
+ * bound is cautious): CUDA_ATTN_CHUNK × ⌊2·SMs / (heads · rows)⌋ positions,
  * 256 for one row of 32 heads on 132 SMs. Past one wave it loses: at depth
  * 768, 14.8 µs against 7.8 with 1024 as the bound (H200, bench/RESULTS.md
  * 2026-12-02). */

@@ -4,8 +4,10 @@
  * kernel_attn_decode: one CTA of 4 warps per (kv head, group of ≤ 8 query
  * heads sharing it, split s, query row t). Split s takes the chunks of 32
  * positions c ≡ s (mod 32) that overlap the row's visible range [p0, p]
- * (launches of < 8 rows, head_dim ≤ 128: the next chunk's K/V loads are in
- * flight while this one is computed — the same float operations, so the same
+ * (launches of < 8 rows, head_dim ≤ 128: the next chunks' K/V are in flight
+ * while this one is computed — copied into a 3-stage ring in shared memory by
+ * cp.async for head dims ≤ 128 and % 4 == 0 (dec_issue_round), else one chunk
+ * ahead in a second register set — the same float operations, so the same
  * bits; with more rows the extra registers cost more occupancy than they
  * save latency); the grid never depends on the lengths (CTAs with nothing to do write an empty
  * partial and exit), so a captured CUDA graph stays valid as sequences grow.
@@ -43,6 +45,7 @@
 #include "backend/cuda/attn_combine.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
+#include "backend/cuda/tile_copy.cuh"
 
 namespace {
 
@@ -153,6 +156,93 @@ static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t
                 for (int e = 0; e < VEC; e++)
                     kr[u][j][e] = vr[u][j][e] = 0.0f;
             }
+        }
+    }
+}
+
+/* The staged form of the prefetching kernel's loads (VEC 4, NJ 1: head dims
+ * ≤ 128): each lane copies its own slices of a round's K and V rows into its
+ * own slots of a ring of DEC_STAGES stages in shared memory with cp.async,
+ * zero-filled where the position is outside [p0, p] or the column past hd
+ * (the zeros the register form sets), and reads them back into the round's
+ * registers once the stage has landed: DEC_STAGES − 1 chunks in flight while
+ * one is computed, with one register set (the register form holds two and
+ * one chunk ahead). Only the lane that wrote a slot reads it. The same values
+ * reach the same operations: the same bits (kernel_attn's digests were equal).
+ * 72 registers instead of 229 (2 CTAs an SM either way at f32: 104 KB of
+ * shared memory); one row at depth 4096 17.20 against 17.63 µs, Q4_K_M
+ * tg128@d4096 359.6 against 350.5 tok/s (2 stages: 356.8; H200,
+ * bench/RESULTS.md fifteenth run). MEMRA_ATTN_STAGED (a compile-time define, 1
+ * by default; 0: the register form) selects it. */
+#ifndef MEMRA_ATTN_STAGED
+#define MEMRA_ATTN_STAGED 1
+#endif
+constexpr int DEC_STAGES = 3;
+template <int LPP, bool BF> struct dec_ring {
+    static constexpr int SLOT = BF ? 8 : 16; /* bytes of a lane's slice */
+    static constexpr int UNR = dec_shape<4, 1, LPP>::UNR;
+    static constexpr int STAGE = NW * 2 * UNR * 32 * SLOT;
+    static constexpr int BYTES = DEC_STAGES * STAGE;
+    /* slot of (warp, K or V, round position u, lane) in the stage at sbase */
+    static __device__ __forceinline__ uint32_t at(uint32_t sbase, uint32_t warp, int kv, int u, uint32_t lane)
+    {
+        return sbase + (((warp * 2 + kv) * UNR + u) * 32 + lane) * SLOT;
+    }
+};
+
+template <int LPP, bool BF>
+static __device__ __forceinline__ void dec_issue_round(const dec_row &R, uint32_t cc, uint32_t sbase)
+{
+    using RG = dec_ring<LPP, BF>;
+    constexpr int PPW = dec_shape<4, 1, LPP>::PPW;
+    const uint32_t base = cc * CH + R.warp * PW, lane = threadIdx.x & 31, col = R.li * 4;
+#pragma unroll
+    for (int u = 0; u < RG::UNR; u++) {
+        const uint32_t pos = base + u * PPW + R.sub;
+        const bool live = pos >= R.p0 && pos <= R.p && col < R.hd;
+        const uint64_t row = live ? (uint64_t)R.tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + pos % CUDA_ATTN_BLOCK : 0;
+        const uint64_t e = live ? row * R.kv_dim + R.hoff + col : 0;
+        const uint32_t n = live ? RG::SLOT : 0;
+        if constexpr (BF) {
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(RG::at(sbase, R.warp, 0, u, lane)),
+                         "l"(R.kb + 2 * e), "r"(n));
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(RG::at(sbase, R.warp, 1, u, lane)),
+                         "l"(R.vb + 2 * e), "r"(n));
+        } else {
+            cp_async16_zfill(RG::at(sbase, R.warp, 0, u, lane), R.kb + 4 * e, n);
+            cp_async16_zfill(RG::at(sbase, R.warp, 1, u, lane), R.vb + 4 * e, n);
+        }
+    }
+}
+
+template <int LPP, bool BF>
+static __device__ __forceinline__ void dec_read_round(const dec_row &R, uint32_t cc, uint32_t sbase,
+                                                      float (&kr)[dec_ring<LPP, BF>::UNR][1][4],
+                                                      float (&vr)[dec_ring<LPP, BF>::UNR][1][4],
+                                                      bool (&ok)[dec_ring<LPP, BF>::UNR])
+{
+    using RG = dec_ring<LPP, BF>;
+    constexpr int PPW = dec_shape<4, 1, LPP>::PPW;
+    const uint32_t base = cc * CH + R.warp * PW, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int u = 0; u < RG::UNR; u++) {
+        const uint32_t pos = base + u * PPW + R.sub;
+        ok[u] = pos >= R.p0 && pos <= R.p;
+        const uint32_t ka = RG::at(sbase, R.warp, 0, u, lane), va = RG::at(sbase, R.warp, 1, u, lane);
+        if constexpr (BF) {
+            uint32_t k0, k1, v0, v1;
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(k0), "=r"(k1) : "r"(ka));
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v0), "=r"(v1) : "r"(va));
+            kr[u][0][0] = __uint_as_float(k0), kr[u][0][1] = __uint_as_float(k1);
+            vr[u][0][0] = __uint_as_float(v0), vr[u][0][1] = __uint_as_float(v1);
+            kr[u][0][2] = kr[u][0][3] = vr[u][0][2] = vr[u][0][3] = 0.0f;
+        } else {
+            uint32_t k[4], v[4];
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(k[0]), "=r"(k[1]), "=r"(k[2]), "=r"(k[3]) : "r"(ka));
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(va));
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                kr[u][0][e] = __uint_as_float(k[e]), vr[u][0][e] = __uint_as_float(v[e]);
         }
     }
 }
@@ -508,11 +598,22 @@ __global__ void __launch_bounds__(NW * 32)
      * chunk's loads before the wait — unless it holds p, whose row this
      * step's RoPE kernel writes */
     constexpr bool CHUNK_ROUND = PF && SH::CHUNK_ROUND;
+    constexpr bool STAGED = CHUNK_ROUND && MEMRA_ATTN_STAGED && VEC == 4 && NJ == 1;
+    extern __shared__ __align__(16) uint8_t dec_ring_mem[]; /* STAGED: dec_ring<LPP, BF>::BYTES */
+    const uint32_t ring = (uint32_t)__cvta_generic_to_shared(dec_ring_mem);
     float ka[UNR][NJ][VEC], va[UNR][NJ][VEC];
     bool oka[UNR];
     const bool early = CHUNK_ROUND && kv.settled && c < clast;
-    if (early)
+    uint32_t issued = 0; /* STAGED: chunks c, c + NS, ... whose copies are issued (one commit group each) */
+    if constexpr (STAGED) {
+        if (kv.settled)
+            for (; issued < DEC_STAGES - 1 && c + issued * NS < clast; issued++) {
+                dec_issue_round<LPP, BF>(R, c + issued * NS, ring + issued * dec_ring<LPP, BF>::STAGE);
+                cp_async_commit();
+            }
+    } else if (early) {
         dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, ka, va, oka);
+    }
     pdl_wait();
     if (c > clast) {
         if (threadIdx.x < (uint32_t)ng) {
@@ -526,7 +627,27 @@ __global__ void __launch_bounds__(NW * 32)
     dec_load_q<VEC, NJ, LPP, GM>(q, (uint64_t)t * d.n_heads * R.hd + (uint64_t)h0 * R.hd, R.hd, ng, R.li, scale2, qr);
     dec_state_init<VEC, NJ, GM>(acc, m, l);
 
-    if constexpr (CHUNK_ROUND) {
+    if constexpr (STAGED) {
+        /* chunk i computed while chunks i + 1 .. i + DEC_STAGES − 1 land; the
+         * stage refilled at step i is the one read at step i − 1 */
+        using RG = dec_ring<LPP, BF>;
+        for (; issued < DEC_STAGES - 1; issued++) {
+            if (c + issued * NS <= clast)
+                dec_issue_round<LPP, BF>(R, c + issued * NS, ring + issued * RG::STAGE);
+            cp_async_commit(); /* empty groups keep the count */
+        }
+        for (uint32_t i = 0;; i++) {
+            const uint32_t ci = c + i * NS, cn = ci + (DEC_STAGES - 1) * NS;
+            if (cn <= clast)
+                dec_issue_round<LPP, BF>(R, cn, ring + ((i + DEC_STAGES - 1) % DEC_STAGES) * RG::STAGE);
+            cp_async_commit();
+            cp_async_wait<DEC_STAGES - 1>(); /* chunk ci's copies have landed */
+            dec_read_round<LPP, BF>(R, ci, ring + (i % DEC_STAGES) * RG::STAGE, ka, va, oka);
+            dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, ka, va, oka, acc, m, l);
+            if (ci + NS > clast)
+                break;
+        }
+    } else if constexpr (CHUNK_ROUND) {
         /* the next chunk's loads are issued before this one is computed (two
          * register sets; the same operations in the same order as one chunk
          * at a time) */
@@ -652,15 +773,33 @@ __global__ void __launch_bounds__(128) kernel_attn_combine(dec_out o, uint32_t n
 }
 static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
+/* One instantiation's launch, with the staged ring's dynamic shared memory
+ * (the attribute set once, before its first launch) when it has one. */
+template <int VEC, int NJ, int LPP, int GM, bool PF, bool BF>
+void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
+                cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
+{
+    constexpr bool STAGED = PF && MEMRA_ATTN_STAGED && VEC == 4 && NJ == 1 && dec_shape<VEC, NJ, LPP>::CHUNK_ROUND;
+    constexpr int smem = STAGED ? dec_ring<LPP, BF>::BYTES : 0;
+    static bool attr_set;
+    if (smem > 0 && !attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_decode<VEC, NJ, LPP, GM, PF, BF>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        attr_set = true;
+    }
+    cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, GM, PF, BF>, grid, NW * 32, smem, q, tok_pos, tok_table, d, kv,
+                scale2, window, o, hsplit);
+}
+
 template <int VEC, int NJ, int LPP, bool PF, bool BF>
 void launch_pf(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
 {
     switch (gm) {
-    case 1: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 1, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
-    case 2: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 2, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
-    case 4: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 4, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
-    default: cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, 8, PF, BF>, grid, NW * 32, 0, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
+    case 1: launch_one<VEC, NJ, LPP, 1, PF, BF>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
+    case 2: launch_one<VEC, NJ, LPP, 2, PF, BF>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
+    case 4: launch_one<VEC, NJ, LPP, 4, PF, BF>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
+    default: launch_one<VEC, NJ, LPP, 8, PF, BF>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit); break;
     }
 }
 

@@ -178,6 +178,10 @@ static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t
 #define MEMRA_ATTN_STAGED 1
 #endif
 constexpr int DEC_STAGES = 3;
+/* Whether a kernel_attn_decode instantiation takes the staged form (its launch
+ * then gives it dec_ring<LPP, BF>::BYTES of dynamic shared memory). */
+template <int VEC, int NJ, int LPP, bool PF>
+constexpr bool dec_staged = PF && MEMRA_ATTN_STAGED && VEC == 4 && NJ == 1 && dec_shape<VEC, NJ, LPP>::CHUNK_ROUND;
 template <int LPP, bool BF> struct dec_ring {
     static constexpr int SLOT = BF ? 8 : 16; /* bytes of a lane's slice */
     static constexpr int UNR = dec_shape<4, 1, LPP>::UNR;
@@ -598,7 +602,7 @@ __global__ void __launch_bounds__(NW * 32)
      * chunk's loads before the wait — unless it holds p, whose row this
      * step's RoPE kernel writes */
     constexpr bool CHUNK_ROUND = PF && SH::CHUNK_ROUND;
-    constexpr bool STAGED = CHUNK_ROUND && MEMRA_ATTN_STAGED && VEC == 4 && NJ == 1;
+    constexpr bool STAGED = dec_staged<VEC, NJ, LPP, PF>;
     extern __shared__ __align__(16) uint8_t dec_ring_mem[]; /* STAGED: dec_ring<LPP, BF>::BYTES */
     const uint32_t ring = (uint32_t)__cvta_generic_to_shared(dec_ring_mem);
     float ka[UNR][NJ][VEC], va[UNR][NJ][VEC];
@@ -779,8 +783,7 @@ template <int VEC, int NJ, int LPP, int GM, bool PF, bool BF>
 void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                 cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
 {
-    constexpr bool STAGED = PF && MEMRA_ATTN_STAGED && VEC == 4 && NJ == 1 && dec_shape<VEC, NJ, LPP>::CHUNK_ROUND;
-    constexpr int smem = STAGED ? dec_ring<LPP, BF>::BYTES : 0;
+    constexpr int smem = dec_staged<VEC, NJ, LPP, PF> ? dec_ring<LPP, BF>::BYTES : 0;
     static bool attr_set;
     if (smem > 0 && !attr_set) {
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_decode<VEC, NJ, LPP, GM, PF, BF>,

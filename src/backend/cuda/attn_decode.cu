@@ -31,10 +31,9 @@
  * kernel_attn_decode_rows (launches of ≥ ctx->attn_rows_min rows): one CTA per
  * (kv head group, row) runs that row's splits one after the other — each the
  * same device functions (dec_*) as the split kernel's CTA for it — and merges
- * them with the same attn_combine_row: the same bits, fewer CTAs. Its rounds
- * take a cheaper form of the same arithmetic (dec_compute_round's FORM: the
- * round's 32 dots reduced together, the rescale left out while the maximum
- * stands), which costs the prefetching split kernel more than it saves.
+ * them with the same attn_combine_row: the same bits, fewer CTAs. In every
+ * kernel a round's 32 dots (8 positions × 4 heads at head_dim 128) are
+ * reduced together by one transposed butterfly (dec_dots_transposed).
  *
  * Scores are kept in base 2: q is multiplied by scale·log2(e) on load and
  * exp2f replaces expf (same result within f32 rounding).
@@ -251,21 +250,20 @@ static __device__ __forceinline__ void dec_read_round(const dec_row &R, uint32_t
     }
 }
 
-/* The forms of a round's arithmetic (dec_compute_round), all with the same
- * bits (kernel_attn's digests were equal before and after): the dots reduced
- * by a transposed butterfly, the rescale left out when the maximum does not
- * move. Both pay in the rows kernel (64 rows at depth 640: 132.8 against
- * 137.5 µs, H200). The prefetching split kernel keeps the plain form, which
- * compiles to the SASS it had before: with both, one row at depth 4096 took
- * 19.9 against 17.6 µs (244 registers, the round's 32 dots reduced before its
- * first update); with the skip alone 21.1 (bench/RESULTS.md fifteenth run).
- * MEMRA_ATTN_ROUND_SPLIT (a compile-time define) sets its form for such
- * measurements. */
-constexpr int ROUND_TRANSPOSED = 1, ROUND_SKIP_RESCALE = 2;
-#ifndef MEMRA_ATTN_ROUND_SPLIT
-#define MEMRA_ATTN_ROUND_SPLIT 0
+/* A round's dots are reduced by one transposed butterfly (dec_dots_transposed)
+ * where the shape allows it (UNR positions × GM heads = LPP lanes: the 8B
+ * shape's 8 × 4 over 32), else each by its own butterfly: the same additions,
+ * so the same bits (kernel_attn's digests). In every decode kernel, H200
+ * (bench/RESULTS.md sixteenth run): one row at depth 4096 16.4 against 17.2 µs,
+ * 4 rows 57.2 against 60.4, 32 rows at depth 640 73.0 against 76.9; 64 rows
+ * (the rows kernel) 121.5 against 137.5. Leaving the rescale out while the
+ * maximum stands (exp2f(0) = 1, the same bits too) cost every kernel: the rows
+ * kernel 133.0 against 121.5, one row at depth 4096 21.2 against 17.2.
+ * MEMRA_ATTN_ROUND_TRANSPOSED=0 (a compile-time define) restores the
+ * per-dot butterflies for such measurements. */
+#ifndef MEMRA_ATTN_ROUND_TRANSPOSED
+#define MEMRA_ATTN_ROUND_TRANSPOSED 1
 #endif
-constexpr int ROUND_SPLIT = MEMRA_ATTN_ROUND_SPLIT, ROUND_ROWS = ROUND_TRANSPOSED | ROUND_SKIP_RESCALE;
 
 /* A round's dots when there are as many as lanes in a position slot (UNR
  * positions × GM heads = LPP: the 8B shape's 8 × 4 over 32 lanes): a[j] holds
@@ -302,12 +300,8 @@ static __device__ __forceinline__ void dec_dots_transposed(float (&a)[N], float 
         dot[j] = __shfl_sync(0xffffffffu, a[0], j, LPP);
 }
 
-/* The online-softmax update of every query head of the CTA by one round.
- * When a position does not raise a head's running maximum m (finite), the
- * rescale factor exp2f(m − m) is exactly 1, so it is left out: l + w and
- * fmaf(w, v, acc) are the bits of fmaf(l, 1, w) and fmaf(w, v, acc · 1). The
- * branch is uniform over a position slot (its lanes hold the same dot and m). */
-template <int VEC, int NJ, int LPP, int GM, bool BF, int FORM>
+/* The online-softmax update of every query head of the CTA by one round. */
+template <int VEC, int NJ, int LPP, int GM, bool BF>
 static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][NJ][VEC],
                                                          const float (&kr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
                                                          const float (&vr)[dec_shape<VEC, NJ, LPP>::UNR][NJ][VEC],
@@ -315,28 +309,17 @@ static __device__ __forceinline__ void dec_compute_round(const float (&qr)[GM][N
                                                          float (&acc)[GM][NJ][VEC], float (&m)[GM], float (&l)[GM])
 {
     constexpr int UNR = dec_shape<VEC, NJ, LPP>::UNR;
-    constexpr bool TR = (FORM & ROUND_TRANSPOSED) && UNR * GM == LPP, SKIP = (FORM & ROUND_SKIP_RESCALE) != 0;
+    constexpr bool TR = MEMRA_ATTN_ROUND_TRANSPOSED && UNR * GM == LPP;
     /* position u's update of head g by its dot d */
     auto update = [&](int u, int g, float d) {
-        const float mn = fmaxf(m[g], d);
-        if (SKIP && mn == m[g] && fabsf(mn) < INFINITY) {
-            const float w = exp2f(d - mn);
-            l[g] = l[g] + w;
+        const float mn = fmaxf(m[g], d), corr = exp2f(m[g] - mn), w = exp2f(d - mn);
+        l[g] = fmaf(l[g], corr, w);
 #pragma unroll
-            for (int j = 0; j < NJ; j++)
+        for (int j = 0; j < NJ; j++)
 #pragma unroll
-                for (int e = 0; e < VEC; e++)
-                    acc[g][j][e] = fmaf(w, slice_at<VEC, BF>(vr[u][j], e), acc[g][j][e]);
-        } else {
-            const float corr = exp2f(m[g] - mn), w = exp2f(d - mn);
-            l[g] = fmaf(l[g], corr, w);
-#pragma unroll
-            for (int j = 0; j < NJ; j++)
-#pragma unroll
-                for (int e = 0; e < VEC; e++)
-                    acc[g][j][e] = fmaf(w, slice_at<VEC, BF>(vr[u][j], e), acc[g][j][e] * corr);
-            m[g] = mn;
-        }
+            for (int e = 0; e < VEC; e++)
+                acc[g][j][e] = fmaf(w, slice_at<VEC, BF>(vr[u][j], e), acc[g][j][e] * corr);
+        m[g] = mn;
     };
     /* this lane's partial dot of position u and head g */
     auto partial = [&](int u, int g) {
@@ -647,7 +630,7 @@ __global__ void __launch_bounds__(NW * 32)
             cp_async_commit();
             cp_async_wait<DEC_STAGES - 1>(); /* chunk ci's copies have landed */
             dec_read_round<LPP, BF>(R, ci, ring + (i % DEC_STAGES) * RG::STAGE, ka, va, oka);
-            dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, ka, va, oka, acc, m, l);
+            dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, ka, va, oka, acc, m, l);
             if (ci + NS > clast)
                 break;
         }
@@ -663,12 +646,12 @@ __global__ void __launch_bounds__(NW * 32)
             const uint32_t c1 = c + NS, c2 = c + 2 * NS;
             if (c1 <= clast)
                 dec_load_round<VEC, NJ, LPP, BF>(R, c1, 0, kn, vn, okn);
-            dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, ka, va, oka, acc, m, l);
+            dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, ka, va, oka, acc, m, l);
             if (c1 > clast)
                 break;
             if (c2 <= clast)
                 dec_load_round<VEC, NJ, LPP, BF>(R, c2, 0, ka, va, oka);
-            dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, kn, vn, okn, acc, m, l);
+            dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kn, vn, okn, acc, m, l);
             if (c2 > clast)
                 break;
             c = c2;
@@ -680,7 +663,7 @@ __global__ void __launch_bounds__(NW * 32)
                 float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
                 bool ok[UNR];
                 dec_load_round<VEC, NJ, LPP, BF>(R, c, r0, kr, vr, ok);
-                dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_SPLIT>(qr, kr, vr, ok, acc, m, l);
+                dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
             }
     }
     dec_split_write<VEC, NJ, LPP, GM>(R, acc, m, l, ng, sm, part_acc, part_ml, part0);
@@ -693,8 +676,8 @@ __global__ void __launch_bounds__(NW * 32)
  * 32 CTAs a row (most of them empty at short depth, 2-4 resident an SM) and
  * without the combine launch. It pays at full batches of short rows (64 rows
  * at depth 640: 138 against 158 µs, H200), not below (32 rows: 128 against
- * 81): the split launch has more CTAs in flight; with ROUND_ROWS, 132.8 µs
- * at 64 rows of depth 640 (bench/RESULTS.md fifteenth run). A variant with the next
+ * 81): the split launch has more CTAs in flight; with the transposed rounds
+ * 121.5 µs at 64 rows of depth 640 (bench/RESULTS.md sixteenth run). A variant with the next
  * chunk's loads in flight (two register sets, 228 registers, 2 CTAs an SM)
  * was slower at every batch measured. Head dims ≤ 128, % 4 == 0 (NJ = 1, a
  * chunk one round). */
@@ -751,7 +734,7 @@ __global__ void __launch_bounds__(NW * 32)
         float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
         bool ok[UNR];
         dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, kr, vr, ok);
-        dec_compute_round<VEC, NJ, LPP, GM, BF, ROUND_ROWS>(qr, kr, vr, ok, acc, m, l);
+        dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
         uint32_t s1 = s, c1 = c;
         const bool more = next_pair(s1, c1);
         if (!more || s1 != s) {

@@ -761,18 +761,16 @@ __global__ void __launch_bounds__(128) kernel_attn_combine(dec_out o, uint32_t n
 static_assert(NS == 32, "attn_combine_row merges at most 32 splits");
 
 /* One instantiation's launch, with the staged ring's dynamic shared memory
- * (the attribute set once, before its first launch) when it has one. */
+ * (the attribute set before its first launch on each device) when it has one. */
 template <int VEC, int NJ, int LPP, int GM, bool PF, bool BF>
 void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                 cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
 {
     constexpr int smem = dec_staged<VEC, NJ, LPP, PF> ? dec_ring<LPP, BF>::BYTES : 0;
-    static bool attr_set;
-    if (smem > 0 && !attr_set) {
+    static uint32_t opted; /* devices the attribute is set on */
+    if (smem > 0 && cuda_first_on_device(opted, ctx->device))
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_decode<VEC, NJ, LPP, GM, PF, BF>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        attr_set = true;
-    }
     cuda_launch(ctx, kernel_attn_decode<VEC, NJ, LPP, GM, PF, BF>, grid, NW * 32, smem, q, tok_pos, tok_table, d, kv,
                 scale2, window, o, hsplit);
 }

@@ -353,30 +353,28 @@ __global__ void __launch_bounds__(128)
 }
 
 template <int HD, bool EXACT, bool GROUPED>
-static void launch_one(cudaStream_t st, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
-                    uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
-                    float *pa, float *pm)
+static void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
+                       uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
+                       uint32_t window, float *pa, float *pm)
 {
     constexpr size_t smem = (size_t)(EXACT ? 4 : 2) * BN * (HD + 8) * sizeof(__nv_bfloat16);
-    static bool attr_set; /* the engine thread is the only caller */
-    if (!attr_set) {
+    static uint32_t opted; /* devices the attribute is set on */
+    if (cuda_first_on_device(opted, ctx->device))
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill<HD, EXACT, GROUPED>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr_set = true;
-    }
-    kernel_attn_prefill<HD, EXACT, GROUPED><<<grid, NT, smem, st>>>(q, att, spans, max_splits, hg, d, kv, scale2, window,
-                                                                    pa, pm);
+    kernel_attn_prefill<HD, EXACT, GROUPED><<<grid, NT, smem, ctx->stream>>>(q, att, spans, max_splits, hg, d, kv,
+                                                                             scale2, window, pa, pm);
 }
 
 template <int HD, bool EXACT>
-void launch_prefill(cudaStream_t st, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
+void launch_prefill(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
                     uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                     uint32_t window, float *pa, float *pm)
 {
     if (hg > 1)
-        launch_one<HD, EXACT, true>(st, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        launch_one<HD, EXACT, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
     else
-        launch_one<HD, EXACT, false>(st, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
+        launch_one<HD, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
 }
 
 } // namespace
@@ -431,18 +429,17 @@ extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *a
     const dim3 grid((max_n + tt - 1) / tt, d.n_heads / hg, n_spans * max_splits);
     const float scale2 = scale * LOG2E;
     float *pa = scratch, *pm = scratch ? scratch + (size_t)part_cap * d.n_heads * d.head_dim : NULL;
-    cudaStream_t st = ctx->stream;
     if (d.head_dim == 64)
-        exact ? launch_prefill<64, true>(st, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
-              : launch_prefill<64, false>(st, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        exact ? launch_prefill<64, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
+              : launch_prefill<64, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
     else
-        exact ? launch_prefill<128, true>(st, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
-              : launch_prefill<128, false>(st, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        exact ? launch_prefill<128, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
+              : launch_prefill<128, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
     CUDA_CHECK_LAUNCH();
     if (max_splits > 1) {
         const uint32_t rows = max_n < CUDA_ATTN_PREFILL_SPLIT_ROWS ? max_n : CUDA_ATTN_PREFILL_SPLIT_ROWS;
-        kernel_attn_prefill_combine<<<dim3(d.n_heads, rows, n_spans), 128, 0, st>>>(spans, pa, pm, att, d.n_heads,
-                                                                                   d.head_dim);
+        kernel_attn_prefill_combine<<<dim3(d.n_heads, rows, n_spans), 128, 0, ctx->stream>>>(spans, pa, pm, att,
+                                                                                            d.n_heads, d.head_dim);
         CUDA_CHECK_LAUNCH();
     }
 }

@@ -113,6 +113,22 @@ static __device__ __forceinline__ void pdl_enter(void)
     pdl_wait();
 }
 
+/* A kernel's attributes (cudaFuncSetAttribute: e.g. more than 48 KB of
+ * dynamic shared memory) belong to one device. A launcher keeps a static mask
+ * of the devices it has set them on (the engine thread of each context is its
+ * only caller) and asks this before each launch: true the first time for
+ * `device`, which it then records. Devices are < CUDA_MAX_DEVICES
+ * (cuda_ctx_init refuses others). */
+#define CUDA_MAX_DEVICES 32
+static inline bool cuda_first_on_device(uint32_t &mask, int device)
+{
+    const uint32_t bit = 1u << device;
+    if (mask & bit)
+        return false;
+    mask |= bit;
+    return true;
+}
+
 /* kernel<<<grid, block, smem, ctx->stream>>>(args...), with the PDL attribute
  * when ctx->pdl. */
 template <typename... K, typename... A>

@@ -28,7 +28,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || device < 0 || device >= count) {
+    if (e != cudaSuccess || device < 0 || device >= count || device >= CUDA_MAX_DEVICES) {
         if (err && errlen)
             snprintf(err, errlen, "CUDA device %d not available (%d devices%s%s)", device, count,
                      e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");

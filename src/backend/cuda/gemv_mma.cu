@@ -549,11 +549,9 @@ void launch_ns(const cuda_ctx *ctx, uint32_t grid, const void *w, uint64_t rows,
     constexpr int NW = mma_block<KS>::NW;
     constexpr uint32_t smem = NW * NS * 16 * Q::RS;
     static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
-    if (!(opted & (1u << ctx->device))) {
+    if (cuda_first_on_device(opted, ctx->device))
         CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_mma<Q, NTL, KS, NS>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        opted |= 1u << ctx->device;
-    }
     cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS, NS>, dim3(grid), dim3(NW * 32), smem, (const uint8_t *)w,
                 n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
 }

@@ -332,11 +332,9 @@ void launch_qs(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, co
 {
     constexpr uint32_t smem = qstage<Q, R>::SMEM;
     static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
-    if (smem > 48 * 1024 && !(opted & (1u << ctx->device))) {
+    if (smem > 48 * 1024 && cuda_first_on_device(opted, ctx->device))
         CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_qs<Q, R, NB, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
-        opted |= 1u << ctx->device;
-    }
     const uint64_t row_bytes = n / Q::QK * Q::BS;
     const uint64_t groups = (rows + R - 1) / R;
     const dim3 grid((uint32_t)((groups + NT / 32 - 1) / (NT / 32)), G ? grp.max_slots : 1);

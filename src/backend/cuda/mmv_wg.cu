@@ -340,15 +340,15 @@ extern "C" bool cuda_mmv_wg_supported(uint64_t rows, uint64_t n)
     return rows >= 1 && n >= WG_CHUNK && n % WG_CHUNK == 0 && rows < (1ull << 31) && n < (1ull << 24);
 }
 
-extern "C" void cuda_mmv_wg_init(void)
+/* Every variant's shared-memory attribute, before the first launch on ctx's device. */
+static void mmv_wg_init(const cuda_ctx *ctx)
 {
-    static bool done; /* the attribute is per function and device; set before the first launch */
-    if (done)
+    static uint32_t opted; /* devices the attributes are set on */
+    if (!cuda_first_on_device(opted, ctx->device))
         return;
     for (int v = 0; v < MMV_WG_NVARIANTS; v++)
         CUDA_CHECK(cudaFuncSetAttribute((const void *)g_wg_variants[v].fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         mmv_wg_smem(g_wg_variants[v])));
-    done = true;
 }
 
 extern "C" int cuda_mmv_wg_variants(uint32_t *max_t)
@@ -394,7 +394,7 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
         CUDA_FAIL("cuda_mmv_wg: variant %d does not take batch %u", v, T);
     if (!ctx->mmv_xs || (size_t)4 * T * n > ctx->mmv_xs_bytes)
         CUDA_FAIL("cuda_mmv_wg: n = %llu not reserved (cuda_mmv_reserve)", (unsigned long long)n);
-    cuda_mmv_wg_init();
+    mmv_wg_init(ctx);
     if (!(reuse && ctx->mmv_xs_src == x && ctx->mmv_xs_t == T && ctx->mmv_xs_n == n)) {
         const uint32_t n4 = (uint32_t)(T * n / 4), sb = (n4 + 255) / 256;
         cuda_launch(ctx, kernel_mmv_wg_split, sb < 1024u ? sb : 1024u, 256, 0, x, T, (uint32_t)n,
@@ -420,7 +420,7 @@ extern "C" int cuda_mmv_wg_max_clusters(const struct cuda_ctx *ctx, int variant,
 {
     if (variant < 0 || variant >= MMV_WG_NVARIANTS || S < 1 || S > 8)
         return -1;
-    cuda_mmv_wg_init();
+    mmv_wg_init(ctx);
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg = mmv_wg_config(ctx, g_wg_variants[variant], 64, S, attr);
     int n = -1;

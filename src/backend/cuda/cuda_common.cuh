@@ -115,18 +115,17 @@ static __device__ __forceinline__ void pdl_enter(void)
 
 /* A kernel's attributes (cudaFuncSetAttribute: e.g. more than 48 KB of
  * dynamic shared memory) belong to one device. A launcher keeps a static mask
- * of the devices it has set them on (the engine thread of each context is its
- * only caller) and asks this before each launch: true the first time for
- * `device`, which it then records. Devices are < CUDA_MAX_DEVICES
- * (cuda_ctx_init refuses others). */
+ * of the devices it has set them on and asks this before each launch: true
+ * the first time for `device`, whose bit it sets. The mask is shared by the
+ * contexts of all devices, which may launch from their own threads, so the bit
+ * is set atomically; a device's own launches come from its context's one
+ * thread, so its attribute is set before its first launch. Devices are <
+ * CUDA_MAX_DEVICES (cuda_ctx_init refuses others). */
 #define CUDA_MAX_DEVICES 32
 static inline bool cuda_first_on_device(uint32_t &mask, int device)
 {
     const uint32_t bit = 1u << device;
-    if (mask & bit)
-        return false;
-    mask |= bit;
-    return true;
+    return (__atomic_fetch_or(&mask, bit, __ATOMIC_RELAXED) & bit) == 0;
 }
 
 /* kernel<<<grid, block, smem, ctx->stream>>>(args...), with the PDL attribute

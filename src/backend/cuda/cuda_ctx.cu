@@ -28,7 +28,12 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || device < 0 || device >= count || device >= CUDA_MAX_DEVICES) {
+    if (e == cudaSuccess && device >= CUDA_MAX_DEVICES) {
+        if (err && errlen)
+            snprintf(err, errlen, "CUDA device %d: memra takes device ids 0..%d", device, CUDA_MAX_DEVICES - 1);
+        return NULL;
+    }
+    if (e != cudaSuccess || device < 0 || device >= count) {
         if (err && errlen)
             snprintf(err, errlen, "CUDA device %d not available (%d devices%s%s)", device, count,
                      e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");

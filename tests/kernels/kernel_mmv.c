@@ -241,6 +241,8 @@ int main(int argc, char **argv)
         check_mmv(70, 64, 64);
         check_mmv(4096, 1024, 17);
         check_mmv(5, 8192, 2);
+        test_cases++;
+        check_mmv(4096, 4096, 64); /* q/o at 64 tokens: 144-row tiles, the last block partial (S = 4) */
         if (!g_wg) {
             test_cases++;
             check_mmv(70, 32, 64); /* mmv.cu alone takes n % 64 != 0 */

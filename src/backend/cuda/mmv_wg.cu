@@ -37,17 +37,20 @@
  * the full weight stream, within wgmma's dense rate (~790 measured).
  * Measured (H200, bench/RESULTS.md 2026-12-01): ≤ 32 tokens 80-86 % of the
  * floor on gate/up, 66-76 % on down, 45-57 % on q/o; 64 tokens 74 % on
- * gate/up, 32-40 % on q/o and down (their S = 4 clusters: only 30 of 32 fit
- * at once, ncu's "max active clusters").
+ * gate/up, 32-40 % on q/o and down (their S = 4 clusters of 128-row blocks
+ * with 4 stages: only 30 of 32 fit at once). Hence the 144-row tiles (wgmma
+ * n144, WR = 144) for those: 29 clusters, one wave: 47 % on q/o, 66 % on
+ * down at 64 tokens (seventeenth run).
  *
  * Shape: a block of NWG warpgroups and one K slice; either each warpgroup owns
- * 128 weight rows and runs MT A tiles (MT = 1: ≤ 32 tokens, 2: ≤ 64), or (MS)
- * the two warpgroups share the block's 128 rows and run A tile 0 and 1 — at
- * 64 tokens that halves a warpgroup's serial wgmma chain, the best shape
- * measured. With S > 1 the S slices of a row block are one thread-block
- * cluster: each block leaves its slice sums in its shared memory and every
- * block adds all S tiles, through distributed shared memory, in slice order,
- * for NR / S of the rows (no scratch, no counters, no serial tail).
+ * WR (128 or 144) weight rows and runs MT A tiles (MT = 1: ≤ 32 tokens, 2:
+ * ≤ 64), or (MS) the two warpgroups share the block's WR rows and run A tile
+ * 0 and 1 — at 64 tokens that halves a warpgroup's serial wgmma chain, the
+ * best shape measured. With S > 1 the S slices of a row block are one
+ * thread-block cluster: each block leaves its slice sums in its shared memory
+ * and every block adds all S tiles, through distributed shared memory, in
+ * slice order, for NR / S of the rows (no scratch, no counters, no serial
+ * tail).
  */
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -109,6 +112,41 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, ui
                  : "l"(da), "l"(db));
 }
 
+/* The same with a 144-column B (144 weight rows): 72 accumulators a thread. */
+__device__ __forceinline__ void wgmma_m64n144k16(float (&d)[72], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71"
+                 "}, %72, %73, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+                   "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+                   "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+                   "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+                   "+f"(d[70]), "+f"(d[71])
+                 : "l"(da), "l"(db));
+}
+
+/* D += A · B for a B of WR (128 or 144) weight rows. */
+template <int WR>
+__device__ __forceinline__ void wgmma_rows(float (&d)[WR / 2], uint64_t da, uint64_t db)
+{
+    if constexpr (WR == 144)
+        wgmma_m64n144k16(d, da, db);
+    else
+        wgmma_m64n128k16(d, da, db);
+}
+
 /* x (T, n) f32 → xs (2T, n) bf16: row 2t = rn(x_t), row 2t + 1 = rn(x_t − hi),
  * the A rows the GEMV kernel copies. */
 __global__ void kernel_mmv_wg_split(const float *__restrict__ x, uint32_t T, uint32_t n, uint8_t *__restrict__ xs)
@@ -125,18 +163,77 @@ __global__ void kernel_mmv_wg_split(const float *__restrict__ x, uint32_t T, uin
     }
 }
 
-template <int NWG, int MT, int NS, bool MS>
+/* W floats (W = 4 or 2) at a W-aligned address, by one vector access. */
+template <int W> __device__ __forceinline__ void vec_load(const float *src, float (&v)[W])
+{
+    if constexpr (W == 4) {
+        const float4 u = *reinterpret_cast<const float4 *>(src);
+        v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
+    } else {
+        const float2 u = *reinterpret_cast<const float2 *>(src);
+        v[0] = u.x, v[1] = u.y;
+    }
+}
+template <int W> __device__ __forceinline__ void vec_store(float *dst, const float (&v)[W])
+{
+    if constexpr (W == 4)
+        *reinterpret_cast<float4 *>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+    else
+        *reinterpret_cast<float2 *>(dst) = make_float2(v[0], v[1]);
+}
+
+/* The S blocks of a cluster (one row block of NR rows, every K slice) add
+ * their slice tiles red (t, NR) in slice order, each block for NR / S of the
+ * rows, W rows an item (W divides NR / S), the S tiles' loads issued together. */
+template <int W>
+__device__ __forceinline__ void mmv_wg_reduce(cg::cluster_group &cluster, float *red, uint32_t NR, uint32_t S,
+                                              uint32_t T, uint32_t rows, uint32_t r0, float *__restrict__ y,
+                                              float scale, uint32_t tid, uint32_t NT)
+{
+    const uint32_t per = NR / S / W, rank = cluster.block_rank();
+    const bool vec = rows % W == 0;
+    for (uint32_t i = tid; i < T * per; i += NT) {
+        const uint32_t t = i / per, rl = (rank * per + i % per) * W;
+        float p[8][W];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (k < (int)S)
+                vec_load<W>(cluster.map_shared_rank(red, k) + t * NR + rl, p[k]);
+        float v[W];
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            v[e] = p[0][e];
+#pragma unroll
+            for (int k = 1; k < 8; k++)
+                if (k < (int)S)
+                    v[e] += p[k][e];
+            v[e] *= scale;
+        }
+        float *dst = y + (uint64_t)t * rows + r0 + rl;
+        if (vec && r0 + rl + W - 1 < rows) {
+            vec_store<W>(dst, v);
+        } else {
+            for (int e = 0; e < W && r0 + rl + e < rows; e++)
+                dst[e] = v[e];
+        }
+    }
+}
+
+template <int NWG, int MT, int NS, bool MS, int WR>
 __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__restrict__ w, uint32_t rows, uint32_t n,
                                                            const uint8_t *__restrict__ xs, uint32_t T, uint32_t S,
                                                            uint32_t cps, float *__restrict__ y, float scale)
 {
-    constexpr int NT = NWG * 128, NR = MS ? WG_ROWS : NWG * WG_ROWS, WBYTES = NR * 128, STAGE = WBYTES + MT * WG_TILE;
+    constexpr int NT = NWG * 128, NR = MS ? WR : NWG * WR, WBYTES = NR * 128, STAGE = WBYTES + MT * WG_TILE;
     constexpr int MA = MS ? 1 : MT;       /* A tiles a warpgroup runs (MS: warpgroup w runs tile w) */
-    constexpr int WP = WBYTES / 16 / NT;  /* 16-byte weight pieces a thread a stage */
+    constexpr int NA = WR / 2;            /* accumulators a thread an A tile */
+    constexpr int WPC = WBYTES / 16;      /* 16-byte weight pieces a stage */
+    constexpr int WP = (WPC + NT - 1) / NT; /* ... a thread (the last round partial for 144-row tiles) */
     constexpr int XP = MT * WG_TILE / 16 / NT; /* and of x */
     constexpr int P = NS - 2;             /* stages in flight beyond the one computing */
-    static_assert(WP * NT * 16 == WBYTES && XP * NT * 16 == MT * WG_TILE && P >= 1 && (!MS || NWG == MT),
-                  "mmv_wg: shape");
+    static_assert((WR == 128 || WR == 144) && XP * NT * 16 == MT * WG_TILE && P >= 1 && (!MS || NWG == MT) &&
+                      STAGE % 1024 == 0 && WBYTES % 1024 == 0 && 64 * NR * 4 <= NS * STAGE,
+                  "mmv_wg: shape (the slice tile red (64, NR) lives in the stages' memory)");
     extern __shared__ uint8_t smem_raw[];
     const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem_raw) + 1023) & ~1023u;
     const uint32_t tid = threadIdx.x, wg = tid / 128, lt = tid % 128, lane = tid & 31;
@@ -154,7 +251,8 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
 #pragma unroll
             for (int j = 0; j < WP; j++) {
                 const uint32_t p = j * NT + tid, r = p / 8, c = p % 8;
-                cp_async16(base + swz(r, c), w + (uint64_t)min(r0 + r, rows - 1) * row_bytes + koff + c * 16);
+                if (WP * NT == WPC || p < (uint32_t)WPC)
+                    cp_async16(base + swz(r, c), w + (uint64_t)min(r0 + r, rows - 1) * row_bytes + koff + c * 16);
             }
         }
     };
@@ -177,11 +275,11 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
         issue_x(step);
     };
 
-    float acc[MA][64];
+    float acc[MA][NA];
 #pragma unroll
     for (int m = 0; m < MA; m++)
 #pragma unroll
-        for (int i = 0; i < 64; i++)
+        for (int i = 0; i < NA; i++)
             acc[m][i] = 0.0f;
 
     /* PDL: the weights of the first P stages are asked for before the split
@@ -206,9 +304,8 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
         for (int kk = 0; kk < 4; kk++)
 #pragma unroll
             for (int m = 0; m < MA; m++) {
-                const uint32_t tile = MS ? wg : m, wrow = MS ? 0 : wg * WG_ROWS;
-                wgmma_m64n128k16(acc[m], smem_desc(xb + tile * WG_TILE + kk * 32),
-                                 smem_desc(wb + wrow * 128 + kk * 32));
+                const uint32_t tile = MS ? wg : m, wrow = MS ? 0 : wg * WR;
+                wgmma_rows<WR>(acc[m], smem_desc(xb + tile * WG_TILE + kk * 32), smem_desc(wb + wrow * 128 + kk * 32));
             }
         wgmma_commit();
         wgmma_wait<1>(); /* step − 1's products are done: its buffer may be refilled next step */
@@ -218,7 +315,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
 #pragma unroll
     for (int m = 0; m < MA; m++)
 #pragma unroll
-        for (int i = 0; i < 64; i++)
+        for (int i = 0; i < NA; i++)
             reg_fence(acc[m][i]);
     cp_async_wait<0>();
 
@@ -234,7 +331,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
 #pragma unroll
     for (int m = 0; m < MA; m++)
 #pragma unroll
-        for (int j = 0; j < 16; j++)
+        for (int j = 0; j < WR / 8; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
 #pragma unroll
@@ -242,7 +339,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
                     const float v = acc[m][4 * j + 2 * h + e];
                     const float o = __shfl_xor_sync(0xffffffffu, v, 4);
                     const uint32_t t = (MS ? wg : m) * 32 + (g + 8 * h) / 2;
-                    const uint32_t rl = (MS ? 0 : wg * WG_ROWS) + 8 * j + 2 * q + e, r = r0 + rl;
+                    const uint32_t rl = (MS ? 0 : wg * WR) + 8 * j + 2 * q + e, r = r0 + rl;
                     if (!hi_lane || t >= T)
                         continue;
                     if (S > 1)
@@ -254,31 +351,10 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
         return;
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
-    /* 4 rows an item, the S tiles' loads issued together (slice order kept in the sums) */
-    const uint32_t per4 = NR / S / 4, rank = cluster.block_rank();
-    const bool vec = rows % 4 == 0;
-    for (uint32_t i = tid; i < T * per4; i += NT) {
-        const uint32_t t = i / per4, rl = (rank * per4 + i % per4) * 4;
-        float4 p[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (k < (int)S)
-                p[k] = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, k) + t * NR + rl);
-        float4 v = p[0];
-#pragma unroll
-        for (int k = 1; k < 8; k++)
-            if (k < (int)S)
-                v.x += p[k].x, v.y += p[k].y, v.z += p[k].z, v.w += p[k].w;
-        v.x *= scale, v.y *= scale, v.z *= scale, v.w *= scale;
-        float *dst = y + (uint64_t)t * rows + r0 + rl;
-        if (vec && r0 + rl + 3 < rows) {
-            *reinterpret_cast<float4 *>(dst) = v;
-        } else {
-            const float vv[4] = {v.x, v.y, v.z, v.w};
-            for (int e = 0; e < 4 && r0 + rl + e < rows; e++)
-                dst[e] = vv[e];
-        }
-    }
+    if ((NR / S) % 4 == 0)
+        mmv_wg_reduce<4>(cluster, red, NR, S, T, rows, r0, y, scale, tid, NT);
+    else /* 144-row tiles in 8 slices: 18 rows a block */
+        mmv_wg_reduce<2>(cluster, red, NR, S, T, rows, r0, y, scale, tid, NT);
     cluster.sync(); /* the other blocks' reads of this one's tile are done */
 }
 
@@ -288,22 +364,24 @@ typedef void (*mmv_wg_fn)(const uint8_t *, uint32_t, uint32_t, const uint8_t *, 
 /* The launch shapes: warpgroups a block, A tiles, pipeline stages; max_t =
  * the tokens it covers. All compute the same bits. */
 struct mmv_wg_variant {
-    int nwg, mt, ns;
+    int nwg, mt, ns, wr; /* wr: weight rows a warpgroup's B tile (128, or 144 for wgmma n144) */
     bool ms; /* warpgroup w runs A tile w over the block's 128 rows */
     uint32_t max_t;
     mmv_wg_fn fn;
 };
-#define MMV_WG_V(NWG, MT, NS, MS) {NWG, MT, NS, MS, (uint32_t)(MT) * 32, kernel_mmv_wg<NWG, MT, NS, MS>}
+#define MMV_WG_V(NWG, MT, NS, MS) {NWG, MT, NS, WG_ROWS, MS, (uint32_t)(MT) * 32, kernel_mmv_wg<NWG, MT, NS, MS, WG_ROWS>}
+#define MMV_WG_V144(NS) {2, 2, NS, 144, true, 64, kernel_mmv_wg<2, 2, NS, true, 144>}
 const mmv_wg_variant g_wg_variants[] = {
     MMV_WG_V(1, 1, 3, false), MMV_WG_V(1, 1, 4, false), MMV_WG_V(1, 1, 8, false), MMV_WG_V(2, 1, 5, false),
     MMV_WG_V(1, 2, 3, false), MMV_WG_V(1, 2, 6, false), MMV_WG_V(2, 2, 3, false), MMV_WG_V(2, 2, 4, false),
-    MMV_WG_V(2, 2, 3, true),  MMV_WG_V(2, 2, 4, true),  MMV_WG_V(2, 2, 6, true),
+    MMV_WG_V(2, 2, 3, true),  MMV_WG_V(2, 2, 4, true),  MMV_WG_V(2, 2, 6, true),  MMV_WG_V144(4),
+    MMV_WG_V144(5),           MMV_WG_V144(6),
 };
 constexpr int MMV_WG_NVARIANTS = sizeof g_wg_variants / sizeof g_wg_variants[0];
 
 int mmv_wg_smem(const mmv_wg_variant &V)
 {
-    return V.ns * ((V.ms ? 1 : V.nwg) * WG_ROWS * 128 + V.mt * WG_TILE) + 1024; /* + the 1024-byte alignment */
+    return V.ns * ((V.ms ? 1 : V.nwg) * V.wr * 128 + V.mt * WG_TILE) + 1024; /* + the 1024-byte alignment */
 }
 
 /* The launcher's choice per batch and weight shape, from the H200 sweep of
@@ -317,7 +395,14 @@ int mmv_wg_pick(uint32_t T, uint64_t rows, uint64_t n)
             return 1;       /* lm_head */
         return n > 8192 || rows <= 4096 ? 3 : 2; /* down, q/o: two warpgroups; gate/up */
     }
-    return rows <= 2048 || rows > 8192 ? 10 : 8; /* the warpgroups split the tokens */
+    /* the warpgroups split the tokens; q/o/down (4096 rows, S = 4) in 144-row
+     * tiles, 5 stages: 29 clusters of 4, within the 30 the H200 holds at once
+     * (128-row tiles with 4 stages make 32: a second wave; with 3 stages 2
+     * blocks an SM fit but the pipeline is shallower). 64 tokens, H200
+     * (bench/RESULTS.md, seventeenth run), µs with 4 / 5 / 6 stages against
+     * variant 8: q/o 17.1 / 16.7 / 16.5 against 22.9, down 46.2 / 41.4 /
+     * 42.6 against 65.2 */
+    return rows <= 2048 || rows > 8192 ? 10 : 12;
 }
 
 } // namespace
@@ -403,7 +488,7 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     }
     const mmv_wg_variant &V = g_wg_variants[v];
     const uint32_t nchunks = (uint32_t)(n / WG_CHUNK), cps = (nchunks + S - 1) / S;
-    const uint32_t nr = (uint32_t)(V.ms ? 1 : V.nwg) * WG_ROWS;
+    const uint32_t nr = (uint32_t)(V.ms ? 1 : V.nwg) * (uint32_t)V.wr;
     cudaLaunchAttribute attr[2];
     cudaLaunchConfig_t cfg = mmv_wg_config(ctx, V, (uint32_t)((rows + nr - 1) / nr), S, attr);
     attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* cuda_common.cuh: PDL */

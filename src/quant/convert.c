@@ -9,20 +9,6 @@
  */
 #include "quant/quant_internal.h"
 
-static inline uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 float quant_f16_to_f32(uint16_t h)
 {
     return quant_f16_to_f32_inline(h);
@@ -30,7 +16,7 @@ float quant_f16_to_f32(uint16_t h)
 
 uint16_t quant_f32_to_f16(float f)
 {
-    const uint32_t u = f32_bits(f);
+    const uint32_t u = quant_f32_bits(f);
     const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     const uint32_t e = (u >> 23) & 0xffu; /* biased f32 exponent */
     const uint32_t mant = u & 0x7fffffu;
@@ -63,12 +49,12 @@ uint16_t quant_f32_to_f16(float f)
 
 float quant_bf16_to_f32(uint16_t h)
 {
-    return f32_from_bits((uint32_t)h << 16);
+    return quant_bits_f32((uint32_t)h << 16);
 }
 
 uint16_t quant_f32_to_bf16(float f)
 {
-    const uint32_t u = f32_bits(f);
+    const uint32_t u = quant_f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);

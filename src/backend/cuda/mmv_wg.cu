@@ -29,7 +29,7 @@
  * fixed: slice s of S, its 64-wide chunks in order, four k16 steps a chunk),
  * S depends on the weight's shape only, and the slice sums are added in
  * slice order. So a token's bits are the same alone or anywhere in a batch of
- * 64, and for every launch shape (kernel_mmv checks all three). They are not
+ * 64, and for every launch shape (kernel_mmv checks every variant). They are not
  * the bits of mmv.cu (another instruction's internal order).
  *
  * Floor: rows·n·2 bytes / 4.3 TB/s. Products: 2·rows·n·64 FLOP a 32-token A
@@ -365,7 +365,7 @@ typedef void (*mmv_wg_fn)(const uint8_t *, uint32_t, uint32_t, const uint8_t *, 
  * the tokens it covers. All compute the same bits. */
 struct mmv_wg_variant {
     int nwg, mt, ns, wr; /* wr: weight rows a warpgroup's B tile (128, or 144 for wgmma n144) */
-    bool ms; /* warpgroup w runs A tile w over the block's 128 rows */
+    bool ms; /* warpgroup w runs A tile w over the block's wr rows */
     uint32_t max_t;
     mmv_wg_fn fn;
 };
@@ -384,8 +384,9 @@ int mmv_wg_smem(const mmv_wg_variant &V)
     return V.ns * ((V.ms ? 1 : V.nwg) * V.wr * 128 + V.mt * WG_TILE) + 1024; /* + the 1024-byte alignment */
 }
 
-/* The launcher's choice per batch and weight shape, from the H200 sweep of
- * 2026-12-01 (kernel_mmv with MEMRA_MMV_SWEEP=1). Any gives the same bits. */
+/* The launcher's choice per batch and weight shape, from the H200 sweeps of
+ * 2026-12-01 and 12-02 (kernel_mmv with MEMRA_MMV_SWEEP=1). Any gives the
+ * same bits. */
 int mmv_wg_pick(uint32_t T, uint64_t rows, uint64_t n)
 {
     if (T <= 32) {

@@ -2,15 +2,8 @@
 # Session 17, call 4. b33/s = wip/mmv-144-small (main 4bf2b48 + one-warpgroup 144-row wgmma variants 14/15/16 = 4/6/8
 # stages for ≤ 32 tokens, pick 15 for q/o/down at ≤ 32 tokens; kernel_mmv, bin/memra-bench); b33/a/bin = main's
 # memra-bench (SASS of 7beeeaf). The same bits in both (every variant: kernel_mmv).
-set -u
 cd "$(dirname "$0")/.."
-T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
-tar -xJf gpu/b33.tar.xz -C /tmp
-B=/tmp/b33
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl > $OUT/pip.log 2>&1
-export PYTHONPATH=/tmp/site
-( python3 tools/make_test_models.py /tmp/m8b --formats bf16 > $OUT/make.log 2>&1; echo "make rc $?" >> $OUT/make.log ) &
-MK=$!
+. lab/gpu-prelude.sh b33
 timeout 100 $B/s/kernel_mmv --quick > $OUT/km-s.log 2>&1; echo "kernel_mmv s rc $?"; grep -E "CHECK failed|FAIL|cases," $OUT/km-s.log | head -5
 ts "sweep"
 MEMRA_MMV_SWEEP=1 timeout 150 $B/s/kernel_mmv > $OUT/km-sweep.log 2>&1; echo "sweep rc $?"

@@ -2,15 +2,8 @@
 # lab/mmv-kv-fused-gpu.sh — one GPU call for lab/mmv-kv-fused.patch (copy to gpu/run34.sh; carry gpu and .whl).
 # gpu/b34.tar.xz: b34/k = main + the patch (kernel_mmv, kernel_forward, bin/memra-bench). The A/B is in the same
 # binary: MEMRA_DECODE_KV_FUSE=off restores one launch each for k and v.
-set -u
 cd "$(dirname "$0")/.."
-T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
-tar -xJf gpu/b34.tar.xz -C /tmp
-B=/tmp/b34
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl > $OUT/pip.log 2>&1
-export PYTHONPATH=/tmp/site
-( python3 tools/make_test_models.py /tmp/m8b --formats bf16 > $OUT/make.log 2>&1; echo "make rc $?" >> $OUT/make.log ) &
-MK=$!
+. lab/gpu-prelude.sh b34
 ( python3 tools/make_test_models.py /tmp/tiny --tiny --formats bf16 > $OUT/tiny.log 2>&1 && python3 tools/make_test_models.py /tmp/t128 --tiny --tiny-head-dim 128 --formats q4_k_m,q8_0 >> $OUT/tiny.log 2>&1; echo "tiny rc $?" >> $OUT/tiny.log ) &
 MT=$!
 timeout 100 $B/k/kernel_mmv --quick > $OUT/km.log 2>&1; echo "kernel_mmv rc $?"; grep -E "CHECK failed|FAIL|cases,|wg split" $OUT/km.log | head -8

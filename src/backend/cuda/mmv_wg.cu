@@ -354,11 +354,13 @@ struct mmv_wg_variant {
 };
 #define MMV_WG_V(NWG, MT, NS, MS) {NWG, MT, NS, WG_ROWS, MS, (uint32_t)(MT) * 32, kernel_mmv_wg<NWG, MT, NS, MS, WG_ROWS>}
 #define MMV_WG_V144(NS) {2, 2, NS, 144, true, 64, kernel_mmv_wg<2, 2, NS, true, 144>}
+#define MMV_WG_V144S(NS) {1, 1, NS, 144, false, 32, kernel_mmv_wg<1, 1, NS, false, 144>}
 const mmv_wg_variant g_wg_variants[] = {
     MMV_WG_V(1, 1, 3, false), MMV_WG_V(1, 1, 4, false), MMV_WG_V(1, 1, 8, false), MMV_WG_V(2, 1, 5, false),
     MMV_WG_V(1, 2, 3, false), MMV_WG_V(1, 2, 6, false), MMV_WG_V(2, 2, 3, false), MMV_WG_V(2, 2, 4, false),
     MMV_WG_V(2, 2, 3, true),  MMV_WG_V(2, 2, 4, true),  MMV_WG_V(2, 2, 6, true),  MMV_WG_V144(4),
-    MMV_WG_V144(5),           MMV_WG_V144(6),
+    MMV_WG_V144(5),           MMV_WG_V144(6),           MMV_WG_V144S(4),          MMV_WG_V144S(6),
+    MMV_WG_V144S(8),
 };
 constexpr int MMV_WG_NVARIANTS = sizeof g_wg_variants / sizeof g_wg_variants[0];
 
@@ -370,14 +372,20 @@ int mmv_wg_smem(const mmv_wg_variant &V)
 /* The launcher's choice per batch and weight shape, from the H200 sweeps of
  * 2026-12-01 and 12-02 (kernel_mmv with MEMRA_MMV_SWEEP=1). Any gives the
  * same bits. */
-int mmv_wg_pick(uint32_t T, uint64_t rows, uint64_t n)
+int mmv_wg_pick(uint32_t T, uint64_t rows)
 {
     if (T <= 32) {
         if (rows <= 2048)
             return 2;       /* k/v: one warpgroup, 8 stages */
         if (rows > 65536)
             return 1;       /* lm_head */
-        return n > 8192 || rows <= 4096 ? 3 : 2; /* down, q/o: two warpgroups; gate/up */
+        /* q/o/down (4096 rows, S = 4) in 144-row tiles, one warpgroup, 6
+         * stages: 29 clusters of 4 = 116 blocks where 256-row blocks of two
+         * warpgroups (variant 3) made 64. µs at 2 / 8 / 16 / 32 tokens
+         * against variant 3 (eighteenth run): down 31.7 / 32.7 / 33.7 / 35.1
+         * against 38.1 / 35.2 / 35.9 / 37.7, q/o 12.3 / 13.1 / 13.6 / 14.3
+         * against 12.4 / 13.5 / 13.6 / 14.3 */
+        return rows <= 8192 ? 15 : 2; /* gate/up: one warpgroup, 8 stages */
     }
     /* the warpgroups split the tokens; q/o/down (4096 rows, S = 4) in 144-row
      * tiles, 5 stages: 29 clusters of 4, within the 30 the H200 holds at once
@@ -458,7 +466,7 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     if (((uintptr_t)w | (uintptr_t)x) % 16 != 0)
         CUDA_FAIL("cuda_mmv_wg: w and x must be 16-byte aligned");
     const uint32_t S = cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount);
-    const int v = variant >= 0 ? variant : mmv_wg_pick(T, rows, n);
+    const int v = variant >= 0 ? variant : mmv_wg_pick(T, rows);
     if (v >= MMV_WG_NVARIANTS || T > g_wg_variants[v].max_t)
         CUDA_FAIL("cuda_mmv_wg: variant %d does not take batch %u", v, T);
     if (!ctx->mmv_xs || (size_t)4 * T * n > ctx->mmv_xs_bytes)

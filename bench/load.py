@@ -25,6 +25,7 @@ missing, 2 for bad arguments or an unreachable server.
 import argparse
 import asyncio
 import datetime
+import hashlib
 import json
 import sys
 import time
@@ -82,7 +83,7 @@ def build_prompts(args):
 async def one_stream(client, args, ids, t_origin):
     """Send one streamed completion; returns its timings and usage (or an error)."""
     res = {"sent": None, "first": None, "last": None, "gaps": [], "completion_tokens": None,
-           "prompt_tokens": None, "finish": None, "error": None}
+           "prompt_tokens": None, "finish": None, "error": None, "text": []}
     res["sent"] = time.perf_counter() - t_origin
     try:
         extra = {"top_k": args.top_k} if args.top_k else {}
@@ -101,6 +102,7 @@ async def one_stream(client, args, ids, t_origin):
                 if c.finish_reason:
                     res["finish"] = c.finish_reason
                 if c.text:
+                    res["text"].append(c.text)
                     if res["first"] is None:
                         res["first"] = now
                     elif prev is not None:
@@ -162,6 +164,9 @@ def summarize(args, results):
         "itl_p50_ms": rnd(percentile(gaps, 50), 3), "itl_p99_ms": rnd(percentile(gaps, 99), 3),
         "tpot_p50_ms": rnd(percentile(tpot, 50), 3), "tpot_p99_ms": rnd(percentile(tpot, 99), 3),
         "decode_tok_s_per_stream": rnd(1e3 / mean_tpot if mean_tpot else None, 1),
+        # every stream's text in request order: two greedy runs (two builds, or one alone against a batch) with the
+        # same digest generated the same text
+        "texts_sha256": hashlib.sha256("\0".join("".join(r["text"]) for r in results).encode()).hexdigest()[:16],
     }
 
 

@@ -3,7 +3,8 @@ CPU against the default model: its JSON line is sane — every request answered,
 prompts of exactly P tokens (the server's usage says so), generated tokens as
 usage reports them (cross-checked with the server's own
 memra_generated_tokens_total counter), percentiles ordered, aggregate rate =
-generated / wall — and its markdown row is written under a header. Not a timed
+generated / wall, the streams' texts the same at 3 in flight as one at a time
+(their digest) — and its markdown row is written under a header. Not a timed
 test: no figure is compared with a bar. Also: bench/run-server.sh with
 BACKEND=cpu on the default model runs the server + driver end to end."""
 import json
@@ -58,6 +59,11 @@ def test_load_driver_json_is_sane(srv, tmp_path):
     lines = md.read_text().splitlines()
     assert lines[0].startswith("| date | GPU | model | c | prompt |") and lines[1].startswith("| --- |")
     assert len(lines) == 3 and lines[2].count("|") == lines[0].count("|")
+    # the same greedy requests one at a time: the same texts (the digest of every stream's text in request order)
+    p1, _, _ = run_load(srv, tmp_path, "-c", "1", "-p", "40", "-g", "12", "-n", "5", "--warmup", "0")
+    assert p1.returncode == 0, p1.stderr
+    s1 = json.loads(p1.stdout.strip().splitlines()[-1])
+    assert len(s["texts_sha256"]) == 16 and s1["texts_sha256"] == s["texts_sha256"], (s, s1)
 
 
 def test_load_driver_fails_clearly_without_a_server(tmp_path):

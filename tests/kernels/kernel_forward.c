@@ -183,6 +183,7 @@ struct att_case {
     uint32_t n_heads, n_kv_heads, hd;
     bool neox, bias, norm;
     uint32_t window;
+    bool kv_one; /* k and v rows of one (T, 2·kv_dim) buffer, k | v (the decode step's fused k|v launch) */
 };
 
 /* Tokens: sequence 0 positions 0..2, then sequence 1 positions 0..32, all in
@@ -208,7 +209,20 @@ static void run_att_case(const struct att_case *tc)
         inv_freq[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
 
     /* device run */
-    float *dq = to_dev(q, (size_t)T * qd), *dk = to_dev(k, (size_t)T * kvd), *dv = to_dev(v, (size_t)T * kvd);
+    float *dq = to_dev(q, (size_t)T * qd), *dk, *dv, *dkv = NULL;
+    uint32_t kv_ld = kvd;
+    if (tc->kv_one) { /* row t: k then v, 2·kvd floats a row */
+        float *hkv = malloc(sizeof(float) * T * 2 * kvd);
+        for (uint32_t t = 0; t < T; t++) {
+            memcpy(hkv + (size_t)t * 2 * kvd, k + (size_t)t * kvd, kvd * 4);
+            memcpy(hkv + (size_t)t * 2 * kvd + kvd, v + (size_t)t * kvd, kvd * 4);
+        }
+        dkv = to_dev(hkv, (size_t)T * 2 * kvd);
+        free(hkv);
+        dk = dkv, dv = dkv + kvd, kv_ld = 2 * kvd;
+    } else {
+        dk = to_dev(k, (size_t)T * kvd), dv = to_dev(v, (size_t)T * kvd);
+    }
     float *dbq = bq ? to_dev(bq, qd) : NULL, *dbk = bk ? to_dev(bk, kvd) : NULL, *dbv = bv ? to_dev(bv, kvd) : NULL;
     float *dqn = qn ? to_dev(qn, hd) : NULL, *dkn = kn ? to_dev(kn, hd) : NULL, *dif = to_dev(inv_freq, hd / 2);
     /* meta: positions (T), table offsets (T), the two tables concatenated */
@@ -226,7 +240,7 @@ static void run_att_case(const struct att_case *tc)
     cuda_fill_nan_f32(g_ctx, datt, (size_t)T * qd);
     const struct cuda_attn_shape sh = {tc->n_heads, tc->n_kv_heads, hd};
     const struct cuda_kv_view kv = {.k = dkp, .v = dvp, .blocks = dmeta + 2 * T, .tok_table = dmeta + T, .bf16 = 0};
-    cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, tc->neox, eps, sh, kv);
+    cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, tc->neox, eps, sh, kv);
     cuda_fwd_attention(g_ctx, dq, datt, T, dmeta, sh, kv, scale, tc->window);
     float *gq = from_dev(dq, (size_t)T * qd), *gatt = from_dev(datt, (size_t)T * qd);
     float *gkp = from_dev(dkp, pool_n), *gvp = from_dev(dvp, pool_n);
@@ -296,10 +310,10 @@ static void run_att_case(const struct att_case *tc)
               hd, eq, ek);
     CHECK_MSG(ea <= 1e-4, "attention heads %u/%u hd %u window %u: %.3g", tc->n_heads, tc->n_kv_heads, hd,
               tc->window, ea);
-    fprintf(stderr, "  heads %u/%u hd %3u %s%s%s window %2u: q %.2e kv %.2e att %.2e\n", tc->n_heads,
+    fprintf(stderr, "  heads %u/%u hd %3u %s%s%s%s window %2u: q %.2e kv %.2e att %.2e\n", tc->n_heads,
             tc->n_kv_heads, hd, tc->neox ? "neox" : "norm", tc->bias ? " bias" : "", tc->norm ? " qknorm" : "",
-            tc->window, eq, ek, ea);
-    void *dev[] = {dq, dk, dv, dbq, dbk, dbv, dqn, dkn, dif, dmeta, dkp, dvp, datt};
+            tc->kv_one ? " k|v rows" : "", tc->window, eq, ek, ea);
+    void *dev[] = {dq, dkv ? (void *)dkv : dk, dkv ? NULL : dv, dbq, dbk, dbv, dqn, dkn, dif, dmeta, dkp, dvp, datt};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
         cuda_free(dev[i]);
     void *host[] = {q, k, v, bq, bk, bv, qn, kn, inv_freq, gq, gkv, gkp, gvp, gatt, rkv, gkv_w, ratt, sc};
@@ -310,11 +324,12 @@ static void run_att_case(const struct att_case *tc)
 static void test_attention(void)
 {
     const struct att_case cases[] = {
-        {4, 2, 64, false, true, false, 0},  /* llama-like (GGUF pair RoPE), qwen2 biases */
-        {4, 1, 16, true, false, true, 5},   /* qwen3-like q/k norm, sliding window */
-        {2, 2, 256, true, false, true, 0},  /* gemma-like head_dim 256 */
-        {9, 3, 64, false, false, false, 0}, /* SmolLM2 shape */
-        {6, 2, 48, true, true, true, 7},    /* head_dim not a multiple of 32 */
+        {4, 2, 64, false, true, false, 0, false},  /* llama-like (GGUF pair RoPE), qwen2 biases */
+        {4, 2, 64, false, true, false, 0, true},   /* the same, k and v rows of one buffer (stride 2·kv_dim) */
+        {4, 1, 16, true, false, true, 5, false},   /* qwen3-like q/k norm, sliding window */
+        {2, 2, 256, true, false, true, 0, false},  /* gemma-like head_dim 256 */
+        {9, 3, 64, false, false, false, 0, false}, /* SmolLM2 shape */
+        {6, 2, 48, true, true, true, 7, false},    /* head_dim not a multiple of 32 */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run_att_case(&cases[i]);
@@ -335,7 +350,23 @@ static void test_glu_add(void)
         float *got = from_dev(dg, n);
         const double e = rel_err(got, ref, n);
         CHECK_MSG(e <= 1e-5, "glu %s: %.3g", gelu ? "gelu" : "silu", e);
-        fprintf(stderr, "  glu %s: %.2e\n", gelu ? "gelu-tanh" : "silu", e);
+        /* the rows form (the decode step's joined gate|up): T rows of gate then up, the same bits */
+        const uint32_t T = 3, width = 1002;
+        float *gu = malloc(sizeof(float) * 2 * T * width);
+        for (uint32_t t = 0; t < T; t++) {
+            memcpy(gu + (size_t)t * 2 * width, g + (size_t)t * width, 4 * width);
+            memcpy(gu + (size_t)t * 2 * width + width, u + (size_t)t * width, 4 * width);
+        }
+        float *dgu = to_dev(gu, (size_t)2 * T * width), *dout = cuda_alloc(sizeof(float) * T * width);
+        cuda_fill_nan_f32(g_ctx, dout, (size_t)T * width);
+        cuda_fwd_glu_rows(g_ctx, dout, dgu, T, width, gelu);
+        float *got_rows = from_dev(dout, (size_t)T * width);
+        const bool rows_same = memcmp(got_rows, got, sizeof(float) * T * width) == 0;
+        CHECK_MSG(rows_same, "glu %s rows form: other bits than the two-buffer form", gelu ? "gelu" : "silu");
+        fprintf(stderr, "  glu %s: %.2e, rows form %s\n", gelu ? "gelu-tanh" : "silu", e,
+                rows_same ? "same bits" : "DIFFERS");
+        cuda_free(dgu), cuda_free(dout);
+        free(gu), free(got_rows);
         /* add: x += y */
         for (uint64_t i = 0; i < n; i++)
             ref[i] = g[i] + u[i];

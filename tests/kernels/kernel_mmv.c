@@ -10,7 +10,9 @@
  *   4096 and 14336, batches 1..64 (every launch shape: 1, 4, 5, 8, 9, 16, 17,
  *   32, 33, 64), K slices that do not divide the chunks evenly;
  * - batch invariance: each token of a batch of T gives the same bits as the
- *   token alone (T = 1) and as in a batch of 64 where it sits elsewhere.
+ *   token alone (T = 1) and as in a batch of 64 where it sits elsewhere;
+ * - joined weights: k | v and gate | up (the 8B shapes) as one launch give
+ *   each row the bits of its member's own launch (cuda_mmv_rows_join).
  *
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
@@ -137,6 +139,56 @@ static void check_mmv(uint64_t rows, uint64_t n, uint32_t T)
     free(w), free(x), free(y), free(y1), free(y64), free(row), free(x64);
 }
 
+/* Two weights stored one after the other (ra then rb rows: k | v) through
+ * cuda_mmv as one launch give the bits of their own launches (the second with
+ * cuda_mmv_next, reusing the first's split of x), where cuda_mmv_rows_join
+ * says so (on the H200 it does for the 8B k|v) — the decode step's k|v
+ * (cuda_decode_step.c). */
+static void check_join(uint64_t ra, uint64_t rb, uint64_t n, uint32_t T)
+{
+    const uint64_t rows = ra + rb, bytes = rows * n * 2;
+    uint8_t *w = malloc(bytes);
+    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * rows * T);
+    float *ya = malloc(sizeof(float) * ra * T), *yb = malloc(sizeof(float) * rb * T);
+    MEMRA_ASSERT(w && x && y && ya && yb);
+    fill_random(DTYPE_BF16, w, bytes);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = rng_unit();
+    cuda_mmv_set_kernel(g_ctx, g_wg ? CUDA_MMV_WG : CUDA_MMV_SYNC);
+    cuda_mmv_reserve(g_ctx, rows, n);
+    cuda_mmv_reserve(g_ctx, ra, n);
+    cuda_mmv_reserve(g_ctx, rb, n);
+    const bool join = cuda_mmv_rows_join(g_ctx, DTYPE_BF16, ra, rb, n);
+    uint8_t *dw = cuda_alloc(bytes);
+    float *dx = cuda_alloc(sizeof(float) * n * T), *dy = cuda_alloc(sizeof(float) * rows * T);
+    float *dya = cuda_alloc(sizeof(float) * ra * T), *dyb = cuda_alloc(sizeof(float) * rb * T);
+    cuda_upload(g_ctx, dw, w, bytes);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_fill_nan_f32(g_ctx, dya, ra * T);
+    cuda_fill_nan_f32(g_ctx, dyb, rb * T);
+    cuda_mmv(g_ctx, DTYPE_BF16, dw, ra, n, dx, T, dya, 1.0f);
+    cuda_mmv_next(g_ctx, DTYPE_BF16, dw + ra * n * 2, rb, n, dx, T, dyb, 1.0f);
+    cuda_mmv(g_ctx, DTYPE_BF16, dw, rows, n, dx, T, dy, 1.0f);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, sizeof(float) * rows * T);
+    cuda_download(g_ctx, ya, dya, sizeof(float) * ra * T);
+    cuda_download(g_ctx, yb, dyb, sizeof(float) * rb * T);
+    int diff = 0;
+    for (uint32_t t = 0; t < T; t++)
+        diff += memcmp(y + t * rows, ya + t * ra, 4 * ra) != 0 || memcmp(y + t * rows + ra, yb + t * rb, 4 * rb) != 0;
+    char label[96];
+    snprintf(label, sizeof label, "%s join %" PRIu64 "|%" PRIu64 "x%" PRIu64 " batch %u", g_wg ? "wg" : "sync", ra, rb,
+             n, T);
+    /* a device whose SM count gives the joined shape other K slices: not joined (the decode step keeps two) */
+    CHECK_MSG(!join || diff == 0, "%s: %d tokens differ from the two launches", label, diff);
+    printf("check %-32s %s, bits vs two launches %s%s\n", label, join ? "joined" : "not joinable here",
+           diff ? "DIFFER" : "same", join && diff ? "  FAIL" : "");
+    cuda_mmv_set_kernel(g_ctx, CUDA_MMV_WG);
+    cuda_free(dw), cuda_free(dx), cuda_free(dy), cuda_free(dya), cuda_free(dyb);
+    free(w), free(x), free(y), free(ya), free(yb);
+}
+
 /* ---- timing ---------------------------------------------------------------- */
 
 /* Weights for timing: enough copies of one random (rows, n) BF16 matrix to
@@ -243,6 +295,12 @@ int main(int argc, char **argv)
         check_mmv(5, 8192, 2);
         test_cases++;
         check_mmv(4096, 4096, 64); /* q/o at 64 tokens: 144-row tiles, the last block partial (S = 4) */
+        test_cases++;
+        check_join(1024, 1024, 4096, 3); /* the 8B shape's k|v */
+        check_join(1024, 1024, 4096, 17);
+        check_join(1024, 1024, 4096, 64);
+        check_join(14336, 14336, 4096, 5); /* gate|up */
+        check_join(14336, 14336, 4096, 64);
         if (!g_wg) {
             test_cases++;
             check_mmv(70, 32, 64); /* mmv.cu alone takes n % 64 != 0 */
@@ -255,7 +313,7 @@ int main(int argc, char **argv)
     }
     static const struct { const char *name; uint64_t rows, n; } shapes[] = {
         {"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"gate/up", 14336, 4096}, {"down", 4096, 14336},
-        {"lm_head", 128256, 4096},
+        {"lm_head", 128256, 4096}, {"k|v", 2048, 4096}, {"q|k|v", 6144, 4096}, {"gate|up", 28672, 4096},
     };
     const bool sweep = getenv("MEMRA_MMV_SWEEP") != NULL;
     uint32_t max_t[64], max_t_wg[64];

@@ -212,6 +212,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->moe_logits = dev_floats(b, T, c->n_experts, &ok);
     b->qkv1 = dev_floats(b, 1, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
     b->gu1 = dev_floats(b, 2, c->ffn_dim, &ok);
+    b->kv_dec = dev_floats(b, DEC_G, 2 * (uint64_t)b->kv_dim, &ok);
+    b->gu_dec = c->n_experts > 0 ? NULL : dev_floats(b, DEC_G, 2 * (uint64_t)c->ffn_dim, &ok);
     {
         /* MEMRA_DECODE_MMV = auto (default) | all | off; the decode step takes
          * 64 sequences when every matmul of a decode token has the mmv */
@@ -299,7 +301,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
     const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
-    b->fuse_lone = !(env_fuse && strcmp(env_fuse, "off") == 0);
+    b->fuse_w = !(env_fuse && strcmp(env_fuse, "off") == 0);
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
@@ -388,6 +390,20 @@ static bool upload_fused(struct cuda_backend *b, const struct model_weight *cons
     fused->rows = (uint32_t)rows;
     fused->mmv = false; /* batches keep the members on the tensor-core GEMV */
     return true;
+}
+
+/* The decode batches' joined matrix of two fused members a, b (one
+ * allocation, b right after a) when both take the mmv and one launch gives
+ * each row its member's bits (cuda_mmv_rows_join); else *j stays unjoined. */
+static void join_rows(struct cuda_backend *b, const struct cuda_weight *a, const struct cuda_weight *bw,
+                      struct cuda_weight *j)
+{
+    if (!a->mmv || !bw->mmv || (const uint8_t *)a->d + (uint64_t)a->rows * a->cols * 2 != (const uint8_t *)bw->d ||
+        !cuda_mmv_rows_join(b->ctx, a->dtype, a->rows, bw->rows, a->cols))
+        return;
+    *j = *a;
+    j->rows = a->rows + bw->rows;
+    cuda_mmv_reserve(b->ctx, j->rows, j->cols);
 }
 
 static int upload_weight(struct cuda_backend *b, const struct model_weight *w, struct cuda_weight *o, char *err,
@@ -620,6 +636,10 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
         /* q|k|v, else q|k (Q4_K_M: v in Q6_K on half the layers) */
         const int fq = upload_fused(b, src, dst, 3, &D->qkv) ? 3 : upload_fused(b, src, dst, 2, &D->qkv) ? 2 : 0;
         const bool fg = !moe && upload_fused(b, src + 4, dst + 4, 2, &D->gu);
+        if (fq == 3)
+            join_rows(b, &D->wk, &D->wv, &D->kv_join);
+        if (fg)
+            join_rows(b, &D->w_gate, &D->w_up, &D->gu_join);
         for (int i = 0; i < (moe ? 4 : 7); i++) {
             if (i < fq || (fg && (i == 4 || i == 5)))
                 continue;

@@ -48,6 +48,11 @@ struct cuda_layer {
      * they share type, width and scale, so one launch computes them all
      * (same bits: a row's sum does not depend on its neighbours) */
     struct cuda_weight qkv, gu;
+    /* k|v and gate|up for decode batches (rows 0: not joined): one
+     * tensor-core GEMV over both members where they are fused, take the mmv
+     * and the joined launch gives each row the bits of its member's own
+     * (cuda_mmv_rows_join; cuda_decode_step.c) */
+    struct cuda_weight kv_join, gu_join;
     /* mixture-of-experts layers (Qwen3-MoE) instead of w_gate / w_up / w_down:
      * the router (n_experts, dim) and the stacked experts (cuda_ops.h) */
     struct cuda_weight router;
@@ -77,6 +82,7 @@ struct cuda_backend {
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
     float *qkv1, *gu1;  /* a lone decode token's fused outputs: (q_dim + 2 kv_dim), (2 ffn_dim) */
+    float *kv_dec, *gu_dec; /* (DEC_G, 2 kv_dim), (DEC_G, 2 ffn_dim): a decode batch's joined k|v, gate|up rows */
     float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     float *moe_logits;      /* (T, n_experts) router logits, MoE models */
@@ -99,7 +105,8 @@ struct cuda_backend {
     /* decode step (decode_step below), G = dec_g */
     bool dec_on, dec_graphs; /* MEMRA_CUDA_DECODE / MEMRA_CUDA_GRAPH not 0 */
     enum { MMV_OFF, MMV_AUTO, MMV_ALL } mmv_mode; /* MEMRA_DECODE_MMV (see use_mmv) */
-    bool fuse_lone; /* MEMRA_DECODE_FUSE (default on): a lone decode token's q/k/v and gate/up as one GEMV each */
+    bool fuse_w; /* MEMRA_DECODE_FUSE (default on): a lone decode token's q/k/v and gate/up as one GEMV each, a
+                  * batch's k|v as one tensor-core GEMV */
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
     bool attn_prep;          /* dec_fuse and cuda_attn_decode_prep_supported: the attention prepares its output */

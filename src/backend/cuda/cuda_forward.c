@@ -317,7 +317,7 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         struct cuda_kv_view kv;
         struct cuda_attn_kv akv; /* spans as rows: not settled */
         cuda_be_kv_layer(b, l, blocks, tok_table, 0, &kv, &akv);
-        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
+        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, b->kv_dim, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
         matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);

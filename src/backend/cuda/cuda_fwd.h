@@ -82,8 +82,10 @@ struct cuda_attn_shape {
  * at position tok_pos[t] with inv_freq (head_dim/2), adjacent pairs (neox
  * false) or halves (neox true); then k and v are stored in the paged KV at
  * that position of token t's sequence (kv's block table).
- * q (T, n_heads·hd), k and v (T, n_kv_heads·hd); tok_pos (T). */
-void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T, const uint32_t *tok_pos,
+ * q (T, n_heads·hd), k and v (T, n_kv_heads·hd) with rows kv_ld floats apart
+ * (≥ n_kv_heads·hd: the decode step's k | v rows of one launch); tok_pos (T). */
+void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t kv_ld, uint32_t T,
+                         const uint32_t *tok_pos,
                          const float *bq, const float *bk, const float *bv,
                          const float *q_norm, const float *k_norm, const float *inv_freq, bool neox, float eps,
                          struct cuda_attn_shape sh, struct cuda_kv_view kv);
@@ -99,6 +101,9 @@ void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32
 /* hb[i] = act(hb[i]) · hb2[i] over n elements; act silu (gelu false) or
  * gelu-tanh (gelu true). */
 void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu);
+/* The same from one matrix's rows: out[t, i] = act(gu[t, i]) · gu[t, width + i]
+ * for gu (T, 2·width) (the decode step's joined gate|up output), out (T, width). */
+void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width, bool gelu);
 
 /* x[i] += y[i] over n elements. */
 void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);

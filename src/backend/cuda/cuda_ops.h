@@ -228,6 +228,11 @@ void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, 
  * wgmma kernel's split of x into bf16 hi/lo rows is not redone. */
 void cuda_mmv_next(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
                    uint32_t T, float *y, float scale);
+/* Whether one launch over two weights stored one after the other (ra then rb
+ * rows, n columns) gives every row the bits the two launches give: the same
+ * kernel takes all three shapes with the same K slices (a row's sum never
+ * depends on its neighbours or on the number of rows otherwise). */
+bool cuda_mmv_rows_join(const struct cuda_ctx *ctx, enum dtype t, uint64_t ra, uint64_t rb, uint64_t n);
 /* For the kernel test's sweep: the launch shapes (all give the same bits),
  * their largest batch in max_t (may be NULL); variant −1 = the launcher's. */
 int cuda_mmv_variants(uint32_t *max_t);

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
  * element. Every element sees the same float operations whatever the grid. */
 constexpr int ROPE_WARPS = 8;
 constexpr int ROPE_J = CUDA_FWD_MAX_HEAD_DIM / 32; /* head elements a lane */
-__global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, float *k, float *v,
+__global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, float *k, float *v, uint32_t kv_ld,
                                                                      const uint32_t *tok_pos, const float *bq,
                                                                      const float *bk, const float *bv,
                                                                      const float *q_norm, const float *k_norm,
@@ -108,11 +108,11 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32) kernel_qk_rope_kv(float *q, f
     pdl_wait();
     if (h >= sh.n_heads + sh.n_kv_heads)
         return;
-    float *p = isq ? q + (uint64_t)t * q_dim + off : k + (uint64_t)t * kv_dim + off;
+    float *p = isq ? q + (uint64_t)t * q_dim + off : k + (uint64_t)t * kv_ld + off;
     const float *bias = isq ? bq : bk;
     const float *nw_ = isq ? q_norm : k_norm;
     if (!isq) { /* v: its bias, then into the cache (independent of the rest) */
-        float *vt = v + (uint64_t)t * kv_dim + off;
+        float *vt = v + (uint64_t)t * kv_ld + off;
         for (uint32_t i = lane; i < hd; i += 32) {
             float vv = vt[i];
             if (bv)
@@ -241,17 +241,33 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
     }
 }
 
+/* act(g) · u: silu, or gelu-tanh (gelu) */
+__device__ __forceinline__ float glu_one(float g, float u, bool gelu)
+{
+    if (gelu) {
+        const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
+        return 0.5f * g * (1.0f + tanhf(k0 * (g + k1 * g * g * g))) * u;
+    }
+    return g / (1.0f + expf(-g)) * u;
+}
+
 __global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu)
 {
     pdl_enter();
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        hb[i] = glu_one(hb[i], hb2[i], gelu);
+}
+
+/* out (T, width) from gu (T, 2·width): each row's gate half, then its up half */
+__global__ void kernel_glu_rows(float *__restrict__ out, const float *__restrict__ gu, uint32_t T, uint32_t width,
+                                bool gelu)
+{
+    pdl_enter();
+    const uint64_t n = (uint64_t)T * width;
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const float g = hb[i];
-        if (gelu) {
-            const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
-            hb[i] = 0.5f * g * (1.0f + tanhf(k0 * (g + k1 * g * g * g))) * hb2[i];
-        } else {
-            hb[i] = g / (1.0f + expf(-g)) * hb2[i];
-        }
+        const uint64_t t = i / width, c = i % width;
+        const float *row = gu + t * 2 * width;
+        out[i] = glu_one(row[c], row[width + c], gelu);
     }
 }
 
@@ -303,7 +319,7 @@ void fwd_matmul_f32_grouped(struct cuda_ctx *ctx, const float *w, uint32_t rows,
     cuda_launch(ctx, kernel_matmul_f32<true>, grid, 256, 0, w, rows, n, x, 0u, y, scale, grp);
 }
 
-extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t T,
+extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, float *v, uint32_t kv_ld, uint32_t T,
                                     const uint32_t *tok_pos, const float *bq, const float *bk, const float *bv, const float *q_norm, const float *k_norm,
                                     const float *inv_freq, bool neox, float eps, struct cuda_attn_shape sh,
                                     struct cuda_kv_view kv)
@@ -311,10 +327,12 @@ extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, float *k, fl
     if (sh.head_dim == 0 || sh.head_dim % 2 || sh.head_dim > CUDA_FWD_MAX_HEAD_DIM || sh.n_kv_heads == 0 ||
         sh.n_heads % sh.n_kv_heads)
         CUDA_FAIL("qk_rope_kv: head_dim %u, heads %u / %u not supported", sh.head_dim, sh.n_heads, sh.n_kv_heads);
+    if (kv_ld < sh.n_kv_heads * sh.head_dim)
+        CUDA_FAIL("qk_rope_kv: k/v row stride %u below the row's %u", kv_ld, sh.n_kv_heads * sh.head_dim);
     if (T == 0)
         return;
     const dim3 grid(T, (sh.n_heads + sh.n_kv_heads + ROPE_WARPS - 1) / ROPE_WARPS);
-    cuda_launch(ctx, kernel_qk_rope_kv, grid, ROPE_WARPS * 32, 0, q, k, v, tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
+    cuda_launch(ctx, kernel_qk_rope_kv, grid, ROPE_WARPS * 32, 0, q, k, v, kv_ld, tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
 }
 
 extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,
@@ -334,6 +352,14 @@ extern "C" void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, 
     if (n == 0)
         return;
     cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu);
+}
+
+extern "C" void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width,
+                                  bool gelu)
+{
+    if ((uint64_t)T * width == 0)
+        return;
+    cuda_launch(ctx, kernel_glu_rows, grid_1d((uint64_t)T * width), 256, 0, out, gu, T, width, gelu);
 }
 
 extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n)

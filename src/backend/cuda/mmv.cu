@@ -424,6 +424,21 @@ extern "C" void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint
     mmv_run(ctx, t, w, rows, n, x, T, y, scale, false);
 }
 
+/* The kernel (0: mmv_wg.cu, 1: mmv.cu) and K slices cuda_mmv gives a shape. */
+static uint32_t mmv_route(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n)
+{
+    const int sms = ctx->prop.multiProcessorCount;
+    if (ctx->mmv_kernel == CUDA_MMV_WG && t == DTYPE_BF16 && cuda_mmv_wg_supported(rows, n))
+        return cuda_mmv_wg_slices(rows, n, sms) << 1;
+    return mmv_slices(rows, n, sms) << 1 | 1;
+}
+
+extern "C" bool cuda_mmv_rows_join(const struct cuda_ctx *ctx, enum dtype t, uint64_t ra, uint64_t rb, uint64_t n)
+{
+    const uint32_t r = mmv_route(ctx, t, ra, n);
+    return cuda_mmv_supported(t, ra + rb, n) && mmv_route(ctx, t, rb, n) == r && mmv_route(ctx, t, ra + rb, n) == r;
+}
+
 extern "C" void cuda_mmv_next(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                               const float *x, uint32_t T, float *y, float scale)
 {

@@ -375,8 +375,10 @@ int mmv_wg_smem(const mmv_wg_variant &V)
 int mmv_wg_pick(uint32_t T, uint64_t rows)
 {
     if (T <= 32) {
-        if (rows <= 2048)
+        if (rows <= 1024)
             return 2;       /* k/v: one warpgroup, 8 stages */
+        if (rows <= 2048)   /* k|v (the decode step's joined k and v, S = 8): 16 clusters of 8, 2 blocks an SM */
+            return 1;       /* (8.5 / 8.8 / 9.3 / 10.3 µs at 2 / 8 / 16 / 32 tokens; k and v alone 2 × 6.5-8.0) */
         if (rows > 65536)
             return 1;       /* lm_head */
         /* q/o/down (4096 rows, S = 4) in 144-row tiles, one warpgroup, 6
@@ -393,8 +395,9 @@ int mmv_wg_pick(uint32_t T, uint64_t rows)
      * blocks an SM fit but the pipeline is shallower). 64 tokens, H200
      * (bench/RESULTS.md, seventeenth run), µs with 4 / 5 / 6 stages against
      * variant 8: q/o 17.1 / 16.7 / 16.5 against 22.9, down 46.2 / 41.4 /
-     * 42.6 against 65.2 */
-    return rows <= 2048 || rows > 8192 ? 10 : 12;
+     * 42.6 against 65.2; k|v (2048 rows, S = 8: 15 clusters of 8) 12.6
+     * against 18.6 with variant 10 (eighteenth run) */
+    return rows <= 1024 || rows > 8192 ? 10 : 12;
 }
 
 } // namespace

@@ -129,6 +129,23 @@ template <int VEC, int NJ, int LPP> struct dec_shape {
     static_assert(PW % (PPW * UNR) == 0, "positions per warp");
 };
 
+/* A lane's position slot in a round: the position at offset r0 + k (k =
+ * u·PPW) of the warp's share of chunk cc; whether the row sees it; its row in the
+ * paged KV cache (through the block table). dec_load_round, dec_issue_round
+ * and dec_read_round use these, so the three forms cannot disagree. */
+static __device__ __forceinline__ uint32_t dec_slot_pos(const dec_row &R, uint32_t cc, int r0, int k)
+{
+    return cc * CH + R.warp * PW + r0 + k + R.sub;
+}
+static __device__ __forceinline__ bool dec_visible(const dec_row &R, uint32_t pos)
+{
+    return pos >= R.p0 && pos <= R.p;
+}
+static __device__ __forceinline__ uint64_t dec_kv_row(const dec_row &R, uint32_t pos)
+{
+    return (uint64_t)R.tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + pos % CUDA_ATTN_BLOCK;
+}
+
 /* One round: UNR·PPW positions of chunk cc from r0, loads issued together. */
 template <int VEC, int NJ, int LPP, bool BF>
 static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t cc, int r0,
@@ -137,13 +154,11 @@ static __device__ __forceinline__ void dec_load_round(const dec_row &R, uint32_t
                                                       bool (&ok)[dec_shape<VEC, NJ, LPP>::UNR])
 {
     constexpr int PPW = dec_shape<VEC, NJ, LPP>::PPW, UNR = dec_shape<VEC, NJ, LPP>::UNR;
-    const uint32_t base = cc * CH + R.warp * PW;
 #pragma unroll
     for (int u = 0; u < UNR; u++) {
-        const uint32_t pos = base + r0 + u * PPW + R.sub;
-        ok[u] = pos >= R.p0 && pos <= R.p;
-        const uint64_t row =
-            ok[u] ? (uint64_t)R.tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + pos % CUDA_ATTN_BLOCK : 0;
+        const uint32_t pos = dec_slot_pos(R, cc, r0, u * PPW);
+        ok[u] = dec_visible(R, pos);
+        const uint64_t row = ok[u] ? dec_kv_row(R, pos) : 0;
 #pragma unroll
         for (int j = 0; j < NJ; j++) {
             const uint32_t col = (R.li + LPP * j) * VEC;
@@ -198,12 +213,12 @@ static __device__ __forceinline__ void dec_issue_round(const dec_row &R, uint32_
 {
     using RG = dec_ring<LPP, BF>;
     constexpr int PPW = dec_shape<4, 1, LPP>::PPW;
-    const uint32_t base = cc * CH + R.warp * PW, lane = threadIdx.x & 31, col = R.li * 4;
+    const uint32_t lane = threadIdx.x & 31, col = R.li * 4;
 #pragma unroll
     for (int u = 0; u < RG::UNR; u++) {
-        const uint32_t pos = base + u * PPW + R.sub;
-        const bool live = pos >= R.p0 && pos <= R.p && col < R.hd;
-        const uint64_t row = live ? (uint64_t)R.tab[pos / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + pos % CUDA_ATTN_BLOCK : 0;
+        const uint32_t pos = dec_slot_pos(R, cc, 0, u * PPW);
+        const bool live = dec_visible(R, pos) && col < R.hd;
+        const uint64_t row = live ? dec_kv_row(R, pos) : 0;
         const uint64_t e = live ? row * R.kv_dim + R.hoff + col : 0;
         const uint32_t n = live ? RG::SLOT : 0;
         if constexpr (BF) {
@@ -226,11 +241,10 @@ static __device__ __forceinline__ void dec_read_round(const dec_row &R, uint32_t
 {
     using RG = dec_ring<LPP, BF>;
     constexpr int PPW = dec_shape<4, 1, LPP>::PPW;
-    const uint32_t base = cc * CH + R.warp * PW, lane = threadIdx.x & 31;
+    const uint32_t lane = threadIdx.x & 31;
 #pragma unroll
     for (int u = 0; u < RG::UNR; u++) {
-        const uint32_t pos = base + u * PPW + R.sub;
-        ok[u] = pos >= R.p0 && pos <= R.p;
+        ok[u] = dec_visible(R, dec_slot_pos(R, cc, 0, u * PPW));
         const uint32_t ka = RG::at(sbase, R.warp, 0, u, lane), va = RG::at(sbase, R.warp, 1, u, lane);
         if constexpr (BF) {
             uint32_t k0, k1, v0, v1;

@@ -423,6 +423,21 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
             CHECK_MSG(memcmp(hatt, hatt2, (size_t)ns * q_dim * sizeof(float)) == 0,
                       "decode hd %u: %u rows, one head a CTA below position %u changes the bits", hd, ns, hs[i]);
         }
+        /* every row at or past the bound, and the launch told so (cuda_attn_kv.pos_min, the decode step's deep
+         * graph): the kv-head grid, same bits */
+        uint32_t pmin = UINT32_MAX;
+        for (uint32_t i = 0; i < ns; i++)
+            pmin = pos[i] < pmin ? pos[i] : pmin;
+        if (pmin > 0) {
+            cuda_attn_decode_set_hsplit(g_ctx, pmin);
+            struct cuda_attn_kv dkv = pool_kv(&p);
+            dkv.pos_min = pmin;
+            cuda_fill_nan_f32(g_ctx, datt, (size_t)ns * q_dim);
+            cuda_attn_decode(g_ctx, dq, datt, ns, dpos, dseq, d, dkv, scale, window, scr, false);
+            cuda_download(g_ctx, hatt2, datt, (size_t)ns * q_dim * sizeof(float));
+            CHECK_MSG(memcmp(hatt, hatt2, (size_t)ns * q_dim * sizeof(float)) == 0,
+                      "decode hd %u: %u rows past the head split's bound %u, told so, change the bits", hd, ns, pmin);
+        }
         cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_AUTO);
     }
     /* the last row alone (row 0 of the launch, q row n-1): same bits */
@@ -645,8 +660,10 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
     float *hq, *dq = rand_dev((size_t)batch * q_dim, 1.0f, &hq);
     float *datt = cuda_alloc((size_t)batch * q_dim * 4);
     float *scr = cuda_alloc(cuda_attn_decode_scratch_floats(batch, d) * 4);
-    /* settled, as the decode step launches it: the first chunk's loads go ahead of the PDL wait */
-    const struct cuda_attn_kv kv = {.k = dk, .v = dv, .tables = dtab, .table_stride = nb, .settled = 1, .bf16 = bf16};
+    /* settled, as the decode step launches it: the first chunk's loads go ahead of the PDL wait; and its rows'
+     * least position known (pos_min: rows past the head split's bound take the kv-head grid) */
+    const struct cuda_attn_kv kv = {.k = dk, .v = dv, .tables = dtab, .table_stride = nb, .settled = 1, .bf16 = bf16,
+                                    .pos_min = depth - 1};
     const uint32_t NL = 64;
     cuda_graph_begin(g_ctx);
     for (uint32_t i = 0; i < NL; i++) {

@@ -54,6 +54,12 @@ struct cuda_attn_kv {
      * include earlier positions written just before (prefill spans run as rows) */
     uint32_t settled;
     uint32_t bf16;            /* nonzero: K and V elements are bfloat16 */
+    /* decode: a position every row of the launch is at or past (0: none
+     * known); a launch of < 8 rows whose pos_min reaches the head-split bound
+     * (cuda_attn_decode_hsplit_below) takes the kv-head grid — no one-head
+     * CTAs that would exit at once (~1 µs at depth 4096, H200) — with the
+     * same bits. The decode step captures a graph for each side. */
+    uint32_t pos_min;
 };
 
 /* ---- decode (attn_decode.cu): any number of independent query rows --------
@@ -92,6 +98,9 @@ void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
  * 2026-12-02). */
 #define CUDA_ATTN_HSPLIT_AUTO 0xFFFFFFFEu
 void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below);
+/* The position below which a decode launch of T rows takes one head a CTA
+ * (0: this launch shape never does). */
+uint32_t cuda_attn_decode_hsplit_below(const struct cuda_ctx *ctx, struct cuda_attn_dims d, uint32_t T);
 /* prep: also write att's rows in the quantized GEMVs' prepared form
  * (gemv_prep_x4, the bytes cuda_gemv_prep_x(att, n_heads·head_dim, T) would
  * write), so the o-projection needs no prep kernel; only for the shapes

@@ -807,11 +807,9 @@ void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const 
                   const dec_out &o)
 {
     if (grid.z < 8) { /* few rows: latency-bound, prefetch the next chunk; short rows one head a CTA */
-        uint32_t hsplit = d.n_heads > d.n_kv_heads ? ctx->attn_hsplit : 0;
-        if (hsplit == CUDA_ATTN_HSPLIT_AUTO) { /* the one-head CTAs with work in one wave of 2 an SM */
-            const uint32_t per = 2u * (uint32_t)ctx->prop.multiProcessorCount / (d.n_heads * grid.z);
-            hsplit = CH * (per > 1 ? per : 1);
-        }
+        uint32_t hsplit = cuda_attn_decode_hsplit_below(ctx, d, grid.z);
+        if (kv.pos_min >= hsplit) /* every row is deep: the groups' grid */
+            hsplit = 0;
         if (hsplit)
             grid.x = d.n_heads; /* one CTA a query head (dec_row_of) */
         launch_pf<VEC, NJ, LPP, true, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
@@ -867,6 +865,16 @@ bool launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
 extern "C" void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min)
 {
     ctx->attn_rows_min = rows_min;
+}
+
+extern "C" uint32_t cuda_attn_decode_hsplit_below(const struct cuda_ctx *ctx, struct cuda_attn_dims d, uint32_t T)
+{
+    uint32_t hsplit = T < 8 && d.n_heads > d.n_kv_heads ? ctx->attn_hsplit : 0;
+    if (hsplit == CUDA_ATTN_HSPLIT_AUTO) { /* the one-head CTAs with work in one wave of 2 an SM */
+        const uint32_t per = 2u * (uint32_t)ctx->prop.multiProcessorCount / (d.n_heads * T);
+        hsplit = CH * (per > 1 ? per : 1);
+    }
+    return hsplit;
 }
 
 extern "C" void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below)

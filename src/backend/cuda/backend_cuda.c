@@ -78,9 +78,12 @@ static void cuda_be_free(struct backend *base)
         return;
     if (b->ctx) {
         cuda_ctx_sync(b->ctx);
-        for (uint32_t t = 0; t <= CUDA_MMV_MAX_BATCH; t++)
+        for (uint32_t t = 0; t <= CUDA_MMV_MAX_BATCH; t++) {
             if (b->graphs[t])
                 cuda_graph_free(b->graphs[t]);
+            if (b->graphs_deep[t])
+                cuda_graph_free(b->graphs_deep[t]);
+        }
         cuda_host_free(b->h_dec);
         cuda_host_free(b->h_xdec);
         cuda_host_free(b->h_logits);

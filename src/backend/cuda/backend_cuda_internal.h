@@ -128,6 +128,10 @@ struct cuda_backend {
     float *d_topk_val, *h_topk_val;
     struct cuda_topk_stats *d_topk_stats, *h_topk_stats; /* (DEC_G) a nucleus row's total and rest */
     struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
+    /* by T, for steps whose every row is at or past the attention's head-split
+     * bound (cuda_attn_kv.pos_min): the kv-head grid, no exiting CTAs */
+    struct cuda_graph *graphs_deep[CUDA_MMV_MAX_BATCH + 1];
+    uint32_t dec_pos_min; /* the step being built: cuda_attn_kv.pos_min of its attention launches */
 };
 
 /* Room for the decode step's per-sequence inputs: the largest dec_g. */

@@ -44,6 +44,11 @@
  * launch gives every row the bits of its member's own (cuda_mmv_rows_join). The attention writes its output prepared for a
  * quantized o-projection (cuda_attn_decode's prep), so no prep kernel runs
  * before it either.
+ * A step whose every row is at or past the decode attention's head-split
+ * bound (cuda_attn_decode_hsplit_below: 256 positions for one row of 32
+ * heads) replays a second graph of its T (graphs_deep), whose attention takes
+ * the kv-head grid instead of one CTA a query head of which most would exit
+ * at once (cuda_attn_kv.pos_min; same bits).
  * Every kernel of the step is launched with programmatic dependent launch
  * (cuda_common.cuh, MEMRA_PDL); the attention is told its keys and values
  * before each row's position are settled (one token a sequence).
@@ -152,6 +157,7 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         struct cuda_kv_view kv;
         struct cuda_attn_kv akv; /* one token a sequence: settled */
         cuda_be_kv_layer(b, l, blocks, tok_table, 1, &kv, &akv);
+        akv.pos_min = b->dec_pos_min;
         cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         const struct cuda_weight *wo = &D->wo;
@@ -250,13 +256,21 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
     cuda_be_out_params_up(b, &o, c->final_softcap <= 0.0f);
     if (!b->d_embd)
         cuda_upload_async(b->ctx, b->x, b->h_xdec, (size_t)T * c->dim * sizeof(float));
+    /* every row at or past the attention's head-split bound: the graph whose attention takes the kv-head grid */
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    const uint32_t below = cuda_attn_decode_hsplit_below(b->ctx, ad, T);
+    bool deep = below > 0 && below != UINT32_MAX;
+    for (uint32_t i = 0; i < T && deep; i++)
+        deep = batch->seqs[i].pos >= below;
+    b->dec_pos_min = deep ? below : 0;
     if (b->dec_graphs) {
-        if (!b->graphs[T]) {
+        struct cuda_graph **g = deep ? &b->graphs_deep[T] : &b->graphs[T];
+        if (!*g) {
             cuda_graph_begin(b->ctx);
             decode_body(b, T);
-            b->graphs[T] = cuda_graph_end(b->ctx);
+            *g = cuda_graph_end(b->ctx);
         }
-        cuda_graph_launch(b->ctx, b->graphs[T]);
+        cuda_graph_launch(b->ctx, *g);
     } else {
         decode_body(b, T);
     }

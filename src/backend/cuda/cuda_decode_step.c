@@ -41,9 +41,9 @@
  * gate|up as one launch each (cuda_layer.kv_join / .gu_join) into rows of
  * both members side by side (kv_dec, gu_dec: RoPE reads k and v with a row
  * stride, the activation reads gate and up from one row into hb) — where one
- * launch gives every row the bits of its member's own (cuda_mmv_rows_join). The attention writes its output prepared for a
- * quantized o-projection (cuda_attn_decode's prep), so no prep kernel runs
- * before it either.
+ * launch gives every row the bits of its member's own (cuda_mmv_rows_join).
+ * The attention writes its output prepared for a quantized o-projection
+ * (cuda_attn_decode's prep), so no prep kernel runs before it either.
  * A step whose every row is at or past the decode attention's head-split
  * bound (cuda_attn_decode_hsplit_below: 256 positions for one row of 32
  * heads) replays a second graph of its T (graphs_deep), whose attention takes
@@ -158,8 +158,8 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         struct cuda_attn_kv akv; /* one token a sequence: settled */
         cuda_be_kv_layer(b, l, blocks, tok_table, 1, &kv, &akv);
         akv.pos_min = b->dec_pos_min;
-        cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
-                            D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
+        cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk, D->bv,
+                            D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         const struct cuda_weight *wo = &D->wo;
         const bool wo_prep = b->attn_prep && is_quantized(wo->dtype) && T <= b->attn_rows;
         cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,

@@ -1,4 +1,6 @@
-/* engine/sched.c — the engine thread and its continuous-batching step; see sched.h.
+/* engine/sched.c — the engine thread and its continuous-batching step; see
+ * sched.h. The submitting threads' side (sched_submit, take, peek, cancel,
+ * release, stats) is sched_job.c; the state both share is sched_internal.h.
  *
  * State: jobs arrive on `incoming` (mutex s->mu); the engine thread alone owns
  * the per-lane FIFOs `waiting[lane]` (not yet, or no longer, in the pool), the
@@ -18,14 +20,10 @@
  * logits are its own, so the bits are those of one row after another); then
  * each sequence takes its token in batch order.
  */
-#include "engine/sched.h"
+#include "engine/sched_internal.h"
 
 #include "core/log.h"
-#include "engine/kv_pool.h"
-#include "sample/sample_batch.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,92 +33,6 @@ _Static_assert(BACKEND_TOPK_MAX == SAMPLER_NUCLEUS_MAX, "a nucleus draw's candid
 
 _Static_assert(KV_POOL_BLOCK == BACKEND_KV_BLOCK, "the pool's block is the backend's");
 
-enum job_state { JOB_WAITING, JOB_PREFILL, JOB_DECODE, JOB_DONE };
-
-struct sched_job {
-    pthread_mutex_t mu;
-    int refs;                 /* engine + submitter; guarded by mu */
-    atomic_bool cancel;
-    struct sched_job *next;   /* incoming / waiting list link */
-
-    /* immutable after submit */
-    uint32_t n_prompt;
-    uint32_t max_tokens;      /* 0: until the context is full */
-    uint32_t cap;             /* toks capacity: prompt + the most it may generate, ≤ max_ctx */
-    bool want_logprobs;
-    enum sched_lane lane;
-    char *ns;                 /* model, tenant and salt, each NUL-terminated, one after the other */
-    uint64_t submit_ns;       /* CLOCK_MONOTONIC at submit */
-
-    /* engine thread only */
-    enum job_state state;
-    int32_t *toks;            /* (cap) the prompt, then the generated tokens */
-    uint32_t seq;             /* pool sequence while PREFILL/DECODE */
-    uint32_t n_feed;          /* tokens to prefill at this admission (then sample) */
-    uint32_t n_past;          /* positions whose KV the sequence holds */
-    uint32_t n_gen;
-    uint32_t n_preempted;
-    bool ever_admitted;
-    uint64_t admit_order;     /* larger: admitted later ("newest") */
-    struct sampler sampler;
-    int32_t argmax_tok;       /* the backend's greedy pick (backend_seq.argmax) when the sampler is plain greedy */
-    struct backend_draw draw; /* the backend's temperature draw (backend_seq.draw) ... */
-    uint64_t draw_rng[4];     /* ... and the sampler's PRNG state before its u */
-    int32_t *cand_idx;        /* (top_k, or BACKEND_TOPK_MAX for a nucleus sampler) the backend's candidates
-                                 (draw.top_k / draw.nucleus); NULL when it makes none */
-    float *cand_val;
-    uint32_t nucleus_skip;    /* nucleus draws left to take the host's way (its last one needed the row) */
-    struct detok_stream detok;
-    struct stop_matcher stops;
-    char *piece;              /* (piece_cap) detokenizer output scratch */
-    size_t piece_cap;
-
-    /* shared, guarded by mu */
-    struct sched_output out;
-    void (*notify)(void *arg);
-    void *notify_arg;
-};
-
-struct sched {
-    struct backend *b;
-    const struct tokenizer *tok;
-    struct sched_config cfg;
-    uint32_t max_seqs, max_ctx, vocab;
-    int32_t eog[SAMPLE_MAX_STOP_TOKENS]; /* end-of-generation tokens */
-    uint32_t n_eog;
-
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stopping;
-    bool idle;                /* the engine thread waits for work; guarded by mu */
-    struct sched_job *incoming, *incoming_tail; /* guarded by mu */
-
-    /* engine thread */
-    struct sched_job *waiting[2], *waiting_tail[2]; /* per enum sched_lane, FIFO */
-    struct kv_pool *pool;
-    struct sched_job **run;                     /* (max_seqs) job of each pool sequence, or NULL */
-    uint32_t n_run;
-    uint64_t admit_counter;
-    struct kv_pool_copy *copies;                /* (kv_pool_max_seq_blocks) one reserve's copy-on-write pairs */
-    struct backend_seq *seqs;                   /* (max_seqs) batch scratch */
-    struct sched_job **seq_job;                 /* (max_seqs) job of seqs[i] */
-    float *logits;                              /* (max_seqs, vocab) */
-    struct sample_batch sb;                     /* samples a step's rows over a few threads */
-    struct sample_job *sjobs;                   /* (max_seqs) this step's rows to sample */
-    const struct backend_draw **zdraw;          /* (max_seqs) nucleus draws that need their z row */
-    float **zrow;                               /* (max_seqs) where each goes (the sequence's logits room) */
-    struct sample_result *sres;                 /* (max_seqs) their results, by batch index */
-
-    _Atomic uint32_t st_running, st_waiting, st_kv_used, st_kv_free, st_kv_cached;
-    _Atomic uint64_t st_steps, st_generated, st_prefilled, st_lookups, st_hit_tokens, st_evictions;
-    _Atomic uint64_t st_preemptions, st_refusals;
-    _Atomic uint64_t st_progress_ns;
-    /* where the engine thread's time goes (debug log every SCHED_PROFILE_STEPS steps) */
-    uint64_t prof_plan_ns, prof_fwd_ns, prof_sample_ns, prof_seqs, prof_steps;
-    uint64_t prof_nucleus, prof_nucleus_rows; /* nucleus draws, and those the row decided */
-};
-
 #define SCHED_PROFILE_STEPS 256u
 /* A sequence whose nucleus draw the backend's candidates could not decide
  * (a flat distribution: its nucleus reaches past them) takes the host's way
@@ -128,75 +40,6 @@ struct sched {
  * the same either way, but the candidates plus the row cost more than the
  * row alone. */
 #define SCHED_NUCLEUS_BACKOFF 16u
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-/* ---- output (job mutex held by the caller) ---- */
-
-static int out_append_text(struct sched_output *o, const char *s, size_t n)
-{
-    if (!n)
-        return 0;
-    if (o->text_len + n + 1 > o->text_cap) {
-        size_t cap = o->text_cap ? o->text_cap : 256;
-        while (cap < o->text_len + n + 1)
-            cap *= 2;
-        char *t = realloc(o->text, cap);
-        if (!t)
-            return -1;
-        o->text = t;
-        o->text_cap = cap;
-    }
-    memcpy(o->text + o->text_len, s, n);
-    o->text_len += n;
-    o->text[o->text_len] = '\0';
-    return 0;
-}
-
-static int out_append_token(struct sched_output *o, const struct sample_result *r)
-{
-    if (o->n_tokens == o->tokens_cap) {
-        uint32_t cap = o->tokens_cap ? o->tokens_cap * 2 : 16;
-        struct sample_result *t = realloc(o->tokens, cap * sizeof(*t));
-        if (!t)
-            return -1;
-        o->tokens = t;
-        o->tokens_cap = cap;
-    }
-    o->tokens[o->n_tokens++] = *r;
-    return 0;
-}
-
-void sched_output_free(struct sched_output *o)
-{
-    free(o->text);
-    free(o->tokens);
-    memset(o, 0, sizeof(*o));
-}
-
-static void job_unref(struct sched_job *j)
-{
-    pthread_mutex_lock(&j->mu);
-    int left = --j->refs;
-    pthread_mutex_unlock(&j->mu);
-    if (left)
-        return;
-    sched_output_free(&j->out);
-    sampler_free(&j->sampler);
-    stop_matcher_free(&j->stops);
-    free(j->piece);
-    free(j->toks);
-    free(j->ns);
-    free(j->cand_idx);
-    free(j->cand_val);
-    pthread_mutex_destroy(&j->mu);
-    free(j);
-}
 
 /* Engine thread: the pool's figures for sched_get_stats. */
 static void publish_pool_stats(struct sched *s)
@@ -235,169 +78,8 @@ static void job_finish(struct sched *s, struct sched_job *j, enum sched_finish f
     if (j->notify)
         j->notify(j->notify_arg);
     pthread_mutex_unlock(&j->mu);
-    job_unref(j);
+    sched_job_unref(j);
 }
-
-/* ---- submit side ---- */
-
-uint32_t sched_max_ctx(const struct sched *s) { return s->max_ctx; }
-
-int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job **out, char *err, size_t errlen)
-{
-    *out = NULL;
-    if (p->n_prompt == 0)
-        return err_set(err, errlen, "the prompt is empty (no tokens)");
-    if (p->n_prompt >= s->max_ctx)
-        return err_set(err, errlen, "the prompt has %u tokens; this server's context is %u tokens, which leaves no "
-                       "room to generate", p->n_prompt, s->max_ctx);
-    for (uint32_t i = 0; i < p->n_prompt; i++)
-        if (p->prompt[i] < 0 || (uint32_t)p->prompt[i] >= s->vocab)
-            return err_set(err, errlen, "prompt token id %d is outside the vocabulary (%u)", p->prompt[i], s->vocab);
-    const char *nm = p->cache_model ? p->cache_model : "", *nt = p->cache_tenant ? p->cache_tenant : "",
-               *ns = p->cache_salt ? p->cache_salt : "";
-    size_t lm = strlen(nm), lt = strlen(nt), ls = strlen(ns);
-    if (lm + lt + ls + 12 > KV_POOL_NS_MAX)
-        return err_set(err, errlen, "the prefix-cache namespace (model, tenant, cache_salt: %zu bytes) is longer "
-                       "than %u bytes", lm + lt + ls, KV_POOL_NS_MAX - 12);
-    struct sched_job *j = calloc(1, sizeof(*j));
-    if (!j)
-        return err_set(err, errlen, "out of memory");
-    struct sample_params sp = p->sample;
-    sp.stop_tokens = s->eog;
-    sp.n_stop_tokens = s->n_eog;
-    if (sampler_init(&j->sampler, s->vocab, &sp, err, errlen)) {
-        free(j);
-        return -1;
-    }
-    if (stop_matcher_init(&j->stops, p->stop, p->n_stop, err, errlen)) {
-        sampler_free(&j->sampler);
-        free(j);
-        return -1;
-    }
-    uint64_t cap = p->max_tokens ? (uint64_t)p->n_prompt + p->max_tokens : s->max_ctx;
-    j->cap = cap < s->max_ctx ? (uint32_t)cap : s->max_ctx;
-    j->toks = malloc((size_t)j->cap * sizeof(int32_t));
-    j->ns = malloc(lm + lt + ls + 3);
-    j->piece_cap = detok_stream_cap(s->tok);
-    j->piece = malloc(j->piece_cap);
-    if (s->b->device_topk && (sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX) ||
-                              sampler_nucleus_candidates(&j->sampler))) {
-        const size_t k = sampler_topk_candidates(&j->sampler, BACKEND_TOPK_MAX) ? (size_t)sp.top_k
-                                                                                 : BACKEND_TOPK_MAX;
-        j->cand_idx = malloc(k * sizeof(int32_t));
-        j->cand_val = malloc(k * sizeof(float));
-    }
-    if (!j->toks || !j->piece || !j->ns || (j->cand_idx == NULL) != (j->cand_val == NULL)) {
-        free(j->toks);
-        free(j->piece);
-        free(j->ns);
-        free(j->cand_idx);
-        free(j->cand_val);
-        sampler_free(&j->sampler);
-        stop_matcher_free(&j->stops);
-        free(j);
-        return err_set(err, errlen, "out of memory");
-    }
-    memcpy(j->ns, nm, lm + 1);
-    memcpy(j->ns + lm + 1, nt, lt + 1);
-    memcpy(j->ns + lm + lt + 2, ns, ls + 1);
-    memcpy(j->toks, p->prompt, p->n_prompt * sizeof(int32_t));
-    j->n_prompt = p->n_prompt;
-    j->max_tokens = p->max_tokens;
-    j->want_logprobs = p->sample.logprobs;
-    j->lane = p->lane == SCHED_LANE_BATCH ? SCHED_LANE_BATCH : SCHED_LANE_INTERACTIVE;
-    detok_stream_init(&j->detok, s->tok, false);
-    pthread_mutex_init(&j->mu, NULL);
-    j->refs = 2;
-    j->state = JOB_WAITING;
-    j->notify = p->notify;
-    j->notify_arg = p->notify_arg;
-    j->out.n_prompt = p->n_prompt;
-    j->submit_ns = now_ns();
-    atomic_init(&j->cancel, false);
-
-    pthread_mutex_lock(&s->mu);
-    if (s->stopping) {
-        pthread_mutex_unlock(&s->mu);
-        j->refs = 1;
-        job_unref(j);
-        return err_set(err, errlen, "the engine is shutting down");
-    }
-    if (s->incoming_tail)
-        s->incoming_tail->next = j;
-    else
-        s->incoming = j;
-    s->incoming_tail = j;
-    if (s->idle) /* an idle engine showed no progress because it had nothing to do */
-        atomic_store(&s->st_progress_ns, j->submit_ns);
-    atomic_fetch_add(&s->st_waiting, 1);
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    *out = j;
-    return 0;
-}
-
-void sched_job_take(struct sched_job *j, struct sched_output *dst)
-{
-    pthread_mutex_lock(&j->mu);
-    struct sched_output *o = &j->out;
-    /* swap the buffers: dst gets the new output, the job gets dst's emptied buffers */
-    char *t = dst->text;
-    size_t tcap = dst->text_cap;
-    struct sample_result *r = dst->tokens;
-    uint32_t rcap = dst->tokens_cap;
-    *dst = *o;
-    o->text = t;
-    o->text_cap = tcap;
-    o->text_len = 0;
-    o->tokens = r;
-    o->tokens_cap = rcap;
-    o->n_tokens = 0;
-    pthread_mutex_unlock(&j->mu);
-}
-
-void sched_job_peek(struct sched_job *j, bool *admitted, enum sched_finish *finish)
-{
-    pthread_mutex_lock(&j->mu);
-    *admitted = j->out.admitted;
-    *finish = j->out.finish;
-    pthread_mutex_unlock(&j->mu);
-}
-
-void sched_job_cancel(struct sched_job *j) { atomic_store(&j->cancel, true); }
-
-void sched_job_release(struct sched_job *j)
-{
-    if (!j)
-        return;
-    atomic_store(&j->cancel, true);
-    pthread_mutex_lock(&j->mu);
-    j->notify = NULL;
-    pthread_mutex_unlock(&j->mu);
-    job_unref(j);
-}
-
-void sched_get_stats(const struct sched *s, struct sched_stats *out)
-{
-    struct sched *m = (struct sched *)s; /* atomics only */
-    out->running = atomic_load(&m->st_running);
-    out->waiting = atomic_load(&m->st_waiting);
-    out->n_slots = s->max_seqs;
-    out->kv_blocks = s->b->cfg.kv_blocks;
-    out->kv_used = atomic_load(&m->st_kv_used);
-    out->kv_free = atomic_load(&m->st_kv_free);
-    out->kv_cached = atomic_load(&m->st_kv_cached);
-    out->steps = atomic_load(&m->st_steps);
-    out->tokens_generated = atomic_load(&m->st_generated);
-    out->tokens_prefilled = atomic_load(&m->st_prefilled);
-    out->prefix_lookups = atomic_load(&m->st_lookups);
-    out->prefix_hit_tokens = atomic_load(&m->st_hit_tokens);
-    out->kv_evictions = atomic_load(&m->st_evictions);
-    out->preemptions = atomic_load(&m->st_preemptions);
-    out->refusals = atomic_load(&m->st_refusals);
-    out->progress_ns = atomic_load(&m->st_progress_ns);
-}
-
 /* ---- engine thread: queues, admission, preemption ---- */
 
 static void waiting_push_back(struct sched *s, struct sched_job *j)
@@ -525,7 +207,7 @@ static int job_admit(struct sched *s, struct sched_job *j)
     pthread_mutex_lock(&j->mu);
     j->out.n_cached = start;
     j->out.admitted = true;
-    uint64_t now = now_ns();
+    uint64_t now = sched_now_ns();
     j->out.queue_ns = now > j->submit_ns ? now - j->submit_ns : 0;
     pthread_mutex_unlock(&j->mu);
     return 1;
@@ -578,7 +260,7 @@ static bool emit_text(struct sched_job *j, const char *piece, size_t n)
     const char *vis;
     size_t vis_len;
     int m = stop_matcher_feed(&j->stops, piece, n, &vis, &vis_len);
-    if (vis_len && out_append_text(&j->out, vis, vis_len))
+    if (vis_len && sched_out_append_text(&j->out, vis, vis_len))
         log_error("sched: out of memory appending output text");
     return m == 1;
 }
@@ -593,7 +275,7 @@ static bool flush_text(struct sched_job *j)
     const char *vis;
     size_t vis_len;
     stop_matcher_flush(&j->stops, &vis, &vis_len);
-    if (vis_len && out_append_text(&j->out, vis, vis_len))
+    if (vis_len && sched_out_append_text(&j->out, vis, vis_len))
         log_error("sched: out of memory appending output text");
     return false;
 }
@@ -619,7 +301,7 @@ static void job_on_token(struct sched *s, struct sched_job *j, const struct samp
         return;
     }
     pthread_mutex_lock(&j->mu);
-    if (j->want_logprobs && out_append_token(&j->out, r))
+    if (j->want_logprobs && sched_out_append_token(&j->out, r))
         log_error("sched: out of memory appending a token");
     bool stopped = emit_text(j, j->piece, n);
     j->out.n_generated = j->n_gen;
@@ -686,7 +368,7 @@ static struct backend_draw *job_draw(struct sched *s, struct sched_job *j)
 
 static bool sched_step(struct sched *s)
 {
-    const uint64_t t_plan = now_ns();
+    const uint64_t t_plan = sched_now_ns();
     /* cancellations of running jobs */
     for (uint32_t i = 0; i < s->max_seqs; i++) {
         struct sched_job *j = s->run[i];
@@ -756,7 +438,7 @@ static bool sched_step(struct sched *s)
 
     char err[256];
     struct backend_batch batch = {.n_seqs = n, .seqs = s->seqs};
-    const uint64_t t_fwd = now_ns();
+    const uint64_t t_fwd = sched_now_ns();
     if (backend_forward(s->b, &batch, err, sizeof(err))) {
         log_error("sched: forward failed: %s", err);
         for (uint32_t i = 0; i < n; i++)
@@ -765,7 +447,7 @@ static bool sched_step(struct sched *s)
         return true;
     }
     atomic_fetch_add(&s->st_steps, 1);
-    const uint64_t t_sample = now_ns();
+    const uint64_t t_sample = sched_now_ns();
     if (n_prefill) /* prefill steps are few and decide the TTFT: each one logged */
         log_debug("sched: step of %u sequences, %u prefill tokens (first at position %u): plan %.3f ms, forward "
                   "%.3f ms", n, n_prefill, first_prefill_pos, 1e-6 * (double)(t_fwd - t_plan),
@@ -830,7 +512,7 @@ static bool sched_step(struct sched *s)
     publish_pool_stats(s);
     s->prof_plan_ns += t_fwd - t_plan;
     s->prof_fwd_ns += t_sample - t_fwd;
-    s->prof_sample_ns += now_ns() - t_sample;
+    s->prof_sample_ns += sched_now_ns() - t_sample;
     s->prof_seqs += n;
     if (++s->prof_steps == SCHED_PROFILE_STEPS) {
         const double k = 1e-6 / SCHED_PROFILE_STEPS;
@@ -868,7 +550,7 @@ static void *sched_thread(void *arg)
             s->idle = true;
             pthread_cond_wait(&s->cv, &s->mu);
             s->idle = false;
-            atomic_store(&s->st_progress_ns, now_ns());
+            atomic_store(&s->st_progress_ns, sched_now_ns());
         }
         bool stopping = s->stopping;
         pthread_mutex_unlock(&s->mu);
@@ -971,7 +653,7 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
         goto fail;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    atomic_init(&s->st_progress_ns, now_ns());
+    atomic_init(&s->st_progress_ns, sched_now_ns());
     publish_pool_stats(s);
     if (pthread_create(&s->thread, NULL, sched_thread, s) != 0) {
         pthread_mutex_destroy(&s->mu);

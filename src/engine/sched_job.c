@@ -63,13 +63,11 @@ void sched_output_free(struct sched_output *o)
     memset(o, 0, sizeof(*o));
 }
 
-void sched_job_unref(struct sched_job *j)
+/* Every buffer a job owns, then the job (not its mutex): the last reference's
+ * end, and sched_submit's when an allocation fails after its sampler and stop
+ * matcher were made. */
+static void job_free(struct sched_job *j)
 {
-    pthread_mutex_lock(&j->mu);
-    int left = --j->refs;
-    pthread_mutex_unlock(&j->mu);
-    if (left)
-        return;
     sched_output_free(&j->out);
     sampler_free(&j->sampler);
     stop_matcher_free(&j->stops);
@@ -78,9 +76,20 @@ void sched_job_unref(struct sched_job *j)
     free(j->ns);
     free(j->cand_idx);
     free(j->cand_val);
-    pthread_mutex_destroy(&j->mu);
     free(j);
 }
+
+void sched_job_unref(struct sched_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left)
+        return;
+    pthread_mutex_destroy(&j->mu);
+    job_free(j);
+}
+
 /* ---- submit side ---- */
 
 uint32_t sched_max_ctx(const struct sched *s) { return s->max_ctx; }
@@ -131,14 +140,7 @@ int sched_submit(struct sched *s, const struct sched_params *p, struct sched_job
         j->cand_val = malloc(k * sizeof(float));
     }
     if (!j->toks || !j->piece || !j->ns || (j->cand_idx == NULL) != (j->cand_val == NULL)) {
-        free(j->toks);
-        free(j->piece);
-        free(j->ns);
-        free(j->cand_idx);
-        free(j->cand_val);
-        sampler_free(&j->sampler);
-        stop_matcher_free(&j->stops);
-        free(j);
+        job_free(j);
         return err_set(err, errlen, "out of memory");
     }
     memcpy(j->ns, nm, lm + 1);

@@ -215,8 +215,6 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         b->moe_logits = dev_floats(b, T, c->n_experts, &ok);
     b->qkv1 = dev_floats(b, 1, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
     b->gu1 = dev_floats(b, 2, c->ffn_dim, &ok);
-    b->kv_dec = dev_floats(b, DEC_G, 2 * (uint64_t)b->kv_dim, &ok);
-    b->gu_dec = c->n_experts > 0 ? NULL : dev_floats(b, DEC_G, 2 * (uint64_t)c->ffn_dim, &ok);
     {
         /* MEMRA_DECODE_MMV = auto (default) | all | off; the decode step takes
          * 64 sequences when every matmul of a decode token has the mmv */
@@ -397,16 +395,22 @@ static bool upload_fused(struct cuda_backend *b, const struct model_weight *cons
 
 /* The decode batches' joined matrix of two fused members a, b (one
  * allocation, b right after a) when both take the mmv and one launch gives
- * each row its member's bits (cuda_mmv_rows_join); else *j stays unjoined. */
+ * each row its member's bits (cuda_mmv_rows_join), and the first time a
+ * layer joins, its output rows *out (DEC_G, a.rows + b.rows); else *j stays
+ * unjoined. */
 static void join_rows(struct cuda_backend *b, const struct cuda_weight *a, const struct cuda_weight *bw,
-                      struct cuda_weight *j)
+                      struct cuda_weight *j, float **out)
 {
-    if (!a->mmv || !bw->mmv || (const uint8_t *)a->d + (uint64_t)a->rows * a->cols * 2 != (const uint8_t *)bw->d ||
+    uint64_t row_bytes;
+    if (!a->mmv || !bw->mmv || dtype_row_bytes(a->dtype, a->cols, &row_bytes) != 0 ||
+        (const uint8_t *)a->d + a->rows * row_bytes != (const uint8_t *)bw->d ||
         !cuda_mmv_rows_join(b->ctx, a->dtype, a->rows, bw->rows, a->cols))
         return;
     *j = *a;
     j->rows = a->rows + bw->rows;
     cuda_mmv_reserve(b->ctx, j->rows, j->cols);
+    if (!*out)
+        *out = dev_alloc(b, (uint64_t)DEC_G * j->rows * sizeof(float));
 }
 
 static int upload_weight(struct cuda_backend *b, const struct model_weight *w, struct cuda_weight *o, char *err,
@@ -640,9 +644,9 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
         const int fq = upload_fused(b, src, dst, 3, &D->qkv) ? 3 : upload_fused(b, src, dst, 2, &D->qkv) ? 2 : 0;
         const bool fg = !moe && upload_fused(b, src + 4, dst + 4, 2, &D->gu);
         if (fq == 3)
-            join_rows(b, &D->wk, &D->wv, &D->kv_join);
+            join_rows(b, &D->wk, &D->wv, &D->kv_join, &b->kv_dec);
         if (fg)
-            join_rows(b, &D->w_gate, &D->w_up, &D->gu_join);
+            join_rows(b, &D->w_gate, &D->w_up, &D->gu_join, &b->gu_dec);
         for (int i = 0; i < (moe ? 4 : 7); i++) {
             if (i < fq || (fg && (i == 4 || i == 5)))
                 continue;

@@ -82,7 +82,8 @@ struct cuda_backend {
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
     float *qkv1, *gu1;  /* a lone decode token's fused outputs: (q_dim + 2 kv_dim), (2 ffn_dim) */
-    float *kv_dec, *gu_dec; /* (DEC_G, 2 kv_dim), (DEC_G, 2 ffn_dim): a decode batch's joined k|v, gate|up rows */
+    float *kv_dec, *gu_dec; /* (DEC_G, 2 kv_dim), (DEC_G, 2 ffn_dim): a decode batch's joined k|v, gate|up rows
+                             * (allocated when a layer joins them, else NULL) */
     float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     float *moe_logits;      /* (T, n_experts) router logits, MoE models */
@@ -131,7 +132,6 @@ struct cuda_backend {
     /* by T, for steps whose every row is at or past the attention's head-split
      * bound (cuda_attn_kv.pos_min): the kv-head grid, no exiting CTAs */
     struct cuda_graph *graphs_deep[CUDA_MMV_MAX_BATCH + 1];
-    uint32_t dec_pos_min; /* the step being built: cuda_attn_kv.pos_min of its attention launches */
 };
 
 /* Room for the decode step's per-sequence inputs: the largest dec_g. */

@@ -120,8 +120,10 @@ static bool decode_norm(struct cuda_backend *b, const float *add, const float *w
 }
 
 /* Everything a decode step queues on the stream after its input copy: what the
- * graph of T holds. Logits of the T tokens → b->logits (T, vocab). */
-static void decode_body(struct cuda_backend *b, uint32_t T)
+ * graph of T holds. Logits of the T tokens → b->logits (T, vocab). pos_min:
+ * the attention launches' cuda_attn_kv.pos_min (a position every row is at or
+ * past; 0: none known). */
+static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
 {
     const struct model *m = b->base.model;
     const struct model_config *c = &m->cfg;
@@ -157,7 +159,7 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         struct cuda_kv_view kv;
         struct cuda_attn_kv akv; /* one token a sequence: settled */
         cuda_be_kv_layer(b, l, blocks, tok_table, 1, &kv, &akv);
-        akv.pos_min = b->dec_pos_min;
+        akv.pos_min = pos_min;
         cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk, D->bv,
                             D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         const struct cuda_weight *wo = &D->wo;
@@ -181,21 +183,20 @@ static void decode_body(struct cuda_backend *b, uint32_t T)
         const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
         float *gu_out[2] = {b->hb, b->hb2};
         prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2));
+        const bool gu_rows = !lone_fused(b, &D->gu, &D->w_gate, T) && joined(b, &D->gu_join, T);
         if (lone_fused(b, &D->gu, &D->w_gate, T)) { /* one GEMV into gate | up */
             gu_out[0] = b->gu1, gu_out[1] = b->gu1 + c->ffn_dim;
             const struct cuda_weight *f = &D->gu;
             decode_matmul(b, &f, gu_out, 1, b->xb, T, prep);
-        } else if (joined(b, &D->gu_join, T)) { /* gate | up into gu_dec's rows; the activation into hb */
+        } else if (gu_rows) { /* gate | up into gu_dec's rows; the activation into hb */
             const struct cuda_weight *f = &D->gu_join;
             decode_matmul(b, &f, &b->gu_dec, 1, b->xb, T, prep);
-            gu_out[0] = NULL; /* below: the rows form */
         } else {
             decode_matmul(b, gu, gu_out, 2, b->xb, T, prep);
         }
         const struct cuda_weight *wd = &D->w_down;
         prep = b->dec_fuse && is_quantized(wd->dtype);
-        if (!gu_out[0]) { /* joined: the activation from gu_dec's rows into hb */
-            gu_out[0] = b->hb;
+        if (gu_rows) { /* the activation from gu_dec's rows into hb */
             cuda_fwd_glu_rows(b->ctx, b->hb, b->gu_dec, T, c->ffn_dim, gelu);
             prep = false; /* a quantized down prepares hb itself */
         } else if (prep) {
@@ -259,20 +260,20 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
     /* every row at or past the attention's head-split bound: the graph whose attention takes the kv-head grid */
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     const uint32_t below = cuda_attn_decode_hsplit_below(b->ctx, ad, T);
-    bool deep = below > 0 && below != UINT32_MAX;
+    bool deep = below > 0; /* 0: this T never splits heads, one graph serves */
     for (uint32_t i = 0; i < T && deep; i++)
         deep = batch->seqs[i].pos >= below;
-    b->dec_pos_min = deep ? below : 0;
+    const uint32_t pos_min = deep ? below : 0;
     if (b->dec_graphs) {
         struct cuda_graph **g = deep ? &b->graphs_deep[T] : &b->graphs[T];
         if (!*g) {
             cuda_graph_begin(b->ctx);
-            decode_body(b, T);
+            decode_body(b, T, pos_min);
             *g = cuda_graph_end(b->ctx);
         }
         cuda_graph_launch(b->ctx, *g);
     } else {
-        decode_body(b, T);
+        decode_body(b, T, pos_min);
     }
     cuda_be_out_finish(b, &o, false);
 }

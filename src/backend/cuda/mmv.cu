@@ -409,10 +409,16 @@ extern "C" int cuda_mmv_variants(uint32_t *max_t)
 
 extern "C" void cuda_mmv_set_kernel(struct cuda_ctx *ctx, enum cuda_mmv_kernel k) { ctx->mmv_kernel = k; }
 
+/* Whether cuda_mmv takes the wgmma kernel (mmv_wg.cu) for a shape, else mmv.cu. */
+static bool mmv_takes_wg(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n)
+{
+    return ctx->mmv_kernel == CUDA_MMV_WG && t == DTYPE_BF16 && cuda_mmv_wg_supported(rows, n);
+}
+
 static void mmv_run(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
                     uint32_t T, float *y, float scale, bool same_x)
 {
-    if (ctx->mmv_kernel == CUDA_MMV_WG && t == DTYPE_BF16 && cuda_mmv_wg_supported(rows, n))
+    if (mmv_takes_wg(ctx, t, rows, n))
         cuda_mmv_wg_launch(ctx, w, rows, n, x, T, y, scale, -1, same_x);
     else
         cuda_mmv_variant(ctx, t, w, rows, n, x, T, y, scale, -1);
@@ -428,7 +434,7 @@ extern "C" void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint
 static uint32_t mmv_route(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n)
 {
     const int sms = ctx->prop.multiProcessorCount;
-    if (ctx->mmv_kernel == CUDA_MMV_WG && t == DTYPE_BF16 && cuda_mmv_wg_supported(rows, n))
+    if (mmv_takes_wg(ctx, t, rows, n))
         return cuda_mmv_wg_slices(rows, n, sms) << 1;
     return mmv_slices(rows, n, sms) << 1 | 1;
 }

@@ -180,10 +180,14 @@ static void check_join(uint64_t ra, uint64_t rb, uint64_t n, uint32_t T)
     char label[96];
     snprintf(label, sizeof label, "%s join %" PRIu64 "|%" PRIu64 "x%" PRIu64 " batch %u", g_wg ? "wg" : "sync", ra, rb,
              n, T);
-    /* a device whose SM count gives the joined shape other K slices: not joined (the decode step keeps two) */
-    CHECK_MSG(!join || diff == 0, "%s: %d tokens differ from the two launches", label, diff);
-    printf("check %-32s %s, bits vs two launches %s%s\n", label, join ? "joined" : "not joinable here",
-           diff ? "DIFFER" : "same", join && diff ? "  FAIL" : "");
+    /* a shape the kernel gives other K slices joined (mmv.cu's k|v on the H200, or another SM count): the
+     * decode step keeps two launches, so there is nothing to check — reported as skipped, not counted */
+    if (join) {
+        CHECK_MSG(diff == 0, "%s: %d tokens differ from the two launches", label, diff);
+        printf("check %-32s bits vs two launches %s%s\n", label, diff ? "DIFFER" : "same", diff ? "  FAIL" : "");
+    } else {
+        printf("skip  %-32s not joinable here (other K slices)\n", label);
+    }
     cuda_mmv_set_kernel(g_ctx, CUDA_MMV_WG);
     cuda_free(dw), cuda_free(dx), cuda_free(dy), cuda_free(dya), cuda_free(dyb);
     free(w), free(x), free(y), free(ya), free(yb);

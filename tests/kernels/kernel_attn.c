@@ -26,6 +26,12 @@
  *           batch.
  *   bf16 KV: pools of bf16 values read from a bf16 copy give the bits of
  *           their f32 copy, in both decode kernels and both prefill modes.
+ *   tensor-core decode (attn_decode_tc.cu): every decode check above again
+ *           with CUDA_ATTN_DECODE_TC (same tolerance; its error is ≤ 4e-6),
+ *           plus shapes of 12 and 16 query heads a kv head (f32 and bf16
+ *           pools), and AUTO giving the tensor cores' bits for a bf16 pool
+ *           and the f32 kernels' for an f32 one. The other checks name the
+ *           f32 kernels (or the tensor cores with MEMRA_ATTN_DECODE=tc).
  * Each case prints its measured error.
  *
  * Timing (8B shape: 32 heads, 8 kv heads, head_dim 128): decode at depths
@@ -83,6 +89,7 @@ struct pool {
 
 /* Pools made while set hold bf16 values, also as a bf16 copy (KV type bf16). */
 static bool g_bf16;
+static bool g_tc; /* decode launches on the tensor cores (MEMRA_ATTN_DECODE=tc, or test_decode_tc) */
 
 /* f32 → bf16, round to nearest even (finite inputs), as __float2bfloat16_rn. */
 static uint16_t to_bf16(float f)
@@ -338,8 +345,9 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_download(g_ctx, hatt, datt, (size_t)n * q_dim * sizeof(float));
     int nonfinite;
     const double err = compare_rows(&p, hq, hatt, n, row, seq, pos, scale, window, &nonfinite);
-    printf("decode  heads %2u/%u hd %3u window %4u rows %u depths %u..%u%s: max|d|/max|ref| %.2e, digest %016" PRIx64
-           "\n", d.n_heads, d.n_kv_heads, hd, window, n, depths[0], depths[n - 1], g_bf16 ? " bf16 KV" : "", err,
+    printf("decode  heads %2u/%u hd %3u window %4u rows %u depths %u..%u%s%s: max|d|/max|ref| %.2e, digest %016" PRIx64
+           "\n", d.n_heads, d.n_kv_heads, hd, window, n, depths[0], depths[n - 1], g_bf16 ? " bf16 KV" : "",
+           g_tc ? " tc" : "", err,
            bits_digest(hatt, (size_t)n * q_dim * sizeof(float)));
     CHECK_MSG(err <= TOL_DECODE && nonfinite == 0, "decode hd %u: error %.3g, %d non-finite", hd, err, nonfinite);
 
@@ -610,6 +618,76 @@ static void test_kv_bf16(void)
     g_bf16 = false;
 }
 
+/* The decode checks above with every launch of a supported shape on the
+ * tensor cores (CUDA_ATTN_DECODE_TC: MEMRA_ATTN_DECODE=tc), plus shapes of
+ * more than 8 query heads a kv head (two 8-row halves of the mma) with f32 and
+ * bf16 keys: the same tolerance (their error is ~2e-6), the same bit checks
+ * (alone = in a batch, split = rows form, one head a CTA = the group's, bf16
+ * cache = its f32 copy). Shapes it does not take run the f32 kernels. Then
+ * AUTO (the default): the tensor cores' bits for a bf16 cache, the f32
+ * kernels' for an f32 one. */
+static void check_auto(struct cuda_attn_dims d, const uint32_t *depths, uint32_t n)
+{
+    struct pool p;
+    g_bf16 = true;
+    pool_init(&p, d, n, depths);
+    g_bf16 = false;
+    const uint32_t q_dim = d.n_heads * d.head_dim;
+    const size_t bytes = (size_t)n * q_dim * sizeof(float);
+    const float scale = 1.0f / sqrtf((float)d.head_dim);
+    float *hq, *ha = xmalloc(bytes), *hb = xmalloc(bytes);
+    float *dq = rand_dev((size_t)n * q_dim, 2.0f, &hq);
+    float *datt = cuda_alloc(bytes), *scr = cuda_alloc(cuda_attn_decode_scratch_floats(n, d) * sizeof(float));
+    uint32_t *pos = xmalloc(n * sizeof *pos), *seq = xmalloc(n * sizeof *seq);
+    for (uint32_t i = 0; i < n; i++)
+        pos[i] = depths[i] - 1, seq[i] = i;
+    uint32_t *dpos = cuda_alloc(n * sizeof *dpos), *dseq = cuda_alloc(n * sizeof *dseq);
+    cuda_upload(g_ctx, dpos, pos, n * sizeof *pos);
+    cuda_upload(g_ctx, dseq, seq, n * sizeof *seq);
+    static const struct {
+        bool bf16;
+        enum cuda_attn_decode_kernels like;
+    } cases[] = {{false, CUDA_ATTN_DECODE_F32}, {true, CUDA_ATTN_DECODE_TC}};
+    for (int i = 0; i < 2; i++) {
+        const struct cuda_attn_kv kv = cases[i].bf16 ? pool_kv16(&p) : pool_kv(&p);
+        float *out[2] = {ha, hb};
+        const enum cuda_attn_decode_kernels k[2] = {CUDA_ATTN_DECODE_AUTO, cases[i].like};
+        for (int j = 0; j < 2; j++) {
+            cuda_attn_decode_set_kernels(g_ctx, k[j]);
+            cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
+            cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, kv, scale, 0, scr, false);
+            cuda_download(g_ctx, out[j], datt, bytes);
+        }
+        CHECK_MSG(memcmp(ha, hb, bytes) == 0, "decode auto with a%s cache: not the %s kernels' bits",
+                  cases[i].bf16 ? " bf16" : "n f32", cases[i].bf16 ? "tensor-core" : "f32");
+    }
+    cuda_attn_decode_set_kernels(g_ctx, g_tc ? CUDA_ATTN_DECODE_TC : CUDA_ATTN_DECODE_F32);
+    free(hq), free(ha), free(hb), free(pos), free(seq);
+    cuda_free(dq), cuda_free(datt), cuda_free(scr), cuda_free(dpos), cuda_free(dseq);
+    pool_free(&p);
+}
+
+static void test_decode_tc(void)
+{
+    static const uint32_t dep[] = {1, 15, 16, 17, 33, 1000, 4100};
+    const bool was = g_tc;
+    g_tc = true;
+    cuda_attn_decode_set_kernels(g_ctx, CUDA_ATTN_DECODE_TC);
+    test_decode();
+    check_decode((struct cuda_attn_dims){24, 2, 64}, 0, dep, 7);
+    check_decode((struct cuda_attn_dims){16, 1, 128}, 100, dep, 7);
+    g_bf16 = true;
+    check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep, 7);
+    check_decode((struct cuda_attn_dims){9, 3, 64}, 0, dep, 7);
+    check_decode((struct cuda_attn_dims){16, 1, 128}, 100, dep, 7);
+    check_decode((struct cuda_attn_dims){24, 2, 64}, 0, dep, 7);
+    g_bf16 = false;
+    g_tc = was;
+    cuda_attn_decode_set_kernels(g_ctx, was ? CUDA_ATTN_DECODE_TC : CUDA_ATTN_DECODE_F32);
+    check_auto((struct cuda_attn_dims){32, 8, 128}, dep, 7);
+    check_auto((struct cuda_attn_dims){9, 3, 64}, dep, 7);
+}
+
 /* ---- timing ------------------------------------------------------------- */
 
 
@@ -683,8 +761,8 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
     }
     qsort(ms, 21, sizeof *ms, kernel_time_cmp);
     const double us = ms[10] * 1e3, gbs = bytes / (us * 1e-6) / 1e9;
-    printf("| %u | %u | %s | %s | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode],
-           bf16 ? "bf16" : "f32", hsplit == CUDA_ATTN_HSPLIT_AUTO ? "auto" : hsplit ? "below" : "never", bytes / 1e6, us, gbs, 100.0 * gbs / BW_REF_GBS,
+    printf("| %u | %u | %s%s | %s | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode],
+           g_tc ? " tc" : "", bf16 ? "bf16" : "f32", hsplit == CUDA_ATTN_HSPLIT_AUTO ? "auto" : hsplit ? "below" : "never", bytes / 1e6, us, gbs, 100.0 * gbs / BW_REF_GBS,
            us * 32 / 1e3);
     cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
     cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_AUTO);
@@ -806,6 +884,10 @@ int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
+    /* the checks name their kernels: f32 unless MEMRA_ATTN_DECODE=tc (test_decode_tc runs them on the tensor
+     * cores, and checks the default's choice) */
+    g_tc = getenv("MEMRA_ATTN_DECODE") && strcmp(getenv("MEMRA_ATTN_DECODE"), "tc") == 0;
+    cuda_attn_decode_set_kernels(g_ctx, g_tc ? CUDA_ATTN_DECODE_TC : CUDA_ATTN_DECODE_F32);
     printf("L2 %zu MB\n", cuda_ctx_l2_bytes(g_ctx) >> 20);
     if (argc == 4 && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
@@ -826,6 +908,7 @@ int main(int argc, char **argv)
     RUN(test_decode);
     RUN(test_prefill);
     RUN(test_kv_bf16);
+    RUN(test_decode_tc);
     if (!quick) {
         printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 and bf16 KV), split-K %u x %u "
                "positions (graph of 64 launches incl. combine, median)\n\n"

@@ -98,6 +98,19 @@ void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
  * 2026-12-02). */
 #define CUDA_ATTN_HSPLIT_AUTO 0xFFFFFFFEu
 void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below);
+/* Which kernels run the decode launches of a shape with head_dim 64 or 128 and
+ * at most 16 query heads a kv head: the f32 kernels above, or the bf16 tensor
+ * cores (attn_decode_tc.cu: q, K, P and V split into bf16 high + low parts,
+ * ~2e-6 of the largest output off against f64 instead of ~1e-7). AUTO (the
+ * default) takes the tensor cores for a bf16 KV cache — faster there at every
+ * batch and depth measured — and the f32 kernels for an f32 cache, where the
+ * tensor cores lose at batches (bench/RESULTS.md nineteenth run). Both keep a
+ * row's bits independent of the batch; the two give different bits, so a
+ * model's launches all take one (its KV type is fixed; the context's choice
+ * is set before its first launch: MEMRA_ATTN_DECODE=auto|f32|tc at
+ * cuda_ctx_init). */
+enum cuda_attn_decode_kernels { CUDA_ATTN_DECODE_AUTO = 0, CUDA_ATTN_DECODE_F32, CUDA_ATTN_DECODE_TC };
+void cuda_attn_decode_set_kernels(struct cuda_ctx *ctx, enum cuda_attn_decode_kernels k);
 /* The position below which a decode launch of T rows takes one head a CTA
  * (0: this launch shape never does). */
 uint32_t cuda_attn_decode_hsplit_below(const struct cuda_ctx *ctx, struct cuda_attn_dims d, uint32_t T);

@@ -39,6 +39,10 @@
  *
  * Scores are kept in base 2: q is multiplied by scale·log2(e) on load and
  * exp2f replaces expf (same result within f32 rounding).
+ *
+ * attn_decode_tc.cu has the same kernels on the bf16 tensor cores (its own
+ * bits): launch_type sends every launch of a shape there when the context
+ * says so (attn.h: CUDA_ATTN_DECODE_TC, or AUTO with a bf16 KV cache).
  */
 #include "backend/cuda/attn_decode.cuh"
 
@@ -224,6 +228,9 @@ bool launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
                  const dec_out &o)
 {
     const uint32_t hd = d.head_dim, T = grid.z;
+    const bool tc = ctx->attn_kernels == CUDA_ATTN_DECODE_TC || (ctx->attn_kernels == CUDA_ATTN_DECODE_AUTO && BF);
+    if (tc && tc_supported(d)) /* every launch of the shape on the tensor cores (attn_decode_tc.cu) */
+        return launch_tc<BF>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o);
     if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
         const dim3 rgrid(grid.x, T);
         if (hd <= 64)
@@ -258,6 +265,11 @@ extern "C" uint32_t cuda_attn_decode_hsplit_below(const struct cuda_ctx *ctx, st
         hsplit = CH * (per > 1 ? per : 1);
     }
     return hsplit;
+}
+
+extern "C" void cuda_attn_decode_set_kernels(struct cuda_ctx *ctx, enum cuda_attn_decode_kernels k)
+{
+    ctx->attn_kernels = k;
 }
 
 extern "C" void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below)

@@ -370,6 +370,40 @@ template <int GM> struct dec_smem {
     float m[NW][GM], l[NW][GM];
 };
 
+/* The 4 warps' states in shared memory (sm.m[w][g], sm.l[w][g],
+ * sm.acc[w][g][col]) merged in warp order into one partial (m, l, acc[hd]) per
+ * query head g < ng, written at part_acc/part_ml index part0 + g·NS. Called by
+ * the whole CTA after the barrier that published the states; ends with a
+ * barrier. Every decode kernel's split ends here (dec_split_write and the
+ * tensor-core kernels), so the merge's operations are one piece of code. */
+template <class SM>
+static __device__ __forceinline__ void dec_merge_warps(const SM &sm, int ng, uint32_t hd,
+                                                       float *__restrict__ part_acc, float *__restrict__ part_ml,
+                                                       uint64_t part0)
+{
+    for (uint32_t i = threadIdx.x; i < (uint32_t)ng * hd; i += NW * 32) {
+        const uint32_t g = i / hd, col = i % hd;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < NW; w++)
+            M = fmaxf(M, sm.m[w][g]);
+        float L = 0.0f, A = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            const float a = weight_of(sm.m[w][g], M);
+            L = fmaf(sm.l[w][g], a, L);
+            A = fmaf(sm.acc[w][g][col], a, A);
+        }
+        const uint64_t pi = part0 + (uint64_t)g * NS;
+        part_acc[pi * hd + col] = A;
+        if (col == 0) {
+            part_ml[pi * 2] = M;
+            part_ml[pi * 2 + 1] = L;
+        }
+    }
+    __syncthreads();
+}
+
 /* A split's end: the position slots of each warp (lanes li + LPP·k), then the
  * 4 warps, merged in a fixed order into one partial (m, l, acc[hd]) per query
  * head, written at part_acc/part_ml index part0 + g·NS. Called by the whole
@@ -415,29 +449,7 @@ static __device__ __forceinline__ void dec_split_write(const dec_row &R, float (
         }
     }
     __syncthreads();
-    /* merge the warps, in warp order; one partial per query head */
-    const uint32_t hd = R.hd;
-    for (uint32_t i = threadIdx.x; i < (uint32_t)ng * hd; i += NW * 32) {
-        const uint32_t g = i / hd, col = i % hd;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < NW; w++)
-            M = fmaxf(M, sm.m[w][g]);
-        float L = 0.0f, A = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; w++) {
-            const float a = weight_of(sm.m[w][g], M);
-            L = fmaf(sm.l[w][g], a, L);
-            A = fmaf(sm.acc[w][g][col], a, A);
-        }
-        const uint64_t pi = part0 + (uint64_t)g * NS;
-        part_acc[pi * hd + col] = A;
-        if (col == 0) {
-            part_ml[pi * 2] = M;
-            part_ml[pi * 2 + 1] = L;
-        }
-    }
-    __syncthreads();
+    dec_merge_warps(sm, ng, R.hd, part_acc, part_ml, part0);
 }
 
 /* The CTA's geometry: kv head, query heads h0 .. h0 + ng − 1, the row's range.
@@ -544,6 +556,13 @@ template <int LPP, bool BF>
 void launch_rows(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,
                  const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
                  const dec_out &o);
+
+/* The tensor-core kernels' launch (attn_decode_tc.cu), for the shapes
+ * tc_supported accepts: true when the rows form ran (it merges its splits). */
+bool tc_supported(cuda_attn_dims d);
+template <bool BF>
+bool launch_tc(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
+               cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o);
 
 } // namespace attn_dec
 

@@ -37,47 +37,13 @@
 #include "backend/cuda/attn.h"
 #include "backend/cuda/attn_combine.cuh"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/mma_bf16.cuh"
 
 namespace {
 
 constexpr int BM = 64, BN = 64, NT = 128;
 constexpr int LOADS = 8; /* tile load: float4s of K and of V a thread has in flight */
 constexpr float LOG2E = 1.4426950408889634f;
-
-static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x = lo in the low half */
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-
-static __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* Four 8x8 b16 matrices from shared memory, transposed: lane l gives the
- * address of row l % 8 of matrix l / 8 (16-byte aligned); register i receives
- * matrix i's elements (row 2·(l % 4), 2·(l % 4) + 1; column l / 4). */
-static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __nv_bfloat16 *p)
-{
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a)
-                 : "memory"); /* reads what the CTA's plain stores wrote before __syncthreads */
-}
-
-/* bf16 high parts of (x, y) packed, and the bf16 rounding of what they miss. */
-static __device__ __forceinline__ void split_bf16(float x, float y, uint32_t &hi, uint32_t &lo)
-{
-    __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
-    const float2 f = __bfloat1622float2(h);
-    hi = *reinterpret_cast<uint32_t *>(&h);
-    lo = pack_bf16(x - f.x, y - f.y);
-}
 
 template <int HD, bool EXACT, bool GROUPED>
 __global__ void __launch_bounds__(NT)
@@ -286,10 +252,10 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
             for (int nt = 0; nt < HD / 8; nt += 2) {
                 uint32_t b[4];
-                ldmatrix_x4_trans(b, sV + mrow * KP + nt * 8 + mcol);
+                ldmatrix_x4_trans(b, (uint32_t)__cvta_generic_to_shared(sV + mrow * KP + nt * 8 + mcol));
                 if constexpr (EXACT) {
                     uint32_t bl[4];
-                    ldmatrix_x4_trans(bl, sV + TILE + mrow * KP + nt * 8 + mcol);
+                    ldmatrix_x4_trans(bl, (uint32_t)__cvta_generic_to_shared(sV + TILE + mrow * KP + nt * 8 + mcol));
                     mma_bf16(o[nt], al, b[0], b[1]);
                     mma_bf16(o[nt], ah, bl[0], bl[1]);
                     mma_bf16(o[nt + 1], al, b[2], b[3]);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/cuda/attn.h"
 #include "backend/cuda/cuda_ops.h"
 
 #define CUDA_CHECK(call)                                                                         \
@@ -78,6 +79,8 @@ struct cuda_ctx {
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */
     uint32_t attn_hsplit;    /* decode attention, launches of < 8 rows: rows at positions below this
                               * take one query head a CTA (0 = never; MEMRA_ATTN_HSPLIT) */
+    enum cuda_attn_decode_kernels attn_kernels; /* decode attention: f32 kernels or the bf16 tensor
+                              * cores (attn_decode_tc.cu; MEMRA_ATTN_DECODE, attn.h) */
 };
 
 /* ---- programmatic dependent launch (PDL) ---------------------------------

@@ -74,6 +74,20 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "MEMRA_ATTN_HSPLIT=%s: expected auto or a position (0: never)", hs);
         return NULL;
     }
+    /* decode attention on the tensor cores (attn_decode_tc.cu) or the f32 kernels */
+    const char *ad = getenv("MEMRA_ATTN_DECODE");
+    enum cuda_attn_decode_kernels attn_kernels = CUDA_ATTN_DECODE_AUTO;
+    if (ad && *ad) {
+        if (strcmp(ad, "tc") == 0)
+            attn_kernels = CUDA_ATTN_DECODE_TC;
+        else if (strcmp(ad, "f32") == 0)
+            attn_kernels = CUDA_ATTN_DECODE_F32;
+        else if (strcmp(ad, "auto") != 0) {
+            if (err && errlen)
+                snprintf(err, errlen, "MEMRA_ATTN_DECODE=%s: expected auto, f32 or tc", ad);
+            return NULL;
+        }
+    }
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         CUDA_FAIL("out of host memory");
@@ -81,6 +95,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->pdl = pdl;
     ctx->attn_rows_min = rows_min;
     ctx->attn_hsplit = hsplit;
+    ctx->attn_kernels = attn_kernels;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
     CUDA_CHECK(cudaSetDevice(device));

@@ -1,0 +1,513 @@
+/* backend/cuda/attn_decode_tc.cu — the decode attention on the bf16 tensor
+ * cores (attn.h: CUDA_ATTN_DECODE_TC; the default for a bf16 KV cache; head
+ * dims 64 and 128, up to 16 query heads a kv head): the flash-decoding of
+ * attn_decode.cu — the same grid, splits, chunks of 32 positions, 4 warps a
+ * CTA, partials (m, l, acc) merged by the same combine — with each chunk's
+ * dot products and weighted sums on mma.sync instead of f32 FMAs. The f32
+ * kernels issue ~7.6 instructions for each FMA they need (transposed
+ * butterflies, per-position updates; bench/RESULTS.md eighteenth run); here a
+ * warp's share of a chunk is a few hundred.
+ *
+ * A warp takes 8 positions of each chunk (its 8-row share of the ring, copied
+ * by the warp itself with cp.async, so only __syncwarp orders it):
+ *   S (16 heads × 8 positions) = Q · Kᵀ: mma m16n8k16 over head_dim, the CTA's
+ *     query heads in rows 0..ng−1 (the others zero), K from shared memory
+ *     (f32: float2 reads, split in registers; bf16: ldmatrix);
+ *   online softmax per head over the 8 positions (scores in base 2, as the
+ *     f32 kernels: q scaled by scale·log2(e) before it is split);
+ *   O (16 heads × head_dim) += P · V: mma m16n8k8, P straight from S's
+ *     accumulator registers (their layout is the k8 A operand's); V f32 by
+ *     scalar reads, bf16 by ldmatrix.trans.
+ * Numerics ("exact", as the prefill kernel's exact mode): q, K, P and V each
+ * split into bf16 high + low parts; S = (hi·hi sums) + (lo·hi + hi·lo sums),
+ * each kept in two accumulators by k-step parity (no chain of dependent mma
+ * longer than 8); O += lo·hi, hi·lo, hi·hi in that order; lo·lo (~2^-32
+ * relative) dropped: ≤ 4e-6 of the largest output off against f64
+ * (kernel_attn), against ~1e-7 for the f32 kernels. A bf16 KV cache has no
+ * low parts (its values are bf16): its hi·lo products are left out, which
+ * adds nothing (x + 0 = x), so a bf16 cache gives the bits of an f32 cache
+ * holding the same values, as in the f32 kernels. With ≤ 8 heads a kv head
+ * the accumulators' rows 8..15 (zero) are not kept (tc_mma16 / tc_mma8).
+ *
+ * Batch invariance: every decode launch of a model takes this path or none
+ * (attn_decode.cu: the choice is the context's and the KV type's, the shape
+ * the model's), and its two forms run one device function a chunk and one a
+ * split's end:
+ *   split form (launches of < attn_rows_min rows): one CTA a (kv head or,
+ *     for short rows, query head; split; row), partials to the scratch, the
+ *     combine kernel merges them;
+ *   rows form: one CTA a (kv head, row) runs the row's splits in turn, its
+ *     ring copying ahead across split boundaries, and merges them itself
+ *     (attn_out_head).
+ * A head's row of the mma depends only on its own q (an mma's output row is
+ * its A row times B), so one query head a CTA gives the bits of the group's
+ * CTA. kernel_attn runs every decode check in this mode too.
+ *
+ * Speed (H200, bench/RESULTS.md nineteenth run; µs a launch incl. combine,
+ * f32 kernels → this): bf16 KV one row at depth 4096 15.7 → 8.8, 64 rows at
+ * 640 117.6 → 94.9, 16 rows at 640 36.9 → 41.5; f32 KV 15.3 → 14.1, 121 →
+ * 140, 39.1 → 50.2 (splitting f32 K and V costs more than the FMAs it saves
+ * at batches, hence the default only for bf16).
+ *
+ * Shared memory: MEMRA_ATTN_TC_STAGES stages of the chunk's K and V rows,
+ * padded so the fragment reads are free of bank conflicts; a split's warp
+ * merge reuses the stage it has just computed (nothing is copied into it
+ * until the next pair is issued, after the merge's last barrier).
+ */
+#include "backend/cuda/attn_decode.cuh"
+#include "backend/cuda/mma_bf16.cuh"
+
+namespace attn_dec {
+
+namespace {
+
+/* Ring stages of the split form and of the rows form (compile-time defines
+ * for measurements; bench/RESULTS.md nineteenth run). */
+#ifndef MEMRA_ATTN_TC_STAGES
+#define MEMRA_ATTN_TC_STAGES 3
+#endif
+#ifndef MEMRA_ATTN_TC_ROWS_STAGES
+#define MEMRA_ATTN_TC_ROWS_STAGES 3
+#endif
+
+/* One warp's share of a ring stage: its PW (8) positions' K rows, then their
+ * V rows. Row strides (bytes): f32 K head_dim + 8 floats (the float2 reads
+ * of 16 lanes — rows g = 0..3, columns 2c — hit 32 different banks), f32 V
+ * head_dim + 4 (the scalar reads of rows 2c, 2c + 1 at column g: 8c + g);
+ * bf16 head_dim/2 + 4 words for both (ldmatrix rows: 8 rows of 16 bytes in
+ * different banks). */
+template <int HD, bool BF> struct tc_ring {
+    static constexpr int ES = BF ? 2 : 4;                       /* bytes an element */
+    static constexpr int KS = BF ? HD * 2 + 16 : HD * 4 + 32;   /* a K row */
+    static constexpr int VS = BF ? HD * 2 + 16 : HD * 4 + 16;   /* a V row */
+    static constexpr int WARP = PW * (KS + VS);                 /* a warp's share */
+    static constexpr int STAGE = NW * WARP;
+    static constexpr int PR = HD * ES / 16;                     /* 16-byte pieces a row */
+    static constexpr int PER = PW * PR / 32;                    /* pieces of K (and of V) a lane copies */
+    static_assert(PW * PR % 32 == 0 && KS % 16 == 0 && VS % 16 == 0, "tc ring shape");
+};
+
+/* The warp merge's states (dec_merge_warps), laid over a ring stage where
+ * they fit (EXTRA = 0), else in EXTRA bytes after the ring (bf16 keys with
+ * more than 8 heads a kv head). */
+template <int GMX, int HD> struct tc_merge {
+    float acc[NW][GMX][HD];
+    float m[NW][GMX], l[NW][GMX];
+};
+template <int HD, bool BF, int MR, bool ROWS> struct tc_smem {
+    static constexpr int STG = ROWS ? MEMRA_ATTN_TC_ROWS_STAGES : MEMRA_ATTN_TC_STAGES;
+    static constexpr int RING = STG * tc_ring<HD, BF>::STAGE;
+    static constexpr int MERGE = (int)sizeof(tc_merge<8 * MR, HD>);
+    static constexpr int EXTRA = MERGE <= tc_ring<HD, BF>::STAGE ? 0 : MERGE;
+    static constexpr int BYTES = RING + EXTRA;
+};
+
+/* Copies of this warp's 8 positions of chunk cc into its share at wbase
+ * (shared address), zero-filled where a position is outside [p0, p]: a lane
+ * takes 16-byte pieces lane, lane + 32, ... of the K rows and the same of the
+ * V rows (a row's pieces over consecutive lanes: whole sectors). */
+template <int HD, bool BF>
+static __device__ __forceinline__ void tc_issue(const dec_row &R, uint32_t cc, uint32_t wbase)
+{
+    using RG = tc_ring<HD, BF>;
+    const uint32_t lane = threadIdx.x & 31;
+#pragma unroll
+    for (int r = 0; r < RG::PER; r++) {
+        const uint32_t i = lane + 32 * r, p = i / RG::PR, piece = i % RG::PR;
+        const uint32_t pos = cc * CH + R.warp * PW + p;
+        const bool live = dec_visible(R, pos);
+        const uint64_t row = live ? dec_kv_row(R, pos) : 0;
+        const uint64_t off = (row * R.kv_dim + R.hoff) * RG::ES + piece * 16;
+        const uint32_t n = live ? 16 : 0;
+        cp_async16_zfill(wbase + p * RG::KS + piece * 16, R.kb + off, n);
+        cp_async16_zfill(wbase + PW * RG::KS + p * RG::VS + piece * 16, R.vb + off, n);
+    }
+}
+
+/* q's A fragments (m16n8k16, 16 heads × 16 dims a k-step), split hi + lo:
+ * x[kk][2r + half] = head g + 8r, dims 16kk + 8·half + 2c, + 1 (lane: g = l/4,
+ * c = l%4); MR = 1 keeps rows 0..7 only (the others are zero). */
+template <int HD, int MR>
+static __device__ __forceinline__ void tc_load_q(const float *__restrict__ q, uint64_t qoff, int ng, float scale2,
+                                                 uint32_t (&qh)[HD / 16][2 * MR], uint32_t (&ql)[HD / 16][2 * MR])
+{
+    const uint32_t lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+#pragma unroll
+    for (int r = 0; r < MR; r++) {
+        const uint32_t h = g + 8 * r;
+        const float *qp = q + qoff + (uint64_t)h * HD;
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++)
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const uint32_t col = 16 * kk + 8 * half + 2 * c;
+                const float x = h < (uint32_t)ng ? qp[col] * scale2 : 0.0f;
+                const float y = h < (uint32_t)ng ? qp[col + 1] * scale2 : 0.0f;
+                split_bf16(x, y, qh[kk][2 * r + half], ql[kk][2 * r + half]);
+            }
+    }
+}
+
+/* The m16n8k16 A operand of k-step registers x (rows 8..15 zero when MR = 1). */
+template <int MR>
+static __device__ __forceinline__ void tc_a(const uint32_t (&x)[2 * MR], uint32_t (&a)[4])
+{
+    a[0] = x[0];
+    a[1] = MR == 2 ? x[2 % (2 * MR)] : 0u;
+    a[2] = x[1];
+    a[3] = MR == 2 ? x[3 % (2 * MR)] : 0u;
+}
+
+/* c += a·b on the accumulator rows a CTA uses: MR = 2 all four (rows g and
+ * g + 8), MR = 1 rows 0..7 only — a's rows 8..15 are zero there, so the
+ * products' rows 8..15 start at 0 and are dropped, which frees the registers
+ * of half of every accumulator tile (the same values in rows 0..7). */
+template <int MR>
+static __device__ __forceinline__ void tc_mma16(float (&c)[2 * MR], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    if constexpr (MR == 2) {
+        mma_bf16(c, a, b0, b1);
+    } else {
+        float d2, d3;
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%10,%10};"
+                     : "+f"(c[0]), "+f"(c[1]), "=f"(d2), "=f"(d3)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+    }
+}
+template <int MR>
+static __device__ __forceinline__ void tc_mma8(float (&c)[2 * MR], uint32_t a0, uint32_t a1, uint32_t b)
+{
+    if constexpr (MR == 2) {
+        mma_bf16_k8(c, a0, a1, b);
+    } else {
+        float d2, d3;
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+                     "{%0,%1,%7,%7};"
+                     : "+f"(c[0]), "+f"(c[1]), "=f"(d2), "=f"(d3)
+                     : "r"(a0), "r"(a1), "r"(b), "f"(0.0f));
+    }
+}
+
+/* This warp's 8 positions of chunk cc (its share at wbase / wp: shared
+ * address and generic pointer) into the online-softmax states of the CTA's
+ * heads: o[j] the accumulator tile of dims 8j .. 8j + 7 (o[j][0..1]: head g,
+ * dims 8j + 2c, + 1; o[j][2..3], when MR = 2: head g + 8), m[r] the running maximum of head
+ * g + 8r (the same in the 4 lanes of a row), l[r] this lane's share of its
+ * sum (its 2 positions a chunk; the 4 lanes' shares are added at the end). */
+template <int HD, bool BF, int MR>
+static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc, uint32_t wbase, const char *wp,
+                                                  const uint32_t (&qh)[HD / 16][2 * MR],
+                                                  const uint32_t (&ql)[HD / 16][2 * MR], float (&o)[HD / 8][2 * MR],
+                                                  float (&m)[MR], float (&l)[MR])
+{
+    using RG = tc_ring<HD, BF>;
+    const uint32_t lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    /* S in four accumulators — hi·hi products (sb) and the lo·hi + hi·lo ones
+     * (ss), each by k-step parity — so that no chain of dependent mma is
+     * longer than 8; s = (sb0 + sb1) + (ss0 + ss1): s[0..1] head g,
+     * positions 2c, 2c + 1; s[2..3] (MR = 2) head g + 8 */
+    float sb[2][2 * MR] = {}, ss[2][2 * MR] = {};
+    if constexpr (BF) {
+        /* K rows as B fragments by ldmatrix: matrix i = (k-step kk + i/2, dims + 8·(i%2)) */
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk += 2) {
+            uint32_t b[4], a[4];
+            ldmatrix_x4(b, wbase + (lane & 7) * RG::KS + (16 * kk + 8 * (lane >> 3)) * 2);
+            tc_a<MR>(ql[kk], a);
+            tc_mma16<MR>(ss[0], a, b[0], b[1]);
+            tc_a<MR>(qh[kk], a);
+            tc_mma16<MR>(sb[0], a, b[0], b[1]);
+            tc_a<MR>(ql[kk + 1], a);
+            tc_mma16<MR>(ss[1], a, b[2], b[3]);
+            tc_a<MR>(qh[kk + 1], a);
+            tc_mma16<MR>(sb[1], a, b[2], b[3]);
+        }
+    } else {
+        const float *kr = reinterpret_cast<const float *>(wp + g * RG::KS);
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++) {
+            const float2 k0 = *reinterpret_cast<const float2 *>(kr + 16 * kk + 2 * c);
+            const float2 k1 = *reinterpret_cast<const float2 *>(kr + 16 * kk + 8 + 2 * c);
+            uint32_t h0, l0, h1, l1, a[4];
+            split_bf16(k0.x, k0.y, h0, l0);
+            split_bf16(k1.x, k1.y, h1, l1);
+            tc_a<MR>(ql[kk], a);
+            tc_mma16<MR>(ss[kk & 1], a, h0, h1);
+            tc_a<MR>(qh[kk], a);
+            tc_mma16<MR>(ss[kk & 1], a, l0, l1);
+            tc_mma16<MR>(sb[kk & 1], a, h0, h1);
+        }
+    }
+    float s[2 * MR];
+#pragma unroll
+    for (int i = 0; i < 2 * MR; i++)
+        s[i] = (sb[0][i] + sb[1][i]) + (ss[0][i] + ss[1][i]);
+    /* online softmax over the warp's 8 positions, a head a row */
+    const uint32_t pos0 = cc * CH + R.warp * PW + 2 * c;
+    const bool v0 = dec_visible(R, pos0), v1 = dec_visible(R, pos0 + 1);
+    uint32_t ph[2] = {0u, 0u}, pl[2] = {0u, 0u};
+#pragma unroll
+    for (int r = 0; r < MR; r++) {
+        const float x0 = v0 ? s[2 * r] : -INFINITY, x1 = v1 ? s[2 * r + 1] : -INFINITY;
+        float mx = fmaxf(x0, x1);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mn = fmaxf(m[r], mx), base = mn == -INFINITY ? 0.0f : mn;
+        const float corr = exp2f(m[r] - base), p0 = exp2f(x0 - base), p1 = exp2f(x1 - base);
+        l[r] = fmaf(l[r], corr, p0 + p1);
+        m[r] = mn;
+#pragma unroll
+        for (int j = 0; j < HD / 8; j++) {
+            o[j][2 * r] *= corr;
+            o[j][2 * r + 1] *= corr;
+        }
+        split_bf16(p0, p1, ph[r], pl[r]);
+    }
+    /* O += P · V, P as the k8 A operand (rows g, g + 8; positions 2c, 2c + 1) */
+    if constexpr (BF) {
+#pragma unroll
+        for (int j0 = 0; j0 < HD / 8; j0 += 4) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, wbase + PW * RG::KS + (lane & 7) * RG::VS + (8 * (j0 + (lane >> 3))) * 2);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                tc_mma8<MR>(o[j0 + i], pl[0], pl[1], b[i]);
+                tc_mma8<MR>(o[j0 + i], ph[0], ph[1], b[i]);
+            }
+        }
+    } else {
+        const float *v0r = reinterpret_cast<const float *>(wp + PW * RG::KS + 2 * c * RG::VS);
+        const float *v1r = reinterpret_cast<const float *>(wp + PW * RG::KS + (2 * c + 1) * RG::VS);
+#pragma unroll
+        for (int j = 0; j < HD / 8; j++) {
+            uint32_t bh, bl;
+            split_bf16(v0r[8 * j + g], v1r[8 * j + g], bh, bl);
+            tc_mma8<MR>(o[j], pl[0], pl[1], bh);
+            tc_mma8<MR>(o[j], ph[0], ph[1], bl);
+            tc_mma8<MR>(o[j], ph[0], ph[1], bh);
+        }
+    }
+}
+
+template <int HD, int MR>
+static __device__ __forceinline__ void tc_state_init(float (&o)[HD / 8][2 * MR], float (&m)[MR], float (&l)[MR])
+{
+#pragma unroll
+    for (int j = 0; j < HD / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 2 * MR; e++)
+            o[j][e] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < MR; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+}
+
+/* A split's end: each warp's states into the merge area laid over the stage
+ * at mp (after a barrier: every warp is done reading it), then
+ * dec_merge_warps writes the partials of heads h0 .. h0 + ng − 1 at part0 +
+ * g·NS. Whole CTA; ends with a barrier. */
+template <int HD, int MR>
+static __device__ __forceinline__ void tc_split_write(const dec_row &R, float (&o)[HD / 8][2 * MR], float (&m)[MR],
+                                                      float (&l)[MR], int ng, char *mp, float *__restrict__ part_acc,
+                                                      float *__restrict__ part_ml, uint64_t part0)
+{
+    using SM = tc_merge<8 * MR, HD>;
+    SM &sm = *reinterpret_cast<SM *>(mp);
+    const uint32_t lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < MR; r++) {
+        float L = l[r];
+        L += __shfl_xor_sync(0xffffffffu, L, 1);
+        L += __shfl_xor_sync(0xffffffffu, L, 2);
+        const uint32_t h = g + 8 * r;
+        if (h < (uint32_t)ng) {
+#pragma unroll
+            for (int j = 0; j < HD / 8; j++)
+                *reinterpret_cast<float2 *>(&sm.acc[R.warp][h][8 * j + 2 * c]) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+            if (c == 0) {
+                sm.m[R.warp][h] = m[r];
+                sm.l[R.warp][h] = L;
+            }
+        }
+    }
+    __syncthreads();
+    dec_merge_warps(sm, ng, HD, part_acc, part_ml, part0);
+}
+
+/* Both forms (ROWS: one CTA a (kv head, row), grid (n_kv_heads, T); else one
+ * a (kv head or query head, split, row), grid (·, NS, T)). The (split, chunk)
+ * pairs are computed in order — a split's chunks ascending, splits ascending
+ * in the rows form — through a ring of STG stages that copies STG − 1
+ * pairs ahead; with kv.settled the first copies go before
+ * the PDL wait, except the chunk holding p (this step's RoPE kernel writes
+ * it). */
+/* Blocks an SM the compiler plans registers for: f32 keys 2 (their ring's
+ * shared memory allows no more); bf16 keys 1 — asking for 3 or 4 made it
+ * spill (8-264 bytes a thread) and lost at one row of depth 4096 (10.4 and
+ * 16.4 µs against 8.8) and at 64 rows of depth 640 (107 and 110 against
+ * 95), though 3 won at 8-16 rows (17.5 against 19.5 µs at 8 × 512; H200,
+ * bench/RESULTS.md nineteenth run). */
+template <int HD, bool BF, int MR, bool ROWS>
+__global__ void __launch_bounds__(NW * 32, BF ? 1 : 2)
+    kernel_attn_decode_tc(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
+                          const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
+                          uint32_t window, dec_out o, uint32_t hsplit)
+{
+    pdl_trigger();
+    using RG = tc_ring<HD, BF>;
+    using SMEM = tc_smem<HD, BF, MR, ROWS>;
+    constexpr int STG = SMEM::STG;
+    extern __shared__ __align__(16) char tc_ring_mem[];
+    uint32_t h0;
+    int ng;
+    const uint32_t t = ROWS ? blockIdx.y : blockIdx.z;
+    const dec_row R = dec_row_of<8 * MR>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, 32, ROWS ? 0 : hsplit, h0, ng);
+    if (ng == 0) /* hsplit: a deep row's heads are in their group's first CTA */
+        return;
+    const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + (ROWS ? 0 : blockIdx.y);
+    const uint32_t cmin = R.p0 / CH, clast = R.p / CH;
+    /* the pair after (s, c): the split's next chunk, else (rows form) the next non-empty split's first */
+    auto next_pair = [&](uint32_t &s, uint32_t &c) -> bool {
+        if (c + NS <= clast) {
+            c += NS;
+            return true;
+        }
+        if constexpr (ROWS) {
+            for (s++; s < NS; s++) {
+                c = dec_first_chunk(s, cmin);
+                if (c <= clast)
+                    return true;
+            }
+        }
+        return false;
+    };
+    uint32_t s = ROWS ? 0 : blockIdx.y, c = dec_first_chunk(s, cmin);
+    if constexpr (ROWS)
+        while (c > clast) /* chunk clast's split is never empty */
+            c = dec_first_chunk(++s, cmin);
+    const uint32_t ring = (uint32_t)__cvta_generic_to_shared(tc_ring_mem) + R.warp * RG::WARP;
+    char *const ringp = tc_ring_mem + R.warp * RG::WARP;
+    uint32_t is = s, ic = c; /* the next pair to copy */
+    bool imore = c <= clast;
+    int issued = 0;
+    if (kv.settled)
+        for (; issued < STG - 1 && imore && ic < clast; issued++) {
+            tc_issue<HD, BF>(R, ic, ring + issued * RG::STAGE);
+            cp_async_commit();
+            imore = next_pair(is, ic);
+        }
+    pdl_wait();
+    if constexpr (ROWS) {
+        for (uint32_t i = threadIdx.x; i < NS * (uint32_t)ng; i += NW * 32) { /* empty splits: the partial the combine skips */
+            const uint32_t g = i / NS, e = i % NS;
+            if (dec_first_chunk(e, cmin) > clast) {
+                o.pm[(part0 + g * NS + e) * 2] = -INFINITY;
+                o.pm[(part0 + g * NS + e) * 2 + 1] = 0.0f;
+            }
+        }
+    } else if (c > clast) {
+        if (threadIdx.x < (uint32_t)ng) {
+            o.pm[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
+            o.pm[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
+        }
+        return;
+    }
+    uint32_t qh[HD / 16][2 * MR], ql[HD / 16][2 * MR];
+    tc_load_q<HD, MR>(q, (uint64_t)t * d.n_heads * HD + (uint64_t)h0 * HD, ng, scale2, qh, ql);
+    float acc[HD / 8][2 * MR], m[MR], l[MR];
+    tc_state_init<HD, MR>(acc, m, l);
+    for (; issued < STG - 1; issued++) {
+        if (imore) {
+            tc_issue<HD, BF>(R, ic, ring + issued * RG::STAGE);
+            imore = next_pair(is, ic);
+        }
+        cp_async_commit(); /* empty groups keep the count */
+    }
+    for (uint32_t i = 0;; i++) {
+        if (imore) { /* into the stage read at step i − 1 (its reads and merge are done: __syncwarp / barrier) */
+            tc_issue<HD, BF>(R, ic, ring + ((i + STG - 1) % STG) * RG::STAGE);
+            imore = next_pair(is, ic);
+        }
+        cp_async_commit();
+        cp_async_wait<STG - 1>(); /* pair i's copies (this lane's) have landed */
+        __syncwarp();             /* and every lane's of the warp */
+        const uint32_t st = (i % STG) * RG::STAGE;
+        tc_compute<HD, BF, MR>(R, c, ring + st, ringp + st, qh, ql, acc, m, l);
+        __syncwarp();
+        uint32_t s1 = s, c1 = c;
+        const bool more = next_pair(s1, c1);
+        if (!more || s1 != s) {
+            char *const mp = SMEM::EXTRA ? tc_ring_mem + SMEM::RING : tc_ring_mem + st;
+            tc_split_write<HD, MR>(R, acc, m, l, ng, mp, o.pa, o.pm, part0 + (ROWS ? s : 0));
+            tc_state_init<HD, MR>(acc, m, l);
+        }
+        if (!more)
+            break;
+        s = s1, c = c1;
+    }
+    if constexpr (ROWS) /* the partials of this CTA's heads (written above, read back through L2) */
+        for (int g = 0; g < ng; g++)
+            attn_out_head(o, part0 + (uint64_t)g * NS, HD, t, h0 + g);
+}
+
+template <int HD, bool BF, int MR, bool ROWS>
+void launch_tc_one(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
+                   cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
+{
+    constexpr int bytes = tc_smem<HD, BF, MR, ROWS>::BYTES;
+    static uint32_t opted; /* devices the attribute is set on */
+    if (cuda_first_on_device(opted, ctx->device))
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_decode_tc<HD, BF, MR, ROWS>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    cuda_launch(ctx, kernel_attn_decode_tc<HD, BF, MR, ROWS>, grid, NW * 32, bytes, q, tok_pos, tok_table, d, kv,
+                scale2, window, o, hsplit);
+}
+
+template <int HD, bool BF, int MR>
+bool launch_tc_mr(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
+                  cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o)
+{
+    const uint32_t T = grid.z;
+    if (ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
+        launch_tc_one<HD, BF, MR, true>(ctx, dim3(d.n_kv_heads, T), q, tok_pos, tok_table, d, kv, scale2, window, o,
+                                        0);
+        return true;
+    }
+    uint32_t hsplit = cuda_attn_decode_hsplit_below(ctx, d, T);
+    if (kv.pos_min >= hsplit) /* every row is deep: the kv-head grid */
+        hsplit = 0;
+    const dim3 sgrid(hsplit ? d.n_heads : d.n_kv_heads, NS, T);
+    launch_tc_one<HD, BF, MR, false>(ctx, sgrid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
+    return false;
+}
+
+} // namespace
+
+bool tc_supported(cuda_attn_dims d)
+{
+    const uint32_t G = d.n_kv_heads ? d.n_heads / d.n_kv_heads : 0;
+    return (d.head_dim == 64 || d.head_dim == 128) && G >= 1 && G <= 16;
+}
+
+template <bool BF>
+bool launch_tc(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
+               cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o)
+{
+    const bool mr2 = d.n_heads / d.n_kv_heads > 8;
+    if (d.head_dim == 64)
+        return mr2 ? launch_tc_mr<64, BF, 2>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o)
+                   : launch_tc_mr<64, BF, 1>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o);
+    return mr2 ? launch_tc_mr<128, BF, 2>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o)
+               : launch_tc_mr<128, BF, 1>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o);
+}
+
+template bool launch_tc<false>(const cuda_ctx *, dim3, const float *, const uint32_t *, const uint32_t *,
+                               cuda_attn_dims, cuda_attn_kv, float, uint32_t, const dec_out &);
+template bool launch_tc<true>(const cuda_ctx *, dim3, const float *, const uint32_t *, const uint32_t *,
+                              cuda_attn_dims, cuda_attn_kv, float, uint32_t, const dec_out &);
+
+} // namespace attn_dec

@@ -366,7 +366,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
             CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
                       "decode hd %u: a bf16 cache (%s) differs from the f32 cache of its values", hd,
                       rows_min ? "one CTA a row" : "split CTAs");
-            cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
+            cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_AUTO);
         }
     /* settled KV (the decode step's promise): the first chunk's loads go ahead of the PDL wait, same bits */
     {
@@ -415,7 +415,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
             if (cuda_attn_decode_prep_supported(d))
                 check_prep(dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, hatt, modes[i].what);
         }
-        cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
+        cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_AUTO);
     }
     /* short rows one query head a CTA: never, below 100 (mixed), always, auto: same bits. The head split
      * applies to launches of < 8 rows only, so the first min(n, 7) rows run as their own launch (a row's
@@ -764,7 +764,7 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
     printf("| %u | %u | %s%s | %s | %s | %.1f | %.2f | %.0f | %.0f %% | %.2f |\n", depth, batch, k_modes[mode],
            g_tc ? " tc" : "", bf16 ? "bf16" : "f32", hsplit == CUDA_ATTN_HSPLIT_AUTO ? "auto" : hsplit ? "below" : "never", bytes / 1e6, us, gbs, 100.0 * gbs / BW_REF_GBS,
            us * 32 / 1e3);
-    cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
+    cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_AUTO);
     cuda_attn_decode_set_hsplit(g_ctx, CUDA_ATTN_HSPLIT_AUTO);
     cuda_timer_free(tm);
     cuda_graph_free(gr);

@@ -81,6 +81,12 @@ size_t cuda_attn_decode_scratch_floats(uint32_t T, struct cuda_attn_dims d);
  * value comes from MEMRA_ATTN_ROWS at cuda_ctx_init, default below; tests and
  * benchmarks set it to compare the two. */
 #define CUDA_ATTN_ROWS_MIN_DEFAULT 64u
+/* rows_min's default (MEMRA_ATTN_ROWS=auto): CUDA_ATTN_ROWS_MIN_DEFAULT rows
+ * for the f32 kernels, CUDA_ATTN_TC_ROWS_MIN for the tensor-core ones (their
+ * rows form is ahead from 32 rows: 47.8 against 67.7 µs at 32 rows of depth
+ * 640 with bf16 keys, H200, bench/RESULTS.md nineteenth run). */
+#define CUDA_ATTN_ROWS_AUTO 0xFFFFFFFFu
+#define CUDA_ATTN_TC_ROWS_MIN 32u
 void cuda_attn_decode_set_rows(struct cuda_ctx *ctx, uint32_t rows_min);
 /* Launches of < 8 rows (the split kernel with prefetch) run one CTA a query
  * head instead of one a kv head's group of query heads; a row at a position

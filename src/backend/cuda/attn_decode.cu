@@ -231,7 +231,8 @@ bool launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
     const bool tc = ctx->attn_kernels == CUDA_ATTN_DECODE_TC || (ctx->attn_kernels == CUDA_ATTN_DECODE_AUTO && BF);
     if (tc && tc_supported(d)) /* every launch of the shape on the tensor cores (attn_decode_tc.cu) */
         return launch_tc<BF>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o);
-    if (hd % 4 == 0 && hd <= 128 && ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
+    const uint32_t rows_min = ctx->attn_rows_min == CUDA_ATTN_ROWS_AUTO ? CUDA_ATTN_ROWS_MIN_DEFAULT : ctx->attn_rows_min;
+    if (hd % 4 == 0 && hd <= 128 && rows_min > 0 && T >= rows_min) {
         const dim3 rgrid(grid.x, T);
         if (hd <= 64)
             launch_rows<16, BF>(ctx, rgrid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);

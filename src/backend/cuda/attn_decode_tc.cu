@@ -345,14 +345,15 @@ static __device__ __forceinline__ void tc_split_write(const dec_row &R, float (&
  * pairs ahead; with kv.settled the first copies go before
  * the PDL wait, except the chunk holding p (this step's RoPE kernel writes
  * it). */
-/* Blocks an SM the compiler plans registers for: f32 keys 2 (their ring's
- * shared memory allows no more); bf16 keys 1 — asking for 3 or 4 made it
- * spill (8-264 bytes a thread) and lost at one row of depth 4096 (10.4 and
- * 16.4 µs against 8.8) and at 64 rows of depth 640 (107 and 110 against
- * 95), though 3 won at 8-16 rows (17.5 against 19.5 µs at 8 × 512; H200,
- * bench/RESULTS.md nineteenth run). */
-template <int HD, bool BF, int MR, bool ROWS>
-__global__ void __launch_bounds__(NW * 32, BF ? 1 : 2)
+/* MINB: blocks an SM the compiler plans registers for (the same code, so
+ * the same bits, whichever): f32 keys 2 (their ring's shared memory allows no
+ * more); bf16 keys 1, or 3 for split launches of ≥ 8 rows — asking for 3 or
+ * 4 makes it spill (8-264 bytes a thread): at one row of depth 4096 10.4 and
+ * 16.4 µs against 8.8, at 64 rows of depth 640 (the rows form) 107 and 110
+ * against 95, but at 8 rows of depth 512 17.5 (3) against 19.5 and at 16 of
+ * 640 35.1 against 41.5 (H200, bench/RESULTS.md nineteenth run). */
+template <int HD, bool BF, int MR, bool ROWS, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB)
     kernel_attn_decode_tc(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                           const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                           uint32_t window, dec_out o, uint32_t hsplit)
@@ -454,17 +455,17 @@ __global__ void __launch_bounds__(NW * 32, BF ? 1 : 2)
             attn_out_head(o, part0 + (uint64_t)g * NS, HD, t, h0 + g);
 }
 
-template <int HD, bool BF, int MR, bool ROWS>
+template <int HD, bool BF, int MR, bool ROWS, int MINB = BF ? 1 : 2>
 void launch_tc_one(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                    cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
 {
     constexpr int bytes = tc_smem<HD, BF, MR, ROWS>::BYTES;
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_decode_tc<HD, BF, MR, ROWS>,
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    cuda_launch(ctx, kernel_attn_decode_tc<HD, BF, MR, ROWS>, grid, NW * 32, bytes, q, tok_pos, tok_table, d, kv,
-                scale2, window, o, hsplit);
+    cuda_launch(ctx, kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB>, grid, NW * 32, bytes, q, tok_pos, tok_table, d,
+                kv, scale2, window, o, hsplit);
 }
 
 template <int HD, bool BF, int MR>
@@ -472,7 +473,8 @@ bool launch_tc_mr(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t
                   cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o)
 {
     const uint32_t T = grid.z;
-    if (ctx->attn_rows_min > 0 && T >= ctx->attn_rows_min) {
+    const uint32_t rows_min = ctx->attn_rows_min == CUDA_ATTN_ROWS_AUTO ? CUDA_ATTN_TC_ROWS_MIN : ctx->attn_rows_min;
+    if (rows_min > 0 && T >= rows_min) {
         launch_tc_one<HD, BF, MR, true>(ctx, dim3(d.n_kv_heads, T), q, tok_pos, tok_table, d, kv, scale2, window, o,
                                         0);
         return true;
@@ -481,6 +483,11 @@ bool launch_tc_mr(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t
     if (kv.pos_min >= hsplit) /* every row is deep: the kv-head grid */
         hsplit = 0;
     const dim3 sgrid(hsplit ? d.n_heads : d.n_kv_heads, NS, T);
+    if constexpr (BF)
+        if (T >= 8) { /* register room for 3 blocks an SM: MINB above */
+            launch_tc_one<HD, BF, MR, false, 3>(ctx, sgrid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
+            return false;
+        }
     launch_tc_one<HD, BF, MR, false>(ctx, sgrid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
     return false;
 }

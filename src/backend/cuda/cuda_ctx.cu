@@ -59,10 +59,10 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     }
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
-    uint32_t rows_min = CUDA_ATTN_ROWS_MIN_DEFAULT;
-    if (rows && *rows && checked_parse_u32(rows, 0, 65535, &rows_min) != 0) {
+    uint32_t rows_min = CUDA_ATTN_ROWS_AUTO;
+    if (rows && *rows && strcmp(rows, "auto") != 0 && checked_parse_u32(rows, 0, 65535, &rows_min) != 0) {
         if (err && errlen)
-            snprintf(err, errlen, "MEMRA_ATTN_ROWS=%s: expected 0 (never) .. 65535 rows", rows);
+            snprintf(err, errlen, "MEMRA_ATTN_ROWS=%s: expected auto or 0 (never) .. 65535 rows", rows);
         return NULL;
     }
     /* decode attention: short rows one query head a CTA below this position (attn_decode.cu) */

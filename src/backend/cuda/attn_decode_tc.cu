@@ -61,8 +61,9 @@ namespace attn_dec {
 
 namespace {
 
-/* Ring stages of the split form and of the rows form (compile-time defines
- * for measurements; bench/RESULTS.md nineteenth run). */
+/* Ring stages of the split form and of the rows form: 3 (two chunks in
+ * flight while one is computed, as the f32 kernels' staged ring); compile-time
+ * defines so that other depths can be measured (none has been yet). */
 #ifndef MEMRA_ATTN_TC_STAGES
 #define MEMRA_ATTN_TC_STAGES 3
 #endif

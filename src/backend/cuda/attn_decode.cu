@@ -98,10 +98,7 @@ __global__ void __launch_bounds__(NW * 32)
     }
     pdl_wait();
     if (c > clast) {
-        if (threadIdx.x < (uint32_t)ng) {
-            part_ml[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
-            part_ml[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
-        }
+        dec_empty_partials<false>(part_ml, part0, ng, R.p0 / CH, clast);
         return;
     }
 
@@ -207,9 +204,7 @@ void launch_shape(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const 
                   const dec_out &o)
 {
     if (grid.z < 8) { /* few rows: latency-bound, prefetch the next chunk; short rows one head a CTA */
-        uint32_t hsplit = cuda_attn_decode_hsplit_below(ctx, d, grid.z);
-        if (kv.pos_min >= hsplit) /* every row is deep: the groups' grid */
-            hsplit = 0;
+        const uint32_t hsplit = dec_launch_hsplit(ctx, d, grid.z, kv);
         if (hsplit)
             grid.x = d.n_heads; /* one CTA a query head (dec_row_of) */
         launch_pf<VEC, NJ, LPP, true, BF>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
@@ -231,7 +226,7 @@ bool launch_type(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const u
     const bool tc = ctx->attn_kernels == CUDA_ATTN_DECODE_TC || (ctx->attn_kernels == CUDA_ATTN_DECODE_AUTO && BF);
     if (tc && tc_supported(d)) /* every launch of the shape on the tensor cores (attn_decode_tc.cu) */
         return launch_tc<BF>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o);
-    const uint32_t rows_min = ctx->attn_rows_min == CUDA_ATTN_ROWS_AUTO ? CUDA_ATTN_ROWS_MIN_DEFAULT : ctx->attn_rows_min;
+    const uint32_t rows_min = dec_rows_min(ctx, CUDA_ATTN_ROWS_MIN_DEFAULT);
     if (hd % 4 == 0 && hd <= 128 && rows_min > 0 && T >= rows_min) {
         const dim3 rgrid(grid.x, T);
         if (hd <= 64)

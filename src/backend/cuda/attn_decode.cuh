@@ -499,6 +499,58 @@ static __device__ __forceinline__ uint32_t dec_first_chunk(uint32_t s, uint32_t 
     return cmin > s ? s + (cmin - s + NS - 1) / NS * NS : s;
 }
 
+/* The (split, chunk) pair computed after (s, c) for a row whose chunks run
+ * cmin .. clast: the split's next chunk, else (ROWS: a CTA that runs all the
+ * row's splits in turn) the next non-empty split's first. False after the
+ * last. */
+template <bool ROWS>
+static __device__ __forceinline__ bool dec_next_pair(uint32_t &s, uint32_t &c, uint32_t cmin, uint32_t clast)
+{
+    if (c + NS <= clast) {
+        c += NS;
+        return true;
+    }
+    if constexpr (ROWS) {
+        for (s++; s < NS; s++) {
+            c = dec_first_chunk(s, cmin);
+            if (c <= clast)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The row's first non-empty split and its first chunk (chunk clast's split is
+ * never empty). */
+static __device__ __forceinline__ void dec_first_pair(uint32_t &s, uint32_t &c, uint32_t cmin, uint32_t clast)
+{
+    s = 0;
+    c = dec_first_chunk(0, cmin);
+    while (c > clast)
+        c = dec_first_chunk(++s, cmin);
+}
+
+/* The partial the combine skips (m = −inf, l = 0), written for heads g < ng
+ * of split s at pm index part0 + g·NS + s: every empty split of the row
+ * (ALL: a CTA that runs all of them; whole CTA) or this CTA's one split. */
+template <bool ALL>
+static __device__ __forceinline__ void dec_empty_partials(float *__restrict__ pm, uint64_t part0, int ng,
+                                                          uint32_t cmin, uint32_t clast)
+{
+    if constexpr (ALL) {
+        for (uint32_t i = threadIdx.x; i < NS * (uint32_t)ng; i += NW * 32) {
+            const uint32_t g = i / NS, s = i % NS;
+            if (dec_first_chunk(s, cmin) > clast) {
+                pm[(part0 + g * NS + s) * 2] = -INFINITY;
+                pm[(part0 + g * NS + s) * 2 + 1] = 0.0f;
+            }
+        }
+    } else if (threadIdx.x < (uint32_t)ng) {
+        pm[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
+        pm[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
+    }
+}
+
 template <int VEC, int NJ, int LPP, int GM>
 static __device__ __forceinline__ void dec_load_q(const float *__restrict__ q, uint64_t qoff, uint32_t hd, int ng,
                                                   uint32_t li, float scale2, float (&qr)[GM][NJ][VEC])
@@ -549,6 +601,24 @@ static __device__ __forceinline__ void attn_out_head(const dec_out &o, uint64_t 
         }
         __syncthreads();
     }
+}
+
+/* A launch's rows-form threshold: the context's MEMRA_ATTN_ROWS, or for auto
+ * the kernel family's (dflt: CUDA_ATTN_ROWS_MIN_DEFAULT for the f32 kernels,
+ * CUDA_ATTN_TC_ROWS_MIN for the tensor-core ones). */
+static inline uint32_t dec_rows_min(const cuda_ctx *ctx, uint32_t dflt)
+{
+    return ctx->attn_rows_min == CUDA_ATTN_ROWS_AUTO ? dflt : ctx->attn_rows_min;
+}
+
+/* The head split of a split launch of T rows: one CTA a query head for rows
+ * below the bound (its grid then has n_heads columns), 0 when the launch
+ * shape never splits or every row is past the bound (kv.pos_min: the
+ * kv-head grid, no CTAs that would exit at once). */
+static inline uint32_t dec_launch_hsplit(const cuda_ctx *ctx, cuda_attn_dims d, uint32_t T, const cuda_attn_kv &kv)
+{
+    const uint32_t hsplit = cuda_attn_decode_hsplit_below(ctx, d, T);
+    return kv.pos_min >= hsplit ? 0 : hsplit;
 }
 
 /* The rows kernel's launch (attn_decode_rows.cu; LPP 16 or 32). */

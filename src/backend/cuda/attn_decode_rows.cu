@@ -41,43 +41,22 @@ __global__ void __launch_bounds__(NW * 32)
     const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, 0, h0, ng);
     const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS;
     const uint32_t cmin = R.p0 / CH, clast = R.p / CH;
-    /* the (split, chunk) pairs in the order computed: splits ascending, each
-     * split's chunks ascending; next_pair steps to the following one */
-    auto next_pair = [&](uint32_t &s, uint32_t &c) -> bool {
-        if (c + NS <= clast) {
-            c += NS;
-            return true;
-        }
-        for (s++; s < NS; s++) {
-            c = dec_first_chunk(s, cmin);
-            if (c <= clast)
-                return true;
-        }
-        return false;
-    };
     pdl_wait();
-    /* empty splits: the partial the combine skips */
-    for (uint32_t i = threadIdx.x; i < NS * (uint32_t)ng; i += NW * 32) {
-        const uint32_t g = i / NS, s = i % NS;
-        if (dec_first_chunk(s, cmin) > clast) {
-            part_ml[(part0 + g * NS + s) * 2] = -INFINITY;
-            part_ml[(part0 + g * NS + s) * 2 + 1] = 0.0f;
-        }
-    }
+    dec_empty_partials<true>(part_ml, part0, ng, cmin, clast);
     float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
     dec_load_q<VEC, NJ, LPP, GM>(q, (uint64_t)t * d.n_heads * R.hd + (uint64_t)h0 * R.hd, R.hd, ng, R.li, scale2, qr);
     dec_state_init<VEC, NJ, GM>(acc, m, l);
-    /* the first non-empty split (chunk clast's split is never empty) */
-    uint32_t s = 0, c = dec_first_chunk(0, cmin);
-    while (c > clast)
-        c = dec_first_chunk(++s, cmin);
+    /* the (split, chunk) pairs in the order computed: splits ascending, each
+     * split's chunks ascending (dec_next_pair) */
+    uint32_t s, c;
+    dec_first_pair(s, c, cmin, clast);
     for (;;) {
         float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
         bool ok[UNR];
         dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, kr, vr, ok);
         dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
         uint32_t s1 = s, c1 = c;
-        const bool more = next_pair(s1, c1);
+        const bool more = dec_next_pair<true>(s1, c1, cmin, clast);
         if (!more || s1 != s) {
             dec_split_write<VEC, NJ, LPP, GM>(R, acc, m, l, ng, sm, part_acc, part_ml, part0 + s);
             dec_state_init<VEC, NJ, GM>(acc, m, l);

@@ -154,9 +154,13 @@ template <int MR>
 static __device__ __forceinline__ void tc_a(const uint32_t (&x)[2 * MR], uint32_t (&a)[4])
 {
     a[0] = x[0];
-    a[1] = MR == 2 ? x[2 % (2 * MR)] : 0u;
     a[2] = x[1];
-    a[3] = MR == 2 ? x[3 % (2 * MR)] : 0u;
+    if constexpr (MR == 2) {
+        a[1] = x[2];
+        a[3] = x[3];
+    } else {
+        a[1] = a[3] = 0u;
+    }
 }
 
 /* c += a·b on the accumulator rows a CTA uses: MR = 2 all four (rows g and
@@ -372,25 +376,12 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         return;
     const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + (ROWS ? 0 : blockIdx.y);
     const uint32_t cmin = R.p0 / CH, clast = R.p / CH;
-    /* the pair after (s, c): the split's next chunk, else (rows form) the next non-empty split's first */
-    auto next_pair = [&](uint32_t &s, uint32_t &c) -> bool {
-        if (c + NS <= clast) {
-            c += NS;
-            return true;
-        }
-        if constexpr (ROWS) {
-            for (s++; s < NS; s++) {
-                c = dec_first_chunk(s, cmin);
-                if (c <= clast)
-                    return true;
-            }
-        }
-        return false;
-    };
-    uint32_t s = ROWS ? 0 : blockIdx.y, c = dec_first_chunk(s, cmin);
+    /* the (split, chunk) pairs: the split's chunks ascending, splits ascending
+     * in the rows form (dec_next_pair) */
+    uint32_t s = blockIdx.y, c = dec_first_chunk(s, cmin);
     if constexpr (ROWS)
-        while (c > clast) /* chunk clast's split is never empty */
-            c = dec_first_chunk(++s, cmin);
+        dec_first_pair(s, c, cmin, clast);
+    auto next_pair = [&](uint32_t &ps, uint32_t &pc) { return dec_next_pair<ROWS>(ps, pc, cmin, clast); };
     const uint32_t ring = (uint32_t)__cvta_generic_to_shared(tc_ring_mem) + R.warp * RG::WARP;
     char *const ringp = tc_ring_mem + R.warp * RG::WARP;
     uint32_t is = s, ic = c; /* the next pair to copy */
@@ -404,18 +395,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
     pdl_wait();
     if constexpr (ROWS) {
-        for (uint32_t i = threadIdx.x; i < NS * (uint32_t)ng; i += NW * 32) { /* empty splits: the partial the combine skips */
-            const uint32_t g = i / NS, e = i % NS;
-            if (dec_first_chunk(e, cmin) > clast) {
-                o.pm[(part0 + g * NS + e) * 2] = -INFINITY;
-                o.pm[(part0 + g * NS + e) * 2 + 1] = 0.0f;
-            }
-        }
+        dec_empty_partials<true>(o.pm, part0, ng, cmin, clast);
     } else if (c > clast) {
-        if (threadIdx.x < (uint32_t)ng) {
-            o.pm[(part0 + threadIdx.x * NS) * 2] = -INFINITY;
-            o.pm[(part0 + threadIdx.x * NS) * 2 + 1] = 0.0f;
-        }
+        dec_empty_partials<false>(o.pm, part0, ng, cmin, clast);
         return;
     }
     uint32_t qh[HD / 16][2 * MR], ql[HD / 16][2 * MR];
@@ -474,15 +456,13 @@ bool launch_tc_mr(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t
                   cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o)
 {
     const uint32_t T = grid.z;
-    const uint32_t rows_min = ctx->attn_rows_min == CUDA_ATTN_ROWS_AUTO ? CUDA_ATTN_TC_ROWS_MIN : ctx->attn_rows_min;
+    const uint32_t rows_min = dec_rows_min(ctx, CUDA_ATTN_TC_ROWS_MIN);
     if (rows_min > 0 && T >= rows_min) {
         launch_tc_one<HD, BF, MR, true>(ctx, dim3(d.n_kv_heads, T), q, tok_pos, tok_table, d, kv, scale2, window, o,
                                         0);
         return true;
     }
-    uint32_t hsplit = cuda_attn_decode_hsplit_below(ctx, d, T);
-    if (kv.pos_min >= hsplit) /* every row is deep: the kv-head grid */
-        hsplit = 0;
+    const uint32_t hsplit = dec_launch_hsplit(ctx, d, T, kv);
     const dim3 sgrid(hsplit ? d.n_heads : d.n_kv_heads, NS, T);
     if constexpr (BF)
         if (T >= 8) { /* register room for 3 blocks an SM: MINB above */

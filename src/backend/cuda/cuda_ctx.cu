@@ -24,6 +24,27 @@ extern "C" bool cuda_env_on_off(const char *name, bool *on, char *err, size_t er
     return true;
 }
 
+/* An environment variable naming one of n choices: *out = its index, left as
+ * it is when the variable is unset or empty; false with "NAME=v: expected a,
+ * b or c" in err for anything else. */
+static bool env_pick(const char *name, const char *const *choices, int n, int *out, char *err, size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return true;
+    for (int i = 0; i < n; i++)
+        if (strcmp(v, choices[i]) == 0) {
+            *out = i;
+            return true;
+        }
+    if (err && errlen) {
+        int k = snprintf(err, errlen, "%s=%s: expected ", name, v);
+        for (int i = 0; i < n && k >= 0 && (size_t)k < errlen; i++)
+            k += snprintf(err + k, errlen - (size_t)k, "%s%s", choices[i], i + 2 < n ? ", " : i + 1 < n ? " or " : "");
+    }
+    return false;
+}
+
 extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
 {
     int count = 0;
@@ -43,20 +64,10 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     if (!cuda_env_on_off("MEMRA_PDL", &pdl, err, errlen) || !cuda_env_on_off("MEMRA_GEMV_STAGED", &staged, err, errlen))
         return NULL;
     /* MEMRA_GEMV_MMA: off / on (unset, empty) / all — CUDA_GEMV_MMA_OFF, _Q4K, _ALL */
-    const char *mv = getenv("MEMRA_GEMV_MMA");
+    static const char *const mma_modes[] = {"off", "on", "all"};
     int mma = CUDA_GEMV_MMA_Q4K;
-    if (mv && *mv) {
-        static const char *const modes[] = {"off", "on", "all"};
-        mma = -1;
-        for (int i = 0; i < 3; i++)
-            if (strcmp(mv, modes[i]) == 0)
-                mma = i;
-        if (mma < 0) {
-            if (err && errlen)
-                snprintf(err, errlen, "MEMRA_GEMV_MMA=%s: expected off, on or all", mv);
-            return NULL;
-        }
-    }
+    if (!env_pick("MEMRA_GEMV_MMA", mma_modes, 3, &mma, err, errlen))
+        return NULL;
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
     uint32_t rows_min = CUDA_ATTN_ROWS_AUTO;
@@ -74,20 +85,12 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "MEMRA_ATTN_HSPLIT=%s: expected auto or a position (0: never)", hs);
         return NULL;
     }
-    /* decode attention on the tensor cores (attn_decode_tc.cu) or the f32 kernels */
-    const char *ad = getenv("MEMRA_ATTN_DECODE");
-    enum cuda_attn_decode_kernels attn_kernels = CUDA_ATTN_DECODE_AUTO;
-    if (ad && *ad) {
-        if (strcmp(ad, "tc") == 0)
-            attn_kernels = CUDA_ATTN_DECODE_TC;
-        else if (strcmp(ad, "f32") == 0)
-            attn_kernels = CUDA_ATTN_DECODE_F32;
-        else if (strcmp(ad, "auto") != 0) {
-            if (err && errlen)
-                snprintf(err, errlen, "MEMRA_ATTN_DECODE=%s: expected auto, f32 or tc", ad);
-            return NULL;
-        }
-    }
+    /* decode attention on the tensor cores (attn_decode_tc.cu) or the f32 kernels: the names in
+     * enum cuda_attn_decode_kernels' order */
+    static const char *const attn_modes[] = {"auto", "f32", "tc"};
+    int attn_kernels = CUDA_ATTN_DECODE_AUTO;
+    if (!env_pick("MEMRA_ATTN_DECODE", attn_modes, 3, &attn_kernels, err, errlen))
+        return NULL;
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         CUDA_FAIL("out of host memory");
@@ -95,7 +98,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->pdl = pdl;
     ctx->attn_rows_min = rows_min;
     ctx->attn_hsplit = hsplit;
-    ctx->attn_kernels = attn_kernels;
+    ctx->attn_kernels = (enum cuda_attn_decode_kernels)attn_kernels;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
     CUDA_CHECK(cudaSetDevice(device));

@@ -9,7 +9,7 @@
  * table. Shapes: (heads, kv heads, head_dim) = (32, 8, 128) the 8B model,
  * (9, 3, 64) SmolLM2-135M, (8, 1, 256) + window (gemma-like), (12, 1, 96)
  * (GQA 12: two head groups), (2, 2, 34) (head_dim not a multiple of 4: the
- * float2 path), (16, 2, 32); depths 1, 15, 16, 17, 33, 1000, 4100, 16400.
+ * float2 path), (16, 2, 32), (8, 8, 64) (no GQA: one head a group); depths 1, 15, 16, 17, 33, 1000, 4100, 16400.
  *   decode: max|Δ| / max|ref| ≤ 1e-4 (f32, another summation order), every
  *           output finite; the first sequence run alone gives the same bits
  *           as in the batch (batch invariance); a second run gives the same
@@ -577,6 +577,7 @@ static void test_decode(void)
     check_decode((struct cuda_attn_dims){12, 1, 96}, 0, dep, 7);
     check_decode((struct cuda_attn_dims){2, 2, 34}, 0, dep, 7);
     check_decode((struct cuda_attn_dims){16, 2, 32}, 100, dep, 7);
+    check_decode((struct cuda_attn_dims){8, 8, 64}, 0, dep, 7); /* no GQA: the kernels' one-head groups */
 }
 
 static void test_prefill(void)
@@ -611,6 +612,7 @@ static void test_kv_bf16(void)
     check_decode((struct cuda_attn_dims){9, 3, 64}, 0, dep, 7);
     check_decode((struct cuda_attn_dims){8, 1, 256}, 512, dep, 7);
     check_decode((struct cuda_attn_dims){2, 2, 34}, 0, dep, 7);
+    check_decode((struct cuda_attn_dims){8, 8, 64}, 0, dep, 7);
     check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, true, 0);
     check_prefill((struct cuda_attn_dims){9, 3, 64}, 0, sp, 10, true, 0);
     check_prefill((struct cuda_attn_dims){8, 2, 128}, 100, sp, 10, false, 0);

@@ -72,4 +72,49 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
     }
 }
 
+/* attn_combine_row's operations for one row by one warp — the splits' weights
+ * a lane each, then columns lane, lane + 32, ... — the same values in the
+ * same order (L summed in split order by every lane, each column's splits
+ * folded in split order), so the same bits; no shared memory and no barrier,
+ * so the warps of a CTA can merge different rows at once. keep: this warp's
+ * copy of out (shared memory of hd floats, or NULL), read after __syncwarp. */
+static __device__ __forceinline__ void attn_combine_row_warp(const float *__restrict__ acc, size_t acc_stride,
+                                                             const float *__restrict__ ml, size_t ml_stride,
+                                                             uint32_t ns, float *__restrict__ out, uint32_t hd,
+                                                             float *keep = nullptr)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    const bool have = lane < ns;
+    const float mi = have ? __ldcg(ml + lane * ml_stride) : -INFINITY;
+    const float li = have ? __ldcg(ml + lane * ml_stride + 1) : 0.0f;
+    float M = mi;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    const float wi = li > 0.0f ? exp2f(mi - M) : 0.0f;
+    const uint32_t ne = 32 - __clz(__ballot_sync(0xffffffffu, wi != 0.0f));
+    float L = 0.0f;
+    for (uint32_t i = 0; i < ns; i++)
+        L = fmaf(__shfl_sync(0xffffffffu, li, i), __shfl_sync(0xffffffffu, wi, i), L);
+    const float inv = 1.0f / L;
+    float w[32];
+#pragma unroll
+    for (uint32_t i = 0; i < 32; i++)
+        w[i] = __shfl_sync(0xffffffffu, wi, i);
+    for (uint32_t col = lane; col < hd; col += 32) {
+        float a[32];
+#pragma unroll
+        for (uint32_t i = 0; i < 32; i++)
+            a[i] = i < ne ? __ldcg(acc + i * acc_stride + col) : 0.0f;
+        float A = 0.0f;
+#pragma unroll
+        for (uint32_t i = 0; i < 32; i++)
+            if (i < ns && w[i] != 0.0f)
+                A = fmaf(a[i], w[i], A);
+        out[col] = A * inv;
+        if (keep)
+            keep[col] = A * inv;
+    }
+}
+
 #endif

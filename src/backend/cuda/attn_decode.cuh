@@ -621,6 +621,34 @@ static inline uint32_t dec_launch_hsplit(const cuda_ctx *ctx, cuda_attn_dims d, 
     return kv.pos_min >= hsplit ? 0 : hsplit;
 }
 
+/* The rows forms' end: the CTA's heads h0 .. h0 + ng − 1 of row t (partials
+ * from pi0 + g·NS), head g merged by warp g % NW with attn_combine_row_warp —
+ * attn_out_head's bits — and, with o.xq, prepared by the same warp. Whole CTA,
+ * after the barrier that published the partials. */
+static __device__ __forceinline__ void attn_out_heads_warps(const dec_out &o, uint64_t pi0, uint32_t hd, uint32_t t,
+                                                            uint32_t h0, int ng)
+{
+    __shared__ __align__(16) float s_keepw[NW][CUDA_ATTN_MAX_HEAD_DIM];
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int g = (int)warp; g < ng; g += NW) {
+        const uint64_t pi = pi0 + (uint64_t)g * NS;
+        const uint32_t h = h0 + (uint32_t)g;
+        attn_combine_row_warp(o.pa + pi * hd, hd, o.pm + pi * 2, 2, NS, o.att + (uint64_t)t * o.n + (uint64_t)h * hd,
+                              hd, o.xq ? s_keepw[warp] : nullptr);
+        if (o.xq) {
+            __syncwarp();
+            for (uint32_t i0 = 0; i0 < hd; i0 += 128) {
+                const uint32_t i = i0 + 4 * lane;
+                const bool valid = i < hd;
+                const float4 v = valid ? *reinterpret_cast<const float4 *>(s_keepw[warp] + i)
+                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                gemv_prep_x4(v, valid, lane, o.xq, o.n, t, h * hd + i);
+            }
+            __syncwarp();
+        }
+    }
+}
+
 /* The rows kernel's launch (attn_decode_rows.cu; LPP 16 or 32). */
 template <int LPP, bool BF>
 void launch_rows(const cuda_ctx *ctx, dim3 grid, int gm, const float *q, const uint32_t *tok_pos,

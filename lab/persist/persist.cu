@@ -19,6 +19,9 @@
  * attention at short depth costs a few µs more), o (+ residual), gate|up, down (+ residual).
  *
  * Both modes run the same kernel and give the same bits (checked); a CPU reference checks two layers.
+ * Measured (H200, twentieth run, bench/RESULTS.md): persistent 1.62 ms a pass (56 % of 4.3 TB/s), one launch a
+ * phase 1.77-1.90 ms, streaming with no dependencies 83 %; the five waits and inputs a layer cost ~21 of its ~50 µs,
+ * and every dependent L2 round trip ~1 µs while the weights stream (prodx, inputs made once, was slower).
  * Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o persist lab/persist/persist.cu
  * Run:   ./persist [layers=32] [reps=20]
  */
@@ -45,7 +48,10 @@
 
 enum { D = 4096, NQKV = 6144, FF = 14336, NGU = 2 * FF };
 enum { UR = 16, KS = 1024, ROWB = KS / 2 + (KS / 32) * 2 /* 576 */, STB = UR * ROWB /* 9216 */ };
-enum { NC = 8, NTHR = (NC + 1) * 32, PSLOTS = 16, PMAX = 16 };
+#ifndef PERSIST_NC
+#define PERSIST_NC 8 /* consumer warps a CTA (-DPERSIST_NC=12 or 16 to compare) */
+#endif
+enum { NC = PERSIST_NC, NTHR = (NC + 1) * 32, PSLOTS = 16, PMAX = 16 };
 enum { PH_QKV, PH_ATT, PH_O, PH_GU, PH_DOWN, NPH };
 
 static __host__ __device__ __forceinline__ int ph_rows(int ph) { return ph == PH_QKV ? NQKV : ph == PH_ATT ? 0 : ph == PH_GU ? NGU : D; }
@@ -67,6 +73,15 @@ struct Params {
     int nobar;  /* diagnosis: no grid-wide wait between phases (wrong results) */
     int nocomp; /* diagnosis: consumers only release the stages (weights streamed, nothing computed) */
     long long *ts; /* [layers * NPH][3]: CTA 0's clock at a phase's start, after its wait, after its input */
+    /* prodx: every input is made once, by whoever produces its values, instead of by every CTA from f32: the
+     * attention stand-in quantizes the o input's blocks, the last of the four gate|up units of a down-input block
+     * quantizes that block (bcnt), and the residual's writers leave each 16 rows' sum of squares (ssq) for the norm */
+    int prodx;
+    int8_t *gxq_o, *gxq_d; /* [D], [FF] */
+    float *gxd_o, *gxd_d;  /* [D / 32], [FF / 32] */
+    int *gxs_o, *gxs_d;
+    float *ssq;            /* [D / UR] */
+    unsigned *bcnt;        /* [layers][FF / 32] */
 };
 
 struct Smem {
@@ -111,44 +126,95 @@ static __device__ float block_sum(Smem &s, float v)
     return t;
 }
 
-/* x (n elements, each consumer thread given its own by `get`) → int8 blocks of 32 in shared memory. A warp takes
- * its blocks 8 at a time, all their loads issued before the first reduction (the inputs come from L2). */
-template <class F> static __device__ void quant_x(Smem &s, int n, F get)
+/* x (n elements, four at a time from `get4`) → int8 blocks of 32 in shared memory, a thread a block (no shuffles),
+ * two blocks a thread a round with all their loads issued first (the inputs come from L2). */
+template <class F> static __device__ void quant_x(Smem &s, int n, F get4)
 {
-    int lane = threadIdx.x & 31, w = threadIdx.x / 32;
-    for (int b0 = w; b0 < n / 32; b0 += 8 * NC) {
-        float v[8];
+    constexpr int T = NC * 32;
+    for (int b0 = 0; b0 < n / 32; b0 += 2 * T) {
+        float4 v[2][8];
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            int b = b0 + j * NC;
-            v[j] = b < n / 32 ? get(b * 32 + lane) : 0.f;
+        for (int u = 0; u < 2; u++) {
+            int b = b0 + u * T + (int)threadIdx.x;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                v[u][j] = b < n / 32 ? get4(b * 32 + 4 * j) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            int b = b0 + j * NC;
+        for (int u = 0; u < 2; u++) {
+            int b = b0 + u * T + (int)threadIdx.x;
             if (b >= n / 32)
-                break;
-            float a = fabsf(v[j]);
-            for (int o = 16; o; o >>= 1)
-                a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+                continue;
+            float a = 0.f;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                a = fmaxf(a, fmaxf(fmaxf(fabsf(v[u][j].x), fabsf(v[u][j].y)), fmaxf(fabsf(v[u][j].z), fabsf(v[u][j].w))));
             float d = a / 127.f, id = d > 0.f ? 127.f / a : 0.f;
-            int q = __float2int_rn(v[j] * id);
-            s.xq[b * 32 + lane] = (int8_t)q;
-            int sq = q;
-            for (int o = 16; o; o >>= 1)
-                sq += __shfl_xor_sync(0xffffffffu, sq, o);
-            if (lane == 0) {
-                s.xd[b] = d;
-                s.xs[b] = sq;
+            int sq = 0;
+            uint32_t pk[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                int q0 = __float2int_rn(v[u][j].x * id), q1 = __float2int_rn(v[u][j].y * id);
+                int q2 = __float2int_rn(v[u][j].z * id), q3 = __float2int_rn(v[u][j].w * id);
+                sq += q0 + q1 + q2 + q3;
+                pk[j] = (uint32_t)(q0 & 255) | (uint32_t)(q1 & 255) << 8 | (uint32_t)(q2 & 255) << 16 |
+                        (uint32_t)q3 << 24;
             }
+            int4 *dst = reinterpret_cast<int4 *>(s.xq + b * 32);
+            dst[0] = make_int4((int)pk[0], (int)pk[1], (int)pk[2], (int)pk[3]);
+            dst[1] = make_int4((int)pk[4], (int)pk[5], (int)pk[6], (int)pk[7]);
+            s.xd[b] = d;
+            s.xs[b] = sq;
         }
     }
 }
 
-static __device__ void build_x(Smem &s, const Params &p, int ph)
+/* One block of 32 by one warp (lane j holds element j) → global int8 digits, scale and digit sum. */
+static __device__ __forceinline__ void quant_block_warp(float v, int8_t *xq, float *xd, int *xs, int b)
+{
+    int lane = threadIdx.x & 31;
+    float a = fabsf(v);
+    for (int o = 16; o; o >>= 1)
+        a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    float d = a / 127.f, id = d > 0.f ? 127.f / a : 0.f;
+    int q = __float2int_rn(v * id), sq = q;
+    for (int o = 16; o; o >>= 1)
+        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    xq[b * 32 + lane] = (int8_t)q;
+    if (lane == 0) {
+        xd[b] = d;
+        xs[b] = sq;
+    }
+}
+
+/* A made input (n elements) from global memory into shared memory. */
+static __device__ void copy_x(Smem &s, int n, const int8_t *xq, const float *xd, const int *xs)
+{
+    for (int i = threadIdx.x; i < n / 16; i += NC * 32)
+        reinterpret_cast<int4 *>(s.xq)[i] = __ldcg(reinterpret_cast<const int4 *>(xq) + i);
+    for (int i = threadIdx.x; i < n / 32; i += NC * 32) {
+        s.xd[i] = __ldcg(xd + i);
+        s.xs[i] = __ldcg(xs + i);
+    }
+}
+
+static __device__ void build_x(Smem &s, const Params &p, int ph, int q)
 {
     int t = threadIdx.x;
-    if (ph == PH_QKV || ph == PH_GU) {
+    if (p.prodx && ph == PH_O) {
+        copy_x(s, D, p.gxq_o, p.gxd_o, p.gxs_o);
+    } else if (p.prodx && ph == PH_DOWN) {
+        copy_x(s, FF, p.gxq_d, p.gxd_d, p.gxs_d);
+    } else if (p.prodx && q > 0 && (ph == PH_QKV || ph == PH_GU)) {
+        float ss = 0.f;
+        for (int i = t; i < D / UR; i += NC * 32)
+            ss += __ldcg(p.ssq + i);
+        float r = rsqrtf(block_sum(s, ss) / D + 1e-5f);
+        quant_x(s, D, [&](int i) {
+            float4 h = __ldcg(reinterpret_cast<const float4 *>(p.h + i)), w = *reinterpret_cast<const float4 *>(p.nw + i);
+            return make_float4(h.x * r * w.x, h.y * r * w.y, h.z * r * w.z, h.w * r * w.w);
+        });
+    } else if (ph == PH_QKV || ph == PH_GU) {
         float hv[D / (NC * 32)], ss = 0.f;
 #pragma unroll
         for (int j = 0; j < D / (NC * 32); j++)
@@ -157,13 +223,17 @@ static __device__ void build_x(Smem &s, const Params &p, int ph)
         for (int j = 0; j < D / (NC * 32); j++)
             ss += hv[j] * hv[j];
         float r = rsqrtf(block_sum(s, ss) / D + 1e-5f);
-        quant_x(s, D, [&](int i) { return p.h[i] * r * p.nw[i]; });
+        quant_x(s, D, [&](int i) {
+            float4 h = *reinterpret_cast<const float4 *>(p.h + i), w = *reinterpret_cast<const float4 *>(p.nw + i);
+            return make_float4(h.x * r * w.x, h.y * r * w.y, h.z * r * w.z, h.w * r * w.w);
+        });
     } else if (ph == PH_O) {
-        quant_x(s, D, [&](int i) { return p.aout[i]; });
+        quant_x(s, D, [&](int i) { return *reinterpret_cast<const float4 *>(p.aout + i); });
     } else if (ph == PH_DOWN) {
         quant_x(s, FF, [&](int i) {
-            float g = p.ygu[i], u = p.ygu[FF + i];
-            return g / (1.f + __expf(-g)) * u;
+            float4 g = *reinterpret_cast<const float4 *>(p.ygu + i), u = *reinterpret_cast<const float4 *>(p.ygu + FF + i);
+            return make_float4(g.x / (1.f + __expf(-g.x)) * u.x, g.y / (1.f + __expf(-g.y)) * u.y,
+                               g.z / (1.f + __expf(-g.z)) * u.z, g.w / (1.f + __expf(-g.w)) * u.w);
         });
     }
 }
@@ -171,6 +241,16 @@ static __device__ void build_x(Smem &s, const Params &p, int ph)
 /* The attention stand-in: the CTA's slice of the output from q and k (no weights). */
 static __device__ void att_standin(const Params &p, int cta, int G)
 {
+    if (p.prodx) { /* a warp a block of the o input, quantized here */
+        int lane = threadIdx.x & 31;
+        for (int b = cta * NC + (int)threadIdx.x / 32; b < D / 32; b += G * NC) {
+            int i = b * 32 + lane;
+            float v = 0.5f * __ldcg(p.yqkv + i) + 0.25f * __ldcg(p.yqkv + D + (i & 1023));
+            p.aout[i] = v;
+            quant_block_warp(v, p.gxq_o, p.gxd_o, p.gxs_o, b);
+        }
+        return;
+    }
     for (int i = cta * NC * 32 + threadIdx.x; i < D; i += G * NC * 32)
         p.aout[i] = 0.5f * p.yqkv[i] + 0.25f * p.yqkv[D + (i & 1023)];
 }
@@ -201,13 +281,13 @@ static __device__ void phase_begin(Smem &s, const Params &p, int q, int cta, int
     if (ph == PH_ATT)
         att_standin(p, cta, G);
     else
-        build_x(s, p, ph);
+        build_x(s, p, ph, q);
     bar_consumers();
     if (cta == 0 && threadIdx.x == 0)
         p.ts[q * 3 + 2] = clock64();
 }
 
-__global__ void __launch_bounds__(NTHR, 2) k_persist(Params p)
+__global__ void __launch_bounds__(NTHR, NC > 8 ? 1 : 2) k_persist(Params p)
 {
     extern __shared__ __align__(128) uint8_t smem_raw[];
     Smem &s = *reinterpret_cast<Smem *>(smem_raw);
@@ -229,7 +309,7 @@ __global__ void __launch_bounds__(NTHR, 2) k_persist(Params p)
     if (warp == NC) { /* producer: the weights of every phase, never waiting on activations */
         if (lane == 0) {
             uint64_t pol = l2_evict_first_policy();
-            long i = 0;
+            int slot = 0, wrap = 0; /* stage i's ring slot (i % ring) and how often the ring wrapped (i / ring) */
             for (int q = p.q0; q < p.q1; q++) {
                 int ph = q % NPH, l = q / NPH;
                 if (ph == PH_ATT)
@@ -238,13 +318,14 @@ __global__ void __launch_bounds__(NTHR, 2) k_persist(Params p)
                 const uint8_t *wb = p.w[ph] + (size_t)l * p.wl[ph];
                 for (int u = 0; u < nu; u++) {
                     size_t unit = (size_t)cta + (size_t)u * G;
-                    for (int ks = 0; ks < nks; ks++, i++) {
-                        int slot = (int)(i % p.ring);
-                        if (i >= p.ring)
-                            mbar_wait(smem_u32(&s.empty[slot]), (uint32_t)((i / p.ring - 1) & 1));
+                    for (int ks = 0; ks < nks; ks++) {
+                        if (wrap)
+                            mbar_wait(smem_u32(&s.empty[slot]), (uint32_t)((wrap - 1) & 1));
                         mbar_expect(smem_u32(&s.full[slot]), STB);
                         bulk_copy_g2s(smem_u32(ring + (size_t)slot * STB), wb + (unit * nks + ks) * STB, STB,
                                       smem_u32(&s.full[slot]), pol);
+                        if (++slot == p.ring)
+                            slot = 0, wrap++;
                     }
                 }
             }
@@ -252,8 +333,10 @@ __global__ void __launch_bounds__(NTHR, 2) k_persist(Params p)
         return;
     }
 
-    /* consumers: stage i of the stream goes to warp i % NC */
-    long i = 0;
+    /* consumers: stage i of the stream goes to warp i % NC; the ring is a multiple of NC stages, so a slot is always
+     * consumed by the same warp, which therefore never waits on a slot's next use before its last one landed (a
+     * parity wait cannot tell the two apart) */
+    int i = 0, slot = 0, wrap = 0; /* stream position; its ring slot and wraps, kept incrementally */
     int useq = 0; /* units begun by this CTA, for the partial-sum slots */
     for (int q = p.q0; q < p.q1; q++) {
         int ph = q % NPH;
@@ -264,11 +347,10 @@ __global__ void __launch_bounds__(NTHR, 2) k_persist(Params p)
         for (int u = 0; u < nu; u++, useq++) {
             int ps = useq % PSLOTS;
             size_t unit = (size_t)cta + (size_t)u * G;
-            for (int ks = 0; ks < nks; ks++, i++) {
+            for (int ks = 0; ks < nks; ks++, i++, slot = slot + 1 == p.ring ? (wrap++, 0) : slot + 1) {
                 if (i % NC != warp)
                     continue;
-                int slot = (int)(i % p.ring);
-                mbar_wait(smem_u32(&s.full[slot]), (uint32_t)((i / p.ring) & 1));
+                mbar_wait(smem_u32(&s.full[slot]), (uint32_t)(wrap & 1));
                 if (p.nocomp) {
                     __syncwarp();
                     if (lane == 0)
@@ -321,20 +403,41 @@ __global__ void __launch_bounds__(NTHR, 2) k_persist(Params p)
                 last = __shfl_sync(0xffffffffu, last, 0);
                 if (last) {
                     __threadfence_block();
+                    float y = 0.f, hn = 0.f;
+                    size_t row = unit * UR + (lane & (UR - 1));
                     if (lane < UR) {
-                        float y = 0.f;
                         for (int k = 0; k < nks; k++)
                             y += *((volatile float *)&s.part[ps][k][lane]);
-                        size_t row = unit * UR + lane;
                         if (ph == PH_QKV)
                             p.yqkv[row] = y;
                         else if (ph == PH_GU)
                             p.ygu[row] = y;
                         else
-                            p.h[row] += y;
+                            p.h[row] = hn = __ldcg(p.h + row) + y;
                     }
                     if (lane == 0)
                         s.pcnt[ps] = 0;
+                    if (p.prodx && (ph == PH_O || ph == PH_DOWN)) { /* the 16 new residual rows' sum of squares */
+                        float sq = hn * hn;
+                        for (int o = 8; o; o >>= 1)
+                            sq += __shfl_xor_sync(0xffffffffu, sq, o);
+                        if (lane == 0)
+                            p.ssq[unit] = sq;
+                    }
+                    if (p.prodx && ph == PH_GU) { /* the fourth unit of a down-input block quantizes it */
+                        int r0 = (int)(unit * UR), blk = (r0 < FF ? r0 : r0 - FF) / 32;
+                        __threadfence();
+                        __syncwarp();
+                        unsigned old = 0;
+                        if (lane == 0)
+                            old = atomicAdd(&p.bcnt[(size_t)(q / NPH) * (FF / 32) + blk], 1u);
+                        old = __shfl_sync(0xffffffffu, old, 0);
+                        if (old == 3) {
+                            __threadfence();
+                            float g = __ldcg(p.ygu + blk * 32 + lane), u2 = __ldcg(p.ygu + FF + blk * 32 + lane);
+                            quant_block_warp(g / (1.f + __expf(-g)) * u2, p.gxq_d, p.gxd_d, p.gxs_d, blk);
+                        }
+                    }
                 }
             }
         }
@@ -442,6 +545,14 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&aout, D * 4));
     CK(cudaMalloc(&ygu, NGU * 4));
     CK(cudaMalloc(&cnt, layers * NPH * 4));
+    CK(cudaMalloc(&p.gxq_o, D));
+    CK(cudaMalloc(&p.gxq_d, FF));
+    CK(cudaMalloc(&p.gxd_o, D / 32 * 4));
+    CK(cudaMalloc(&p.gxd_d, FF / 32 * 4));
+    CK(cudaMalloc(&p.gxs_o, D / 32 * 4));
+    CK(cudaMalloc(&p.gxs_d, FF / 32 * 4));
+    CK(cudaMalloc(&p.ssq, D / UR * 4));
+    CK(cudaMalloc(&p.bcnt, (size_t)layers * (FF / 32) * 4));
     long long *ts;
     CK(cudaMalloc(&ts, (layers * NPH + 1) * 3 * 8));
     p.ts = ts;
@@ -460,7 +571,7 @@ int main(int argc, char **argv)
     p.ygu = ygu;
     p.cnt = cnt;
     p.layers = layers;
-    printf("layers %d, weights %.1f MB, %d SMs, smem struct %zu B\n", layers, total / 1e6, sms, sizeof(Smem));
+    printf("layers %d, weights %.1f MB, %d SMs, smem struct %zu B, %d consumer warps\n", layers, total / 1e6, sms, sizeof(Smem), NC);
 
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -468,17 +579,23 @@ int main(int argc, char **argv)
     CK(cudaFuncSetAttribute(k_persist, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
 
     /* mode: 0 persistent (one launch), 1 one launch a phase with PDL */
-    auto record = [&](int mode, int ring, int nl, int G, int nobar = 0, int nocomp = 0) {
+    auto record = [&](int mode, int ring, int nl, int G, int nobar = 0, int nocomp = 0, int prodx = 1) {
         cudaGraph_t g;
         cudaGraphExec_t ge;
         CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
         CK(cudaMemcpyAsync(h, h0, D * 4, cudaMemcpyDeviceToDevice, st));
         CK(cudaMemsetAsync(cnt, 0, layers * NPH * 4, st));
+        CK(cudaMemsetAsync(p.bcnt, 0, (size_t)layers * (FF / 32) * 4, st));
         Params q = p;
+        if (ring % NC || ring > 32) { /* a slot is always consumed by the same warp: no warp can wait a wrap early */
+            fprintf(stderr, "ring %d: not a multiple of %d consumer warps\n", ring, NC);
+            exit(1);
+        }
         q.ring = ring;
         q.persistent = mode == 0;
         q.nobar = nobar;
         q.nocomp = nocomp;
+        q.prodx = prodx;
         size_t sm = sbase + (size_t)ring * STB;
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(G);
@@ -514,7 +631,7 @@ int main(int argc, char **argv)
     /* correctness: 2 layers, both modes, against the CPU */
     int nl = std::min(2, layers);
     std::vector<float> rp, rm;
-    cudaGraphExec_t g0 = record(0, 20, nl, sms), g1 = record(1, 8, nl, sms);
+    cudaGraphExec_t g0 = record(0, 16, nl, sms), g1 = record(1, 8 * (NC / 8), nl, sms);
     CK(cudaGraphLaunch(g0, st));
     CK(cudaStreamSynchronize(st));
     result(rp);
@@ -594,22 +711,23 @@ int main(int argc, char **argv)
     printf("| mode | µs a pass | GB/s | of 4.3 TB/s |\n| --- | --- | --- | --- |\n");
     printf("floor %.1f µs\n", total / 4.3e12 * 1e6);
     struct {
-        int mode, ring, G, nobar, nocomp;
+        int mode, ring, G, nobar, nocomp, prodx;
         const char *name;
     } v[] = {
-        {0, 21, sms, 0, 0, "persistent, ring 21"},
-        {0, 21, sms, 1, 0, "persistent, no grid wait"},
-        {0, 21, sms, 1, 1, "persistent, stream only"},
-        {0, 21, sms, 0, 1, "persistent, waits, no compute"},
-        {0, 12, sms, 0, 0, "persistent, ring 12"},
-        {1, 8, sms, 0, 0, "a launch a phase (PDL), ring 8"},
-        {1, 4, 2 * sms, 0, 0, "a launch a phase, 2G, ring 4"},
-        {0, 21, sms, 0, 0, "persistent, ring 21 (again)"},
+        {0, 16, sms, 0, 0, 1, "persistent, ring 16"},
+        {0, 16, sms, 0, 0, 0, "persistent, inputs by every CTA"},
+        {0, 16, sms, 1, 0, 1, "persistent, no grid wait"},
+        {0, 16, sms, 1, 1, 1, "persistent, stream only"},
+        {0, 16, sms, 0, 1, 1, "persistent, waits, no compute"},
+        {0, 8 * (NC / 8), sms, 0, 0, 1, "persistent, ring 8 (NC 8) / 16"},
+        {1, 8 * (NC / 8), sms, 0, 0, 1, "a launch a phase (PDL)"},
+        {1, 8 * (NC / 8), sms, 0, 0, 0, "a launch a phase, inputs by every CTA"},
+        {0, 16, sms, 0, 0, 1, "persistent, ring 16 (again)"},
     };
     int nq = layers * NPH;
     std::vector<long long> t(nq * 3 + 3);
     for (auto &c : v) {
-        cudaGraphExec_t ge = record(c.mode, c.ring, layers, c.G, c.nobar, c.nocomp);
+        cudaGraphExec_t ge = record(c.mode, c.ring, layers, c.G, c.nobar, c.nocomp, c.prodx);
         timeit(c.name, ge);
         CK(cudaMemcpy(t.data(), ts, t.size() * 8, cudaMemcpyDeviceToHost));
         if (c.mode == 0) { /* CTA 0's cycles a phase kind: wait, input, stages */

@@ -13,6 +13,34 @@
 #include <math.h>
 #include <stdint.h>
 
+/* Columns col0, col0 + step, ... < hd of a merged row: each column's split
+ * partials below ne loaded together (an empty split's acc, never written, may
+ * be loaded among them but is not used; at short depth most of the 32 splits
+ * are past ne), then folded in split order with the splits' weights w(i), and
+ * scaled by inv. __ldcg: the partials may have been written by this CTA (the
+ * per-row decode kernels), so not through the read-only path. */
+template <class W>
+static __device__ __forceinline__ void attn_combine_cols(const float *__restrict__ acc, size_t acc_stride,
+                                                         uint32_t col0, uint32_t step, uint32_t hd, uint32_t ne,
+                                                         uint32_t ns, W w, float inv, float *__restrict__ out,
+                                                         float *keep)
+{
+    for (uint32_t col = col0; col < hd; col += step) {
+        float a[32];
+#pragma unroll
+        for (uint32_t i = 0; i < 32; i++)
+            a[i] = i < ne ? __ldcg(acc + i * acc_stride + col) : 0.0f;
+        float A = 0.0f;
+#pragma unroll
+        for (uint32_t i = 0; i < 32; i++)
+            if (i < ns && w(i) != 0.0f)
+                A = fmaf(a[i], w(i), A);
+        out[col] = A * inv;
+        if (keep)
+            keep[col] = A * inv;
+    }
+}
+
 /* out[col] = Σ_s w_s·acc_s[col] / Σ_s w_s·l_s over the splits s < ns (ns ≤ 32),
  * w_s = 2^(m_s − max m) (0 for an empty split), summed in split order. Split
  * s's (m, l) are ml[s·ml_stride], ml[s·ml_stride + 1]; its acc starts at
@@ -50,26 +78,8 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
         }
     }
     __syncthreads();
-    /* the loads of a column's splits below ne are issued together (an empty
-     * split's acc, never written, may be loaded among them but is not used;
-     * at short depth most of the 32 splits are past ne), then folded in split
-     * order. __ldcg: the partials may have been written by this CTA (the
-     * per-row decode kernel), so not through the read-only path. */
-    const uint32_t ne = s_ne;
-    for (uint32_t col = threadIdx.x; col < hd; col += blockDim.x) {
-        float a[32];
-#pragma unroll
-        for (uint32_t i = 0; i < 32; i++)
-            a[i] = i < ne ? __ldcg(acc + i * acc_stride + col) : 0.0f;
-        float A = 0.0f;
-#pragma unroll
-        for (uint32_t i = 0; i < 32; i++)
-            if (i < ns && s_w[i] != 0.0f)
-                A = fmaf(a[i], s_w[i], A);
-        out[col] = A * s_inv;
-        if (keep)
-            keep[col] = A * s_inv;
-    }
+    attn_combine_cols(acc, acc_stride, threadIdx.x, blockDim.x, hd, s_ne, ns, [&](uint32_t i) { return s_w[i]; },
+                      s_inv, out, keep);
 }
 
 /* attn_combine_row's operations for one row by one warp — the splits' weights
@@ -101,20 +111,7 @@ static __device__ __forceinline__ void attn_combine_row_warp(const float *__rest
 #pragma unroll
     for (uint32_t i = 0; i < 32; i++)
         w[i] = __shfl_sync(0xffffffffu, wi, i);
-    for (uint32_t col = lane; col < hd; col += 32) {
-        float a[32];
-#pragma unroll
-        for (uint32_t i = 0; i < 32; i++)
-            a[i] = i < ne ? __ldcg(acc + i * acc_stride + col) : 0.0f;
-        float A = 0.0f;
-#pragma unroll
-        for (uint32_t i = 0; i < 32; i++)
-            if (i < ns && w[i] != 0.0f)
-                A = fmaf(a[i], w[i], A);
-        out[col] = A * inv;
-        if (keep)
-            keep[col] = A * inv;
-    }
+    attn_combine_cols(acc, acc_stride, lane, 32, hd, ne, ns, [&](uint32_t i) { return w[i]; }, inv, out, keep);
 }
 
 #endif

@@ -578,6 +578,21 @@ struct dec_out {
     uint32_t n;
 };
 
+/* Head h of row t's merged elements (keep: hd floats in shared memory) into
+ * the quantized GEMVs' prepared form, prep blocks of 128 elements from i0 in
+ * steps of step, a warp a block. */
+static __device__ __forceinline__ void attn_prep_head(const dec_out &o, const float *keep, uint32_t hd, uint32_t t,
+                                                      uint32_t h, uint32_t i0, uint32_t step)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    for (; i0 < hd; i0 += step) {
+        const uint32_t i = i0 + 4 * lane;
+        const bool valid = i < hd;
+        const float4 v = valid ? *reinterpret_cast<const float4 *>(keep + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        gemv_prep_x4(v, valid, lane, o.xq, o.n, t, h * hd + i);
+    }
+}
+
 /* Query head h of row t: its NS partials (from pi) merged into att's row by
  * attn_combine_row and, with o.xq, that row's hd elements prepared by
  * gemv_prep_x4 — whole prep blocks (cuda_attn_decode_prep_supported), so the
@@ -591,14 +606,7 @@ static __device__ __forceinline__ void attn_out_head(const dec_out &o, uint64_t 
                      o.xq ? s_keep : nullptr);
     __syncthreads();
     if (o.xq) {
-        const uint32_t lane = threadIdx.x & 31;
-        for (uint32_t i0 = (threadIdx.x >> 5) * 128; i0 < hd; i0 += blockDim.x / 32 * 128) {
-            const uint32_t i = i0 + 4 * lane;
-            const bool valid = i < hd;
-            const float4 v =
-                valid ? *reinterpret_cast<const float4 *>(s_keep + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            gemv_prep_x4(v, valid, lane, o.xq, o.n, t, h * hd + i);
-        }
+        attn_prep_head(o, s_keep, hd, t, h, (threadIdx.x >> 5) * 128, blockDim.x / 32 * 128);
         __syncthreads();
     }
 }
@@ -629,7 +637,7 @@ static __device__ __forceinline__ void attn_out_heads_warps(const dec_out &o, ui
                                                             uint32_t h0, int ng)
 {
     __shared__ __align__(16) float s_keepw[NW][CUDA_ATTN_MAX_HEAD_DIM];
-    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint32_t warp = threadIdx.x >> 5;
     for (int g = (int)warp; g < ng; g += NW) {
         const uint64_t pi = pi0 + (uint64_t)g * NS;
         const uint32_t h = h0 + (uint32_t)g;
@@ -637,13 +645,7 @@ static __device__ __forceinline__ void attn_out_heads_warps(const dec_out &o, ui
                               hd, o.xq ? s_keepw[warp] : nullptr);
         if (o.xq) {
             __syncwarp();
-            for (uint32_t i0 = 0; i0 < hd; i0 += 128) {
-                const uint32_t i = i0 + 4 * lane;
-                const bool valid = i < hd;
-                const float4 v = valid ? *reinterpret_cast<const float4 *>(s_keepw[warp] + i)
-                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                gemv_prep_x4(v, valid, lane, o.xq, o.n, t, h * hd + i);
-            }
+            attn_prep_head(o, s_keepw[warp], hd, t, h, 0, 128);
             __syncwarp();
         }
     }

@@ -380,9 +380,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const uint32_t cmin = R.p0 / CH, clast = R.p / CH;
     /* the (split, chunk) pairs: the split's chunks ascending, splits ascending
      * in the rows form (dec_next_pair) */
-    uint32_t s = blockIdx.y, c = dec_first_chunk(s, cmin);
+    uint32_t s, c;
     if constexpr (ROWS)
         dec_first_pair(s, c, cmin, clast);
+    else
+        s = blockIdx.y, c = dec_first_chunk(s, cmin);
     auto next_pair = [&](uint32_t &ps, uint32_t &pc) { return dec_next_pair<ROWS>(ps, pc, cmin, clast); };
     const uint32_t ring = (uint32_t)__cvta_generic_to_shared(tc_ring_mem) + R.warp * RG::WARP;
     char *const ringp = tc_ring_mem + R.warp * RG::WARP;

@@ -37,7 +37,7 @@
  * counted. tg reports GB/s = model_decode_bytes() · steps/s (the weight bytes one
  * step reads, once for all B sequences; the KV cache is not counted) and % of --bw. The defaults are the
  * ceilings measured on one H200 of the device machine (bench/RESULTS.md).
- * The KV cache's type comes from MEMRA_KV_TYPE (f32 unless set; the banner
+ * The KV cache's type comes from MEMRA_KV_TYPE (bf16 unless set; the banner
  * and the JSON's kv_type say which).
  */
 #include "core/checked.h"

@@ -30,8 +30,8 @@ static const struct opt {
     {"slots", "MEMRA_SLOTS", OPT_U32, "sequences decoded together per model (KV slots; default 16)"},
     {"kv-blocks", "MEMRA_KV_BLOCKS", OPT_U32, "KV pool blocks of 16 positions per model (default 0: CPU slots x "
                                               "ctx / 16; CUDA from free memory)"},
-    {"kv-type", "MEMRA_KV_TYPE", OPT_STR, "the KV cache's element type: f32 (default) or bf16 (half the bytes "
-                                          "a step's attention reads; keys and values rounded to bfloat16)"},
+    {"kv-type", "MEMRA_KV_TYPE", OPT_STR, "the KV cache's element type: bf16 (default: keys and values rounded to "
+                                          "bfloat16) or f32 (twice the bytes, logits closest to transformers' f32)"},
     {"ctx", "MEMRA_CTX", OPT_U32, "positions per sequence, prompt + output (default: the model's, at most 4096)"},
     {"batch-tokens", "MEMRA_BATCH_TOKENS", OPT_U32, "token budget of one engine step: decode tokens + prefill "
                                                     "chunks (default 512)"},

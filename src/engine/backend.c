@@ -69,7 +69,7 @@ int backend_open(struct backend **out, const char *name, const struct model *m, 
     if (bc.kv_type == BACKEND_KV_DEFAULT) {
         const char *env = getenv("MEMRA_KV_TYPE");
         char why[96];
-        bc.kv_type = BACKEND_KV_F32;
+        bc.kv_type = BACKEND_KV_BF16; /* the product default: docs/FLAGS.md says why */
         if (env && *env && backend_kv_type_parse(env, &bc.kv_type, why, sizeof why) != 0)
             return err_set(err, errlen, "MEMRA_KV_TYPE: %s", why);
     } else if (bc.kv_type != BACKEND_KV_F32 && bc.kv_type != BACKEND_KV_BF16) {

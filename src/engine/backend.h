@@ -136,7 +136,7 @@ struct backend_batch {
  * backends round the same values the same way, so CPU and GPU still agree
  * (the CPU keeps f32 storage holding the rounded values). */
 enum backend_kv_type {
-    BACKEND_KV_DEFAULT = 0, /* backend_open: MEMRA_KV_TYPE, else f32 */
+    BACKEND_KV_DEFAULT = 0, /* backend_open: MEMRA_KV_TYPE, else bf16 */
     BACKEND_KV_F32 = 1,
     BACKEND_KV_BF16 = 2,
 };
@@ -154,7 +154,7 @@ struct backend_config {
                                   MEMRA_KV_BLOCKS overriding) */
     uint32_t max_batch_tokens; /* Σ n_tokens of one batch (scratch is sized for it) */
     uint32_t n_threads;        /* CPU worker threads (0: all cores) */
-    enum backend_kv_type kv_type; /* what a KV row holds (0: from MEMRA_KV_TYPE, f32 when unset) */
+    enum backend_kv_type kv_type; /* what a KV row holds (0: from MEMRA_KV_TYPE, bf16 when unset) */
 };
 
 /* The defaults of a backend_config's zero fields, the same on every backend:

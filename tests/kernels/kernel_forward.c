@@ -59,7 +59,9 @@
  *    reference.
  * The table is printed last. Run from the repository root (fixture paths);
  * MEMRA_FORWARD_PART (see main) runs a part only; MEMRA_KV_TYPE=bf16 runs 2.-4.
- * with a bf16 KV cache on both backends (run-gpu.sh runs the fixtures so).
+ * with a bf16 KV cache on both backends (run-gpu.sh runs the fixtures so). The
+ * product's default cache is bf16 (backend_open); this program's is f32, the
+ * tighter check of the kernels (1e-5 of the logit range against 5e-4).
  */
 #include <math.h>
 #include <stdio.h>

@@ -69,7 +69,8 @@ done
 # token (MEMRA_PDL=off, MEMRA_DECODE_FUSE=off), and with the decode attention
 # one CTA a row at every batch size (MEMRA_ATTN_ROWS=1: batch vs alone then
 # compares it with the split kernel), and with a bf16 KV cache on both backends
-# (MEMRA_KV_TYPE=bf16), checked against the CPU as the defaults are.
+# (MEMRA_KV_TYPE=bf16: the product's default cache; kernel_forward's own default is
+# f32, the tighter check), checked against the CPU as the defaults are.
 for envv in MEMRA_DECODE_MMV=all MEMRA_ATTN=rows MEMRA_PDL=off MEMRA_DECODE_FUSE=off MEMRA_ATTN_ROWS=1 \
     MEMRA_KV_TYPE=bf16; do
     [ -x "$B/kernels/kernel_forward" ] || break

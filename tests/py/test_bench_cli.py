@@ -42,8 +42,9 @@ def reference_sizes():
 
 
 def test_bench_json_figures_consistent():
+    env = {k: v for k, v in os.environ.items() if k != "MEMRA_KV_TYPE"}  # the default KV type
     out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "pp32,tg8,tg4@d8,tg4x3@d8", "--reps", "2",
-                "--json", "--bw", "123.5", "--flops", "7")
+                "--json", "--bw", "123.5", "--flops", "7", env=env)
     assert out.returncode == 0, out.stderr
     j = json.loads(out.stdout)
     params, dbytes = reference_sizes()
@@ -52,7 +53,7 @@ def test_bench_json_figures_consistent():
     assert (j["arch"], j["format"], j["weights"], j["backend"]) == ("llama", "gguf", "Q4_1", "cpu")
     assert j["reps"] == 2 and j["bw_gbs"] == 123.5 and j["flops_tflops"] == 7
     assert j["max_batch_tokens"] == 32  # --ubatch 512 capped by the largest prefill (32)
-    assert j["kv_type"] == "f32"
+    assert j["kv_type"] == "bf16"  # the default (docs/FLAGS.md)
     res = {r["test"]: r for r in j["results"]}
     assert list(res) == ["pp32", "tg8", "tg4@d8", "tg4x3@d8"]
     for name, kind, n, depth, batch in (("pp32", "pp", 32, 0, 1), ("tg8", "tg", 8, 0, 1), ("tg4@d8", "tg", 4, 8, 1),
@@ -100,11 +101,11 @@ def test_bench_context_too_long():
 
 
 def test_bench_kv_type_from_the_environment():
-    env = dict(os.environ, MEMRA_KV_TYPE="bf16")
+    env = dict(os.environ, MEMRA_KV_TYPE="f32")
     out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg4", "--reps", "1", "--json", env=env)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["kv_type"] == "bf16"
-    assert "KV bf16" in out.stderr, out.stderr
+    assert json.loads(out.stdout)["kv_type"] == "f32"
+    assert "KV f32" in out.stderr, out.stderr
     env["MEMRA_KV_TYPE"] = "fp8"
     out = bench(MODEL, "--backend", "cpu", "--tests", "tg4", "--reps", "1", env=env)
     assert out.returncode != 0 and "MEMRA_KV_TYPE" in out.stderr, out.stderr

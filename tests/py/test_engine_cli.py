@@ -6,7 +6,9 @@ tiny random Qwen3 with a real byte-level BPE tokenizer (trained with the
 outputs were produced by transformers: greedy generate() decoded with
 skip_special_tokens (plain prompt, and through apply_chat_template), and the
 perplexity over a text file in windows of 32 tokens. Here the command-line
-programs must print the same text, and a perplexity within 1e-4 (relative).
+programs must print the same text, and a perplexity within 1e-4 (relative)
+with an f32 KV cache; with the default bf16 cache (keys and values rounded to
+bfloat16) within 2e-3 (6.4e-4 measured on 2026-12-03).
 """
 import json
 import os
@@ -45,15 +47,17 @@ def test_run_gen_matches_transformers(case):
     assert re.search(r"prompt \d+ tokens .* tok/s; generation \d+ tokens, [0-9.]+ tok/s, [0-9.]+ GB/s", err), err
 
 
-def test_memra_ppl_matches_transformers():
+@pytest.mark.parametrize("kv_type,tol", [("f32", 1e-4), ("bf16", 2e-3)])
+def test_memra_ppl_matches_transformers(kv_type, tol):
     out = subprocess.run([binary("memra-ppl"), os.path.join(FX, CLI["path"]), os.path.join(FX, CLI["ppl_text"]),
-                          "--ctx", str(CLI["ppl_ctx"]), "--threads", "2"], capture_output=True, text=True, timeout=120)
+                          "--ctx", str(CLI["ppl_ctx"]), "--threads", "2"], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, MEMRA_KV_TYPE=kv_type))
     assert out.returncode == 0, out.stderr
     m = re.match(r"perplexity ([0-9.]+) over (\d+) tokens \((\d+) windows of (\d+)\)", out.stdout)
     assert m, out.stdout
     assert int(m.group(3)) == CLI["ppl_windows"]
     assert int(m.group(2)) == CLI["ppl_windows"] * (CLI["ppl_ctx"] - 1)
-    assert abs(float(m.group(1)) - CLI["perplexity"]) <= 1e-4 * CLI["perplexity"], (m.group(1), CLI["perplexity"])
+    assert abs(float(m.group(1)) - CLI["perplexity"]) <= tol * CLI["perplexity"], (m.group(1), CLI["perplexity"])
 
 
 def test_run_gen_refuses_bad_model():

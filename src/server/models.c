@@ -60,7 +60,7 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
     }
     struct backend_config bc = {.max_seqs = cfg->n_slots, .max_ctx = cfg->ctx, .max_batch_tokens = cfg->batch_tokens,
                                 .n_threads = cfg->threads, .kv_blocks = cfg->kv_blocks,
-                                .kv_type = cfg->kv_type == BACKEND_KV_BF16 ? BACKEND_KV_BF16 : BACKEND_KV_F32};
+                                .kv_type = cfg->kv_type}; /* BACKEND_KV_DEFAULT: backend_open's (bf16) */
     const char *bname = cfg->backend ? cfg->backend : backend_default_name();
     if (engine_open(&sm->eng, sm->path, bname, &bc, e2, sizeof(e2)))
         return err_set(err, errlen, "model '%s': %s", sm->alias, e2);

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from memra_server import ALIAS, MODEL, Server, server_binary, wait_until
 
 DELAY_MS = 3000
@@ -97,6 +99,15 @@ def test_kv_type_bf16_serves_the_same_greedy_text():
     # keys and values rounded to bfloat16 move the logits by ~1e-3 of their range: on this prompt the
     # greedy text is the f32 cache's (a near tie could flip a token; then this prompt must change)
     assert texts["bf16"] == texts["f32"], texts
+
+
+@pytest.mark.skipif("MEMRA_KV_TYPE" in os.environ, reason="MEMRA_KV_TYPE is set here: not the default")
+def test_kv_type_default_is_bf16():
+    s = Server("--slots", "2", "--ctx", "256")
+    try:
+        assert "blocks (bf16)" in s.log, s.log  # docs/FLAGS.md: the default since 2026-12-03
+    finally:
+        assert s.stop() == 0, s.log
 
 
 def test_kv_type_unknown_exits_2():

@@ -99,4 +99,15 @@ if [ -x "$B/bin/run-gen" ] && [ -f "$M" ]; then
     done
     echo "== run-gen exit $r"
 fi
+# The device's sampling against the host's through the server on the default
+# model (a GGUF: decode groups of 8, so the 24 requests' steps run three groups
+# and the nucleus rows' z of the first groups must survive the last's logits):
+# tests/kernels/sample-same.sh (needs the openai package: .whl carried).
+if [ -x "$B/bin/memra-server" ] && [ -f "$M" ]; then
+    echo "== sample-same $M"
+    OUT=$LOG/sample-same tests/kernels/sample-same.sh "$M" "$B" 2>&1 | grep -E "^sample-same|on |off "
+    r=${PIPESTATUS[0]}
+    [ $r -ne 0 ] && rc=$r
+    echo "== sample-same exit $r"
+fi
 exit $rc

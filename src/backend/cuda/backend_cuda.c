@@ -104,6 +104,7 @@ static void cuda_be_free(struct backend *base)
     free(b->allocs);
     free(b->layers);
     free(b->spans);
+    free(b->mixed_seqs);
     free(b->h_attn_spans);
     free(b->h_attn_runs);
     free(b->h_attn_launch);
@@ -296,8 +297,18 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         cuda_be_free(&b->base);
         return -1;
     }
+    /* a mixed step's one-token sequences on the decode step's graphs (cuda_forward.c) */
+    b->dec_mixed = true;
+    if (!cuda_env_on_off("MEMRA_DECODE_MIXED", &b->dec_mixed, err, errlen)) {
+        cuda_be_free(&b->base);
+        return -1;
+    }
     b->base.device_draw = c->final_softcap <= 0.0f && sample_dev;
     b->base.device_topk = b->base.device_draw; /* and the top-k and nucleus candidates (topk.cu) */
+    if (b->base.device_topk) { /* nucleus rows' z kept past a later group's logits (cuda_logits_out.c) */
+        b->z_rows = bc->max_seqs;
+        b->z_stash = dev_floats(b, b->z_rows, c->vocab, &ok);
+    }
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
@@ -306,7 +317,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
-    if (!ok || !b->h_meta || !b->spans || !b->h_x || !b->layers) {
+    b->mixed_seqs = calloc(bc->max_seqs ? bc->max_seqs : 1, sizeof(*b->mixed_seqs));
+    if (!ok || !b->h_meta || !b->spans || !b->h_x || !b->layers || !b->mixed_seqs) {
         cuda_be_free(&b->base);
         return err_set(err, errlen, "cuda backend: out of memory for scratch of %u sequences × %u positions, "
                        "%u batch tokens", bc->max_seqs, bc->max_ctx, bc->max_batch_tokens);
@@ -691,14 +703,17 @@ static void cuda_be_kv_copy(struct backend *base, uint32_t dst, uint32_t src)
 }
 
 /* The z rows behind nucleus draws of the last forward: the top-k kernel
- * left each draw's z in its logit row (cuda_logits_out.c); one sync for all. */
+ * left each draw's z in its logit row, copied to z_stash where a later group
+ * of the forward overwrote that row (cuda_logits_out.c); one sync for all. */
 static void cuda_be_draw_z(struct backend *base, const struct backend_draw *const *d, float *const *z, uint32_t n)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
     const uint32_t V = base->model->cfg.vocab;
     for (uint32_t k = 0; k < n; k++) {
-        MEMRA_ASSERT(d[k]->nucleus && d[k]->row < DEC_G);
-        cuda_download_async(b->ctx, z[k], b->logits + (uint64_t)d[k]->row * V, (size_t)V * sizeof(float));
+        const uint32_t row = d[k]->row, slot = row & ~CUDA_BE_Z_STASHED;
+        MEMRA_ASSERT(d[k]->nucleus && (row & CUDA_BE_Z_STASHED ? slot < b->n_z : row < DEC_G));
+        const float *src = row & CUDA_BE_Z_STASHED ? b->z_stash + (uint64_t)slot * V : b->logits + (uint64_t)row * V;
+        cuda_download_async(b->ctx, z[k], src, (size_t)V * sizeof(float));
     }
     cuda_ctx_sync(b->ctx);
 }

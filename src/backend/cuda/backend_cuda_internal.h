@@ -90,6 +90,9 @@ struct cuda_backend {
     struct cuda_moe_scratch *moe; /* the MoE FFN's buffers for T tokens (NULL: dense model) */
     uint32_t moe_gemm_min;  /* spans of ≥ this many tokens run the experts as GEMMs (0: never; gemm_setup) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
+    bool dec_mixed;     /* MEMRA_DECODE_MIXED (default on): a mixed batch's one-token sequences take the
+                           decode step after the general path has run its spans */
+    struct backend_seq *mixed_seqs; /* (max_seqs) such a batch reordered: the spans, then the decode rows */
     /* attention (attn_plan): decode rows go attn_rows a launch */
     enum cuda_be_attn attn_mode; /* MEMRA_ATTN: how spans of ≥ 2 tokens run */
     uint32_t attn_rows;      /* min(CUDA_BE_ATTN_ROWS, max_batch_tokens) */
@@ -128,6 +131,14 @@ struct cuda_backend {
     int32_t *d_topk_idx, *h_topk_idx, *d_topk_greedy, *h_topk_greedy;
     float *d_topk_val, *h_topk_val;
     struct cuda_topk_stats *d_topk_stats, *h_topk_stats; /* (DEC_G) a nucleus row's total and rest */
+    /* A nucleus row's z (left in its logit row by topk.cu) must outlive the forward for backend_draw_z; a
+     * forward that makes its logit rows in several groups (decode groups of dec_g, the general path's chunks)
+     * overwrites b->logits, so every group but the last copies its nucleus rows' z here first, and
+     * backend_draw.row says where (CUDA_BE_Z_STASHED | slot) */
+    float *z_stash;   /* (max_seqs, vocab), device_topk only */
+    uint32_t z_rows;  /* its rows (max_seqs) */
+    uint32_t n_z;     /* slots this forward used (cuda_be_forward resets it) */
+    bool out_stash;   /* the group cuda_be_out_finish is handing back is followed by another in this forward */
     struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
     /* by T, for steps whose every row is at or past the attention's head-split
      * bound (cuda_attn_kv.pos_min): the kv-head grid, no exiting CTAs */
@@ -195,6 +206,7 @@ void cuda_be_attn_rows(struct cuda_backend *b, const float *q, const struct cuda
                        const uint32_t *tok_table, uint32_t t0, uint32_t n, float scale, uint32_t window, bool prep);
 
 /* ---- cuda_logits_out.c: what a step hands back for its logit rows ---------- */
+#define CUDA_BE_Z_STASHED 0x80000000u /* backend_draw.row: z_stash slot (row & ~this), else a b->logits row */
 enum cuda_be_out_kind { CUDA_BE_OUT_NONE, CUDA_BE_OUT_ARGMAX, CUDA_BE_OUT_DRAW, CUDA_BE_OUT_TOPK, CUDA_BE_OUT_ROW };
 /* The step's logit rows [0, n) of b->logits: row k is the row[k]-th logit row of seq[k]. */
 struct cuda_be_out {

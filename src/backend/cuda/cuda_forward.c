@@ -272,6 +272,23 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
     }
 }
 
+/* A decode-shaped batch in groups of dec_g: a sequence's bits are those of
+ * its group's graph, which equal the sequence's alone (the GEMVs and the mmv
+ * give each token the same bits whatever the batch; kernel_forward checks
+ * batch vs alone) — except that MEMRA_DECODE_MMV=auto runs a group of 1 on
+ * the CUDA-core GEMV and larger ones on the mmv (logits within ~1e-6). */
+static void decode_groups(struct cuda_backend *b, const struct backend_batch *batch)
+{
+    for (uint32_t g0 = 0; g0 < batch->n_seqs; g0 += b->dec_g) {
+        const uint32_t n = batch->n_seqs - g0 < b->dec_g ? batch->n_seqs - g0 : b->dec_g;
+        const struct backend_batch sub = {.n_seqs = n, .seqs = batch->seqs + g0};
+        b->out_stash = g0 + n < batch->n_seqs; /* the next group's logits overwrite these */
+        cuda_be_decode_step(b, &sub);
+    }
+}
+
+static void general_forward(struct cuda_backend *b, const struct backend_batch *batch, bool more_after);
+
 int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen)
 {
     struct cuda_backend *b = (struct cuda_backend *)base;
@@ -279,19 +296,41 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         return err_set(err, errlen, "cuda backend: forward before load_weights");
     if (backend_batch_check(base, batch, err, errlen) != 0)
         return -1;
+    b->n_z = 0;
     if (cuda_be_decode_shaped(b, batch)) {
-        /* groups of dec_g: a sequence's bits are those of its group's graph,
-         * which equal the sequence's alone (the GEMVs and the mmv give each
-         * token the same bits whatever the batch; kernel_forward checks batch
-         * vs alone) — except that MEMRA_DECODE_MMV=auto runs a group of 1 on
-         * the CUDA-core GEMV and larger ones on the mmv (logits within ~1e-6) */
-        for (uint32_t g0 = 0; g0 < batch->n_seqs; g0 += b->dec_g) {
-            const uint32_t n = batch->n_seqs - g0 < b->dec_g ? batch->n_seqs - g0 : b->dec_g;
-            const struct backend_batch sub = {.n_seqs = n, .seqs = batch->seqs + g0};
-            cuda_be_decode_step(b, &sub);
-        }
+        decode_groups(b, batch);
         return 0;
     }
+    /* a mixed batch (MEMRA_DECODE_MIXED): its one-token sequences take the
+     * decode step's graphs after the general path has run the rest, so a
+     * decode token runs the same launches whether or not prompts prefill
+     * beside it (the same kernels either way: the same bits) */
+    uint32_t nd = 0, np = 0;
+    if (b->dec_on && b->dec_mixed)
+        for (uint32_t i = 0; i < batch->n_seqs; i++)
+            nd += batch->seqs[i].n_tokens == 1;
+    if (nd == 0) {
+        general_forward(b, batch, false);
+        return 0;
+    }
+    for (uint32_t i = 0; i < batch->n_seqs; i++) /* the spans first, then the decode rows, each in order */
+        if (batch->seqs[i].n_tokens > 1)
+            b->mixed_seqs[np++] = batch->seqs[i];
+    for (uint32_t i = 0, j = np; i < batch->n_seqs; i++)
+        if (batch->seqs[i].n_tokens == 1)
+            b->mixed_seqs[j++] = batch->seqs[i];
+    const struct backend_batch pre = {.n_seqs = np, .seqs = b->mixed_seqs};
+    const struct backend_batch dec = {.n_seqs = nd, .seqs = b->mixed_seqs + np};
+    general_forward(b, &pre, true);
+    decode_groups(b, &dec);
+    return 0;
+}
+
+/* Any batch through the general path; more_after: another group of logit
+ * rows follows in this forward (its nucleus rows' z must be stashed). */
+static void general_forward(struct cuda_backend *b, const struct backend_batch *batch, bool more_after)
+{
+    const struct backend *base = &b->base;
     const struct model *m = base->model;
     const struct model_config *c = &m->cfg;
     uint32_t T = 0;
@@ -372,8 +411,8 @@ int cuda_be_forward(struct backend *base, const struct backend_batch *batch, cha
         }
         cuda_be_out_plan(b, &o);
         cuda_be_out_params_up(b, &o, false);
+        b->out_stash = more_after || k0 + nr < nrow; /* the next chunk's logits overwrite these */
         cuda_be_out_finish(b, &o, true);
     }
     cuda_ctx_sync(b->ctx);
-    return 0;
 }

@@ -81,8 +81,19 @@ void cuda_be_out_finish(struct cuda_backend *b, const struct cuda_be_out *o, boo
         if (o->any[CUDA_BE_OUT_DRAW]) /* after the argmax: the draw overwrites its rows */
             cuda_draw_rows(b->ctx, b->logits, n, V, b->d_draw, b->d_draw_out);
     }
-    if (o->any[CUDA_BE_OUT_TOPK]) /* after both, which leave its rows alone; it overwrites them */
+    uint32_t zrow[DEC_G]; /* a nucleus row's z: its logit row, or a stash slot when another group follows */
+    if (o->any[CUDA_BE_OUT_TOPK]) { /* after both, which leave its rows alone; it overwrites them */
         topk_run(b, n);
+        for (uint32_t k = 0; k < n; k++) {
+            zrow[k] = k;
+            if (o->kind[k] != CUDA_BE_OUT_TOPK || !o->seq[k]->draw->nucleus || !b->out_stash)
+                continue;
+            MEMRA_ASSERT(b->z_stash && b->n_z < b->z_rows); /* one nucleus row a sequence, ≤ max_seqs */
+            cuda_copy_d2d(b->ctx, b->z_stash + (uint64_t)b->n_z * V, b->logits + (uint64_t)k * V,
+                          (size_t)V * sizeof(float));
+            zrow[k] = CUDA_BE_Z_STASHED | b->n_z++;
+        }
+    }
     if (o->any[CUDA_BE_OUT_ARGMAX])
         cuda_download_async(b->ctx, b->h_argmax, b->d_argmax, (size_t)n * sizeof(int32_t));
     if (o->any[CUDA_BE_OUT_DRAW])
@@ -123,7 +134,7 @@ void cuda_be_out_finish(struct cuda_backend *b, const struct cuda_be_out *o, boo
                 s->draw->n_cand = kc;
                 s->draw->total = b->h_topk_stats[k].total;
                 s->draw->rest = b->h_topk_stats[k].rest;
-                s->draw->row = k; /* its z stays in logit row k until the next forward (cuda_be_draw_z) */
+                s->draw->row = zrow[k]; /* its z stays there until the next forward (cuda_be_draw_z) */
             }
             break;
         }

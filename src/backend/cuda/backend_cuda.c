@@ -692,7 +692,10 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
     if (gemm_setup(b, err, errlen) != 0) /* before the KV pool takes the free memory */
         return -1;
     cuda_ctx_sync(b->ctx);
-    return alloc_kv_pool(b, err, errlen);
+    if (alloc_kv_pool(b, err, errlen) != 0)
+        return -1;
+    cuda_be_decode_capture_all(b);
+    return 0;
 }
 
 static void cuda_be_kv_copy(struct backend *base, uint32_t dst, uint32_t src)

@@ -232,5 +232,8 @@ void cuda_be_out_finish(struct cuda_backend *b, const struct cuda_be_out *o, boo
 bool cuda_be_decode_shaped(const struct cuda_backend *b, const struct backend_batch *batch);
 /* One decode step of batch->n_seqs ≤ b->dec_g sequences. */
 void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *batch);
+/* At load (after the KV pool): every decode graph a step may replay, 1 to dec_g sequences (and the deep graph
+ * of each T that has one), captured now rather than by the first step of each size (logged with its time). */
+void cuda_be_decode_capture_all(struct cuda_backend *b);
 
 #endif

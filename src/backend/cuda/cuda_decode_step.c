@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- decode step ------------------------------------------------------------
  * A batch of T ≤ dec_g sequences × 1 token (the steady state of generation)
@@ -15,7 +16,9 @@
  * positions, block-table offsets, block tables) go up in ONE async copy from
  * pinned memory into fixed device buffers (d_dec), the whole forward — the
  * embedding gather (embed.cu), every layer, the final norm and the logits
- * GEMV — replays as a CUDA graph captured on the first step of each T, and
+ * GEMV — replays as a CUDA graph of that T, captured at load for every T
+ * (cuda_be_decode_capture_all: a capture in the first burst of requests cost
+ * its steps more than the graph saves them), and
  * the logit rows asked for come down in async copies to pinned memory; the
  * only host sync of a step is the one before reading them. The graph stays
  * valid across steps because no kernel's launch configuration depends on the
@@ -123,6 +126,21 @@ static bool decode_norm(struct cuda_backend *b, const float *add, const float *w
  * graph of T holds. Logits of the T tokens → b->logits (T, vocab). pos_min:
  * the attention launches' cuda_attn_kv.pos_min (a position every row is at or
  * past; 0: none known). */
+static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min);
+
+/* The graph of T sequences (deep: the one whose attention takes the kv-head
+ * grid, rows at or past pos_min), captured on first use (recorded, not run). */
+static struct cuda_graph *decode_graph(struct cuda_backend *b, uint32_t T, bool deep, uint32_t pos_min)
+{
+    struct cuda_graph **g = deep ? &b->graphs_deep[T] : &b->graphs[T];
+    if (!*g) {
+        cuda_graph_begin(b->ctx);
+        decode_body(b, T, pos_min);
+        *g = cuda_graph_end(b->ctx);
+    }
+    return *g;
+}
+
 static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
 {
     const struct model *m = b->base.model;
@@ -264,16 +282,29 @@ void cuda_be_decode_step(struct cuda_backend *b, const struct backend_batch *bat
     for (uint32_t i = 0; i < T && deep; i++)
         deep = batch->seqs[i].pos >= below;
     const uint32_t pos_min = deep ? below : 0;
-    if (b->dec_graphs) {
-        struct cuda_graph **g = deep ? &b->graphs_deep[T] : &b->graphs[T];
-        if (!*g) {
-            cuda_graph_begin(b->ctx);
-            decode_body(b, T, pos_min);
-            *g = cuda_graph_end(b->ctx);
-        }
-        cuda_graph_launch(b->ctx, *g);
-    } else {
+    if (b->dec_graphs)
+        cuda_graph_launch(b->ctx, decode_graph(b, T, deep, pos_min));
+    else
         decode_body(b, T, pos_min);
-    }
     cuda_be_out_finish(b, &o, false);
+}
+
+void cuda_be_decode_capture_all(struct cuda_backend *b)
+{
+    if (!b->dec_on || !b->dec_graphs)
+        return;
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint32_t n = 0;
+    for (uint32_t T = 1; T <= b->dec_g; T++, n++) {
+        decode_graph(b, T, false, 0);
+        const uint32_t below = cuda_attn_decode_hsplit_below(b->ctx, ad, T);
+        if (below > 0)
+            decode_graph(b, T, true, below), n++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    log_info("cuda: %u decode graphs (1 to %u sequences) captured in %.2f s", n, b->dec_g,
+             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 }

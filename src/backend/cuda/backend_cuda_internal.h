@@ -139,7 +139,7 @@ struct cuda_backend {
     uint32_t z_rows;  /* its rows (max_seqs) */
     uint32_t n_z;     /* slots this forward used (cuda_be_forward resets it) */
     bool out_stash;   /* the group cuda_be_out_finish is handing back is followed by another in this forward */
-    struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured on first use */
+    struct cuda_graph *graphs[CUDA_MMV_MAX_BATCH + 1]; /* by T, captured at load (cuda_be_decode_capture_all) */
     /* by T, for steps whose every row is at or past the attention's head-split
      * bound (cuda_attn_kv.pos_min): the kv-head grid, no exiting CTAs */
     struct cuda_graph *graphs_deep[CUDA_MMV_MAX_BATCH + 1];

@@ -126,21 +126,6 @@ static bool decode_norm(struct cuda_backend *b, const float *add, const float *w
  * graph of T holds. Logits of the T tokens → b->logits (T, vocab). pos_min:
  * the attention launches' cuda_attn_kv.pos_min (a position every row is at or
  * past; 0: none known). */
-static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min);
-
-/* The graph of T sequences (deep: the one whose attention takes the kv-head
- * grid, rows at or past pos_min), captured on first use (recorded, not run). */
-static struct cuda_graph *decode_graph(struct cuda_backend *b, uint32_t T, bool deep, uint32_t pos_min)
-{
-    struct cuda_graph **g = deep ? &b->graphs_deep[T] : &b->graphs[T];
-    if (!*g) {
-        cuda_graph_begin(b->ctx);
-        decode_body(b, T, pos_min);
-        *g = cuda_graph_end(b->ctx);
-    }
-    return *g;
-}
-
 static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
 {
     const struct model *m = b->base.model;
@@ -236,6 +221,19 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
     }
 }
 
+/* The graph of T sequences (deep: the one whose attention takes the kv-head
+ * grid, rows at or past pos_min), captured on first use (recorded, not run). */
+static struct cuda_graph *decode_graph(struct cuda_backend *b, uint32_t T, bool deep, uint32_t pos_min)
+{
+    struct cuda_graph **g = deep ? &b->graphs_deep[T] : &b->graphs[T];
+    if (!*g) {
+        cuda_graph_begin(b->ctx);
+        decode_body(b, T, pos_min);
+        *g = cuda_graph_end(b->ctx);
+    }
+    return *g;
+}
+
 /* A batch the decode step takes: sequences of one token each (more than
  * dec_g of them run as consecutive groups of dec_g, see cuda_be_forward). */
 bool cuda_be_decode_shaped(const struct cuda_backend *b, const struct backend_batch *batch)
@@ -301,8 +299,10 @@ void cuda_be_decode_capture_all(struct cuda_backend *b)
     for (uint32_t T = 1; T <= b->dec_g; T++, n++) {
         decode_graph(b, T, false, 0);
         const uint32_t below = cuda_attn_decode_hsplit_below(b->ctx, ad, T);
-        if (below > 0)
-            decode_graph(b, T, true, below), n++;
+        if (below > 0) {
+            decode_graph(b, T, true, below);
+            n++;
+        }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     log_info("cuda: %u decode graphs (1 to %u sequences) captured in %.2f s", n, b->dec_g,

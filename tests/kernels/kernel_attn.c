@@ -49,6 +49,8 @@
  *        kernel_attn --one DEPTH BATCH   (the decode timing rows of that shape,
  *                                        one a kernel, and nothing else: for a
  *                                        profiler)
+ *        kernel_attn --prefill   (the prefill checks, an f32 and a bf16 cache,
+ *                                and the prefill table only)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -786,16 +788,18 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
 
 /* Median ms of `reps` event-timed runs of one prefill launch (after 3 warm-ups). */
 static float time_prefill(const float *dq, float *datt, const struct cuda_attn_span *dsp, uint32_t T,
-                          uint32_t splits, const struct pool *p, float scale, bool exact, float *scr, uint32_t cap)
+                          uint32_t splits, const struct pool *p, bool bf16, float scale, bool exact, float *scr,
+                          uint32_t cap)
 {
     struct cuda_timer *tm = cuda_timer_new();
     double ms[15];
     const struct cuda_attn_dims d = p->d;
+    const struct cuda_attn_kv kv = bf16 ? pool_kv16(p) : pool_kv(p);
     for (int w = 0; w < 3; w++)
-        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, pool_kv(p), scale, 0, exact, scr, cap);
+        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, kv, scale, 0, exact, scr, cap);
     for (int r = 0; r < 15; r++) {
         cuda_timer_start(g_ctx, tm);
-        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, pool_kv(p), scale, 0, exact, scr, cap);
+        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, kv, scale, 0, exact, scr, cap);
         cuda_timer_stop(g_ctx, tm);
         ms[r] = cuda_timer_ms(tm);
     }
@@ -805,13 +809,16 @@ static float time_prefill(const float *dq, float *datt, const struct cuda_attn_s
 }
 
 /* One span of T rows at positions pos0 .. pos0 + T − 1 (8B shape): bf16, exact
- * and the f32 rows path timed, 32 sampled rows of each checked. */
+ * and the f32 rows path timed on an f32 cache, bf16 and exact on the same
+ * values' bf16 cache (the default), 32 sampled rows of each checked. */
 static void bench_prefill(uint32_t pos0, uint32_t T)
 {
     const struct cuda_attn_dims d = {32, 8, 128};
     const uint32_t q_dim = 32 * 128, len = pos0 + T;
     struct pool p;
+    g_bf16 = true;
     pool_init(&p, d, 1, &len);
+    g_bf16 = false;
     float *hq, *dq = rand_dev((size_t)T * q_dim, 2.0f, &hq);
     float *datt = cuda_alloc((size_t)T * q_dim * 4);
     const uint32_t splits = cuda_attn_prefill_splits(pos0, T);
@@ -829,16 +836,20 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
     }
     int nonfinite;
     double err[2];
-    float ms[3];
+    float ms[3], ms16[2];
     test_current = "prefill bench rows";
-    for (int exact = 0; exact < 2; exact++) {
-        cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
-        ms[exact] = time_prefill(dq, datt, dsp, T, splits, &p, scale, exact, scr, T * splits);
-        cuda_download(g_ctx, hatt, datt, (size_t)T * q_dim * 4);
-        err[exact] = compare_rows(&p, hq, hatt, 32, rows, seqs, poss, scale, 0, &nonfinite);
-        CHECK_MSG(err[exact] <= (exact ? TOL_PREFILL_EXACT : TOL_PREFILL) && nonfinite == 0,
-                  "prefill %s pos0 %u T %u: error %.3g", exact ? "exact" : "bf16", pos0, T, err[exact]);
-    }
+    for (int exact = 0; exact < 2; exact++)
+        for (int bf = 0; bf < 2; bf++) {
+            cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
+            (bf ? ms16 : ms)[exact] = time_prefill(dq, datt, dsp, T, splits, &p, bf, scale, exact, scr, T * splits);
+            cuda_download(g_ctx, hatt, datt, (size_t)T * q_dim * 4);
+            const double e = compare_rows(&p, hq, hatt, 32, rows, seqs, poss, scale, 0, &nonfinite);
+            CHECK_MSG(e <= (exact ? TOL_PREFILL_EXACT : TOL_PREFILL) && nonfinite == 0,
+                      "prefill %s pos0 %u T %u%s: error %.3g", exact ? "exact" : "bf16", pos0, T,
+                      bf ? " bf16 KV" : "", e);
+            if (!bf)
+                err[exact] = e;
+        }
     /* the f32 decode kernel row by row, 64 rows a launch (MEMRA_ATTN=rows) */
     const uint32_t R = 64;
     uint32_t *pos = xmalloc(T * sizeof *pos), *tabrow = xmalloc(T * sizeof *tabrow);
@@ -864,9 +875,11 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
     qsort(me, 3, sizeof *me, kernel_time_cmp);
     ms[2] = (float)me[1];
     const double flops = 4.0 * 128 * 32 * ((double)T * pos0 + (double)T * (T + 1) / 2.0);
-    printf("| %u | %u | %u | %.3f | %.1f | %.1e | %.3f | %.1f | %.1e | %.3f | %.2f | %.2f | %.2f |\n", pos0, T,
-           splits, ms[0], flops / (ms[0] * 1e-3) / 1e12, err[0], ms[1], flops / (ms[1] * 1e-3) / 1e12, err[1], ms[2],
-           ms[1] * 32, ms[2] * 32, flops * 3 * 32 / (TF_REF * 1e12) * 1e3);
+    printf("| %u | %u | %u | %.3f | %.1f | %.1e | %.3f | %.1f | %.1e | %.3f | %.2f | %.2f | %.2f | %.3f | %.1f | "
+           "%.3f | %.1f |\n",
+           pos0, T, splits, ms[0], flops / (ms[0] * 1e-3) / 1e12, err[0], ms[1], flops / (ms[1] * 1e-3) / 1e12, err[1],
+           ms[2], ms[1] * 32, ms[2] * 32, flops * 3 * 32 / (TF_REF * 1e12) * 1e3, ms16[0],
+           flops / (ms16[0] * 1e-3) / 1e12, ms16[1], flops / (ms16[1] * 1e-3) / 1e12);
     free(pos);
     free(tabrow);
     cuda_free(dpos);
@@ -882,6 +895,23 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
     pool_free(&p);
 }
 
+/* The prefill table: both precisions on an f32 and a bf16 cache, and the f32
+ * rows path, at the 8B shape. */
+static void bench_prefill_table(void)
+{
+    printf("\n## Prefill attention, 8B shape, one causal span of T rows after pos0 cached positions "
+           "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
+           "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "
+           "rows ms | exact ms x 32 | rows ms x 32 | exact floor ms x 32 (3x FLOPs) | bf16 KV: bf16 ms | "
+           "TFLOP/s | bf16 KV: exact ms | TFLOP/s |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    bench_prefill(0, 512);
+    bench_prefill(0, 4096);
+    bench_prefill(6000, 32);
+    bench_prefill(6000, 128);
+    bench_prefill(3584, 512);
+}
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -891,6 +921,13 @@ int main(int argc, char **argv)
     g_tc = getenv("MEMRA_ATTN_DECODE") && strcmp(getenv("MEMRA_ATTN_DECODE"), "tc") == 0;
     cuda_attn_decode_set_kernels(g_ctx, g_tc ? CUDA_ATTN_DECODE_TC : CUDA_ATTN_DECODE_F32);
     printf("L2 %zu MB\n", cuda_ctx_l2_bytes(g_ctx) >> 20);
+    if (argc == 2 && strcmp(argv[1], "--prefill") == 0) { /* the prefill checks and table only */
+        RUN(test_prefill);
+        RUN(test_kv_bf16);
+        bench_prefill_table();
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
     if (argc == 4 && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
         if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64) {
@@ -928,16 +965,7 @@ int main(int argc, char **argv)
             for (int m = 1; m < 3; m++)
                 for (int bf = 0; bf < 2; bf++)
                     bench_decode(bd[i][0], bd[i][1], cuda_ctx_l2_bytes(g_ctx), m, bf, CUDA_ATTN_HSPLIT_AUTO);
-        printf("\n## Prefill attention, 8B shape, one causal span of T rows after pos0 cached positions "
-               "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
-               "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "
-               "rows ms | exact ms x 32 | rows ms x 32 | exact floor ms x 32 (3x FLOPs) |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        bench_prefill(0, 512);
-        bench_prefill(0, 4096);
-        bench_prefill(6000, 32);
-        bench_prefill(6000, 128);
-        bench_prefill(3584, 512);
+        bench_prefill_table();
     }
     cuda_ctx_free(g_ctx);
     return test_summary();

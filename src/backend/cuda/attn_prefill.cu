@@ -9,13 +9,18 @@
  * by scale·log2(e), rounded to bf16 — in exact mode as bf16 high + low parts)
  * stay in registers. The CTA walks the key tiles of 64 positions from the
  * window's start to its last row's position (within its split's range): each
- * tile's K and V (key, dim) are read from the paged f32 cache with 16-byte
- * loads (a warp reads whole rows), rounded to bf16 (exact: high and low
- * parts) into shared memory (rows padded by 8 bf16 so the fragment reads hit
- * 32 distinct banks; V's B fragments come transposed through ldmatrix
- * .trans); S = Q·Kᵀ (m16n8k16, f32 accumulation), causal / window / padding
- * mask, online softmax in f32 base 2 (row max over the quad by shuffles, sums
- * kept per thread until the end), P rounded to bf16 (exact: split) in
+ * tile's K and V (key, dim) go into shared memory (rows padded by 8 bf16 so
+ * the fragment reads hit 32 distinct banks; V's B fragments come transposed
+ * through ldmatrix .trans). From an f32 cache they are read with 16-byte
+ * loads (a warp reads whole rows) and rounded to bf16 (exact: high and low
+ * parts); a bf16 cache's (the default) are copied as stored by cp.async in two
+ * stages, the next tile's copies in flight while this one is used, and have
+ * no low parts (exact mode's hi·lo products with them would add exact zeros:
+ * left out, the same bits; H200, one 4096-token span, 8B shape: exact 2.27 →
+ * 1.28 ms a layer, bf16 1.31 → 0.90). The CTAs of a span's last tiles (the
+ * most keys) are scheduled first. S = Q·Kᵀ (m16n8k16, f32 accumulation),
+ * causal / window / padding mask, online softmax in f32 base 2 (row max over
+ * the quad by shuffles, sums kept per thread until the end), P rounded to bf16 (exact: split) in
  * registers becomes the A operand of O += P·V. Exact mode takes every product
  * as lo·hi + hi·lo + hi·hi (the lo·lo term, ~2^-16 of the product, dropped).
  * Rows of the tile past the span's end are computed on zero q and not
@@ -38,6 +43,7 @@
 #include "backend/cuda/attn_combine.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/tile_copy.cuh"
 
 namespace {
 
@@ -45,24 +51,68 @@ constexpr int BM = 64, BN = 64, NT = 128;
 constexpr int LOADS = 8; /* tile load: float4s of K and of V a thread has in flight */
 constexpr float LOG2E = 1.4426950408889634f;
 
-template <int HD, bool EXACT, bool GROUPED>
+/* Shared memory a CTA takes: K and V tiles of BN keys × HD dims (rows padded
+ * by 8), each as 1 or 2 bf16 parts, in 1 or 2 stages. */
+template <bool EXACT, bool KB> __host__ __device__ constexpr int prefill_np() { return EXACT && !KB ? 2 : 1; }
+template <int HD, bool EXACT, bool KB> __host__ __device__ constexpr size_t prefill_smem()
+{
+    return (size_t)(KB ? 2 : 1) * 2 * prefill_np<EXACT, KB>() * BN * (HD + 8) * sizeof(__nv_bfloat16);
+}
+
+/* A bf16 cache's K and V tile of keys kt .. kt + BN − 1 (those past pl
+ * zero-filled: a masked key's P is 0, and 0 · V must not meet a stale NaN)
+ * into shared memory, 16 bytes a copy, as one cp.async group. */
+template <int HD>
+static __device__ __forceinline__ void prefill_issue_bf16(__nv_bfloat16 *sK, __nv_bfloat16 *sV,
+                                                          const cuda_attn_kv &kv, const uint32_t *tab, uint32_t kt,
+                                                          uint32_t pl, uint32_t kv_dim, uint32_t kvh)
+{
+    constexpr int KP = HD + 8, C = HD / 8; /* 16-byte pieces a key row */
+#pragma unroll
+    for (int j = 0; j < BN * C / NT; j++) {
+        const uint32_t i = (uint32_t)j * NT + threadIdx.x, key = i / C, c8 = i % C * 8, kp = kt + key;
+        const uint16_t *kb = static_cast<const uint16_t *>(kv.k), *vb = static_cast<const uint16_t *>(kv.v);
+        uint32_t n = 0;
+        if (kp <= pl) {
+            const uint64_t row = (uint64_t)tab[kp / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + kp % CUDA_ATTN_BLOCK;
+            const uint64_t off = row * kv_dim + (uint64_t)kvh * HD + c8;
+            kb += off;
+            vb += off;
+            n = 16;
+        }
+        cp_async16_zfill(smem_u32(sK + key * KP + c8), kb, n);
+        cp_async16_zfill(smem_u32(sV + key * KP + c8), vb, n);
+    }
+    cp_async_commit();
+}
+
+template <int HD, bool EXACT, bool GROUPED, bool KB>
 __global__ void __launch_bounds__(NT)
     kernel_attn_prefill(const float *__restrict__ q, float *__restrict__ att,
                         const cuda_attn_span *__restrict__ spans, uint32_t max_splits, uint32_t hg_arg, cuda_attn_dims d,
                         cuda_attn_kv kv, float scale2, uint32_t window, float *__restrict__ part_acc,
                         float *__restrict__ part_ml)
 {
-    constexpr int KP = HD + 8, TILE = BN * KP, NP = EXACT ? 2 : 1; /* bf16 parts kept per operand */
+    /* KB (a bf16 cache): K and V are bf16 already — no low parts (they would
+     * be zero: the products they add are exact zeros, so leaving them out
+     * gives the f32 path's bits) — and the tiles are copied as stored, the
+     * next one in flight while this one is used (two stages). Else K and V are
+     * read as f32 into registers and rounded (exact: split) into one stage. */
+    constexpr int KP = HD + 8, TILE = BN * KP, NP = prefill_np<EXACT, KB>(); /* bf16 parts kept per operand */
     constexpr int ITER = BN * HD / 4 / NT, LB = ITER < LOADS ? ITER : LOADS; /* tile load: float4s a thread */
     static_assert(ITER % LB == 0, "tile load rounds");
+    static_assert(BN * HD / 8 % NT == 0, "bf16 tile copies");
     extern __shared__ __align__(16) __nv_bfloat16 smem[];
-    __nv_bfloat16 *sK = smem, *sV = smem + NP * TILE; /* (key, dim); part 1 (low) at + TILE */
+    __nv_bfloat16 *sK = smem, *sV = smem + NP * TILE; /* (key, dim); part 1 (low) at + TILE; stage 1 at + 2·NP·TILE */
 
     const cuda_attn_span sp = spans[blockIdx.z / max_splits];
     /* the tile's 64 rows are tt tokens × hg query heads of one kv head: row m
-     * is token m / hg, head h0 + m % hg (rows past tt·hg are padding) */
+     * is token m / hg, head h0 + m % hg (rows past tt·hg are padding). The
+     * last tiles of a span see the most keys: they are scheduled first
+     * (blockIdx.x 0 is the last tile), so the short ones fill the end. */
     const uint32_t hg = GROUPED ? hg_arg : 1; /* a constant 1 keeps the one-head CTA's registers down */
-    const uint32_t split = blockIdx.z % max_splits, tile = blockIdx.x, tt = BM / hg, t0 = tile * tt;
+    const uint32_t split = blockIdx.z % max_splits, tt = BM / hg, nt_span = (sp.n + tt - 1) / tt;
+    const uint32_t tile = nt_span > blockIdx.x ? nt_span - 1 - blockIdx.x : gridDim.x, t0 = tile * tt;
     if (t0 >= sp.n || split >= sp.splits)
         return;
     const uint32_t h0 = blockIdx.y * hg, kvh = h0 / (d.n_heads / d.n_kv_heads);
@@ -111,9 +161,22 @@ __global__ void __launch_bounds__(NT)
         kt_first = max(kt_first, split * per);
         kt_last = min(kt_last, split * per + per - 1);
     }
+    if constexpr (KB)
+        prefill_issue_bf16<HD>(sK, sV, kv, tab, kt_first * BN, pl, kv_dim, kvh);
     for (uint32_t kti = kt_first; kti <= kt_last; kti++) {
         const uint32_t kt = kti * BN;
         __syncthreads(); /* the previous tile's fragments are read */
+        if constexpr (KB) {
+            const uint32_t st = (kti - kt_first) & 1;
+            sK = smem + st * 2 * TILE;
+            sV = sK + TILE;
+            if (kti < kt_last) /* the next tile into the other stage, then this one's copies awaited */
+                prefill_issue_bf16<HD>(smem + (st ^ 1) * 2 * TILE, smem + (st ^ 1) * 2 * TILE + TILE, kv, tab,
+                                       kt + BN, pl, kv_dim, kvh);
+            else
+                cp_async_commit();
+            cp_async_wait<1>();
+        } else {
         /* LB float4 of K and of V a thread in flight at once (the tile's load is
          * latency-bound otherwise), then rounded into shared memory */
 #pragma unroll
@@ -168,6 +231,7 @@ __global__ void __launch_bounds__(NT)
                 }
             }
         }
+        }
         __syncthreads();
 
         float s[BN / 8][4];
@@ -181,8 +245,9 @@ __global__ void __launch_bounds__(NT)
                                b1 = *reinterpret_cast<const uint32_t *>(kr + 8);
                 if constexpr (EXACT) {
                     mma_bf16(s[nt], ql[kk], b0, b1);
-                    mma_bf16(s[nt], qh[kk], *reinterpret_cast<const uint32_t *>(kr + TILE),
-                             *reinterpret_cast<const uint32_t *>(kr + TILE + 8));
+                    if constexpr (!KB)
+                        mma_bf16(s[nt], qh[kk], *reinterpret_cast<const uint32_t *>(kr + TILE),
+                                 *reinterpret_cast<const uint32_t *>(kr + TILE + 8));
                 }
                 mma_bf16(s[nt], qh[kk], b0, b1);
             }
@@ -253,7 +318,10 @@ __global__ void __launch_bounds__(NT)
             for (int nt = 0; nt < HD / 8; nt += 2) {
                 uint32_t b[4];
                 ldmatrix_x4_trans(b, (uint32_t)__cvta_generic_to_shared(sV + mrow * KP + nt * 8 + mcol));
-                if constexpr (EXACT) {
+                if constexpr (EXACT && KB) {
+                    mma_bf16(o[nt], al, b[0], b[1]);
+                    mma_bf16(o[nt + 1], al, b[2], b[3]);
+                } else if constexpr (EXACT) {
                     uint32_t bl[4];
                     ldmatrix_x4_trans(bl, (uint32_t)__cvta_generic_to_shared(sV + TILE + mrow * KP + nt * 8 + mcol));
                     mma_bf16(o[nt], al, b[0], b[1]);
@@ -318,18 +386,29 @@ __global__ void __launch_bounds__(128)
                      att + ((uint64_t)(sp.q0 + r) * n_heads + h) * hd, hd);
 }
 
-template <int HD, bool EXACT, bool GROUPED>
+template <int HD, bool EXACT, bool GROUPED, bool KB>
 static void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
                        uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                        uint32_t window, float *pa, float *pm)
 {
-    constexpr size_t smem = (size_t)(EXACT ? 4 : 2) * BN * (HD + 8) * sizeof(__nv_bfloat16);
+    constexpr size_t smem = prefill_smem<HD, EXACT, KB>();
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill<HD, EXACT, GROUPED>,
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill<HD, EXACT, GROUPED, KB>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel_attn_prefill<HD, EXACT, GROUPED><<<grid, NT, smem, ctx->stream>>>(q, att, spans, max_splits, hg, d, kv,
-                                                                             scale2, window, pa, pm);
+    kernel_attn_prefill<HD, EXACT, GROUPED, KB><<<grid, NT, smem, ctx->stream>>>(q, att, spans, max_splits, hg, d,
+                                                                                 kv, scale2, window, pa, pm);
+}
+
+template <int HD, bool EXACT, bool GROUPED>
+static void launch_kv(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
+                      uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
+                      uint32_t window, float *pa, float *pm)
+{
+    if (kv.bf16)
+        launch_one<HD, EXACT, GROUPED, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+    else
+        launch_one<HD, EXACT, GROUPED, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
 }
 
 template <int HD, bool EXACT>
@@ -338,9 +417,9 @@ void launch_prefill(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, 
                     uint32_t window, float *pa, float *pm)
 {
     if (hg > 1)
-        launch_one<HD, EXACT, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        launch_kv<HD, EXACT, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
     else
-        launch_one<HD, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
+        launch_kv<HD, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
 }
 
 } // namespace

@@ -42,8 +42,9 @@
  * bf16 and exact mode (median of event-timed launches, FLOPs 4·hd·heads·Σ
  * visible keys against 790 TFLOP/s bf16 dense; exact mode does 3× the mma
  * work) and through the f32 decode kernel 64 rows a launch (MEMRA_ATTN=rows),
- * 32 sampled rows of each checked. Each decode line ends with a digest of the
- * output bits (the inputs are seeded): equal digests of two builds = same bits.
+ * 32 sampled rows of each checked. Each decode and prefill check line ends with a
+ * digest of the output bits (the inputs are seeded): equal digests of two builds
+ * = same bits.
  *
  * Usage: kernel_attn [--quick]   (--quick: checks only)
  *        kernel_attn --one DEPTH BATCH   (the decode timing rows of that shape,
@@ -528,9 +529,9 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
     const double err = compare_rows(&p, hq, hatt, T, row, seq, pos, scale, window, &nonfinite);
     const double tol = exact ? TOL_PREFILL_EXACT : TOL_PREFILL;
     printf("prefill %s heads %2u/%u hd %3u window %4u spans %u (%u split, ≤ %u splits) rows %u%s: max|d|/max|ref| "
-           "%.2e\n",
+           "%.2e, digest %016" PRIx64 "\n",
            exact ? "exact" : "bf16 ", d.n_heads, d.n_kv_heads, hd, window, n_spans, n_split, max_splits, T,
-           g_bf16 ? " bf16 KV" : "", err);
+           g_bf16 ? " bf16 KV" : "", err, bits_digest(hatt, (size_t)T * q_dim * sizeof(float)));
     CHECK_MSG(err <= tol && nonfinite == 0, "prefill %s hd %u splits %u: error %.3g (tolerance %.0e), %d non-finite",
               exact ? "exact" : "bf16", hd, splits, err, tol, nonfinite);
     /* the last span alone: same bits */

@@ -132,45 +132,61 @@ static __device__ __forceinline__ uint32_t pack_bf16(float a, float b)
 /* One thread per 32-element segment (row r, segment j of n/32): decode with
  * the GEMV's block decoder, value = d·q + m with one rounding each (no FMA,
  * as the CPU's dequantization), then hi = bf16(value), lo = bf16(value − hi).
- * Output (rows, n) bf16 row-major; 64 bytes a thread, 16-byte stores. */
+ * Output (rows, n) bf16 row-major. A block's 256 segments are one contiguous
+ * 16 KB of each output: a thread's 64 bytes go through shared memory (16-byte
+ * pieces swizzled so a quarter-warp's stores hit 8 different bank groups) and
+ * the block writes the range out in consecutive 16-byte pieces — stored
+ * straight from each thread (64 bytes apart) the kernel ran at ~1.3 TB/s. */
+constexpr int DQ_THREADS = 256;
+
 template <class Q>
-__global__ void __launch_bounds__(256) kernel_dequant_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
-                                                        uint64_t rows, uint64_t n, uint4 *__restrict__ hi,
-                                                        uint4 *__restrict__ lo)
+__global__ void __launch_bounds__(DQ_THREADS) kernel_dequant_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
+                                                               uint64_t rows, uint64_t n, uint4 *__restrict__ hi,
+                                                               uint4 *__restrict__ lo)
 {
     constexpr int S = Q::QK / 32;
-    const uint64_t segs = n / 32;
-    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-    if (t >= rows * segs)
-        return;
-    const uint64_t r = t / segs, j = t % segs;
-    const uint8_t *blk = w + r * row_bytes + (j / S) * Q::BS;
-    const typename Q::lane_t L = Q::lane((int)(j % S));
-    uint32_t q[8];
-    float d[2], m[2];
-    Q::get(blk, L, q, d, m);
-    float v[32];
+    __shared__ uint4 sh[2][DQ_THREADS * 4];
+    const uint64_t segs = n / 32, total = rows * segs, t0 = blockIdx.x * (uint64_t)DQ_THREADS;
+    const uint64_t t = t0 + threadIdx.x;
+    const uint32_t sw = (threadIdx.x >> 1) & 3u;
+    if (t < total) {
+        const uint64_t r = t / segs, j = t % segs;
+        const uint8_t *blk = w + r * row_bytes + (j / S) * Q::BS;
+        const typename Q::lane_t L = Q::lane((int)(j % S));
+        uint32_t q[8];
+        float d[2], m[2];
+        Q::get(blk, L, q, d, m);
+        float v[32];
 #pragma unroll
-    for (int e = 0; e < 32; e++) {
-        const uint32_t byte = (q[e / 4] >> (8 * (e % 4))) & 0xFFu;
-        const float qf = Q::QSIGNED ? (float)(int8_t)byte : (float)byte;
-        const float p = __fmul_rn(d[e / 16], qf);
-        v[e] = Q::HAS_M ? __fadd_rn(p, m[e / 16]) : p;
-    }
-#pragma unroll
-    for (int s = 0; s < 4; s++) { /* 8 elements a 16-byte store */
-        uint32_t h[4], l[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const float a = v[8 * s + 2 * i], b = v[8 * s + 2 * i + 1];
-            h[i] = pack_bf16(a, b);
-            const __nv_bfloat162 hb = *reinterpret_cast<const __nv_bfloat162 *>(&h[i]);
-            const float2 hf = __bfloat1622float2(hb);
-            l[i] = pack_bf16(__fsub_rn(a, hf.x), __fsub_rn(b, hf.y));
+        for (int e = 0; e < 32; e++) {
+            const uint32_t byte = (q[e / 4] >> (8 * (e % 4))) & 0xFFu;
+            const float qf = Q::QSIGNED ? (float)(int8_t)byte : (float)byte;
+            const float p = __fmul_rn(d[e / 16], qf);
+            v[e] = Q::HAS_M ? __fadd_rn(p, m[e / 16]) : p;
         }
-        hi[t * 4 + s] = make_uint4(h[0], h[1], h[2], h[3]);
+#pragma unroll
+        for (int s = 0; s < 4; s++) { /* 8 elements a 16-byte piece */
+            uint32_t h[4], l[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float a = v[8 * s + 2 * i], b = v[8 * s + 2 * i + 1];
+                h[i] = pack_bf16(a, b);
+                const __nv_bfloat162 hb = *reinterpret_cast<const __nv_bfloat162 *>(&h[i]);
+                const float2 hf = __bfloat1622float2(hb);
+                l[i] = pack_bf16(__fsub_rn(a, hf.x), __fsub_rn(b, hf.y));
+            }
+            const uint32_t at = threadIdx.x * 4 + ((uint32_t)s ^ sw);
+            sh[0][at] = make_uint4(h[0], h[1], h[2], h[3]);
+            sh[1][at] = make_uint4(l[0], l[1], l[2], l[3]);
+        }
+    }
+    __syncthreads();
+    const uint64_t nv = total - t0 < DQ_THREADS ? total - t0 : DQ_THREADS; /* segments of this block */
+    for (uint32_t i = threadIdx.x; i < nv * 4; i += DQ_THREADS) {
+        const uint32_t st = i >> 2, at = st * 4 + ((i & 3u) ^ ((st >> 1) & 3u));
+        hi[t0 * 4 + i] = sh[0][at];
         if (lo)
-            lo[t * 4 + s] = make_uint4(l[0], l[1], l[2], l[3]);
+            lo[t0 * 4 + i] = sh[1][at];
     }
 }
 
@@ -335,9 +351,9 @@ template <class Q>
 static void launch_dequant_q(struct cuda_gemm *g, const void *w, uint64_t rows, uint64_t n)
 {
     const uint64_t threads = rows * (n / 32), row_bytes = n / Q::QK * Q::BS;
-    const uint64_t blocks = (threads + 255) / 256;
-    kernel_dequant_q<Q><<<(unsigned)blocks, 256, 0, g->ctx->stream>>>((const uint8_t *)w, row_bytes, rows, n,
-                                                                       (uint4 *)g->whi, (uint4 *)g->wlo);
+    const uint64_t blocks = (threads + DQ_THREADS - 1) / DQ_THREADS;
+    kernel_dequant_q<Q><<<(unsigned)blocks, DQ_THREADS, 0, g->ctx->stream>>>((const uint8_t *)w, row_bytes, rows,
+                                                                              n, (uint4 *)g->whi, (uint4 *)g->wlo);
     CUDA_CHECK_LAUNCH();
 }
 

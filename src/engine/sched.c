@@ -394,8 +394,8 @@ static bool sched_step(struct sched *s)
     admit_waiting(s);
     reserve_decode(s);
 
-    /* the batch: decode tokens first, then prefill chunks in sequence order
-     * (the budget bounds how much prefill runs) */
+    /* the batch: decode tokens first, then prefill chunks (the budget bounds
+     * how much prefill runs) */
     uint32_t budget = s->cfg.max_batch_tokens, n = 0, n_prefill = 0, first_prefill_pos = 0;
     for (uint32_t i = 0; i < s->max_seqs && budget; i++) {
         struct sched_job *j = s->run[i];
@@ -410,13 +410,33 @@ static bool sched_step(struct sched *s)
         s->seq_job[n++] = j;
         budget--;
     }
-    for (uint32_t i = 0; i < s->max_seqs && budget; i++) {
+    /* Prefill chunks, oldest admission first, each whole: a chunk ends at the
+     * prompt's end or at the next multiple of pf_grain (max_batch_tokens less
+     * one decode token a sequence), and one that does not fit in what is left
+     * of the budget waits for the next step (with everything admitted after
+     * it). So where a prompt is cut depends on its own positions only, never
+     * on what else runs: on the CUDA backend a span's kernels depend on its
+     * length, so a prompt cut elsewhere would get other bits — and possibly
+     * other greedy text — batched than alone. The oldest chunk always fits
+     * (the decode tokens leave at least pf_grain), so every prompt progresses. */
+    uint32_t n_pf = 0;
+    for (uint32_t i = 0; i < s->max_seqs; i++) {
         struct sched_job *j = s->run[i];
         if (!j || j->state != JOB_PREFILL)
             continue;
+        uint32_t k = n_pf++;
+        for (; k > 0 && s->pf[k - 1]->admit_order > j->admit_order; k--)
+            s->pf[k] = s->pf[k - 1];
+        s->pf[k] = j;
+    }
+    for (uint32_t k = 0; k < n_pf && budget; k++) {
+        struct sched_job *j = s->pf[k];
         uint32_t chunk = j->n_feed - j->n_past;
+        const uint32_t to_edge = s->pf_grain - j->n_past % s->pf_grain;
+        if (chunk > to_edge)
+            chunk = to_edge;
         if (chunk > budget)
-            chunk = budget;
+            break;
         bool last = j->n_past + chunk == j->n_feed;
         uint32_t nb;
         const uint32_t *blocks = kv_pool_seq_blocks(s->pool, j->seq, &nb);
@@ -588,6 +608,7 @@ static void sched_free_bufs(struct sched *s)
     free(s->copies);
     free(s->seqs);
     free(s->seq_job);
+    free(s->pf);
     free(s->logits);
     free(s->sjobs);
     free(s->sres);
@@ -639,13 +660,15 @@ int sched_start(struct sched **out, struct backend *b, const struct tokenizer *t
     s->copies = calloc(kv_pool_max_seq_blocks(s->pool), sizeof(*s->copies));
     s->seqs = calloc(s->max_seqs, sizeof(*s->seqs));
     s->seq_job = calloc(s->max_seqs, sizeof(*s->seq_job));
+    s->pf = calloc(s->max_seqs, sizeof(*s->pf));
+    s->pf_grain = s->cfg.max_batch_tokens > s->max_seqs ? s->cfg.max_batch_tokens - s->max_seqs : 1;
     s->logits = malloc((size_t)s->max_seqs * s->vocab * sizeof(float));
     s->sjobs = calloc(s->max_seqs, sizeof(*s->sjobs));
     s->sres = calloc(s->max_seqs, sizeof(*s->sres));
     s->zdraw = calloc(s->max_seqs, sizeof(*s->zdraw));
     s->zrow = calloc(s->max_seqs, sizeof(*s->zrow));
-    if (!s->run || !s->copies || !s->seqs || !s->seq_job || !s->logits || !s->sjobs || !s->sres || !s->zdraw ||
-        !s->zrow) {
+    if (!s->run || !s->copies || !s->seqs || !s->seq_job || !s->pf || !s->logits || !s->sjobs || !s->sres ||
+        !s->zdraw || !s->zrow) {
         err_set(err, errlen, "out of memory for %u sequences", s->max_seqs);
         goto fail;
     }

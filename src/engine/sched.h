@@ -13,9 +13,12 @@
  *      then reserve blocks for the rest of the prompt,
  *   3. reserves each decoding job's next position (oldest first),
  *   4. builds ONE batch: a decode token for every job past its prompt, then
- *      prefill chunks in sequence order, within a token budget per step
+ *      prefill chunks, oldest admission first, within a token budget per step
  *      (max_batch_tokens), so a long prompt is prefilled over several steps
- *      while the other sequences keep decoding,
+ *      while the other sequences keep decoding; a prompt is cut only at
+ *      multiples of (max_batch_tokens − max_seqs) positions and a chunk that
+ *      does not fit waits for the next step, so its spans — and on the CUDA
+ *      backend its bits — do not depend on what else runs,
  *   5. runs backend forward, commits the new KV to the pool (newly full blocks
  *      join the prefix tree), samples the jobs whose prompt is complete, turns
  *      tokens into text (streaming detokenizer, then the stop-string matcher)

@@ -89,6 +89,8 @@ struct sched {
     struct kv_pool_copy *copies;                /* (kv_pool_max_seq_blocks) one reserve's copy-on-write pairs */
     struct backend_seq *seqs;                   /* (max_seqs) batch scratch */
     struct sched_job **seq_job;                 /* (max_seqs) job of seqs[i] */
+    struct sched_job **pf;                      /* (max_seqs) this step's prefilling jobs, oldest admission first */
+    uint32_t pf_grain;                          /* prefill chunks end at multiples of this position (sched.c) */
     float *logits;                              /* (max_seqs, vocab) */
     struct sample_batch sb;                     /* samples a step's rows over a few threads */
     struct sample_job *sjobs;                   /* (max_seqs) this step's rows to sample */

@@ -162,6 +162,40 @@ static int32_t *encode_long(int i, uint32_t min_tokens, uint32_t *n)
     }
 }
 
+/* A forward that records the prefill spans the scheduler makes (spans of
+ * more than one token, or without logits: a decode row has one token and its
+ * logits), then runs the real one. The scheduler cuts a prompt only at
+ * multiples of its grain (max_batch_tokens − max_seqs), whatever else the
+ * step holds: checked on every span. Read after sched_stop (the engine thread
+ * has been joined). */
+static const struct backend_ops *g_real_ops;
+static struct backend_ops g_rec_ops;
+static uint32_t g_grain, g_spans, g_cut_spans, g_bad_spans;
+
+static int rec_forward(struct backend *b, const struct backend_batch *batch, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < batch->n_seqs; i++) {
+        const struct backend_seq *q = &batch->seqs[i];
+        if (q->n_tokens < 2 && q->n_logits)
+            continue;
+        g_spans++;
+        g_cut_spans += q->n_logits == 0;
+        if (q->pos % g_grain || (!q->n_logits && (q->pos + q->n_tokens) % g_grain))
+            g_bad_spans++;
+    }
+    return g_real_ops->forward(b, batch, err, errlen);
+}
+
+static void record_spans(struct backend *b, uint32_t grain)
+{
+    g_real_ops = b->ops;
+    g_rec_ops = *b->ops;
+    g_rec_ops.forward = rec_forward;
+    b->ops = &g_rec_ops;
+    g_grain = grain;
+    g_spans = g_cut_spans = g_bad_spans = 0;
+}
+
 static void test_batching_and_chunking_do_not_change_greedy_text(void)
 {
     char alone[4][4096];
@@ -189,11 +223,13 @@ static void test_batching_and_chunking_do_not_change_greedy_text(void)
     }
     sched_close(s, b);
 
-    /* all four at once, 8 tokens per step: prompts prefill in chunks while others decode */
+    /* all four at once, 8 tokens per step: prompts prefill in chunks of 4
+     * positions (8 − 4 slots) while others decode */
     s = start(&b, 4, 8, false);
     CHECK(s != NULL);
     if (!s)
         return;
+    record_spans(b, 4);
     struct run runs[4] = {0};
     for (int i = 0; i < 4; i++) {
         uint32_t n;
@@ -217,6 +253,8 @@ static void test_batching_and_chunking_do_not_change_greedy_text(void)
     CHECK_EQ_INT(st.waiting, 0);
     CHECK(st.steps >= 12);
     sched_close(s, b);
+    CHECK(g_cut_spans > 0); /* some prompt was cut, so the rule was exercised */
+    CHECK_MSG(g_bad_spans == 0, "%u of %u prefill spans cut off the 4-position grid", g_bad_spans, g_spans);
 }
 
 static void test_stop_string_and_prefix_reuse(void)

@@ -44,7 +44,7 @@ void server_config_default(struct server_config *c)
     c->host = "127.0.0.1";
     c->port = 8080;
     c->n_slots = 16;
-    c->batch_tokens = 512;
+    c->batch_tokens = 0; /* by backend: models.c */
     c->prefix_reuse = true;
     c->max_body = 8u << 20;
     c->max_headers = 64u << 10;

@@ -58,10 +58,20 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
         weights_prefault(&mf, sm->alias, cfg->progress);
         model_file_close(&mf);
     }
-    struct backend_config bc = {.max_seqs = cfg->n_slots, .max_ctx = cfg->ctx, .max_batch_tokens = cfg->batch_tokens,
+    const char *bname = cfg->backend ? cfg->backend : backend_default_name();
+    /* an unset budget: 2048 tokens a step on the GPU (a 2 k-token prefill
+     * step of an 8B model takes ~0.13 s on an H200: the budget every serving
+     * figure in bench/RESULTS.md ran with), 512 on the CPU (a step stays short
+     * enough for streams to keep flowing); at least two tokens a slot */
+    uint32_t batch_tokens = cfg->batch_tokens;
+    if (!batch_tokens) {
+        batch_tokens = strcmp(bname, "cuda") == 0 ? 2048 : 512;
+        if (batch_tokens < 2 * cfg->n_slots)
+            batch_tokens = 2 * cfg->n_slots;
+    }
+    struct backend_config bc = {.max_seqs = cfg->n_slots, .max_ctx = cfg->ctx, .max_batch_tokens = batch_tokens,
                                 .n_threads = cfg->threads, .kv_blocks = cfg->kv_blocks,
                                 .kv_type = cfg->kv_type}; /* BACKEND_KV_DEFAULT: backend_open's (bf16) */
-    const char *bname = cfg->backend ? cfg->backend : backend_default_name();
     if (engine_open(&sm->eng, sm->path, bname, &bc, e2, sizeof(e2)))
         return err_set(err, errlen, "model '%s': %s", sm->alias, e2);
     sm->eng_open = true;
@@ -71,15 +81,15 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
     if (sm->eng.model.cfg.max_ctx && sm->max_ctx > sm->eng.model.cfg.max_ctx)
         log_warn("model '%s': context %u is beyond its trained context %u", sm->alias, sm->max_ctx,
                  sm->eng.model.cfg.max_ctx);
-    struct sched_config sc = {.max_batch_tokens = cfg->batch_tokens, .prefix_reuse = cfg->prefix_reuse};
+    struct sched_config sc = {.max_batch_tokens = batch_tokens, .prefix_reuse = cfg->prefix_reuse};
     if (sched_start(&sm->sched, sm->eng.backend, &sm->eng.tok, &sc, e2, sizeof(e2)))
         return err_set(err, errlen, "model '%s': engine: %s", sm->alias, e2);
     sm->max_ctx = sched_max_ctx(sm->sched); /* a small KV pool caps the context */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     log_info("model '%s' ready: %s, %s, %s backend, %u sequences of up to %u positions, KV pool of %u blocks "
-             "(%s), %.1f s", sm->alias, sm->path, sm->eng.model.arch_name, sm->eng.backend->ops->name,
+             "(%s), %u tokens a step, %.1f s", sm->alias, sm->path, sm->eng.model.arch_name, sm->eng.backend->ops->name,
              sm->eng.backend->cfg.max_seqs, sm->max_ctx, sm->eng.backend->cfg.kv_blocks,
-             backend_kv_type_name(sm->eng.backend->cfg.kv_type),
+             backend_kv_type_name(sm->eng.backend->cfg.kv_type), batch_tokens,
              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     return 0;
 }

@@ -110,6 +110,21 @@ def test_kv_type_default_is_bf16():
         assert s.stop() == 0, s.log
 
 
+def test_batch_tokens_default_by_backend():
+    # unset: 512 tokens a step on the CPU (2048 on CUDA), at least two a slot (src/server/models.c)
+    for slots, want in (("2", 512), ("260", 520)):
+        s = Server("--slots", slots, "--ctx", "32")
+        try:
+            assert f"(bf16), {want} tokens a step" in s.log, s.log
+        finally:
+            assert s.stop() == 0, s.log
+    s = Server("--slots", "2", "--ctx", "256", "--batch-tokens", "100")
+    try:
+        assert "(bf16), 100 tokens a step" in s.log, s.log
+    finally:
+        assert s.stop() == 0, s.log
+
+
 def test_kv_type_unknown_exits_2():
     env = dict(os.environ, MEMRA_MODELS=f"{ALIAS}={MODEL}", MEMRA_BACKEND="cpu", MEMRA_KV_TYPE="f8")
     r = subprocess.run([str(server_binary()), "--addr", "127.0.0.1:0"], env=env, capture_output=True, text=True,

@@ -5,7 +5,9 @@
 # 512-token prompt is one span whatever the step holds, so the three runs must print one texts_sha256 — the
 # whole-prompt texts of the twenty-second run's call 6, 9dea640727fe71c7 (batch-tokens 40000) — where the old rule
 # gave ea0dfbea3b26689c or 6a605453e29b9ab6 by arrival order. Also prints each run's aggregate tok/s and TTFT
-# (the old rule, same model: 3129-3238 tok/s, TTFT p99 2.33-2.40 s at 2048) and the prefill steps' shapes.
+# (the old rule, same model: 3129-3238 tok/s, TTFT p99 2.33-2.40 s at 2048) and the prefill steps' shapes; then
+# 4096 and 8192 (the same texts again), whose TTFT and aggregate say whether the CUDA default (2048 since b9c1eb1)
+# should be larger (the old rule with every prompt whole at 40000: 3385-3479 tok/s, p99 2.03-2.08 s).
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/chunk-grid-gpu.sh NAME (gpu/NAME.tar.xz)}"
 wait $MK; ts "m8b: $(tail -1 $OUT/make.log)"
@@ -17,5 +19,5 @@ run() { # label batch-tokens
     sed -E 's/.*step of ([0-9]*) sequences, ([0-9]*) prefill tokens.*/\1\/\2/' | tr '\n' ' '; echo
   rm -rf /tmp/srv
 }
-run b2048 2048; run b1024 1024; run b2048-again 2048
+run b2048 2048; run b1024 1024; run b2048-again 2048; run b4096 4096; run b8192 8192
 ts done

@@ -64,8 +64,8 @@ int main(int argc, char **argv)
         return 1;
     }
     struct backend *b;
-    struct backend_config bc = {.max_seqs = slots, .max_ctx = 1024, .max_batch_tokens = 2048 > 2 * slots ? 2048 : 2 * slots,
-                                .n_threads = 1, .kv_blocks = slots * 64};
+    struct backend_config bc = {.max_seqs = slots, .max_ctx = 1024, .n_threads = 1, .kv_blocks = slots * 64,
+                                .max_batch_tokens = 2048 > 2 * slots ? 2048 : 2 * slots};
     if (backend_open(&b, "cpu", &m, &bc, err, sizeof(err))) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -119,7 +119,8 @@ int main(int argc, char **argv)
     const double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
     printf("slots %u, %u tokens each: %.1f ms, %llu steps, %.3f ms a step (engine thread and this consumer), "
            "%llu generated\n",
-           slots, gen, ms, (unsigned long long)st.steps, ms / (double)st.steps, (unsigned long long)st.tokens_generated);
+           slots, gen, ms, (unsigned long long)st.steps, ms / (double)st.steps,
+           (unsigned long long)st.tokens_generated);
     for (uint32_t i = 0; i < slots; i++)
         sched_job_release(jobs[i]);
     sched_output_free(&out);

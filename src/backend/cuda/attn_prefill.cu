@@ -20,9 +20,10 @@
  * 1.28 ms a layer, bf16 1.31 → 0.90). The CTAs of a span's last tiles (the
  * most keys) are scheduled first. S = Q·Kᵀ (m16n8k16, f32 accumulation),
  * causal / window / padding mask, online softmax in f32 base 2 (row max over
- * the quad by shuffles, sums kept per thread until the end), P rounded to bf16 (exact: split) in
- * registers becomes the A operand of O += P·V. Exact mode takes every product
- * as lo·hi + hi·lo + hi·hi (the lo·lo term, ~2^-16 of the product, dropped).
+ * the quad by shuffles, sums kept per thread until the end), P rounded to
+ * bf16 (exact: split) in registers becomes the A operand of O += P·V. Exact
+ * mode takes every product as lo·hi + hi·lo + hi·hi (the lo·lo term, ~2^-16
+ * of the product, dropped).
  * Rows of the tile past the span's end are computed on zero q and not
  * written.
  *
@@ -177,60 +178,50 @@ __global__ void __launch_bounds__(NT)
                 cp_async_commit();
             cp_async_wait<1>();
         } else {
-        /* LB float4 of K and of V a thread in flight at once (the tile's load is
-         * latency-bound otherwise), then rounded into shared memory */
+            /* an f32 cache: LB float4 of K and of V a thread in flight at once (the
+             * tile's load is latency-bound otherwise), then rounded into shared memory */
 #pragma unroll
-        for (int i0 = 0; i0 < ITER; i0 += LB) {
-            uint4 ku[LB], vu[LB];
+            for (int i0 = 0; i0 < ITER; i0 += LB) {
+                uint4 ku[LB], vu[LB];
 #pragma unroll
-            for (int j = 0; j < LB; j++) {
-                const uint32_t i = (uint32_t)(i0 + j) * NT + threadIdx.x;
-                const uint32_t key = i / (HD / 4), c4 = i % (HD / 4) * 4, kp = kt + key;
-                ku[j] = vu[j] = make_uint4(0u, 0u, 0u, 0u);
-                if (kp <= pl) {
-                    const uint64_t row = (uint64_t)tab[kp / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + kp % CUDA_ATTN_BLOCK;
-                    const uint64_t off = row * kv_dim + (uint64_t)kvh * HD + c4;
-                    if (kv.bf16) { /* 4 bf16 as loaded, widened below (not here: the next load would wait) */
-                        const uint2 a = ldg_stream8(static_cast<const uint16_t *>(kv.k) + off),
-                                    b = ldg_stream8(static_cast<const uint16_t *>(kv.v) + off);
-                        ku[j] = make_uint4(a.x, a.y, 0u, 0u);
-                        vu[j] = make_uint4(b.x, b.y, 0u, 0u);
-                    } else {
+                for (int j = 0; j < LB; j++) {
+                    const uint32_t i = (uint32_t)(i0 + j) * NT + threadIdx.x;
+                    const uint32_t key = i / (HD / 4), c4 = i % (HD / 4) * 4, kp = kt + key;
+                    ku[j] = vu[j] = make_uint4(0u, 0u, 0u, 0u);
+                    if (kp <= pl) {
+                        const uint64_t row =
+                            (uint64_t)tab[kp / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + kp % CUDA_ATTN_BLOCK;
+                        const uint64_t off = row * kv_dim + (uint64_t)kvh * HD + c4;
                         ku[j] = ldg_stream16(static_cast<const float *>(kv.k) + off);
                         vu[j] = ldg_stream16(static_cast<const float *>(kv.v) + off);
                     }
                 }
-            }
 #pragma unroll
-            for (int j = 0; j < LB; j++) {
-                const uint32_t i = (uint32_t)(i0 + j) * NT + threadIdx.x;
-                const uint32_t so = i / (HD / 4) * KP + i % (HD / 4) * 4;
-                if (kv.bf16) { /* widened exactly: the f32 path's bits from here on */
-                    ku[j] = make_uint4(ku[j].x << 16, ku[j].x & 0xFFFF0000u, ku[j].y << 16, ku[j].y & 0xFFFF0000u);
-                    vu[j] = make_uint4(vu[j].x << 16, vu[j].x & 0xFFFF0000u, vu[j].y << 16, vu[j].y & 0xFFFF0000u);
-                }
-                const float4 kf = make_float4(__uint_as_float(ku[j].x), __uint_as_float(ku[j].y),
-                                              __uint_as_float(ku[j].z), __uint_as_float(ku[j].w));
-                const float4 vf = make_float4(__uint_as_float(vu[j].x), __uint_as_float(vu[j].y),
-                                              __uint_as_float(vu[j].z), __uint_as_float(vu[j].w));
-                if constexpr (EXACT) {
-                    uint32_t h0, l0, h1, l1;
-                    split_bf16(kf.x, kf.y, h0, l0);
-                    split_bf16(kf.z, kf.w, h1, l1);
-                    *reinterpret_cast<uint2 *>(sK + so) = make_uint2(h0, h1);
-                    *reinterpret_cast<uint2 *>(sK + TILE + so) = make_uint2(l0, l1);
-                    split_bf16(vf.x, vf.y, h0, l0);
-                    split_bf16(vf.z, vf.w, h1, l1);
-                    *reinterpret_cast<uint2 *>(sV + so) = make_uint2(h0, h1);
-                    *reinterpret_cast<uint2 *>(sV + TILE + so) = make_uint2(l0, l1);
-                } else {
-                    *reinterpret_cast<uint2 *>(sK + so) =
-                        make_uint2(pack_bf16(kf.x, kf.y), pack_bf16(kf.z, kf.w));
-                    *reinterpret_cast<uint2 *>(sV + so) =
-                        make_uint2(pack_bf16(vf.x, vf.y), pack_bf16(vf.z, vf.w));
+                for (int j = 0; j < LB; j++) {
+                    const uint32_t i = (uint32_t)(i0 + j) * NT + threadIdx.x;
+                    const uint32_t so = i / (HD / 4) * KP + i % (HD / 4) * 4;
+                    const float4 kf = make_float4(__uint_as_float(ku[j].x), __uint_as_float(ku[j].y),
+                                                  __uint_as_float(ku[j].z), __uint_as_float(ku[j].w));
+                    const float4 vf = make_float4(__uint_as_float(vu[j].x), __uint_as_float(vu[j].y),
+                                                  __uint_as_float(vu[j].z), __uint_as_float(vu[j].w));
+                    if constexpr (EXACT) {
+                        uint32_t h0, l0, h1, l1;
+                        split_bf16(kf.x, kf.y, h0, l0);
+                        split_bf16(kf.z, kf.w, h1, l1);
+                        *reinterpret_cast<uint2 *>(sK + so) = make_uint2(h0, h1);
+                        *reinterpret_cast<uint2 *>(sK + TILE + so) = make_uint2(l0, l1);
+                        split_bf16(vf.x, vf.y, h0, l0);
+                        split_bf16(vf.z, vf.w, h1, l1);
+                        *reinterpret_cast<uint2 *>(sV + so) = make_uint2(h0, h1);
+                        *reinterpret_cast<uint2 *>(sV + TILE + so) = make_uint2(l0, l1);
+                    } else {
+                        *reinterpret_cast<uint2 *>(sK + so) =
+                            make_uint2(pack_bf16(kf.x, kf.y), pack_bf16(kf.z, kf.w));
+                        *reinterpret_cast<uint2 *>(sV + so) =
+                            make_uint2(pack_bf16(vf.x, vf.y), pack_bf16(vf.z, vf.w));
+                    }
                 }
             }
-        }
         }
         __syncthreads();
 

@@ -10,6 +10,12 @@
 # should be larger (the old rule with every prompt whole at 40000: 3385-3479 tok/s, p99 2.03-2.08 s).
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/chunk-grid-gpu.sh NAME (gpu/NAME.tar.xz)}"
+# with x/kernel_attn in the tarball: the prefill checks first (2550651 reshaped the f32 cache's tile load; its
+# digests must equal the twenty-second run's call 3, bench/round-h200-2026-12-03b.log)
+if [ -x $B/x/kernel_attn ]; then
+  timeout 200 $B/x/kernel_attn --prefill > $OUT/ka.log 2>&1; ts "kernel_attn --prefill rc $?"
+  grep -E "checks|failed" $OUT/ka.log | tail -2; grep -o "digest [0-9a-f]*" $OUT/ka.log | tr '\n' ' '; echo
+fi
 wait $MK; ts "m8b: $(tail -1 $OUT/make.log)"
 run() { # label batch-tokens
   BATCH_TOKENS=$2 MEMRA_LOG_LEVEL=debug OUT=/tmp/srv BUILD=$B/x NO_BENCH=1 RUN_TMO=60 timeout 80 \

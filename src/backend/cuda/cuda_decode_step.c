@@ -222,7 +222,8 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
 }
 
 /* The graph of T sequences (deep: the one whose attention takes the kv-head
- * grid, rows at or past pos_min), captured on first use (recorded, not run). */
+ * grid, rows at or past pos_min), recorded (not run) the first time it is
+ * asked for: at load, by cuda_be_decode_capture_all. */
 static struct cuda_graph *decode_graph(struct cuda_backend *b, uint32_t T, bool deep, uint32_t pos_min)
 {
     struct cuda_graph **g = deep ? &b->graphs_deep[T] : &b->graphs[T];

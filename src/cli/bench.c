@@ -38,7 +38,8 @@
  * step reads, once for all B sequences; the KV cache is not counted) and % of --bw. The defaults are the
  * ceilings measured on one H200 of the device machine (bench/RESULTS.md).
  * The KV cache's type comes from MEMRA_KV_TYPE (bf16 unless set; the banner
- * and the JSON's kv_type say which).
+ * and the JSON's kv_type say which), the matmuls' activations from
+ * MEMRA_ACT_TYPE (f32 unless set; act_type).
  */
 #include "core/checked.h"
 #include "core/dtype.h"
@@ -414,8 +415,9 @@ int main(int argc, char **argv)
     const uint64_t params = bench_params(&m), dbytes = model_decode_bytes(&m);
     const char *fmt = mf_format_name(m.file.format), *wtype = dtype_name(m.layers[0].wq.dtype);
     fprintf(stderr, "memra-bench: %s (%s, %s, %.3f B params multiplied per token, %.3f GB read per decoded token) "
-            "on %s, ubatch %u, KV %s, loaded in %.2f s\n", m.arch_name, fmt, wtype, params / 1e9, dbytes / 1e9,
-            b->ops->name, b->cfg.max_batch_tokens, backend_kv_type_name(b->cfg.kv_type), load_s);
+            "on %s, ubatch %u, KV %s, %s activations, loaded in %.2f s\n", m.arch_name, fmt, wtype, params / 1e9,
+            dbytes / 1e9, b->ops->name, b->cfg.max_batch_tokens, backend_kv_type_name(b->cfg.kv_type),
+            backend_act_type_name(b->cfg.act_type), load_s);
 
     json_t *jres = json_array();
     if (!json) {
@@ -475,6 +477,7 @@ int main(int argc, char **argv)
         json_object_set_new(o, "decode_bytes", json_integer((json_int_t)dbytes));
         json_object_set_new(o, "max_batch_tokens", json_integer(b->cfg.max_batch_tokens));
         json_object_set_new(o, "kv_type", json_string(backend_kv_type_name(b->cfg.kv_type))); /* MEMRA_KV_TYPE */
+        json_object_set_new(o, "act_type", json_string(backend_act_type_name(b->cfg.act_type))); /* MEMRA_ACT_TYPE */
         json_object_set_new(o, "reps", json_integer(reps));
         json_object_set_new(o, "bw_gbs", json_real(bw));
         json_object_set_new(o, "flops_tflops", json_real(flops));

@@ -32,6 +32,8 @@ static const struct opt {
                                               "ctx / 16; CUDA from free memory)"},
     {"kv-type", "MEMRA_KV_TYPE", OPT_STR, "the KV cache's element type: bf16 (default: keys and values rounded to "
                                           "bfloat16) or f32 (twice the bytes, logits closest to transformers' f32)"},
+    {"act-type", "MEMRA_ACT_TYPE", OPT_STR, "what every matmul's input holds: f32 (default: exact) or bf16 (rounded "
+                                            "as a bf16 model computes; on cuda one tensor-core product, not two)"},
     {"ctx", "MEMRA_CTX", OPT_U32, "positions per sequence, prompt + output (default: the model's, at most 4096)"},
     {"batch-tokens", "MEMRA_BATCH_TOKENS", OPT_U32, "token budget of one engine step: decode tokens + prefill "
                                                     "chunks (default 2048 on cuda, 512 on cpu; at least 2 x slots)"},
@@ -82,6 +84,12 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
         if (!strcmp(o->flag, "kv-type")) {
             char why[96];
             return backend_kv_type_parse(v, &c->kv_type, why, sizeof why) == 0
+                       ? 0
+                       : err_set(err, errlen, "--%s / %s: %s", o->flag, o->env, why);
+        }
+        if (!strcmp(o->flag, "act-type")) {
+            char why[96];
+            return backend_act_type_parse(v, &c->act_type, why, sizeof why) == 0
                        ? 0
                        : err_set(err, errlen, "--%s / %s: %s", o->flag, o->env, why);
         }

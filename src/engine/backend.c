@@ -58,6 +58,22 @@ const char *backend_kv_type_name(enum backend_kv_type t)
     return t == BACKEND_KV_BF16 ? "bf16" : "f32";
 }
 
+int backend_act_type_parse(const char *s, enum backend_act_type *out, char *err, size_t errlen)
+{
+    if (strcmp(s, "f32") == 0)
+        *out = BACKEND_ACT_F32;
+    else if (strcmp(s, "bf16") == 0)
+        *out = BACKEND_ACT_BF16;
+    else
+        return err_set(err, errlen, "activation type '%.32s' is not f32 or bf16", s);
+    return 0;
+}
+
+const char *backend_act_type_name(enum backend_act_type t)
+{
+    return t == BACKEND_ACT_BF16 ? "bf16" : "f32";
+}
+
 int backend_open(struct backend **out, const char *name, const struct model *m, const struct backend_config *cfg,
                  char *err, size_t errlen)
 {
@@ -74,6 +90,15 @@ int backend_open(struct backend **out, const char *name, const struct model *m, 
             return err_set(err, errlen, "MEMRA_KV_TYPE: %s", why);
     } else if (bc.kv_type != BACKEND_KV_F32 && bc.kv_type != BACKEND_KV_BF16) {
         return err_set(err, errlen, "backend config: KV type %d unknown", (int)bc.kv_type);
+    }
+    if (bc.act_type == BACKEND_ACT_DEFAULT) {
+        const char *env = getenv("MEMRA_ACT_TYPE");
+        char why[96];
+        bc.act_type = BACKEND_ACT_F32; /* exact until the bf16 mode has earned the default (docs/FLAGS.md) */
+        if (env && *env && backend_act_type_parse(env, &bc.act_type, why, sizeof why) != 0)
+            return err_set(err, errlen, "MEMRA_ACT_TYPE: %s", why);
+    } else if (bc.act_type != BACKEND_ACT_F32 && bc.act_type != BACKEND_ACT_BF16) {
+        return err_set(err, errlen, "backend config: activation type %d unknown", (int)bc.act_type);
     }
     struct backend *b;
     if (ops->init(&b, m, &bc, err, errlen) != 0)

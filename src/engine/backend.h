@@ -146,6 +146,25 @@ enum backend_kv_type {
 int backend_kv_type_parse(const char *s, enum backend_kv_type *out, char *err, size_t errlen);
 const char *backend_kv_type_name(enum backend_kv_type t);
 
+/* What a matmul's activation input holds. F32: x as computed (the GPU splits
+ * it into bf16 high + low parts to keep ~16 bits: two tensor-core products a
+ * matmul). BF16: every matmul's x is rounded to bfloat16 (nearest even) at
+ * its entry, as a bf16 model in transformers computes — the weights stay
+ * exact, products are accumulated in f32, so a GPU GEMM needs one product for
+ * BF16/FP8 weights (two for GGUF, whose dequantized values need a high and a
+ * low part) and its batched GEMVs one pass. Both backends round the same x the
+ * same way, so CPU and GPU still agree (docs/FLAGS.md, MEMRA_ACT_TYPE). */
+enum backend_act_type {
+    BACKEND_ACT_DEFAULT = 0, /* backend_open: MEMRA_ACT_TYPE, else f32 */
+    BACKEND_ACT_F32 = 1,
+    BACKEND_ACT_BF16 = 2,
+};
+
+/* "f32" / "bf16": 0 and the type in *out; else −1 with an error naming the
+ * value. */
+int backend_act_type_parse(const char *s, enum backend_act_type *out, char *err, size_t errlen);
+const char *backend_act_type_name(enum backend_act_type t);
+
 struct backend_config {
     uint32_t max_seqs;         /* sequences per batch (0: 1) */
     uint32_t max_ctx;          /* positions per sequence (0: the model's trained context) */
@@ -155,6 +174,7 @@ struct backend_config {
     uint32_t max_batch_tokens; /* Σ n_tokens of one batch (scratch is sized for it) */
     uint32_t n_threads;        /* CPU worker threads (0: all cores) */
     enum backend_kv_type kv_type; /* what a KV row holds (0: from MEMRA_KV_TYPE, bf16 when unset) */
+    enum backend_act_type act_type; /* what a matmul's x holds (0: from MEMRA_ACT_TYPE, f32 when unset) */
 };
 
 /* The defaults of a backend_config's zero fields, the same on every backend:

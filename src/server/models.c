@@ -71,7 +71,8 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
     }
     struct backend_config bc = {.max_seqs = cfg->n_slots, .max_ctx = cfg->ctx, .max_batch_tokens = batch_tokens,
                                 .n_threads = cfg->threads, .kv_blocks = cfg->kv_blocks,
-                                .kv_type = cfg->kv_type}; /* BACKEND_KV_DEFAULT: backend_open's (bf16) */
+                                .kv_type = cfg->kv_type, /* BACKEND_KV_DEFAULT: backend_open's (bf16) */
+                                .act_type = cfg->act_type}; /* BACKEND_ACT_DEFAULT: backend_open's (f32) */
     if (engine_open(&sm->eng, sm->path, bname, &bc, e2, sizeof(e2)))
         return err_set(err, errlen, "model '%s': %s", sm->alias, e2);
     sm->eng_open = true;
@@ -87,9 +88,10 @@ int served_model_load(struct served_model *sm, const struct server_config *cfg, 
     sm->max_ctx = sched_max_ctx(sm->sched); /* a small KV pool caps the context */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     log_info("model '%s' ready: %s, %s, %s backend, %u sequences of up to %u positions, KV pool of %u blocks "
-             "(%s), %u tokens a step, %.1f s", sm->alias, sm->path, sm->eng.model.arch_name, sm->eng.backend->ops->name,
-             sm->eng.backend->cfg.max_seqs, sm->max_ctx, sm->eng.backend->cfg.kv_blocks,
-             backend_kv_type_name(sm->eng.backend->cfg.kv_type), batch_tokens,
+             "(%s), %s activations, %u tokens a step, %.1f s", sm->alias, sm->path, sm->eng.model.arch_name,
+             sm->eng.backend->ops->name, sm->eng.backend->cfg.max_seqs, sm->max_ctx, sm->eng.backend->cfg.kv_blocks,
+             backend_kv_type_name(sm->eng.backend->cfg.kv_type), backend_act_type_name(sm->eng.backend->cfg.act_type),
+             batch_tokens,
              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     return 0;
 }

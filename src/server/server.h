@@ -43,6 +43,7 @@ struct server_config {
     uint32_t ctx;                /* positions per sequence; 0: min(model's, 4096) */
     uint32_t kv_blocks;          /* KV pool blocks per model; 0: the backend's default (backend.h) */
     enum backend_kv_type kv_type; /* the KV cache's element type (BACKEND_KV_DEFAULT: backend_open's, bf16) */
+    enum backend_act_type act_type; /* matmul inputs (BACKEND_ACT_DEFAULT: backend_open's, f32) */
     uint32_t batch_tokens;       /* token budget per engine step */
     uint32_t threads;            /* CPU backend worker threads; 0: all cores */
     bool prefix_reuse;           /* reuse KV prefixes across requests */

@@ -5,8 +5,8 @@ Retry-After; then the server becomes ready and serves. The load is made to
 last with the test-only --test-load-delay-ms flag (a sleep on the loader
 thread before it loads). Also: a SIGTERM while loading exits 0, and a model
 that fails to load ends the process with status 1 and the reason; the KV type
-flag (--kv-type bf16 serves and says so; an unknown type exits 2 naming the
-flag)."""
+and activation type flags (--kv-type bf16 / --act-type bf16 serve and say so;
+an unknown type exits 2 naming the flag)."""
 import os
 import signal
 import subprocess
@@ -115,14 +115,40 @@ def test_batch_tokens_default_by_backend():
     for slots, want in (("2", 512), ("260", 520)):
         s = Server("--slots", slots, "--ctx", "32")
         try:
-            assert f"(bf16), {want} tokens a step" in s.log, s.log
+            assert f"(bf16), f32 activations, {want} tokens a step" in s.log, s.log
         finally:
             assert s.stop() == 0, s.log
     s = Server("--slots", "2", "--ctx", "256", "--batch-tokens", "100")
     try:
-        assert "(bf16), 100 tokens a step" in s.log, s.log
+        assert "(bf16), f32 activations, 100 tokens a step" in s.log, s.log
     finally:
         assert s.stop() == 0, s.log
+
+
+def test_act_type_bf16_serves_the_same_greedy_text():
+    prompt = {"model": ALIAS, "prompt": "The capital of France is", "max_tokens": 12, "temperature": 0}
+    texts = {}
+    for act in ("f32", "bf16"):
+        s = Server("--slots", "2", "--ctx", "256", "--act-type", act)
+        try:
+            assert f"(bf16), {act} activations" in s.log, s.log
+            status, _, data = s.request("POST", "/v1/completions", prompt)
+            assert status == 200, data
+            texts[act] = data["choices"][0]["text"]
+            assert texts[act], data
+        finally:
+            assert s.stop() == 0, s.log
+    # every matmul's input rounded to bfloat16 moves the logits by a few 1e-3 of their range: on this prompt
+    # the greedy text is the f32 activations' (a near tie could flip a token; then this prompt must change)
+    assert texts["bf16"] == texts["f32"], texts
+
+
+def test_act_type_unknown_exits_2():
+    env = dict(os.environ, MEMRA_MODELS=f"{ALIAS}={MODEL}", MEMRA_BACKEND="cpu", MEMRA_ACT_TYPE="fp8")
+    r = subprocess.run([str(server_binary()), "--addr", "127.0.0.1:0"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "MEMRA_ACT_TYPE" in r.stderr and "'fp8'" in r.stderr, r.stderr
 
 
 def test_kv_type_unknown_exits_2():

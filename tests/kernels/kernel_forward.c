@@ -59,7 +59,8 @@
  *    reference.
  * The table is printed last. Run from the repository root (fixture paths);
  * MEMRA_FORWARD_PART (see main) runs a part only; MEMRA_KV_TYPE=bf16 runs 2.-4.
- * with a bf16 KV cache on both backends (run-gpu.sh runs the fixtures so). The
+ * with a bf16 KV cache on both backends (run-gpu.sh runs the fixtures so),
+ * MEMRA_ACT_TYPE=bf16 with bf16 activations on both (backend.h). The
  * product's default cache is bf16 (backend_open); this program's is f32, the
  * tighter check of the kernels (1e-5 of the logit range against 5e-4).
  */
@@ -93,6 +94,18 @@ static struct cuda_ctx *g_ctx;
 /* The KV type of both backends in the model checks: MEMRA_KV_TYPE (f32 or
  * bf16; both backends then hold the same rounded keys and values) */
 static enum backend_kv_type g_kv_type = BACKEND_KV_F32;
+/* ... and their matmuls' activations: MEMRA_ACT_TYPE (f32 or bf16: both
+ * backends round every matmul's x to bf16) */
+static enum backend_act_type g_act_type = BACKEND_ACT_F32;
+/* The logit checks' tolerance (max|dlogit| / range, GPU vs CPU and GPU vs
+ * itself): 1e-3, or with bf16 activations TOL_ACT_BF16 — an f32 difference of
+ * an ulp can round an activation to the neighbouring bf16 value (2^-8
+ * relative apart) on one backend and not the other, and that step travels
+ * (2026-12-03, H200: ≤ 2.5e-3 over the fixtures and the extra models, most
+ * models ~1e-3, some ~1e-7). A greedy divergence must then be a near tie: the
+ * GPU's pick within the same tolerance of the CPU's on the CPU's logits. */
+#define TOL_ACT_BF16 5e-3
+static double tol_logits(void) { return g_act_type == BACKEND_ACT_BF16 ? TOL_ACT_BF16 : 1e-3; }
 
 static float *rand_vec(size_t n, float amp)
 {
@@ -460,12 +473,32 @@ static int greedy(struct backend *b, int32_t *out, float *lg)
     return 0;
 }
 
+/* Where the two greedy runs part (token i: the CPU picked tc[i], the GPU
+ * gpu_pick after the same prompt and tokens [0, i)): how far below the CPU's
+ * pick the GPU's is on the CPU's logits at that point, over their range (the
+ * CPU's bits do not depend on how its prefill is cut; lg: vocab floats). */
+static double greedy_tie_gap(struct backend *c, const int32_t *tc, uint32_t i, int32_t gpu_pick, float *lg)
+{
+    const uint32_t V = c->model->cfg.vocab;
+    int32_t seq[64 + GREEDY_N];
+    const uint32_t n = g_prompt_len[0];
+    memcpy(seq, g_prompts[0], n * sizeof(int32_t));
+    memcpy(seq + n, tc, i * sizeof(int32_t));
+    if (fwd(c, 0, 0, seq, n + i, 1, lg) != 0)
+        return INFINITY;
+    float mn = lg[0], mx = lg[0];
+    for (uint32_t k = 1; k < V; k++)
+        mn = fminf(mn, lg[k]), mx = fmaxf(mx, lg[k]);
+    return mx > mn ? ((double)lg[tc[i]] - lg[gpu_pick]) / (mx - mn) : 0.0;
+}
+
 static struct backend *open_be(const struct backend_ops *ops, const struct model *m, uint32_t max_ctx,
                                uint32_t kv_blocks, char *err, size_t errlen)
 {
     struct backend *b = NULL;
     struct backend_config cfg = {.max_seqs = N_SEQ, .max_ctx = max_ctx, .kv_blocks = kv_blocks,
-                                 .max_batch_tokens = 1024, .n_threads = 0, .kv_type = g_kv_type};
+                                 .max_batch_tokens = 1024, .n_threads = 0, .kv_type = g_kv_type,
+                                 .act_type = g_act_type};
     if (ops->init(&b, m, &cfg, err, errlen) != 0)
         return NULL;
     if (ops->load_weights(b, err, errlen) != 0) {
@@ -552,7 +585,7 @@ static double g_batch_rel;
 /* ... with a bf16 KV cache: the two GEMVs' last-bit differences in k and v
  * can round to neighbouring bf16 values (2^-8 apart), so the logits may
  * differ like GPU and CPU do (TOL_LOGITS), still with the same argmax */
-#define BATCH_TOL_KV_BF16 1e-3
+#define BATCH_TOL_KV_BF16 1e-3 /* (with bf16 activations TOL_ACT_BF16: the same neighbouring roundings, of x) */
 
 /* n ≤ N_SEQ sequences in one batch (prefill, then BATCH_STEPS decode steps)
  * against each alone in slot 0: bit-identical logits at every step. With
@@ -612,7 +645,9 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
                 }
                 const double rel = hi > lo ? d / (hi - lo) : d;
                 g_batch_rel = fmax(g_batch_rel, rel);
-                const double tol = g_kv_type == BACKEND_KV_BF16 ? BATCH_TOL_KV_BF16 : BATCH_TOL;
+                const double tol = g_act_type == BACKEND_ACT_BF16  ? TOL_ACT_BF16
+                                   : g_kv_type == BACKEND_KV_BF16 ? BATCH_TOL_KV_BF16
+                                                                  : BATCH_TOL;
                 if (exact || !(rel <= tol) || argmax(al, V) != argmax(bv, V))
                     same = false;
             }
@@ -806,7 +841,7 @@ static void check_chunked(struct backend *g, struct row *R)
         R->chunk_err = md / (mx - mn);
         R->chunk_greedy_same = memcmp(t1, t2, sizeof t1) == 0;
     }
-    CHECK_MSG(R->chunk_err <= 1e-3, "%s: chunked prefill (%u + %u) vs one shot: max|dlogit|/range %.3g", R->name,
+    CHECK_MSG(R->chunk_err <= tol_logits(), "%s: chunked prefill (%u + %u) vs one shot: max|dlogit|/range %.3g", R->name,
               split, L - split, R->chunk_err);
     CHECK_MSG(R->chunk_greedy_same, "%s: greedy after a chunked prefill differs from after one shot", R->name);
     free(one), free(chk);
@@ -870,7 +905,7 @@ static void check_model(const char *path, const char *name, const char *dtype, c
         md = d > md || d != d ? d : md;
     }
     R->err_cpu = ok ? md / (mx - mn) : INFINITY;
-    CHECK_MSG(R->err_cpu <= 1e-3, "%s: GPU vs CPU max|dlogit|/range %.3g", name, R->err_cpu);
+    CHECK_MSG(R->err_cpu <= tol_logits(), "%s: GPU vs CPU max|dlogit|/range %.3g", name, R->err_cpu);
     if (ref_file) {
         float *want = malloc(sizeof(float) * total * V);
         FILE *f = fopen(ref_file, "rb");
@@ -900,7 +935,15 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     R->greedy_same = 0;
     while (ok && R->greedy_same < GREEDY_N && tc[R->greedy_same] == tg[R->greedy_same])
         R->greedy_same++;
-    CHECK_MSG(R->greedy_same == GREEDY_N, "%s: greedy differs from token %d", name, R->greedy_same);
+    if (g_act_type == BACKEND_ACT_BF16 && ok && R->greedy_same < GREEDY_N) {
+        const double gap = greedy_tie_gap(c, tc, (uint32_t)R->greedy_same, tg[R->greedy_same], lc);
+        CHECK_MSG(gap <= TOL_ACT_BF16, "%s: greedy differs from token %d, %.3g of the range from the CPU's pick",
+                  name, R->greedy_same, gap);
+        fprintf(stderr, "  %s: greedy differs from token %d, a near tie (%.2e of the range)\n", name, R->greedy_same,
+                gap);
+    } else {
+        CHECK_MSG(R->greedy_same == GREEDY_N, "%s: greedy differs from token %d", name, R->greedy_same);
+    }
 
     check_chunked(g, R);
 
@@ -912,7 +955,7 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     if (max_ctx >= 64) {
         R->paged_same = paged_check(c, g, &R->err_paged);
         CHECK_MSG(R->paged_same, "%s: GPU scattered vs linear tables differ", name);
-        CHECK_MSG(R->err_paged <= 1e-3, "%s: paged GPU vs CPU max|dlogit|/range %.3g", name, R->err_paged);
+        CHECK_MSG(R->err_paged <= tol_logits(), "%s: paged GPU vs CPU max|dlogit|/range %.3g", name, R->err_paged);
     } else {
         R->err_paged = -1;
     }
@@ -1038,7 +1081,8 @@ static void check_deep(const char *path)
         return;
     }
     struct backend_config cfg = {.max_seqs = 2, .max_ctx = DEEP_CTX, .kv_blocks = 2 * DEEP_CTX / BACKEND_KV_BLOCK,
-                                 .max_batch_tokens = 1024, .n_threads = 0, .kv_type = g_kv_type};
+                                 .max_batch_tokens = 1024, .n_threads = 0, .kv_type = g_kv_type,
+                                 .act_type = g_act_type};
     struct backend *c = NULL, *g = NULL;
     const bool opened = backend_cpu_ops.init(&c, &m, &cfg, err, sizeof(err)) == 0 &&
                         c->ops->load_weights(c, err, sizeof(err)) == 0 &&
@@ -1064,8 +1108,8 @@ static void check_deep(const char *path)
                "chunked %.2e; greedy %s / %s\n",
                DEEP_LEN, DEEP_SPLIT, tail, cuda_attn_prefill_splits(DEEP_SPLIT, tail), ea, eb,
                memcmp(tc, ta, sizeof tc) ? "DIFF" : "same", memcmp(tc, tb, sizeof tc) ? "DIFF" : "same");
-        CHECK_MSG(ea <= 1e-3, "deep prefill one shot: GPU vs CPU max|dlogit|/range %.3g", ea);
-        CHECK_MSG(eb <= 1e-3, "deep prefill chunked: GPU vs CPU max|dlogit|/range %.3g", eb);
+        CHECK_MSG(ea <= tol_logits(), "deep prefill one shot: GPU vs CPU max|dlogit|/range %.3g", ea);
+        CHECK_MSG(eb <= tol_logits(), "deep prefill chunked: GPU vs CPU max|dlogit|/range %.3g", eb);
         CHECK_MSG(memcmp(tc, ta, sizeof tc) == 0 && memcmp(tc, tb, sizeof tc) == 0,
                   "deep prefill: greedy tokens differ from the CPU's");
         CHECK_MSG(memcmp(lb, lx, sizeof(float) * tail * V) == 0,
@@ -1139,6 +1183,11 @@ int main(void)
         fprintf(stderr, "kernel_forward: MEMRA_KV_TYPE: %s\n", err);
         return 1;
     }
+    const char *act = getenv("MEMRA_ACT_TYPE");
+    if (act && *act && backend_act_type_parse(act, &g_act_type, err, sizeof err) != 0) {
+        fprintf(stderr, "kernel_forward: MEMRA_ACT_TYPE: %s\n", err);
+        return 1;
+    }
     g_ctx = cuda_ctx_init(0, err, sizeof(err));
     if (!g_ctx) {
         fprintf(stderr, "kernel_forward: %s\n", err);
@@ -1159,8 +1208,9 @@ int main(void)
 
     const char *gm = getenv("MEMRA_GEMM"), *gmin = getenv("MEMRA_GEMM_MIN_TOKENS");
     printf("## forward: CUDA backend vs CPU backend (logits: max|dlogit| / (max-min of the CPU logits), "
-           "tolerance 1e-3; MEMRA_GEMM=%s MEMRA_GEMM_MIN_TOKENS=%s, KV %s)\n\n", gm ? gm : "(default)",
-           gmin ? gmin : "(default)", backend_kv_type_name(g_kv_type));
+           "tolerance 1e-3; MEMRA_GEMM=%s MEMRA_GEMM_MIN_TOKENS=%s, KV %s, activations %s)\n\n",
+           gm ? gm : "(default)", gmin ? gmin : "(default)", backend_kv_type_name(g_kv_type),
+           backend_act_type_name(g_act_type));
     printf("| model | weights | status | GPU vs CPU | GPU vs transformers | greedy 64 | batch 16, 5 vs 1 | rollback | "
            "paged: scattered vs linear | paged: GPU vs CPU | GPU KV blocks | chunked vs one-shot (greedy 16) |\n");
     printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");

@@ -13,9 +13,11 @@
  *   FAST  bf16 x (2^-9 relative a value), bf16 dequantized weight: 5e-3;
  *         f16 x (F16 weights, 2^-12): 1e-3; TF32 (F32 weights, 2^-11 both): 3e-3
  *   EXACT x hi+lo (2^-17), weight hi+lo for GGUF: 2e-5; f32: 1e-5
+ *   XBF16 (x bf16-valued, the backend's bf16 activations: x is rounded here
+ *         first and the reference takes the rounded x): as EXACT
  * Batch invariance: the same 40 tokens computed alone and as rows 23..62 of a
  * larger buffer (x and y at an offset, as a span inside a batch) give
- * bit-identical outputs, for BF16, Q4_K and F32 in both modes.
+ * bit-identical outputs, for BF16, Q4_K and F32 in every mode.
  *
  * Timing (CUDA events, warm-up then the median of 9): the whole call as the
  * backend makes it (x conversion + dequantization + GEMM) and its parts, on
@@ -52,16 +54,26 @@ static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16, DTYPE_F8_E4M3, DTYPE_F
 
 static double tolerance(enum cuda_gemm_mode mode, enum dtype t)
 {
-    if (mode == CUDA_GEMM_EXACT)
+    if (mode != CUDA_GEMM_FAST)
         return t == DTYPE_F32 ? 1e-5 : 2e-5;
     return t == DTYPE_F16 ? 1e-3 : t == DTYPE_F32 ? 3e-3 : 5e-3;
 }
 
-static const char *mode_name(enum cuda_gemm_mode m) { return m == CUDA_GEMM_EXACT ? "exact" : "fast"; }
+static const char *mode_name(enum cuda_gemm_mode m)
+{
+    return m == CUDA_GEMM_EXACT ? "exact" : m == CUDA_GEMM_XBF16 ? "xbf16" : "fast";
+}
+
+/* x uniform in [-1, 1), rounded to bf16 for XBF16 (what that mode is given) */
+static float rand_x(enum cuda_gemm_mode mode)
+{
+    const float v = rng_unit();
+    return mode == CUDA_GEMM_XBF16 ? quant_bf16_to_f32(quant_f32_to_bf16(v)) : v;
+}
 
 /* ---- correctness ----------------------------------------------------------- */
 
-static double g_worst[2][NTYPES]; /* per mode and type, for the table */
+static double g_worst[3][NTYPES]; /* per mode and type, for the table */
 
 static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n, uint32_t T)
 {
@@ -73,7 +85,7 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
     MEMRA_ASSERT(w && x && y && row);
     fill_random(t, w, rows * rb);
     for (uint64_t i = 0; i < n * T; i++)
-        x[i] = rng_unit();
+        x[i] = rand_x(mode);
     const float scale = t == DTYPE_F8_E4M3 ? 0.5f + fabsf(rng_unit()) : 1.0f;
     void *dw = cuda_alloc(rows * rb);
     float *dx = cuda_alloc(4 * n * T), *dy = cuda_alloc(4 * rows * T);
@@ -120,7 +132,7 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t)
     MEMRA_ASSERT(w && x && y1 && y2);
     fill_random(t, w, rows * rb);
     for (uint64_t i = 0; i < n * TB; i++)
-        x[i] = rng_unit();
+        x[i] = rand_x(cuda_gemm_mode_of(g));
     void *dw = cuda_alloc(rows * rb);
     float *dx1 = cuda_alloc(4 * n * T), *dx2 = cuda_alloc(4 * n * TB);
     float *dy1 = cuda_alloc(4 * rows * T), *dy2 = cuda_alloc(4 * rows * TB);
@@ -145,7 +157,7 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t)
 
 static void run_checks(void)
 {
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = 0; mode < 3; mode++) {
         struct cuda_gemm *g = cuda_gemm_init(g_ctx, (enum cuda_gemm_mode)mode, 130 * 4352, 300 * 4352);
         for (size_t k = 0; k < NTYPES; k++) {
             const enum dtype t = types[k];
@@ -260,9 +272,13 @@ static void run_timing(void)
     const uint64_t max_x = 4096ull * 14336, max_w = 128256ull * 4096;
     struct cuda_gemm *gf = cuda_gemm_init(g_ctx, CUDA_GEMM_FAST, max_x, max_w);
     struct cuda_gemm *ge = cuda_gemm_init(g_ctx, CUDA_GEMM_EXACT, max_x, max_w);
-    static const struct { enum dtype t; int exact; } cfgs[] = {
-        {DTYPE_BF16, 0}, {DTYPE_BF16, 1}, {DTYPE_F16, 0}, {DTYPE_F8_E4M3, 0}, {DTYPE_Q8_0, 0}, {DTYPE_Q4_K, 0},
-        {DTYPE_Q6_K, 0}, {DTYPE_Q4_K, 1},
+    struct cuda_gemm *gx = cuda_gemm_init(g_ctx, CUDA_GEMM_XBF16, max_x, max_w);
+    struct cuda_gemm *by_mode[3] = {gf, ge, gx};
+    static const struct { enum dtype t; enum cuda_gemm_mode mode; } cfgs[] = {
+        {DTYPE_BF16, CUDA_GEMM_FAST}, {DTYPE_BF16, CUDA_GEMM_EXACT}, {DTYPE_BF16, CUDA_GEMM_XBF16},
+        {DTYPE_F16, CUDA_GEMM_FAST},  {DTYPE_F8_E4M3, CUDA_GEMM_FAST}, {DTYPE_Q8_0, CUDA_GEMM_FAST},
+        {DTYPE_Q4_K, CUDA_GEMM_FAST}, {DTYPE_Q6_K, CUDA_GEMM_FAST},  {DTYPE_Q4_K, CUDA_GEMM_EXACT},
+        {DTYPE_Q4_K, CUDA_GEMM_XBF16},
     };
     const size_t ncfg = sizeof cfgs / sizeof cfgs[0];
     const uint32_t Ts[2] = {512, 4096};
@@ -270,11 +286,11 @@ static void run_timing(void)
            "TFLOP/s = 2*rows*n*T / time of the whole call; %% of %.0f TFLOP/s\n\n", PEAK_TFLOPS);
     printf("| type | mode | shape | T | call ms | TFLOP/s | %% peak | x prep ms | dequant ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
-    double layer_ms[8][2] = {{0}};
+    double layer_ms[sizeof cfgs / sizeof cfgs[0]][2] = {{0}};
     for (size_t ci = 0; ci < ncfg; ci++)
         for (size_t s = 0; s < NSHAPES; s++) {
             struct tcase c; /* one weight upload serves both T */
-            tcase_init(&c, cfgs[ci].exact ? ge : gf, cfgs[ci].t, shapes[s].rows, shapes[s].n, Ts[1]);
+            tcase_init(&c, by_mode[cfgs[ci].mode], cfgs[ci].t, shapes[s].rows, shapes[s].n, Ts[1]);
             for (int ti = 0; ti < 2; ti++) {
                 const uint32_t T = c.T = Ts[ti];
                 const double call = time_ms(&c, W_CALL), prep = time_ms(&c, W_PREP);
@@ -282,7 +298,7 @@ static void run_timing(void)
                 const double dq = deq ? time_ms(&c, W_DEQUANT) : 0.0;
                 const double tf = tflops(c.rows, c.n, T, call);
                 printf("| %s | %s | %s %" PRIu64 "x%" PRIu64 " | %u | %.3f | %.0f | %.1f | %.3f | %s%.3f |\n",
-                       dtype_name(c.t), cfgs[ci].exact ? "exact" : "fast", shapes[s].name, c.rows, c.n, T, call, tf,
+                       dtype_name(c.t), mode_name(cfgs[ci].mode), shapes[s].name, c.rows, c.n, T, call, tf,
                        100.0 * tf / PEAK_TFLOPS, prep, deq ? "" : "-", dq);
                 fflush(stdout);
                 /* one 8B layer: q, o, k, v, gate, up, down */
@@ -297,7 +313,7 @@ static void run_timing(void)
     for (size_t ci = 0; ci < ncfg; ci++)
         for (int ti = 0; ti < 2; ti++) {
             const double p = 2.0 * 4096 * 4096 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096;
-            printf("| %s | %s | %u | %.3f | %.0f | %.0f |\n", dtype_name(cfgs[ci].t), cfgs[ci].exact ? "exact" : "fast",
+            printf("| %s | %s | %u | %.3f | %.0f | %.0f |\n", dtype_name(cfgs[ci].t), mode_name(cfgs[ci].mode),
                    Ts[ti], layer_ms[ci][ti], 2.0 * p * Ts[ti] / (layer_ms[ci][ti] * 1e9),
                    Ts[ti] / (32.0 * layer_ms[ci][ti] / 1e3));
         }
@@ -321,6 +337,7 @@ static void run_timing(void)
             }
     cuda_gemm_free(gf);
     cuda_gemm_free(ge);
+    cuda_gemm_free(gx);
 }
 
 int main(int argc, char **argv)
@@ -328,10 +345,10 @@ int main(int argc, char **argv)
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
     run_checks();
-    printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of 3 shapes)\n\n| type | fast | exact |\n"
-           "|---|---|---|\n");
+    printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of 3 shapes; xbf16 against the rounded x)\n\n"
+           "| type | fast | exact | xbf16 |\n|---|---|---|---|\n");
     for (size_t k = 0; k < NTYPES; k++)
-        printf("| %s | %.2e | %.2e |\n", dtype_name(types[k]), g_worst[0][k], g_worst[1][k]);
+        printf("| %s | %.2e | %.2e | %.2e |\n", dtype_name(types[k]), g_worst[0][k], g_worst[1][k], g_worst[2][k]);
     if (!quick && !test_failures)
         run_timing();
     cuda_ctx_free(g_ctx);

@@ -12,7 +12,10 @@
  * - batch invariance: each token of a batch of T gives the same bits as the
  *   token alone (T = 1) and as in a batch of 64 where it sits elsewhere;
  * - joined weights: k | v and gate | up (the 8B shapes) as one launch give
- *   each row the bits of its member's own launch (cuda_mmv_rows_join).
+ *   each row the bits of its member's own launch (cuda_mmv_rows_join);
+ * - bf16-valued x (cuda_ctx_set_act_bf16, the backend's bf16 activations): the
+ *   wgmma kernel's one A row a token gives the bits of its split rows, for
+ *   the launcher's shape and every launch shape taking T (mmv_wg.cu).
  *
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
@@ -137,6 +140,49 @@ static void check_mmv(uint64_t rows, uint64_t n, uint32_t T)
            bad || rel > TOL || diff_alone || diff_64 || diff_var ? "  FAIL" : "");
     cuda_free(dw), cuda_free(dx), cuda_free(dy);
     free(w), free(x), free(y), free(y1), free(y64), free(row), free(x64);
+}
+
+/* bf16-valued x: mmv_wg.cu with cuda_ctx_set_act_bf16 (one A row a token) =
+ * the split rows' bits (their low rows are zeros), launcher's shape and every
+ * variant that takes T under it (twice its split max_t). */
+static void check_x_bf16(uint64_t rows, uint64_t n, uint32_t T)
+{
+    const uint64_t rb = 2 * n;
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * rows * T), *y2 = malloc(sizeof(float) * rows * T);
+    MEMRA_ASSERT(w && x && y && y2);
+    fill_random(DTYPE_BF16, w, rows * rb);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = quant_bf16_to_f32(quant_f32_to_bf16(rng_unit()));
+    cuda_mmv_reserve(g_ctx, rows, n);
+    void *dw = cuda_alloc(rows * rb);
+    float *dx = cuda_alloc(sizeof(float) * n * T), *dy = cuda_alloc(sizeof(float) * rows * T);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
+    run_mmv(dw, rows, n, dx, T, dy, y); /* split rows */
+    cuda_ctx_set_act_bf16(g_ctx, true);
+    run_mmv(dw, rows, n, dx, T, dy, y2);
+    int diff = memcmp(y, y2, 4 * rows * T) != 0, nvar = 0;
+    uint32_t max_t[64];
+    const int nv = cuda_mmv_wg_variants(max_t);
+    for (int v = 0; v < nv; v++) {
+        if (T > 2 * max_t[v])
+            continue;
+        cuda_fill_nan_f32(g_ctx, dy, rows * T);
+        mmv_variant(dw, rows, n, dx, T, dy, v);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y2, dy, sizeof(float) * rows * T);
+        diff += memcmp(y, y2, 4 * rows * T) != 0;
+        nvar++;
+    }
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    char label[96];
+    snprintf(label, sizeof label, "wg bf16-x %" PRIu64 "x%" PRIu64 " batch %u", rows, n, T);
+    CHECK_MSG(diff == 0, "%s: %d of %d launches give other bits than the split rows", label, diff, nvar + 1);
+    printf("check %-32s one row a token vs split rows (launcher + %d shapes): %s\n", label, nvar,
+           diff ? "DIFFER  FAIL" : "same");
+    cuda_free(dw), cuda_free(dx), cuda_free(dy);
+    free(w), free(x), free(y), free(y2);
 }
 
 /* Two weights stored one after the other (ra then rb rows: k | v) through
@@ -264,6 +310,15 @@ static double time_gemv(const struct timing *tb, int kind, int variant, uint32_t
     return kernel_time_graph(g_ctx, timed_launch, &c, L, L);
 }
 
+/* The wgmma kernel's launcher with bf16-valued x (one A row a token). */
+static double time_wg_x_bf16(const struct timing *tb, uint32_t T)
+{
+    cuda_ctx_set_act_bf16(g_ctx, true);
+    const double us = time_gemv(tb, 1, -1, T);
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    return us;
+}
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -308,6 +363,15 @@ int main(int argc, char **argv)
         if (!g_wg) {
             test_cases++;
             check_mmv(70, 32, 64); /* mmv.cu alone takes n % 64 != 0 */
+        } else {
+            test_cases++;
+            const uint32_t Tb[] = {1, 2, 17, 33, 64};
+            for (size_t j = 0; j < sizeof Tb / sizeof Tb[0]; j++) {
+                check_x_bf16(333, 4096, Tb[j]);
+                check_x_bf16(4096, 4096, Tb[j]);
+            }
+            check_x_bf16(1024, 14336, 64);
+            check_x_bf16(2048, 4096, 64);
         }
         fflush(stdout);
     }
@@ -322,11 +386,11 @@ int main(int argc, char **argv)
     const bool sweep = getenv("MEMRA_MMV_SWEEP") != NULL;
     uint32_t max_t[64], max_t_wg[64];
     const int nv = cuda_mmv_variants(max_t), nv_wg = cuda_mmv_wg_variants(max_t_wg);
-    printf("\n## batched decode GEMV, BF16, µs per launch (GB/s, %% of %.0f GB/s): wgmma (mmv_wg.cu), mma.sync "
-           "(mmv.cu), CUDA-core GEMV\n\n",
+    printf("\n## batched decode GEMV, BF16, µs per launch (GB/s, %% of %.0f GB/s): wgmma (mmv_wg.cu), the same "
+           "with bf16-valued x (one A row a token), mma.sync (mmv.cu), CUDA-core GEMV\n\n",
            BW_REF_GBS);
-    printf("| shape | T | wg µs | wg GB/s | %% floor | sync µs | sync/wg | gemv µs | gemv/wg |\n"
-           "|---|---|---|---|---|---|---|---|---|\n");
+    printf("| shape | T | wg µs | wg GB/s | %% floor | wg bf16-x µs | %% floor | sync µs | sync/wg | gemv µs | gemv/wg |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         struct timing tb;
         timing_init(&tb, shapes[s].rows, shapes[s].n);
@@ -335,9 +399,12 @@ int main(int argc, char **argv)
             const uint32_t T = tt[k];
             const double uw = time_gemv(&tb, 1, -1, T), us = time_gemv(&tb, 0, -1, T);
             const double ug = T <= 8 ? time_gemv(&tb, 2, -1, T) : 0;
+            const double ub = time_wg_x_bf16(&tb, T);
             const double gbs = (double)shapes[s].rows * shapes[s].n * 2 / uw / 1e3;
-            printf("| %s %" PRIu64 "x%" PRIu64 " | %u | %.2f | %.0f | %.1f | %.2f | %.2f | ", shapes[s].name,
-                   shapes[s].rows, shapes[s].n, T, uw, gbs, 100 * gbs / BW_REF_GBS, us, us / uw);
+            const double gbb = (double)shapes[s].rows * shapes[s].n * 2 / ub / 1e3;
+            printf("| %s %" PRIu64 "x%" PRIu64 " | %u | %.2f | %.0f | %.1f | %.2f | %.1f | %.2f | %.2f | ",
+                   shapes[s].name, shapes[s].rows, shapes[s].n, T, uw, gbs, 100 * gbs / BW_REF_GBS, ub,
+                   100 * gbb / BW_REF_GBS, us, us / uw);
             if (ug > 0)
                 printf("%.2f | %.2f |\n", ug, ug / uw);
             else
@@ -346,12 +413,12 @@ int main(int argc, char **argv)
                 for (int v = 0; v < nv_wg; v++)
                     if (T <= max_t_wg[v]) {
                         const uint32_t S = cuda_mmv_wg_slices(shapes[s].rows, shapes[s].n, cuda_ctx_sm_count(g_ctx));
-                        printf("|   wg variant %d (S %u, %d clusters at once) | %u | %.2f | | | | | | |\n", v, S,
+                        printf("|   wg variant %d (S %u, %d clusters at once) | %u | %.2f | | | | | | | | |\n", v, S,
                                cuda_mmv_wg_max_clusters(g_ctx, v, S), T, time_gemv(&tb, 1, v, T));
                     }
                 for (int v = 0; v < nv; v++)
                     if (T <= max_t[v])
-                        printf("|   sync variant %d | %u | | | | %.2f | | | |\n", v, T, time_gemv(&tb, 0, v, T));
+                        printf("|   sync variant %d | %u | | | | | | %.2f | | | |\n", v, T, time_gemv(&tb, 0, v, T));
             }
             fflush(stdout);
         }

@@ -42,7 +42,7 @@ def reference_sizes():
 
 
 def test_bench_json_figures_consistent():
-    env = {k: v for k, v in os.environ.items() if k != "MEMRA_KV_TYPE"}  # the default KV type
+    env = {k: v for k, v in os.environ.items() if k not in ("MEMRA_KV_TYPE", "MEMRA_ACT_TYPE")}  # the defaults
     out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "pp32,tg8,tg4@d8,tg4x3@d8", "--reps", "2",
                 "--json", "--bw", "123.5", "--flops", "7", env=env)
     assert out.returncode == 0, out.stderr
@@ -54,6 +54,7 @@ def test_bench_json_figures_consistent():
     assert j["reps"] == 2 and j["bw_gbs"] == 123.5 and j["flops_tflops"] == 7
     assert j["max_batch_tokens"] == 32  # --ubatch 512 capped by the largest prefill (32)
     assert j["kv_type"] == "bf16"  # the default (docs/FLAGS.md)
+    assert j["act_type"] == "f32"  # the default (docs/FLAGS.md)
     res = {r["test"]: r for r in j["results"]}
     assert list(res) == ["pp32", "tg8", "tg4@d8", "tg4x3@d8"]
     for name, kind, n, depth, batch in (("pp32", "pp", 32, 0, 1), ("tg8", "tg", 8, 0, 1), ("tg4@d8", "tg", 4, 8, 1),
@@ -109,3 +110,14 @@ def test_bench_kv_type_from_the_environment():
     env["MEMRA_KV_TYPE"] = "fp8"
     out = bench(MODEL, "--backend", "cpu", "--tests", "tg4", "--reps", "1", env=env)
     assert out.returncode != 0 and "MEMRA_KV_TYPE" in out.stderr, out.stderr
+
+
+def test_bench_act_type_from_the_environment():
+    env = dict(os.environ, MEMRA_ACT_TYPE="bf16")
+    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg4", "--reps", "1", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["act_type"] == "bf16"
+    assert "bf16 activations" in out.stderr, out.stderr
+    env["MEMRA_ACT_TYPE"] = "fp8"
+    out = bench(MODEL, "--backend", "cpu", "--tests", "tg4", "--reps", "1", env=env)
+    assert out.returncode != 0 and "MEMRA_ACT_TYPE" in out.stderr and "'fp8'" in out.stderr, out.stderr

@@ -63,12 +63,13 @@ static inline float *cpu_kv_row(const struct cpu_backend *b, const uint32_t *blo
 
 /* Σ a[i]·b[i], a fixed summation order (AVX2 when the CPU has it, same bits). */
 float cpu_dot_f32(const float *a, const float *b, uint64_t n);
-/* y (T, w->rows) = x (T, w->cols) · wᵀ, rows split across the pool. */
-void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, const float *x, float *y, uint32_t T);
+/* y (T, w->rows) = x (T, w->cols) · wᵀ, rows split across the pool; with
+ * cfg.act_type BF16, x is first rounded to bf16 in place. */
+void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, float *x, float *y, uint32_t T);
 /* The same for two or three weights sharing the input (q/k/v, gate/up) in one
  * pool job; ys[i] is (T, ws[i]->rows). */
 void cpu_matmul_multi(struct cpu_backend *b, const struct model_weight *const *ws, float *const *ys, int n,
-                      const float *x, uint32_t T);
+                      float *x, uint32_t T);
 /* out (T, n) = x / rms(x) · w, per row of n; out may equal x. */
 void cpu_rmsnorm(struct cpu_backend *b, float *out, const float *x, const float *w, uint32_t n, uint32_t T);
 /* One layer's attention block input→att (biases, q/k norms, RoPE, KV append,

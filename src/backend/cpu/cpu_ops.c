@@ -101,8 +101,11 @@ static void mm_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 }
 
 void cpu_matmul_multi(struct cpu_backend *b, const struct model_weight *const *ws, float *const *ys, int n,
-                      const float *x, uint32_t T)
+                      float *x, uint32_t T)
 {
+    if (b->base.cfg.act_type == BACKEND_ACT_BF16) /* x rounded to bf16 at the entry (backend.h); idempotent */
+        for (uint64_t i = 0, nx = (uint64_t)T * ws[0]->cols; i < nx; i++)
+            x[i] = quant_bf16_to_f32(quant_f32_to_bf16(x[i]));
     uint64_t rows = 0;
     for (int i = 0; i < n; i++) {
         MEMRA_ASSERT(ws[i]->cols == ws[0]->cols && ws[i]->cols <= b->rowbuf_len);
@@ -113,7 +116,7 @@ void cpu_matmul_multi(struct cpu_backend *b, const struct model_weight *const *w
     threadpool_run(&b->pool, (uint32_t)rows, mm_task, &j);
 }
 
-void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, const float *x, float *y, uint32_t T)
+void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, float *x, float *y, uint32_t T)
 {
     cpu_matmul_multi(b, &w, &y, 1, x, T);
 }

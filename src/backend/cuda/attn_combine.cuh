@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "backend/cuda/cuda_common.cuh"
+
 /* Columns col0, col0 + step, ... < hd of a merged row: each column's split
  * partials below ne loaded together (an empty split's acc, never written, may
  * be loaded among them but is not used; at short depth most of the 32 splits
@@ -23,7 +25,7 @@ template <class W>
 static __device__ __forceinline__ void attn_combine_cols(const float *__restrict__ acc, size_t acc_stride,
                                                          uint32_t col0, uint32_t step, uint32_t hd, uint32_t ne,
                                                          uint32_t ns, W w, float inv, float *__restrict__ out,
-                                                         float *keep)
+                                                         float *keep, bool rnd)
 {
     for (uint32_t col = col0; col < hd; col += step) {
         float a[32];
@@ -35,9 +37,10 @@ static __device__ __forceinline__ void attn_combine_cols(const float *__restrict
         for (uint32_t i = 0; i < 32; i++)
             if (i < ns && w(i) != 0.0f)
                 A = fmaf(a[i], w(i), A);
-        out[col] = A * inv;
+        const float v = act_round(A * inv, rnd);
+        out[col] = v;
         if (keep)
-            keep[col] = A * inv;
+            keep[col] = v;
     }
 }
 
@@ -46,10 +49,12 @@ static __device__ __forceinline__ void attn_combine_cols(const float *__restrict
  * s's (m, l) are ml[s·ml_stride], ml[s·ml_stride + 1]; its acc starts at
  * acc + s·acc_stride. Called by a whole CTA (blockDim.x ≥ 32); again only
  * after a barrier (its shared memory is reused). keep (shared memory of hd
- * floats, or NULL): a copy of out for the caller, read after a barrier. */
+ * floats, or NULL): a copy of out for the caller, read after a barrier. rnd:
+ * out rounded to bf16 (a matmul's input under cuda_ctx_set_act_bf16). */
 static __device__ __forceinline__ void attn_combine_row(const float *__restrict__ acc, size_t acc_stride,
                                                         const float *__restrict__ ml, size_t ml_stride, uint32_t ns,
-                                                        float *__restrict__ out, uint32_t hd, float *keep = nullptr)
+                                                        float *__restrict__ out, uint32_t hd, float *keep = nullptr,
+                                                        bool rnd = false)
 {
     __shared__ float s_w[32], s_l[32];
     __shared__ float s_inv;
@@ -79,7 +84,7 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
     }
     __syncthreads();
     attn_combine_cols(acc, acc_stride, threadIdx.x, blockDim.x, hd, s_ne, ns, [&](uint32_t i) { return s_w[i]; },
-                      s_inv, out, keep);
+                      s_inv, out, keep, rnd);
 }
 
 /* attn_combine_row's operations for one row by one warp — the splits' weights
@@ -91,7 +96,7 @@ static __device__ __forceinline__ void attn_combine_row(const float *__restrict_
 static __device__ __forceinline__ void attn_combine_row_warp(const float *__restrict__ acc, size_t acc_stride,
                                                              const float *__restrict__ ml, size_t ml_stride,
                                                              uint32_t ns, float *__restrict__ out, uint32_t hd,
-                                                             float *keep = nullptr)
+                                                             float *keep = nullptr, bool rnd = false)
 {
     const uint32_t lane = threadIdx.x & 31;
     const bool have = lane < ns;
@@ -111,7 +116,7 @@ static __device__ __forceinline__ void attn_combine_row_warp(const float *__rest
 #pragma unroll
     for (uint32_t i = 0; i < 32; i++)
         w[i] = __shfl_sync(0xffffffffu, wi, i);
-    attn_combine_cols(acc, acc_stride, lane, 32, hd, ne, ns, [&](uint32_t i) { return w[i]; }, inv, out, keep);
+    attn_combine_cols(acc, acc_stride, lane, 32, hd, ne, ns, [&](uint32_t i) { return w[i]; }, inv, out, keep, rnd);
 }
 
 #endif

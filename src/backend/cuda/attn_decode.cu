@@ -305,7 +305,7 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
         CUDA_FAIL("cuda_attn_decode: head_dim %u, %u heads: the output cannot be prepared in passing", hd, d.n_heads);
     const uint32_t n = d.n_heads * hd;
     const dec_out o = {scratch, scratch + (size_t)T * d.n_heads * NS * hd, att,
-                       prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n};
+                       prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n, ctx->act_bf16};
     const float scale2 = scale * LOG2E;
     const bool merged = kv.bf16 ? launch_type<true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o)
                                 : launch_type<false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);

@@ -576,6 +576,7 @@ struct dec_out {
     float *pa, *pm, *att;
     uint8_t *xq;
     uint32_t n;
+    bool rnd; /* att rounded to bf16 (cuda_ctx_set_act_bf16: it is the o-projection's input), xq made from that */
 };
 
 /* Head h of row t's merged elements (keep: hd floats in shared memory) into
@@ -603,7 +604,7 @@ static __device__ __forceinline__ void attn_out_head(const dec_out &o, uint64_t 
 {
     __shared__ __align__(16) float s_keep[CUDA_ATTN_MAX_HEAD_DIM];
     attn_combine_row(o.pa + pi * hd, hd, o.pm + pi * 2, 2, NS, o.att + (uint64_t)t * o.n + (uint64_t)h * hd, hd,
-                     o.xq ? s_keep : nullptr);
+                     o.xq ? s_keep : nullptr, o.rnd);
     __syncthreads();
     if (o.xq) {
         attn_prep_head(o, s_keep, hd, t, h, (threadIdx.x >> 5) * 128, blockDim.x / 32 * 128);
@@ -642,7 +643,7 @@ static __device__ __forceinline__ void attn_out_heads_warps(const dec_out &o, ui
         const uint64_t pi = pi0 + (uint64_t)g * NS;
         const uint32_t h = h0 + (uint32_t)g;
         attn_combine_row_warp(o.pa + pi * hd, hd, o.pm + pi * 2, 2, NS, o.att + (uint64_t)t * o.n + (uint64_t)h * hd,
-                              hd, o.xq ? s_keepw[warp] : nullptr);
+                              hd, o.xq ? s_keepw[warp] : nullptr, o.rnd);
         if (o.xq) {
             __syncwarp();
             attn_prep_head(o, s_keepw[warp], hd, t, h, 0, 128);

@@ -215,6 +215,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     if (c->n_experts > 0)
         b->moe_logits = dev_floats(b, T, c->n_experts, &ok);
     b->qkv1 = dev_floats(b, 1, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
+    b->qkv_span = dev_floats(b, T, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
     b->gu1 = dev_floats(b, 2, c->ffn_dim, &ok);
     {
         /* MEMRA_DECODE_MMV = auto (default) | all | off; the decode step takes
@@ -232,6 +233,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
             return err_set(err, errlen, "cuda backend: MEMRA_MMV=%s: expected wg or sync", mk);
         }
         cuda_mmv_set_kernel(b->ctx, mk && strcmp(mk, "sync") == 0 ? CUDA_MMV_SYNC : CUDA_MMV_WG);
+        cuda_ctx_set_act_bf16(b->ctx, bc->act_type == BACKEND_ACT_BF16); /* producers round matmul inputs */
         bool all = b->mmv_mode != MMV_OFF && model_weight_mmv(&m->output);
         for (uint32_t l = 0; l < c->n_layers && all; l++) {
             /* (a MoE layer's experts run the grouped GEMVs at any batch) */
@@ -312,8 +314,10 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
-    const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
+    const char *env_fuse = getenv("MEMRA_DECODE_FUSE"), *env_gfuse = getenv("MEMRA_GEMM_FUSE");
     b->fuse_w = !(env_fuse && strcmp(env_fuse, "off") == 0);
+    b->gemm_fuse = env_gfuse && strcmp(env_gfuse, "on") == 0; /* off until measured on the GPU */
+    b->act_bf16 = bc->act_type == BACKEND_ACT_BF16;
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
@@ -553,10 +557,10 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
                        (unsigned long long)(free_b >> 20));
     }
     b->kv = dev_alloc(b, (uint64_t)bc->kv_blocks * block_bytes);
-    log_info("cuda backend: KV pool of %u blocks × %u positions, %s (%llu MiB, %llu MiB were free)", bc->kv_blocks,
-             BACKEND_KV_BLOCK, backend_kv_type_name(bc->kv_type),
+    log_info("cuda backend: KV pool of %u blocks × %u positions, %s (%llu MiB, %llu MiB were free); %s activations",
+             bc->kv_blocks, BACKEND_KV_BLOCK, backend_kv_type_name(bc->kv_type),
              (unsigned long long)(((uint64_t)bc->kv_blocks * block_bytes) >> 20),
-             (unsigned long long)(free_b >> 20));
+             (unsigned long long)(free_b >> 20), backend_act_type_name(bc->act_type));
     return 0;
 }
 
@@ -589,6 +593,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         gm = CUDA_GEMM_FAST;
     else if (mode && *mode && strcmp(mode, "exact") != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM=%s: expected exact, fast or off", mode);
+    if (gm == CUDA_GEMM_EXACT && b->act_bf16) /* x arrives rounded (cuda_ctx_set_act_bf16): no low part */
+        gm = CUDA_GEMM_XBF16;
     uint32_t min_all = 0;
     if (mt && *mt && checked_parse_u32(mt, 1, 1u << 20, &min_all) != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM_MIN_TOKENS=%s: expected 1..%u", mt, 1u << 20);
@@ -604,7 +610,12 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             max_w = e > max_w ? e : max_w;
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
-                          : gm == CUDA_GEMM_EXACT ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
+                          : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
+        }
+        const struct cuda_weight *f = &D->qkv; /* a span's q|k|v as one GEMM (cuda_forward.c, gemm_fuse) */
+        if (b->gemm_fuse && f->rows && cuda_gemm_supported(f->dtype, f->rows, f->cols)) {
+            const uint64_t e = cuda_gemm_scratch_w_elems(f->dtype, f->rows, f->cols);
+            max_w = e > max_w ? e : max_w;
         }
     }
     /* MoE: a long span's experts as GEMMs (cuda_moe_ffn_gemm) when every layer's have one */

@@ -82,6 +82,8 @@ struct cuda_backend {
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
     float *qkv1, *gu1;  /* a lone decode token's fused outputs: (q_dim + 2 kv_dim), (2 ffn_dim) */
+    float *qkv_span;    /* (T, q_dim + 2 kv_dim): a prefill span's fused q|k|v GEMM output (gemm_fuse) */
+    bool gemm_fuse;     /* MEMRA_GEMM_FUSE (default off): a span's q|k|v (or q|k) as one GEMM over cuda_layer.qkv */
     float *kv_dec, *gu_dec; /* (DEC_G, 2 kv_dim), (DEC_G, 2 ffn_dim): a decode batch's joined k|v, gate|up rows
                              * (allocated when a layer joins them, else NULL) */
     float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
@@ -90,6 +92,7 @@ struct cuda_backend {
     struct cuda_moe_scratch *moe; /* the MoE FFN's buffers for T tokens (NULL: dense model) */
     uint32_t moe_gemm_min;  /* spans of ≥ this many tokens run the experts as GEMMs (0: never; gemm_setup) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
+    bool act_bf16;      /* cfg.act_type BF16: every matmul's x rounded to bf16 by its producer (cuda_be_round_act) */
     bool dec_mixed;     /* MEMRA_DECODE_MIXED (default on): a mixed batch's one-token sequences take the
                            decode step after the general path has run its spans */
     struct backend_seq *mixed_seqs; /* (max_seqs) such a batch reordered: the spans, then the decode rows */
@@ -171,6 +174,17 @@ static inline bool is_quantized(enum dtype t)
 static inline bool use_mmv(const struct cuda_backend *b, const struct cuda_weight *w, uint32_t T)
 {
     return w->mmv && (T >= 2 || b->mmv_mode == MMV_ALL);
+}
+
+/* x (n floats, a matmul's input) rounded to bf16 in place when the backend runs
+ * bf16 activations (backend.h BACKEND_ACT_BF16; the CPU rounds at its matmul's
+ * entry, the same bits). The producers of matmul inputs round as they write
+ * under cuda_ctx_set_act_bf16 (cuda_rmsnorm_in / _prep, the GLUs, the decode
+ * attention); this is for the one that does not: the prefill attention. */
+static inline void cuda_be_round_act(const struct cuda_backend *b, float *x, uint64_t n)
+{
+    if (b->act_bf16)
+        cuda_fwd_round_bf16(b->ctx, x, n);
 }
 
 /* ---- cuda_forward.c ---------------------------------------------------------- */

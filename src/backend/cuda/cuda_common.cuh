@@ -11,6 +11,7 @@
 #define MEMRA_BACKEND_CUDA_COMMON_CUH
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <float.h>
 #include <stdint.h>
@@ -19,6 +20,18 @@
 
 #include "backend/cuda/attn.h"
 #include "backend/cuda/cuda_ops.h"
+
+/* v rounded to bf16 (nearest even) when rnd: a matmul input under
+ * cuda_ctx_set_act_bf16 (the CPU's quant_f32_to_bf16 bits). */
+static __device__ __forceinline__ float act_round(float v, bool rnd)
+{
+    return rnd ? __bfloat162float(__float2bfloat16_rn(v)) : v;
+}
+static __device__ __forceinline__ float4 act_round4(float4 v, bool rnd)
+{
+    return rnd ? make_float4(act_round(v.x, true), act_round(v.y, true), act_round(v.z, true), act_round(v.w, true))
+               : v;
+}
 
 #define CUDA_CHECK(call)                                                                         \
     do {                                                                                         \
@@ -65,6 +78,7 @@ struct cuda_ctx {
     void *mmv_cnt;       /* (mmv_cnt_n) finished slices per row block, 0 between launches */
     size_t mmv_cnt_n;
     enum cuda_mmv_kernel mmv_kernel; /* what cuda_mmv runs: mmv_wg.cu (default) or mmv.cu */
+    bool act_bf16;       /* cuda_ctx_set_act_bf16: matmul inputs rounded to bf16 by their producers */
     void *mmv_xs;        /* mmv_wg.cu: x split into bf16 hi/lo rows (2·64, n) */
     size_t mmv_xs_bytes;
     const float *mmv_xs_src; /* what it holds: the split of this x (T, n) */

@@ -110,7 +110,9 @@ static bool joined(const struct cuda_backend *b, const struct cuda_weight *j, ui
 }
 
 /* xb (T, dim) = rmsnorm(x += add) · w (add NULL: x as is), preparing xb for the
- * quantized GEMVs when prep and the shapes allow; returns whether it did. */
+ * quantized GEMVs when prep and the shapes allow; returns whether it did. xb
+ * is a matmul's input: rounded to bf16 with bf16 activations (as the GLUs'
+ * and the attention's outputs are: cuda_ctx_set_act_bf16). */
 static bool decode_norm(struct cuda_backend *b, const float *add, const float *w, uint32_t T, bool prep)
 {
     const struct model_config *c = &b->base.model->cfg;
@@ -118,7 +120,7 @@ static bool decode_norm(struct cuda_backend *b, const float *add, const float *w
     if (prep)
         cuda_rmsnorm_prep(b->ctx, add ? add : b->x, add ? b->x : NULL, w, b->xb, T, c->dim, c->norm_eps);
     else
-        cuda_rmsnorm(b->ctx, add ? add : b->x, add ? b->x : NULL, w, b->xb, T, c->dim, c->norm_eps);
+        cuda_rmsnorm_in(b->ctx, add ? add : b->x, add ? b->x : NULL, w, b->xb, T, c->dim, c->norm_eps);
     return prep;
 }
 

@@ -99,7 +99,8 @@ void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32
                         uint32_t window);
 
 /* hb[i] = act(hb[i]) · hb2[i] over n elements; act silu (gelu false) or
- * gelu-tanh (gelu true). */
+ * gelu-tanh (gelu true). Both GLUs round their output to bf16 under
+ * cuda_ctx_set_act_bf16 (it is down's input). */
 void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu);
 /* The same from one matrix's rows: out[t, i] = act(gu[t, i]) · gu[t, width + i]
  * for gu (T, 2·width) (the decode step's joined gate|up output), out (T, width). */
@@ -107,6 +108,17 @@ void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32
 
 /* x[i] += y[i] over n elements. */
 void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);
+
+/* src (T, Σ w) → dst[m] (T, w[m]), m < n ≤ 3: each row's first w[0] columns
+ * into dst[0], the next w[1] into dst[1], ... (a fused GEMM's output into its
+ * members' buffers). Widths multiples of 4, pointers 16-byte aligned. */
+void cuda_fwd_split_cols(struct cuda_ctx *ctx, const float *src, uint32_t T, float *const *dst, const uint32_t *w,
+                         int n);
+
+/* x[i] = x[i] rounded to bf16 (nearest even) in place, over n elements: a
+ * matmul's input under BACKEND_ACT_BF16 that no producer rounded (the prefill
+ * attention's output; the CPU's quant_f32_to_bf16 bits). */
+void cuda_fwd_round_bf16(struct cuda_ctx *ctx, float *x, uint64_t n);
 
 /* Copy block src to block dst in every layer's keys and values of the pool
  * (n_layers, 2, kv_blocks, 16, kv_dim) of elem_bytes (4: f32, 2: bf16) each

@@ -244,6 +244,19 @@ void cuda_mmv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_
  * the same (cuda_mmv_reserve sizes it for both). */
 enum cuda_mmv_kernel { CUDA_MMV_WG, CUDA_MMV_SYNC };
 void cuda_mmv_set_kernel(struct cuda_ctx *ctx, enum cuda_mmv_kernel k);
+/* bf16 activations (the backend's BACKEND_ACT_BF16): the kernels that write a
+ * matmul's input round it to bf16 (nearest even) as they write it —
+ * cuda_rmsnorm_in and cuda_rmsnorm_prep, every GLU (cuda_fwd_glu,
+ * cuda_fwd_glu_rows, cuda_glu_prep, cuda_swiglu, cuda_swiglu_prep; so the MoE
+ * experts' too) and the decode attention's merged rows (cuda_attn_decode;
+ * the prefill attention's output is rounded by the caller: cuda_fwd_round_bf16)
+ * — and the prepared forms are made from the rounded values. And since every
+ * x the mmv reads is then bf16-valued, mmv_wg.cu puts one A row a token
+ * instead of a high and a low row: the same bits (the low rows would be
+ * zeros), half the products, 64 tokens in one A tile (mmv.cu computes the
+ * same with its zero low parts). Off by default; set once, before the first
+ * launch (graphs hold what was set when they were captured). */
+void cuda_ctx_set_act_bf16(struct cuda_ctx *ctx, bool on);
 bool cuda_mmv_wg_supported(uint64_t rows, uint64_t n);
 uint32_t cuda_mmv_wg_slices(uint64_t rows, uint64_t n, int sms);
 int cuda_mmv_wg_variants(uint32_t *max_t);
@@ -266,6 +279,9 @@ void cuda_blas_gemv_bf16(struct cuda_ctx *ctx, const uint16_t *w, uint64_t rows,
  *                   quants dequantized to bf16; f32 weights in TF32.
  *   CUDA_GEMM_EXACT x split into bf16 hi + lo (two GEMMs), GGUF weights split
  *                   too (a third); f32 weights in f32. ~2× / 3× the FLOPs.
+ *   CUDA_GEMM_XBF16 x already bf16-valued (the backend's BACKEND_ACT_BF16):
+ *                   EXACT without x's low part — one GEMM (BF16, FP8), two
+ *                   for GGUF (w hi, w lo), F16 weights as EXACT.
  * Measured on the H200 (bench/FORWARD.md, 2026-11-30): per GEMM max|Δ|/max|ref|
  * FAST 1.8e-4 (F16) .. 3.2e-3 (Q5_K), EXACT ≤ 4.9e-6; whole fixture models
  * (all prefill spans on the GEMM) FAST 2.9e-4 .. 4.9e-3 of the logit range,
@@ -282,7 +298,7 @@ void cuda_blas_gemv_bf16(struct cuda_ctx *ctx, const uint16_t *w, uint64_t rows,
  * do not depend on where it sits in a batch. w 256-byte aligned (cudaMalloc),
  * x and y 16-byte aligned, and y's offset from an aligned base a multiple of
  * rows floats. */
-enum cuda_gemm_mode { CUDA_GEMM_FAST = 0, CUDA_GEMM_EXACT = 1 };
+enum cuda_gemm_mode { CUDA_GEMM_FAST = 0, CUDA_GEMM_EXACT = 1, CUDA_GEMM_XBF16 = 2 };
 struct cuda_gemm;
 struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode, uint64_t max_x, uint64_t max_w);
 void cuda_gemm_free(struct cuda_gemm *g);
@@ -313,6 +329,10 @@ void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_
  * before the PDL wait, cuda_common.cuh). out may alias x. */
 void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                   uint32_t nrows, uint32_t n, float eps);
+/* The same for a norm whose output is a matmul's input: rounded to bf16 under
+ * cuda_ctx_set_act_bf16, else cuda_rmsnorm's bits. */
+void cuda_rmsnorm_in(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
+                     uint32_t nrows, uint32_t n, float eps);
 
 /* cuda_rmsnorm / cuda_swiglu that also prepare their output for the quantized
  * GEMVs reading it next, bit for bit as cuda_gemv_prep_x(out) would: follow

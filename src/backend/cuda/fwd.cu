@@ -251,23 +251,23 @@ __device__ __forceinline__ float glu_one(float g, float u, bool gelu)
     return g / (1.0f + expf(-g)) * u;
 }
 
-__global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu)
+__global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu, bool rnd)
 {
     pdl_enter();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        hb[i] = glu_one(hb[i], hb2[i], gelu);
+        hb[i] = act_round(glu_one(hb[i], hb2[i], gelu), rnd);
 }
 
 /* out (T, width) from gu (T, 2·width): each row's gate half, then its up half */
 __global__ void kernel_glu_rows(float *__restrict__ out, const float *__restrict__ gu, uint32_t T, uint32_t width,
-                                bool gelu)
+                                bool gelu, bool rnd)
 {
     pdl_enter();
     const uint64_t n = (uint64_t)T * width;
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t t = i / width, c = i % width;
         const float *row = gu + t * 2 * width;
-        out[i] = glu_one(row[c], row[width + c], gelu);
+        out[i] = act_round(glu_one(row[c], row[width + c], gelu), rnd);
     }
 }
 
@@ -276,6 +276,14 @@ __global__ void kernel_add(float *x, const float *__restrict__ y, uint64_t n)
     pdl_enter();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
         x[i] += y[i];
+}
+
+/* x[i] = bf16(x[i]) (nearest even), as quant_f32_to_bf16 on the CPU */
+__global__ void kernel_round_bf16(float *x, uint64_t n)
+{
+    pdl_enter();
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        x[i] = act_round(x[i], true);
 }
 
 unsigned grid_1d(uint64_t n)
@@ -351,7 +359,7 @@ extern "C" void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, 
 {
     if (n == 0)
         return;
-    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu);
+    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu, ctx->act_bf16); /* a matmul's input */
 }
 
 extern "C" void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width,
@@ -359,7 +367,7 @@ extern "C" void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float 
 {
     if ((uint64_t)T * width == 0)
         return;
-    cuda_launch(ctx, kernel_glu_rows, grid_1d((uint64_t)T * width), 256, 0, out, gu, T, width, gelu);
+    cuda_launch(ctx, kernel_glu_rows, grid_1d((uint64_t)T * width), 256, 0, out, gu, T, width, gelu, ctx->act_bf16);
 }
 
 extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n)
@@ -367,6 +375,52 @@ extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uin
     if (n == 0)
         return;
     cuda_launch(ctx, kernel_add, grid_1d(n), 256, 0, x, y, n);
+}
+
+struct split3 {
+    float *dst[3];
+    uint32_t w4[3]; /* widths in float4 */
+};
+
+__global__ void kernel_split_cols(const float4 *__restrict__ src, uint32_t T, uint32_t R4, split3 s)
+{
+    pdl_enter();
+    const uint64_t n = (uint64_t)T * R4;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t t = i / R4;
+        uint32_t c = (uint32_t)(i % R4), m = 0;
+        while (c >= s.w4[m])
+            c -= s.w4[m++];
+        reinterpret_cast<float4 *>(s.dst[m])[t * s.w4[m] + c] = src[i];
+    }
+}
+
+extern "C" void cuda_fwd_split_cols(struct cuda_ctx *ctx, const float *src, uint32_t T, float *const *dst,
+                                    const uint32_t *w, int n)
+{
+    if (n < 1 || n > 3)
+        CUDA_FAIL("split_cols: %d destinations (1..3)", n);
+    split3 s = {};
+    uint32_t R4 = 0;
+    bool aligned = (uintptr_t)src % 16 == 0;
+    for (int m = 0; m < n; m++) {
+        if (w[m] % 4)
+            CUDA_FAIL("split_cols: width %u is not a multiple of 4", w[m]);
+        s.dst[m] = dst[m], s.w4[m] = w[m] / 4, R4 += w[m] / 4;
+        aligned = aligned && (uintptr_t)dst[m] % 16 == 0;
+    }
+    if (!aligned)
+        CUDA_FAIL("split_cols: pointers must be 16-byte aligned");
+    if ((uint64_t)T * R4 == 0)
+        return;
+    cuda_launch(ctx, kernel_split_cols, grid_1d((uint64_t)T * R4), 256, 0, (const float4 *)src, T, R4, s);
+}
+
+extern "C" void cuda_fwd_round_bf16(struct cuda_ctx *ctx, float *x, uint64_t n)
+{
+    if (n == 0)
+        return;
+    cuda_launch(ctx, kernel_round_bf16, grid_1d(n), 256, 0, x, n);
 }
 
 extern "C" size_t cuda_fwd_mem_free(void)

@@ -15,6 +15,11 @@
  * take 16-bit inputs. Two modes (enum cuda_gemm_mode):
  *  - FAST: x rounded once to bf16 (f16 for F16 weights: saturated at ±65504),
  *    one GEMM. f32 weights: TF32 (CUBLAS_COMPUTE_32F_FAST_TF32).
+ *  - XBF16: x is bf16-valued already (BACKEND_ACT_BF16: the backend rounded
+ *    it), so x_hi = x and x_lo = 0: one GEMM for BF16 and FP8 weights, the
+ *    weights exact as in EXACT (GGUF: w_hi·x + w_lo·x, two GEMMs; F16 weights
+ *    split their x into f16 parts as in EXACT: bf16's range exceeds f16's).
+ *    The same values as EXACT on that x.
  *  - EXACT: x = x_hi + x_lo, both bf16 (or f16), x_lo = x − x_hi exactly, so
  *    x is kept to ~16 significant bits: two GEMMs accumulated in f32 (beta 1).
  *    x_lo is stored right after x_hi, so a short span (T ≤ GEMM_STACK_T, and
@@ -239,9 +244,9 @@ struct cuda_gemm {
     cublasLtHandle_t lt;
     void *ws;                /* GEMM_WS_BYTES, fixed: part of the algorithm's identity */
     uint64_t max_x, max_w;   /* elements the scratches hold */
-    uint16_t *xhi, *xlo;     /* (T, n) bf16/f16 of the current x; xlo EXACT only, = xhi + T·n (contiguous) */
-    float *ystack;           /* EXACT: GEMM_STACK_FLOATS, the stacked GEMM's (2T, rows) */
-    uint16_t *whi, *wlo;     /* (rows, n) bf16 dequantized weight; wlo EXACT only */
+    uint16_t *xhi, *xlo;     /* (T, n) bf16/f16 of the current x; xlo when x_has_lo, = xhi + T·n (contiguous) */
+    float *ystack;           /* EXACT/XBF16: GEMM_STACK_FLOATS, the stacked GEMM's (2T, rows) */
+    uint16_t *whi, *wlo;     /* (rows, n) bf16 dequantized weight; wlo EXACT/XBF16 only */
     struct {                 /* what xhi/xlo hold (cuda_gemm_prep_x) */
         const float *x;
         uint64_t n;
@@ -265,8 +270,8 @@ extern "C" struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm
     g->prep.kind = -1;
     CUBLASLT_CHECK(cublasLtCreate(&g->lt));
     CUDA_CHECK(cudaMalloc(&g->ws, GEMM_WS_BYTES));
-    const bool exact = mode == CUDA_GEMM_EXACT;
-    if (max_x) /* EXACT: x_lo follows x_hi (prep_x) */
+    const bool exact = mode != CUDA_GEMM_FAST; /* XBF16 too: F16 weights split their x (x_has_lo) */
+    if (max_x) /* x_lo follows x_hi (prep_x) */
         CUDA_CHECK(cudaMalloc(&g->xhi, (exact ? 4 : 2) * max_x));
     if (exact)
         CUDA_CHECK(cudaMalloc(&g->ystack, GEMM_STACK_FLOATS * sizeof(float)));
@@ -315,6 +320,14 @@ extern "C" uint64_t cuda_gemm_scratch_w_elems(enum dtype t, uint64_t rows, uint6
     return t == DTYPE_F8_E4M3 || gemv_quant_has(t) ? rows * n : 0;
 }
 
+/* Whether x of this kind is split into a high and a low part: EXACT, and
+ * XBF16's F16 weights (a bf16 x in f16 parts: 11 bits hold 8 but not bf16's
+ * range). XBF16's bf16 x is its own high part. */
+static bool x_has_lo(const struct cuda_gemm *g, enum xkind kind)
+{
+    return g->mode == CUDA_GEMM_EXACT || (g->mode == CUDA_GEMM_XBF16 && kind == XK_F16);
+}
+
 static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T, bool reuse)
 {
     if (kind == XK_F32)
@@ -327,7 +340,7 @@ static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_
                   (unsigned long long)g->max_x);
     if (n % 4 || (uintptr_t)x % 16)
         CUDA_FAIL("cuda_gemm: x must be 16-byte aligned with n %% 4 == 0");
-    g->xlo = g->mode == CUDA_GEMM_EXACT ? g->xhi + cnt : NULL;
+    g->xlo = x_has_lo(g, kind) ? g->xhi + cnt : NULL;
     uint2 *lo = (uint2 *)g->xlo;
     if (kind == XK_BF16)
         kernel_x_split_bf16<<<grid_for(cnt / 4, 256), 256, 0, g->ctx->stream>>>((const float4 *)x, cnt / 4,
@@ -459,7 +472,7 @@ extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, 
         return;
     if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
         CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
-    const bool exact = g->mode == CUDA_GEMM_EXACT;
+    const bool exact = g->mode != CUDA_GEMM_FAST; /* the weights' values kept whole */
     if (t == DTYPE_F32) { /* TF32 (FAST) or f32 (EXACT), x read as is */
         gemm_one(g, CUDA_R_32F, w, CUDA_R_32F, x, exact ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32, rows, n,
                  T, y, scale, 0.0f, align_of(n * 4));
@@ -474,7 +487,8 @@ extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, 
         cuda_gemm_dequant(g, t, w, rows, n);
         a = g->whi;
     }
-    if (exact && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
+    const bool xlo = x_has_lo(g, xk);
+    if (xlo && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
         /* x_hi and x_lo as one B of 2T columns: the weight is read once */
         gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, 2 * T, g->ystack, scale, 0.0f, 256);
         const uint64_t half = (uint64_t)T * rows;
@@ -485,9 +499,8 @@ extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, 
         return;
     }
     gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
-    if (exact) {
+    if (xlo)
         gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, align_of((uint64_t)T * n * 2));
-        if (gemv_quant_has(t)) /* the weight's own low part */
-            gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
-    }
+    if (exact && gemv_quant_has(t)) /* the weight's own low part */
+        gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
 }

@@ -409,6 +409,12 @@ extern "C" int cuda_mmv_variants(uint32_t *max_t)
 
 extern "C" void cuda_mmv_set_kernel(struct cuda_ctx *ctx, enum cuda_mmv_kernel k) { ctx->mmv_kernel = k; }
 
+extern "C" void cuda_ctx_set_act_bf16(struct cuda_ctx *ctx, bool on)
+{
+    ctx->act_bf16 = on;
+    ctx->mmv_xs_src = NULL; /* mmv_wg's split rows are laid out for the other mode */
+}
+
 /* Whether cuda_mmv takes the wgmma kernel (mmv_wg.cu) for a shape, else mmv.cu. */
 static bool mmv_takes_wg(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n)
 {

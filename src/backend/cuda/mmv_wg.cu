@@ -22,6 +22,9 @@
  * D: each lane holds rows g and g+8 (g = 16·warp + lane/4) of its 8-column
  * blocks, so hi (row 2t) and lo (row 2t+1) of a token are 4 lanes apart: one
  * shuffle adds them (hi + lo, the order of mmv.cu and gemm.cu's exact mode).
+ * With bf16-valued x (cuda_ctx_set_act_bf16: the backend's bf16 activations)
+ * the lo rows would be zeros: A row t is token t instead, 64 tokens a tile,
+ * the same bits (hi + 0) for half the products.
  *
  * Exactness and batch invariance: each product is an exact bf16×bf16 term in
  * an f32 wgmma accumulation; a token's outputs come from the same wgmma
@@ -131,18 +134,21 @@ __device__ __forceinline__ void wgmma_rows(float (&d)[WR / 2], uint64_t da, uint
 }
 
 /* x (T, n) f32 → xs (2T, n) bf16: row 2t = rn(x_t), row 2t + 1 = rn(x_t − hi),
- * the A rows the GEMV kernel copies. */
-__global__ void kernel_mmv_wg_split(const float *__restrict__ x, uint32_t T, uint32_t n, uint8_t *__restrict__ xs)
+ * the A rows the GEMV kernel copies; ho (x bf16-valued): xs (T, n), row t =
+ * x_t. */
+__global__ void kernel_mmv_wg_split(const float *__restrict__ x, uint32_t T, uint32_t n, uint8_t *__restrict__ xs,
+                                    bool ho)
 {
     pdl_enter();
     const uint32_t n4 = n / 4;
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < T * n4; i += gridDim.x * blockDim.x) {
         const uint32_t t = i / n4, k4 = i % n4;
         const float4 v = __ldg(reinterpret_cast<const float4 *>(x) + i);
-        *reinterpret_cast<uint2 *>(xs + ((uint64_t)2 * t * n + 4 * k4) * 2) =
+        *reinterpret_cast<uint2 *>(xs + ((uint64_t)(ho ? 1 : 2) * t * n + 4 * k4) * 2) =
             make_uint2(split_pair(v.x, v.y, false), split_pair(v.z, v.w, false));
-        *reinterpret_cast<uint2 *>(xs + ((uint64_t)(2 * t + 1) * n + 4 * k4) * 2) =
-            make_uint2(split_pair(v.x, v.y, true), split_pair(v.z, v.w, true));
+        if (!ho)
+            *reinterpret_cast<uint2 *>(xs + ((uint64_t)(2 * t + 1) * n + 4 * k4) * 2) =
+                make_uint2(split_pair(v.x, v.y, true), split_pair(v.z, v.w, true));
     }
 }
 
@@ -205,7 +211,7 @@ __device__ __forceinline__ void mmv_wg_reduce(cg::cluster_group &cluster, float 
 template <int NWG, int MT, int NS, bool MS, int WR>
 __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__restrict__ w, uint32_t rows, uint32_t n,
                                                            const uint8_t *__restrict__ xs, uint32_t T, uint32_t S,
-                                                           uint32_t cps, float *__restrict__ y, float scale)
+                                                           uint32_t cps, float *__restrict__ y, float scale, bool ho)
 {
     constexpr int NT = NWG * 128, NR = MS ? WR : NWG * WR, WBYTES = NR * 128, STAGE = WBYTES + MT * WG_TILE;
     constexpr int MA = MS ? 1 : MT;       /* A tiles a warpgroup runs (MS: warpgroup w runs tile w) */
@@ -226,7 +232,8 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
     const uint64_t row_bytes = (uint64_t)n * 2;
 
     /* a stage: the weight tile (NR rows), then MT A tiles; piece p = j·NT + tid:
-     * row p/8, 16-byte piece p%8 of its 128 bytes; A rows past 2T are zero-filled */
+     * row p/8, 16-byte piece p%8 of its 128 bytes; A rows past 2T (ho: T) are zero-filled */
+    const uint32_t a_rows = ho ? T : 2 * T;
     auto issue_w = [&](uint32_t step) {
         if (step < nsteps) {
             const uint32_t base = sbase + (step % NS) * STAGE;
@@ -246,7 +253,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
 #pragma unroll
             for (int j = 0; j < XP; j++) {
                 const uint32_t p = j * NT + tid, a = p / 8, c = p % 8;
-                const bool live = a < 2 * T;
+                const bool live = a < a_rows;
                 cp_async16_zfill(base + WBYTES + (a / 64) * WG_TILE + swz(a % 64, c),
                                  live ? xs + (uint64_t)a * row_bytes + koff + c * 16 : xs, live ? 16 : 0);
             }
@@ -303,7 +310,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
     cp_async_wait<0>();
 
     /* D: acc[m][4j + 2h + e] = A row 16·warp + lane/4 + 8h, column 8j + 2·(lane%4) + e;
-     * A row 2t is token t's hi, 2t + 1 its lo (lane + 4). S == 1: straight to y;
+     * A row 2t is token t's hi, 2t + 1 its lo (lane + 4); ho: A row t is token t. S == 1: straight to y;
      * else to this block's shared tile red (t, NR), the stages' memory, which
      * the S blocks of the cluster (one row block, every slice) then add up in
      * slice order, each for NR / S of the rows. */
@@ -321,14 +328,15 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
                 for (int e = 0; e < 2; e++) {
                     const float v = acc[m][4 * j + 2 * h + e];
                     const float o = __shfl_xor_sync(0xffffffffu, v, 4);
-                    const uint32_t t = (MS ? wg : m) * 32 + (g + 8 * h) / 2;
+                    const uint32_t ar = (MS ? wg : m) * 64 + g + 8 * h, t = ho ? ar : ar / 2; /* A row, token */
                     const uint32_t rl = (MS ? 0 : wg * WR) + 8 * j + 2 * q + e, r = r0 + rl;
-                    if (!hi_lane || t >= T)
+                    if ((!ho && !hi_lane) || t >= T)
                         continue;
+                    const float sum = ho ? v : v + o;
                     if (S > 1)
-                        red[t * NR + rl] = v + o;
+                        red[t * NR + rl] = sum;
                     else if (r < rows)
-                        y[(uint64_t)t * rows + r] = scale * (v + o);
+                        y[(uint64_t)t * rows + r] = scale * sum;
                 }
     if (S == 1)
         return;
@@ -342,7 +350,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
 }
 
 typedef void (*mmv_wg_fn)(const uint8_t *, uint32_t, uint32_t, const uint8_t *, uint32_t, uint32_t, uint32_t,
-                          float *, float);
+                          float *, float, bool);
 
 /* The launch shapes: warpgroups a block, A tiles, pipeline stages; max_t =
  * the tokens it covers. All compute the same bits. */
@@ -469,8 +477,10 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     if (((uintptr_t)w | (uintptr_t)x) % 16 != 0)
         CUDA_FAIL("cuda_mmv_wg: w and x must be 16-byte aligned");
     const uint32_t S = cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount);
-    const int v = variant >= 0 ? variant : mmv_wg_pick(T, rows);
-    if (v >= MMV_WG_NVARIANTS || T > g_wg_variants[v].max_t)
+    /* ho: one A row a token, so T tokens are the A rows of T / 2 split ones (the sweeps' shapes) */
+    const bool ho = ctx->act_bf16;
+    const int v = variant >= 0 ? variant : mmv_wg_pick(ho ? (T + 1) / 2 : T, rows);
+    if (v >= MMV_WG_NVARIANTS || T > g_wg_variants[v].max_t * (ho ? 2 : 1))
         CUDA_FAIL("cuda_mmv_wg: variant %d does not take batch %u", v, T);
     if (!ctx->mmv_xs || (size_t)4 * T * n > ctx->mmv_xs_bytes)
         CUDA_FAIL("cuda_mmv_wg: n = %llu not reserved (cuda_mmv_reserve)", (unsigned long long)n);
@@ -478,7 +488,7 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     if (!(reuse && ctx->mmv_xs_src == x && ctx->mmv_xs_t == T && ctx->mmv_xs_n == n)) {
         const uint32_t n4 = (uint32_t)(T * n / 4), sb = (n4 + 255) / 256;
         cuda_launch(ctx, kernel_mmv_wg_split, sb < 1024u ? sb : 1024u, 256, 0, x, T, (uint32_t)n,
-                    (uint8_t *)ctx->mmv_xs);
+                    (uint8_t *)ctx->mmv_xs, ho);
         ctx->mmv_xs_src = x, ctx->mmv_xs_t = T, ctx->mmv_xs_n = n;
     }
     const mmv_wg_variant &V = g_wg_variants[v];
@@ -490,7 +500,7 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     attr[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.numAttrs = ctx->pdl ? 2 : 1;
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
-                                  (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale));
+                                  (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale, ho));
 }
 
 /* How many clusters of S blocks of a launch shape the device holds at once

@@ -15,7 +15,10 @@
  * (silu or gelu-tanh, fwd.cu's kernel_glu arithmetic), in place, plus prep.
  * The _prep variants also write their output in the quantized GEMVs' prepared
  * form (gemv_prep_x4, the function cuda_gemv_prep_x uses too): the GEMV that
- * reads it next then needs no prep kernel of its own. */
+ * reads it next then needs no prep kernel of its own. Outputs that are a
+ * matmul's input (cuda_rmsnorm_in, the _prep variants, the GLUs) are rounded
+ * to bf16 first under cuda_ctx_set_act_bf16 (rnd), prepared from the rounded
+ * values. */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
 
@@ -29,7 +32,7 @@ __device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(
 /* Rows of n % 4 == 0, n ≤ 16384: one read, values kept in registers. */
 template <bool PREP>
 __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
-                                                      float *out, uint32_t n, float eps, uint8_t *xq)
+                                                      float *out, uint32_t n, float eps, uint8_t *xq, bool rnd)
 {
     pdl_trigger();
     __shared__ float red[NT / 32];
@@ -69,7 +72,8 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
         const bool valid = i < n4;
         float4 o = make_float4(0, 0, 0, 0);
         if (valid) {
-            o = make_float4(v[k].x * s * g[k].x, v[k].y * s * g[k].y, v[k].z * s * g[k].z, v[k].w * s * g[k].w);
+            o = act_round4(make_float4(v[k].x * s * g[k].x, v[k].y * s * g[k].y, v[k].z * s * g[k].z,
+                                       v[k].w * s * g[k].w), rnd);
             reinterpret_cast<float4 *>(out)[base4 + i] = o;
         }
         if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */
@@ -79,7 +83,7 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
 
 /* Any n: two passes, the second re-reading the row from L1/L2. */
 __global__ void __launch_bounds__(NT) kernel_rmsnorm(const float *x, float *residual, const float *__restrict__ w,
-                                                     float *out, uint32_t n, float eps)
+                                                     float *out, uint32_t n, float eps, bool rnd)
 {
     pdl_enter();
     __shared__ float red[NT / 32];
@@ -101,7 +105,7 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm(const float *x, float *resi
     const float s = inv;
     const float *src = residual ? residual : x;
     for (uint32_t i = threadIdx.x; i < n; i += NT)
-        out[base + i] = src[base + i] * s * w[i];
+        out[base + i] = act_round(src[base + i] * s * w[i], rnd);
 }
 
 __device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
@@ -110,7 +114,7 @@ __device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f +
  * lanes, so 8-lane groups are whole 32-blocks of one row when n % 32 == 0. */
 template <bool PREP>
 __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n,
-                               uint8_t *xq)
+                               uint8_t *xq, bool rnd)
 {
     pdl_enter();
     const uint32_t n4 = n / 4;
@@ -124,7 +128,8 @@ __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__
         if (valid) {
             const float4 g = __ldg(reinterpret_cast<const float4 *>(gu) + r * 2 * n4 + i4);
             const float4 u = __ldg(reinterpret_cast<const float4 *>(gu) + r * 2 * n4 + n4 + i4);
-            o = make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w));
+            o = act_round4(make_float4(silu_mul(g.x, u.x), silu_mul(g.y, u.y), silu_mul(g.z, u.z), silu_mul(g.w, u.w)),
+                           rnd);
             reinterpret_cast<float4 *>(out)[k] = o;
         }
         if constexpr (PREP)
@@ -137,7 +142,8 @@ __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__
  * u[k], act silu or gelu-tanh by the same float operations as fwd.cu's
  * kernel_glu, then the GEMV preparation of the row. n % 32 == 0. */
 template <bool GELU>
-__global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint32_t rows, uint32_t n, uint8_t *xq)
+__global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint32_t rows, uint32_t n, uint8_t *xq,
+                                bool rnd)
 {
     pdl_enter();
     const uint32_t n4 = n / 4;
@@ -163,36 +169,36 @@ __global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint
                     ov[j] = x / (1.0f + expf(-x)) * uv[j];
                 }
             }
-            o = make_float4(ov[0], ov[1], ov[2], ov[3]);
+            o = act_round4(make_float4(ov[0], ov[1], ov[2], ov[3]), rnd);
             reinterpret_cast<float4 *>(g_out)[k] = o;
         }
         gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4));
     }
 }
 
-__global__ void kernel_swiglu(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n)
+__global__ void kernel_swiglu(const float *__restrict__ gu, float *__restrict__ out, uint32_t rows, uint32_t n, bool rnd)
 {
     pdl_enter();
     const uint64_t total = (uint64_t)rows * n;
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < total; k += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t r = k / n, i = k % n;
-        out[k] = silu_mul(gu[r * 2 * n + i], gu[r * 2 * n + n + i]);
+        out[k] = act_round(silu_mul(gu[r * 2 * n + i], gu[r * 2 * n + n + i]), rnd);
     }
 }
 
 void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
-                    uint32_t nrows, uint32_t n, float eps, uint8_t *xq)
+                    uint32_t nrows, uint32_t n, float eps, uint8_t *xq, bool rnd)
 {
     const bool vec = n % 4 == 0 && n <= 4u * KV * NT &&
                      (((uintptr_t)x | (uintptr_t)residual | (uintptr_t)w | (uintptr_t)out) % 16) == 0;
     if (xq && !vec)
         CUDA_FAIL("rmsnorm_prep: n = %u must be a multiple of 32 and ≤ %d, pointers 16-byte aligned", n, 4 * KV * NT);
     if (xq)
-        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq);
+        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd);
     else if (vec)
-        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr);
+        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd);
     else
-        cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps);
+        cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps, rnd);
 }
 
 void launch_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n, uint8_t *xq)
@@ -207,12 +213,13 @@ void launch_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t r
     const uint64_t items = vec ? total / 4 : total;
     const uint64_t want = (items + T - 1) / T;
     const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
+    const bool rnd = ctx->act_bf16; /* a GLU's output is always a matmul's input */
     if (xq)
-        cuda_launch(ctx, kernel_swiglu4<true>, blocks, T, 0, gu, out, rows, n, xq);
+        cuda_launch(ctx, kernel_swiglu4<true>, blocks, T, 0, gu, out, rows, n, xq, rnd);
     else if (vec)
-        cuda_launch(ctx, kernel_swiglu4<false>, blocks, T, 0, gu, out, rows, n, nullptr);
+        cuda_launch(ctx, kernel_swiglu4<false>, blocks, T, 0, gu, out, rows, n, nullptr, rnd);
     else
-        cuda_launch(ctx, kernel_swiglu, blocks, T, 0, gu, out, rows, n);
+        cuda_launch(ctx, kernel_swiglu, blocks, T, 0, gu, out, rows, n, rnd);
 }
 
 } // namespace
@@ -222,14 +229,22 @@ extern "C" void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residu
 {
     if (!nrows || !n)
         return;
-    launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr);
+    launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, false);
+}
+
+extern "C" void cuda_rmsnorm_in(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
+                                uint32_t nrows, uint32_t n, float eps)
+{
+    if (!nrows || !n)
+        return;
+    launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, ctx->act_bf16);
 }
 
 extern "C" void cuda_rmsnorm_prep(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                                   uint32_t nrows, uint32_t n, float eps)
 {
     uint8_t *xq = gemv_quant_xq_reserve(ctx, n, nrows); /* checks n % 32 and nrows ≤ max batch */
-    launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, xq);
+    launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, xq, ctx->act_bf16);
 }
 
 extern "C" void cuda_glu_prep(struct cuda_ctx *ctx, float *gate, const float *up, uint32_t rows, uint32_t n,
@@ -241,9 +256,9 @@ extern "C" void cuda_glu_prep(struct cuda_ctx *ctx, float *gate, const float *up
     const uint64_t want = ((uint64_t)rows * (n / 4) + 255) / 256;
     const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
     if (gelu)
-        cuda_launch(ctx, kernel_glu_prep<true>, blocks, 256, 0, gate, up, rows, n, xq);
+        cuda_launch(ctx, kernel_glu_prep<true>, blocks, 256, 0, gate, up, rows, n, xq, ctx->act_bf16);
     else
-        cuda_launch(ctx, kernel_glu_prep<false>, blocks, 256, 0, gate, up, rows, n, xq);
+        cuda_launch(ctx, kernel_glu_prep<false>, blocks, 256, 0, gate, up, rows, n, xq, ctx->act_bf16);
 }
 
 extern "C" void cuda_swiglu(struct cuda_ctx *ctx, const float *gu, float *out, uint32_t rows, uint32_t n)

@@ -83,21 +83,22 @@ def test_model_that_fails_to_load_exits_1():
     assert f"model '{ALIAS}'" in s.log, s.log
 
 
-def test_kv_type_bf16_serves_the_same_greedy_text():
+@pytest.mark.parametrize("flag,marker", [("--kv-type", "blocks ({})"), ("--act-type", "(bf16), {} activations")])
+def test_type_flag_bf16_serves_the_same_greedy_text(flag, marker):
     prompt = {"model": ALIAS, "prompt": "The capital of France is", "max_tokens": 12, "temperature": 0}
     texts = {}
-    for kv in ("f32", "bf16"):
-        s = Server("--slots", "2", "--ctx", "256", "--kv-type", kv)
+    for value in ("f32", "bf16"):
+        s = Server("--slots", "2", "--ctx", "256", flag, value)
         try:
-            assert f"blocks ({kv})" in s.log, s.log
+            assert marker.format(value) in s.log, s.log
             status, _, data = s.request("POST", "/v1/completions", prompt)
             assert status == 200, data
-            texts[kv] = data["choices"][0]["text"]
-            assert texts[kv], data
+            texts[value] = data["choices"][0]["text"]
+            assert texts[value], data
         finally:
             assert s.stop() == 0, s.log
-    # keys and values rounded to bfloat16 move the logits by ~1e-3 of their range: on this prompt the
-    # greedy text is the f32 cache's (a near tie could flip a token; then this prompt must change)
+    # keys and values, or every matmul's input, rounded to bfloat16 move the logits by ~1e-3 of their range: on
+    # this prompt the greedy text is f32's (a near tie could flip a token; then this prompt must change)
     assert texts["bf16"] == texts["f32"], texts
 
 
@@ -125,35 +126,10 @@ def test_batch_tokens_default_by_backend():
         assert s.stop() == 0, s.log
 
 
-def test_act_type_bf16_serves_the_same_greedy_text():
-    prompt = {"model": ALIAS, "prompt": "The capital of France is", "max_tokens": 12, "temperature": 0}
-    texts = {}
-    for act in ("f32", "bf16"):
-        s = Server("--slots", "2", "--ctx", "256", "--act-type", act)
-        try:
-            assert f"(bf16), {act} activations" in s.log, s.log
-            status, _, data = s.request("POST", "/v1/completions", prompt)
-            assert status == 200, data
-            texts[act] = data["choices"][0]["text"]
-            assert texts[act], data
-        finally:
-            assert s.stop() == 0, s.log
-    # every matmul's input rounded to bfloat16 moves the logits by a few 1e-3 of their range: on this prompt
-    # the greedy text is the f32 activations' (a near tie could flip a token; then this prompt must change)
-    assert texts["bf16"] == texts["f32"], texts
-
-
-def test_act_type_unknown_exits_2():
-    env = dict(os.environ, MEMRA_MODELS=f"{ALIAS}={MODEL}", MEMRA_BACKEND="cpu", MEMRA_ACT_TYPE="fp8")
+@pytest.mark.parametrize("var,value", [("MEMRA_KV_TYPE", "f8"), ("MEMRA_ACT_TYPE", "fp8")])
+def test_type_unknown_exits_2(var, value):
+    env = dict(os.environ, MEMRA_MODELS=f"{ALIAS}={MODEL}", MEMRA_BACKEND="cpu", **{var: value})
     r = subprocess.run([str(server_binary()), "--addr", "127.0.0.1:0"], env=env, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2, (r.returncode, r.stderr)
-    assert "MEMRA_ACT_TYPE" in r.stderr and "'fp8'" in r.stderr, r.stderr
-
-
-def test_kv_type_unknown_exits_2():
-    env = dict(os.environ, MEMRA_MODELS=f"{ALIAS}={MODEL}", MEMRA_BACKEND="cpu", MEMRA_KV_TYPE="f8")
-    r = subprocess.run([str(server_binary()), "--addr", "127.0.0.1:0"], env=env, capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 2, (r.returncode, r.stderr)
-    assert "MEMRA_KV_TYPE" in r.stderr and "'f8'" in r.stderr, r.stderr
+    assert var in r.stderr and f"'{value}'" in r.stderr, r.stderr

@@ -101,23 +101,15 @@ def test_bench_context_too_long():
     assert out.returncode == 1 and "context" in out.stderr
 
 
-def test_bench_kv_type_from_the_environment():
-    env = dict(os.environ, MEMRA_KV_TYPE="f32")
+@pytest.mark.parametrize("var,key,banner", [("MEMRA_KV_TYPE", "kv_type", "KV {}"),
+                                             ("MEMRA_ACT_TYPE", "act_type", "{} activations")])
+def test_bench_type_from_the_environment(var, key, banner):
+    other = "f32" if var == "MEMRA_KV_TYPE" else "bf16"  # the one that is not the default
+    env = dict(os.environ, **{var: other})
     out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg4", "--reps", "1", "--json", env=env)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["kv_type"] == "f32"
-    assert "KV f32" in out.stderr, out.stderr
-    env["MEMRA_KV_TYPE"] = "fp8"
+    assert json.loads(out.stdout)[key] == other
+    assert banner.format(other) in out.stderr, out.stderr
+    env[var] = "fp8"
     out = bench(MODEL, "--backend", "cpu", "--tests", "tg4", "--reps", "1", env=env)
-    assert out.returncode != 0 and "MEMRA_KV_TYPE" in out.stderr, out.stderr
-
-
-def test_bench_act_type_from_the_environment():
-    env = dict(os.environ, MEMRA_ACT_TYPE="bf16")
-    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg4", "--reps", "1", "--json", env=env)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["act_type"] == "bf16"
-    assert "bf16 activations" in out.stderr, out.stderr
-    env["MEMRA_ACT_TYPE"] = "fp8"
-    out = bench(MODEL, "--backend", "cpu", "--tests", "tg4", "--reps", "1", env=env)
-    assert out.returncode != 0 and "MEMRA_ACT_TYPE" in out.stderr and "'fp8'" in out.stderr, out.stderr
+    assert out.returncode != 0 and var in out.stderr and "'fp8'" in out.stderr, out.stderr

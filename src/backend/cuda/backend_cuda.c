@@ -39,6 +39,13 @@
  * GEMM's numerics (cuda_ops.h), MEMRA_GEMM_MIN_TOKENS sets one threshold for
  * every weight. Weights with no GEMV kernel are float32.
  *
+ * Activations (cfg.act_type): f32 by default, or with BACKEND_ACT_BF16 every
+ * matmul's input rounded to bf16 by the kernel that writes it
+ * (cuda_ctx_set_act_bf16: the input RMSNorms, the GLUs, the decode attention;
+ * the prefill attention's output by cuda_be_round_act), the CPU's values; the
+ * GEMM then runs gemm.cu's XBF16 mode (no low part of x) and mmv_wg.cu one A
+ * row a token.
+ *
  * Embedding: on the general path the token rows are dequantized on the host
  * from the model's map (as the CPU backend does) and uploaded with the batch —
  * T·dim floats per forward, negligible next to the weights.
@@ -215,7 +222,6 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     if (c->n_experts > 0)
         b->moe_logits = dev_floats(b, T, c->n_experts, &ok);
     b->qkv1 = dev_floats(b, 1, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
-    b->qkv_span = dev_floats(b, T, b->q_dim + 2 * (uint64_t)b->kv_dim, &ok);
     b->gu1 = dev_floats(b, 2, c->ffn_dim, &ok);
     {
         /* MEMRA_DECODE_MMV = auto (default) | all | off; the decode step takes
@@ -314,9 +320,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
-    const char *env_fuse = getenv("MEMRA_DECODE_FUSE"), *env_gfuse = getenv("MEMRA_GEMM_FUSE");
+    const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
     b->fuse_w = !(env_fuse && strcmp(env_fuse, "off") == 0);
-    b->gemm_fuse = env_gfuse && strcmp(env_gfuse, "on") == 0; /* off until measured on the GPU */
     b->act_bf16 = bc->act_type == BACKEND_ACT_BF16;
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
@@ -611,11 +616,6 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
                           : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
-        }
-        const struct cuda_weight *f = &D->qkv; /* a span's q|k|v as one GEMM (cuda_forward.c, gemm_fuse) */
-        if (b->gemm_fuse && f->rows && cuda_gemm_supported(f->dtype, f->rows, f->cols)) {
-            const uint64_t e = cuda_gemm_scratch_w_elems(f->dtype, f->rows, f->cols);
-            max_w = e > max_w ? e : max_w;
         }
     }
     /* MoE: a long span's experts as GEMMs (cuda_moe_ffn_gemm) when every layer's have one */

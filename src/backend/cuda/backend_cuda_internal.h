@@ -82,8 +82,6 @@ struct cuda_backend {
     float *k, *v;       /* (T, kv_dim) */
     float *hb, *hb2;    /* (T, ffn_dim) */
     float *qkv1, *gu1;  /* a lone decode token's fused outputs: (q_dim + 2 kv_dim), (2 ffn_dim) */
-    float *qkv_span;    /* (T, q_dim + 2 kv_dim): a prefill span's fused q|k|v GEMM output (gemm_fuse) */
-    bool gemm_fuse;     /* MEMRA_GEMM_FUSE (default off): a span's q|k|v (or q|k) as one GEMM over cuda_layer.qkv */
     float *kv_dec, *gu_dec; /* (DEC_G, 2 kv_dim), (DEC_G, 2 ffn_dim): a decode batch's joined k|v, gate|up rows
                              * (allocated when a layer joins them, else NULL) */
     float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */

@@ -64,36 +64,13 @@ static bool span_takes_gemm(const struct cuda_backend *b, const struct cuda_weig
     return true;
 }
 
-/* How many of ws[0..n) (from the first) the fused matrix f covers — its
- * members lie back to back in f's allocation (cuda_layer.qkv: q|k|v, or q|k
- * beside another v type) — when the GEMMs may run it as one (gemm_fuse; one
- * GEMM of q+k+v rows instead of three, k and v alone fill the tensor cores
- * badly): 2 or 3, else 0. */
-static int fused_members(const struct cuda_backend *b, const struct cuda_weight *f, const struct cuda_weight *const *ws,
-                         int n)
-{
-    if (!f || !f->rows || !b->gemm_fuse || !cuda_gemm_supported(f->dtype, f->rows, f->cols))
-        return 0;
-    uint64_t rows = 0;
-    for (int i = 0; i < n && i < 3; i++) {
-        if (ws[i]->dtype != f->dtype || ws[i]->rows % 4 || (i == 0 && ws[0]->d != f->d))
-            return 0;
-        rows += ws[i]->rows;
-        if (rows == f->rows)
-            return i >= 1 ? i + 1 : 0;
-    }
-    return 0;
-}
-
 /* ys[i] (T, ws[i].rows) = x (T, cols) · ws[i]ᵀ for weights sharing the input,
  * T = Σ spans: each span (a sequence's tokens, consecutive in x) of enough
- * tokens runs the GEMM on its own rows — the members of the fused matrix f
- * (NULL: none) as one GEMM into qkv_span, then split into their outputs —
- * the others, gathered into runs of consecutive spans, run the GEMVs. */
+ * tokens runs the GEMM on its own rows; the others, gathered into runs of
+ * consecutive spans, run the GEMVs. */
 static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
-                         const float *x, const uint32_t *spans, uint32_t n_spans, const struct cuda_weight *f)
+                         const float *x, const uint32_t *spans, uint32_t n_spans)
 {
-    const int nf = fused_members(b, f, ws, n);
     const uint32_t cols = ws[0]->cols;
     for (int i = 0; i < n; i++)
         MEMRA_ASSERT(ws[i]->cols == cols);
@@ -108,16 +85,7 @@ static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const
             matmul_gemv(b, ws, ys, n, x, run0, t - run0);
         bool converted = false; /* x of this span converted by an earlier weight of the group (f32 ones read x
                                    as is): the others reuse it when their input type is the same */
-        if (nf) { /* the fused members as one GEMM (a function of the span's length alone, as each member's) */
-            float *outs[3];
-            uint32_t w[3];
-            for (int i = 0; i < nf; i++)
-                outs[i] = ys[i] + (uint64_t)t * ws[i]->rows, w[i] = ws[i]->rows;
-            cuda_gemm_run(b->gemm, f->dtype, f->d, f->rows, cols, x + (uint64_t)t * cols, len, b->qkv_span, f->scale, 0);
-            cuda_fwd_split_cols(b->ctx, b->qkv_span, len, outs, w, nf);
-            converted = f->dtype != DTYPE_F32;
-        }
-        for (int i = nf; i < n; i++) {
+        for (int i = 0; i < n; i++) {
             cuda_gemm_run(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t * cols, len,
                           ys[i] + (uint64_t)t * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
             converted |= ws[i]->dtype != DTYPE_F32;
@@ -132,7 +100,7 @@ static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const
 static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const float *x, float *y,
                    const uint32_t *spans, uint32_t n_spans)
 {
-    matmul_multi(b, &w, &y, 1, x, spans, n_spans, NULL);
+    matmul_multi(b, &w, &y, 1, x, spans, n_spans);
 }
 
 /* xb2 (T, dim) = the MoE FFN of xb (router logits in moe_logits): spans of
@@ -384,7 +352,7 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
         cuda_rmsnorm_in(b->ctx, b->x, NULL, D->attn_norm, b->xb, T, c->dim, c->norm_eps);
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
-        matmul_multi(b, qkv, qkv_out, 3, b->xb, spans, n_spans, &D->qkv);
+        matmul_multi(b, qkv, qkv_out, 3, b->xb, spans, n_spans);
         struct cuda_kv_view kv;
         struct cuda_attn_kv akv; /* spans as rows: not settled */
         cuda_be_kv_layer(b, l, blocks, tok_table, 0, &kv, &akv);
@@ -405,7 +373,7 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
         } else {
             const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
             float *gu_out[2] = {b->hb, b->hb2};
-            matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans, NULL);
+            matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
             cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, c->act == MODEL_ACT_GELU_TANH);
             matmul(b, &D->w_down, b->hb, b->xb2, spans, n_spans);
         }

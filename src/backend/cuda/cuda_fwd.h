@@ -109,12 +109,6 @@ void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32
 /* x[i] += y[i] over n elements. */
 void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);
 
-/* src (T, Σ w) → dst[m] (T, w[m]), m < n ≤ 3: each row's first w[0] columns
- * into dst[0], the next w[1] into dst[1], ... (a fused GEMM's output into its
- * members' buffers). Widths multiples of 4, pointers 16-byte aligned. */
-void cuda_fwd_split_cols(struct cuda_ctx *ctx, const float *src, uint32_t T, float *const *dst, const uint32_t *w,
-                         int n);
-
 /* x[i] = x[i] rounded to bf16 (nearest even) in place, over n elements: a
  * matmul's input under BACKEND_ACT_BF16 that no producer rounded (the prefill
  * attention's output; the CPU's quant_f32_to_bf16 bits). */

@@ -377,45 +377,6 @@ extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uin
     cuda_launch(ctx, kernel_add, grid_1d(n), 256, 0, x, y, n);
 }
 
-struct split3 {
-    float *dst[3];
-    uint32_t w4[3]; /* widths in float4 */
-};
-
-__global__ void kernel_split_cols(const float4 *__restrict__ src, uint32_t T, uint32_t R4, split3 s)
-{
-    pdl_enter();
-    const uint64_t n = (uint64_t)T * R4;
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint64_t t = i / R4;
-        uint32_t c = (uint32_t)(i % R4), m = 0;
-        while (c >= s.w4[m])
-            c -= s.w4[m++];
-        reinterpret_cast<float4 *>(s.dst[m])[t * s.w4[m] + c] = src[i];
-    }
-}
-
-extern "C" void cuda_fwd_split_cols(struct cuda_ctx *ctx, const float *src, uint32_t T, float *const *dst,
-                                    const uint32_t *w, int n)
-{
-    if (n < 1 || n > 3)
-        CUDA_FAIL("split_cols: %d destinations (1..3)", n);
-    split3 s = {};
-    uint32_t R4 = 0;
-    bool aligned = (uintptr_t)src % 16 == 0;
-    for (int m = 0; m < n; m++) {
-        if (w[m] % 4)
-            CUDA_FAIL("split_cols: width %u is not a multiple of 4", w[m]);
-        s.dst[m] = dst[m], s.w4[m] = w[m] / 4, R4 += w[m] / 4;
-        aligned = aligned && (uintptr_t)dst[m] % 16 == 0;
-    }
-    if (!aligned)
-        CUDA_FAIL("split_cols: pointers must be 16-byte aligned");
-    if ((uint64_t)T * R4 == 0)
-        return;
-    cuda_launch(ctx, kernel_split_cols, grid_1d((uint64_t)T * R4), 256, 0, (const float4 *)src, T, R4, s);
-}
-
 extern "C" void cuda_fwd_round_bf16(struct cuda_ctx *ctx, float *x, uint64_t n)
 {
     if (n == 0)

@@ -152,8 +152,11 @@ const char *backend_kv_type_name(enum backend_kv_type t);
  * its entry, as a bf16 model in transformers computes — the weights stay
  * exact, products are accumulated in f32, so a GPU GEMM needs one product for
  * BF16/FP8 weights (two for GGUF, whose dequantized values need a high and a
- * low part) and its batched GEMVs one pass. Both backends round the same x the
- * same way, so CPU and GPU still agree (docs/FLAGS.md, MEMRA_ACT_TYPE). */
+ * low part) and its batched GEMVs one pass. Both backends round at the same
+ * places the same way; but where their f32 values differ by an ulp, the two
+ * roundings can land on neighbouring bf16 values, so CPU and GPU agree to a
+ * few 1e-3 of the logit range rather than ~1e-6, and greedy text may part at
+ * a near tie (docs/FLAGS.md, MEMRA_ACT_TYPE: why f32 stays the default). */
 enum backend_act_type {
     BACKEND_ACT_DEFAULT = 0, /* backend_open: MEMRA_ACT_TYPE, else f32 */
     BACKEND_ACT_F32 = 1,

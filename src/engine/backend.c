@@ -42,37 +42,37 @@ const char *backend_default_name(void)
     return backend_cpu_ops.name;
 }
 
-int backend_kv_type_parse(const char *s, enum backend_kv_type *out, char *err, size_t errlen)
+/* "f32" → false, "bf16" → true in *bf16; else −1 naming what and the value (the
+ * KV and activation types share the spelling). */
+static int parse_f32_bf16(const char *s, const char *what, bool *bf16, char *err, size_t errlen)
 {
-    if (strcmp(s, "f32") == 0)
-        *out = BACKEND_KV_F32;
-    else if (strcmp(s, "bf16") == 0)
-        *out = BACKEND_KV_BF16;
-    else
-        return err_set(err, errlen, "KV type '%.32s' is not f32 or bf16", s);
+    if (strcmp(s, "f32") != 0 && strcmp(s, "bf16") != 0)
+        return err_set(err, errlen, "%s '%.32s' is not f32 or bf16", what, s);
+    *bf16 = strcmp(s, "bf16") == 0;
     return 0;
 }
 
-const char *backend_kv_type_name(enum backend_kv_type t)
+int backend_kv_type_parse(const char *s, enum backend_kv_type *out, char *err, size_t errlen)
 {
-    return t == BACKEND_KV_BF16 ? "bf16" : "f32";
+    bool bf16;
+    if (parse_f32_bf16(s, "KV type", &bf16, err, errlen) != 0)
+        return -1;
+    *out = bf16 ? BACKEND_KV_BF16 : BACKEND_KV_F32;
+    return 0;
 }
+
+const char *backend_kv_type_name(enum backend_kv_type t) { return t == BACKEND_KV_BF16 ? "bf16" : "f32"; }
 
 int backend_act_type_parse(const char *s, enum backend_act_type *out, char *err, size_t errlen)
 {
-    if (strcmp(s, "f32") == 0)
-        *out = BACKEND_ACT_F32;
-    else if (strcmp(s, "bf16") == 0)
-        *out = BACKEND_ACT_BF16;
-    else
-        return err_set(err, errlen, "activation type '%.32s' is not f32 or bf16", s);
+    bool bf16;
+    if (parse_f32_bf16(s, "activation type", &bf16, err, errlen) != 0)
+        return -1;
+    *out = bf16 ? BACKEND_ACT_BF16 : BACKEND_ACT_F32;
     return 0;
 }
 
-const char *backend_act_type_name(enum backend_act_type t)
-{
-    return t == BACKEND_ACT_BF16 ? "bf16" : "f32";
-}
+const char *backend_act_type_name(enum backend_act_type t) { return t == BACKEND_ACT_BF16 ? "bf16" : "f32"; }
 
 int backend_open(struct backend **out, const char *name, const struct model *m, const struct backend_config *cfg,
                  char *err, size_t errlen)

@@ -81,17 +81,11 @@ static int apply(struct server_config *c, const struct opt *o, char *v, char *er
     case OPT_STR:
         if (!strcmp(o->flag, "models"))
             return server_parse_models(c, v, err, errlen);
-        if (!strcmp(o->flag, "kv-type")) {
+        if (!strcmp(o->flag, "kv-type") || !strcmp(o->flag, "act-type")) {
             char why[96];
-            return backend_kv_type_parse(v, &c->kv_type, why, sizeof why) == 0
-                       ? 0
-                       : err_set(err, errlen, "--%s / %s: %s", o->flag, o->env, why);
-        }
-        if (!strcmp(o->flag, "act-type")) {
-            char why[96];
-            return backend_act_type_parse(v, &c->act_type, why, sizeof why) == 0
-                       ? 0
-                       : err_set(err, errlen, "--%s / %s: %s", o->flag, o->env, why);
+            const int rc = !strcmp(o->flag, "kv-type") ? backend_kv_type_parse(v, &c->kv_type, why, sizeof why)
+                                                       : backend_act_type_parse(v, &c->act_type, why, sizeof why);
+            return rc == 0 ? 0 : err_set(err, errlen, "--%s / %s: %s", o->flag, o->env, why);
         }
         if (!strcmp(o->flag, "api-key"))
             c->api_key = v;

@@ -62,6 +62,30 @@ static void run_mmv(const void *dw, uint64_t rows, uint64_t n, const float *dx, 
     cuda_download(g_ctx, y, dy, sizeof(float) * rows * T);
 }
 
+/* Every launch shape of the kernel under test (g_wg) that takes T tokens —
+ * per × its max_t: 2 when the wgmma kernel takes one A row a token — run on
+ * dx into dy (poisoned first) and brought into buf, against y bit for bit:
+ * how many differ; *n_run how many ran. */
+static int variants_differ(const void *dw, uint64_t rows, uint64_t n, const float *dx, uint32_t T, float *dy,
+                           const float *y, float *buf, uint32_t per, int *n_run)
+{
+    uint32_t max_t[64];
+    const int nv = g_wg ? cuda_mmv_wg_variants(max_t) : cuda_mmv_variants(max_t);
+    int diff = 0, ran = 0;
+    for (int v = 0; v < nv; v++) {
+        if (T > per * max_t[v])
+            continue;
+        cuda_fill_nan_f32(g_ctx, dy, rows * T);
+        mmv_variant(dw, rows, n, dx, T, dy, v);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, buf, dy, sizeof(float) * rows * T);
+        diff += memcmp(buf, y, 4 * rows * T) != 0;
+        ran++;
+    }
+    *n_run = ran;
+    return diff;
+}
+
 static void check_mmv(uint64_t rows, uint64_t n, uint32_t T)
 {
     const uint64_t rb = 2 * n;
@@ -114,19 +138,9 @@ static void check_mmv(uint64_t rows, uint64_t n, uint32_t T)
         diff_64 += memcmp(y64 + (uint64_t)(CUDA_MMV_MAX_BATCH - 1 - t) * rows, y + (uint64_t)t * rows, 4 * rows) != 0;
 
     /* every launch shape taking T: the same bits */
-    int diff_var = 0;
-    uint32_t max_t[64];
-    const int nv = g_wg ? cuda_mmv_wg_variants(max_t) : cuda_mmv_variants(max_t);
     cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
-    for (int v = 0; v < nv; v++) {
-        if (T > max_t[v])
-            continue;
-        cuda_fill_nan_f32(g_ctx, dy, rows * T);
-        mmv_variant(dw, rows, n, dx, T, dy, v);
-        cuda_ctx_sync(g_ctx);
-        cuda_download(g_ctx, y64, dy, sizeof(float) * rows * T);
-        diff_var += memcmp(y64, y, 4 * rows * T) != 0;
-    }
+    int n_var;
+    const int diff_var = variants_differ(dw, rows, n, dx, T, dy, y, y64, 1, &n_var);
 
     char label[96];
     snprintf(label, sizeof label, "%s bf16 %" PRIu64 "x%" PRIu64 " batch %u", g_wg ? "wg" : "sync", rows, n, T);
@@ -162,19 +176,8 @@ static void check_x_bf16(uint64_t rows, uint64_t n, uint32_t T)
     run_mmv(dw, rows, n, dx, T, dy, y); /* split rows */
     cuda_ctx_set_act_bf16(g_ctx, true);
     run_mmv(dw, rows, n, dx, T, dy, y2);
-    int diff = memcmp(y, y2, 4 * rows * T) != 0, nvar = 0;
-    uint32_t max_t[64];
-    const int nv = cuda_mmv_wg_variants(max_t);
-    for (int v = 0; v < nv; v++) {
-        if (T > 2 * max_t[v])
-            continue;
-        cuda_fill_nan_f32(g_ctx, dy, rows * T);
-        mmv_variant(dw, rows, n, dx, T, dy, v);
-        cuda_ctx_sync(g_ctx);
-        cuda_download(g_ctx, y2, dy, sizeof(float) * rows * T);
-        diff += memcmp(y, y2, 4 * rows * T) != 0;
-        nvar++;
-    }
+    int nvar;
+    const int diff = (memcmp(y, y2, 4 * rows * T) != 0) + variants_differ(dw, rows, n, dx, T, dy, y, y2, 2, &nvar);
     cuda_ctx_set_act_bf16(g_ctx, false);
     char label[96];
     snprintf(label, sizeof label, "wg bf16-x %" PRIu64 "x%" PRIu64 " batch %u", rows, n, T);

@@ -322,7 +322,6 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
     const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
     b->fuse_w = !(env_fuse && strcmp(env_fuse, "off") == 0);
-    b->act_bf16 = bc->act_type == BACKEND_ACT_BF16;
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
@@ -598,7 +597,7 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         gm = CUDA_GEMM_FAST;
     else if (mode && *mode && strcmp(mode, "exact") != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM=%s: expected exact, fast or off", mode);
-    if (gm == CUDA_GEMM_EXACT && b->act_bf16) /* x arrives rounded (cuda_ctx_set_act_bf16): no low part */
+    if (gm == CUDA_GEMM_EXACT && b->base.cfg.act_type == BACKEND_ACT_BF16) /* x arrives rounded: no low part */
         gm = CUDA_GEMM_XBF16;
     uint32_t min_all = 0;
     if (mt && *mt && checked_parse_u32(mt, 1, 1u << 20, &min_all) != 0)

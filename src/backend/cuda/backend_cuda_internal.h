@@ -90,8 +90,6 @@ struct cuda_backend {
     struct cuda_moe_scratch *moe; /* the MoE FFN's buffers for T tokens (NULL: dense model) */
     uint32_t moe_gemm_min;  /* spans of ≥ this many tokens run the experts as GEMMs (0: never; gemm_setup) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
-    bool act_bf16;      /* cfg.act_type BF16: every matmul's x rounded to bf16 by the kernel that writes it
-                           (cuda_ctx_set_act_bf16; the prefill attention's: cuda_be_round_act) */
     bool dec_mixed;     /* MEMRA_DECODE_MIXED (default on): a mixed batch's one-token sequences take the
                            decode step after the general path has run its spans */
     struct backend_seq *mixed_seqs; /* (max_seqs) such a batch reordered: the spans, then the decode rows */
@@ -182,7 +180,7 @@ static inline bool use_mmv(const struct cuda_backend *b, const struct cuda_weigh
  * attention); this is for the one that does not: the prefill attention. */
 static inline void cuda_be_round_act(const struct cuda_backend *b, float *x, uint64_t n)
 {
-    if (b->act_bf16)
+    if (b->base.cfg.act_type == BACKEND_ACT_BF16)
         cuda_fwd_round_bf16(b->ctx, x, n);
 }
 

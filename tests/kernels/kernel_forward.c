@@ -1208,7 +1208,7 @@ int main(void)
 
     const char *gm = getenv("MEMRA_GEMM"), *gmin = getenv("MEMRA_GEMM_MIN_TOKENS");
     printf("## forward: CUDA backend vs CPU backend (logits: max|dlogit| / (max-min of the CPU logits), "
-           "tolerance 1e-3; MEMRA_GEMM=%s MEMRA_GEMM_MIN_TOKENS=%s, KV %s, activations %s)\n\n",
+           "tolerance %.0e; MEMRA_GEMM=%s MEMRA_GEMM_MIN_TOKENS=%s, KV %s, activations %s)\n\n", tol_logits(),
            gm ? gm : "(default)", gmin ? gmin : "(default)", backend_kv_type_name(g_kv_type),
            backend_act_type_name(g_act_type));
     printf("| model | weights | status | GPU vs CPU | GPU vs transformers | greedy 64 | batch 16, 5 vs 1 | rollback | "

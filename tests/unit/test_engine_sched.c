@@ -13,6 +13,7 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -300,6 +301,30 @@ static void test_stop_string_and_prefix_reuse(void)
     sched_close(s, b);
 }
 
+/* A job's notify that cancels it from the engine thread itself, at the first
+ * token after the test arms it, and records how many tokens it had then — so
+ * "ends within a step of the cancel" is checked against the engine's own count,
+ * whatever the test thread's scheduling (a count read by the test thread before
+ * the cancel can be stale by any number of steps on a loaded machine). notify
+ * runs once a running job's token, under the job's lock: only atomics here. */
+struct cancel_probe {
+    _Atomic(struct sched_job *) job;
+    atomic_bool armed;
+    atomic_uint tokens, at_cancel; /* tokens notified; the count when it cancelled (0: not yet) */
+};
+
+static void notify_cancel_probe(void *arg)
+{
+    struct cancel_probe *c = arg;
+    const unsigned t = atomic_fetch_add(&c->tokens, 1) + 1;
+    struct sched_job *j = atomic_load(&c->job);
+    if (j && atomic_load(&c->armed) && atomic_load(&c->at_cancel) == 0) {
+        sched_job_cancel(j);
+        atomic_store(&c->at_cancel, t);
+    }
+    notify(NULL);
+}
+
 static void test_cancel_frees_the_slot(void)
 {
     struct backend *b;
@@ -311,8 +336,12 @@ static void test_cancel_frees_the_slot(void)
     int32_t *ids = encode(prompts[1], &n);
     char err[256];
     struct run r = {0}, w = {0};
+    struct cancel_probe probe = {0};
     struct sched_params p = greedy(ids, n, 200);
+    p.notify = notify_cancel_probe;
+    p.notify_arg = &probe;
     CHECK_EQ_INT(sched_submit(s, &p, &r.job, err, sizeof(err)), 0);
+    atomic_store(&probe.job, r.job);
     /* a second job waits for the only slot */
     struct sched_params q = greedy(ids, n, 3);
     CHECK_EQ_INT(sched_submit(s, &q, &w.job, err, sizeof(err)), 0);
@@ -322,12 +351,13 @@ static void test_cancel_frees_the_slot(void)
     sched_get_stats(s, &st);
     CHECK_EQ_INT(st.running, 1);
     CHECK_EQ_INT(st.waiting, 1);
-    uint32_t gen_at_cancel = r.all.n_generated;
-    sched_job_cancel(r.job);
+    atomic_store(&probe.armed, true); /* the engine cancels r at its next token */
     wait_all(&r, 1);
     CHECK_EQ_INT(r.all.finish, SCHED_FINISH_CANCELLED);
-    CHECK_MSG(r.all.n_generated <= gen_at_cancel + 2, "%u tokens after cancel at %u", r.all.n_generated,
-              gen_at_cancel);
+    const unsigned at = atomic_load(&probe.at_cancel);
+    CHECK(at >= 2);
+    /* the cancel is seen at the next step's start: no token after the one it was made at */
+    CHECK_MSG(r.all.n_generated <= at, "%u tokens, cancelled at %u", r.all.n_generated, at);
     /* the waiting job gets the slot and finishes */
     wait_all(&w, 1);
     CHECK_EQ_INT(w.all.finish, SCHED_FINISH_LENGTH);
@@ -341,7 +371,7 @@ static void test_cancel_frees_the_slot(void)
     struct run x = {0};
     CHECK_EQ_INT(sched_submit(s, &p, &x.job, err, sizeof(err)), 0);
     sched_job_release(x.job);
-    for (int i = 0; i < 2000; i++) {
+    for (int i = 0; i < 10000; i++) { /* ends at the next step; up to 10 s on a loaded machine */
         sched_get_stats(s, &st);
         if (st.running == 0 && st.waiting == 0)
             break;

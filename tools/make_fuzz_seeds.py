@@ -16,8 +16,8 @@ committed engine fixtures (tests/fixtures/engine/*/hf-f32) shrunk to hidden 8,
 2 heads of 4, vocabulary 288, two layers, with random weights written by the
 safetensors package, the small tokenizer.json seeds of fuzz_tokenizer_json, a
 tokenizer_config.json and a chat template — each folder under 40 KiB (the
-fuzzers' -max_len is 64 KiB) — plus a sharded folder, a folder holding a GGUF,
-and broken variants.
+fuzzers' -max_len is 64 KiB) — plus FP8 Llamas (per-tensor and 128x128-block
+scales), a sharded folder, a folder holding a GGUF, and broken variants.
 """
 import json
 import pathlib
@@ -241,6 +241,27 @@ def make_hfdir():
     bad = dict(folders["llama"])
     bad["w"] = bad["w"][:-100]
     folders["bad-truncated"] = bad
+    # Llama with FP8 E4M3 linear weights: a per-tensor weight_scale, and 128x128-block weight_scale_inv
+    cfg = json.loads(folders["llama"]["c"])
+    for name, block in (("llama-fp8", False), ("llama-fp8block", True)):
+        c = dict(cfg)
+        if block:
+            c["quantization_config"] = {"activation_scheme": "dynamic", "quant_method": "fp8",
+                                        "weight_block_size": [128, 128]}
+        tensors = {}
+        for n, shape in sorted(hf_shapes(c).items()):
+            if n.endswith("_proj.weight"):
+                fp8 = rng.integers(0, 0x7E, shape, dtype=np.uint8) | (rng.integers(0, 2, shape, dtype=np.uint8) << 7)
+                tensors[n] = ("F8_E4M3", shape, fp8.tobytes())
+                scale = n + ("_scale_inv" if block else "_scale")
+                tensors[scale] = ("F32", [1, 1] if block else [1], np.array([0.05], np.float32).tobytes())
+            else:
+                tensors[n] = ("F32", shape, (rng.standard_normal(shape) * 0.5).astype(np.float32).tobytes())
+        header, blob = {"__metadata__": {"format": "pt"}}, b""
+        for n, (dt, shape, data) in tensors.items():
+            header[n] = {"dtype": dt, "shape": shape, "data_offsets": [len(blob), len(blob) + len(data)]}
+            blob += data
+        folders[name] = dict(folders["llama"], c=json.dumps(c).encode(), w=st_bytes(header, blob))
     # a folder holding one GGUF (the fuzz_backend_cpu_model seed) and its tokenizer files
     folders["gguf-folder"] = {"f": (CORPUS / "fuzz_backend_cpu_model" / "tiny-valid.gguf").read_bytes(),
                               "t": folders["llama"]["t"], "k": tok_cfg}

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_forward.h"
 #include "fuzz_input.h"
 
 static volatile float g_sink;
@@ -37,12 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     const struct model_config *c = &m.cfg;
-    /* bound the work of one forward: the fuzzer wants many inputs per second */
-    const uint64_t work = (uint64_t)c->n_layers * ((uint64_t)c->dim * (c->n_heads + 2 * c->n_kv_heads) *
-                                                       c->head_dim +
-                                                   3ull * c->dim * (c->ffn_dim + c->moe_ffn_dim * c->n_experts)) +
-                          (uint64_t)c->vocab * c->dim;
-    if (work < (1u << 24)) {
+    if (fuzz_forward_is_small(c)) {
         struct backend *b;
         struct backend_config cfg = {.max_seqs = 1, .max_ctx = 8, .max_batch_tokens = 4, .n_threads = 1};
         if (backend_cpu_ops.init(&b, &m, &cfg, err, sizeof(err)) == 0) {

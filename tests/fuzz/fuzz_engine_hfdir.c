@@ -20,6 +20,7 @@
  */
 #include "core/log.h"
 #include "engine/engine.h"
+#include "fuzz_forward.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -48,13 +49,19 @@ static const struct {
 static char g_dir[64];
 static volatile float g_sink;
 
-static void dir_remove(void)
+/* The folder's files removed (those an input wrote). */
+static void dir_clear(void)
 {
     char p[128];
     for (size_t i = 0; i < N_FILES; i++) {
         snprintf(p, sizeof(p), "%s/%s", g_dir, FILES[i].name);
         unlink(p);
     }
+}
+
+static void dir_remove(void)
+{
+    dir_clear();
     rmdir(g_dir);
 }
 
@@ -83,11 +90,7 @@ static bool file_write(const char *name, const uint8_t *p, size_t n)
 /* The records of the input into the folder; false when a file cannot be written. */
 static bool folder_write(const uint8_t *data, size_t size)
 {
-    char path[128];
-    for (size_t i = 0; i < N_FILES; i++) {
-        snprintf(path, sizeof(path), "%s/%s", g_dir, FILES[i].name);
-        unlink(path);
-    }
+    dir_clear();
     if (size < 4 || data[0] != '@' || data[1] != '@' || data[3] != '\n')
         return file_write("config.json", data, size);
     size_t pos = 0;
@@ -169,14 +172,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     exercise_tokens(&e, plain, sizeof(plain) - 1, false, toks, &n_toks);
 
     const struct model_config *c = &e.model.cfg;
-    /* bound the work of one forward: the fuzzer wants many inputs per second */
-    const uint64_t work = (uint64_t)c->n_layers * ((uint64_t)c->dim * (c->n_heads + 2 * c->n_kv_heads) *
-                                                       c->head_dim +
-                                                   3ull * c->dim * (c->ffn_dim + c->moe_ffn_dim * c->n_experts)) +
-                          (uint64_t)c->vocab * c->dim;
-    if (n_toks > 0 && work < (1u << 24)) {
-        for (uint32_t i = 0; i < n_toks; i++) /* the tokenizer may be larger than the model: stay in range */
-            toks[i] = toks[i] >= 0 && (uint32_t)toks[i] < c->vocab ? toks[i] : 0;
+    const bool small = fuzz_forward_is_small(c);
+    if (n_toks > 0 && small) { /* ids < the model's vocabulary: engine_open refuses a larger tokenizer */
         float *logits = malloc(sizeof(float) * c->vocab);
         const uint32_t blocks[1] = {0};
         if (logits && engine_prefill(&e, blocks, 0, toks, n_toks, logits, err, sizeof(err)) == 0)
@@ -187,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (verbose)
         fprintf(stderr, "opened: %s, %u layers, template %s, %u tokens run\n", e.model.arch_name, c->n_layers,
-                e.tmpl ? "yes" : "no", work < (1u << 24) ? n_toks : 0);
+                e.tmpl ? "yes" : "no", small ? n_toks : 0);
     engine_close(&e);
     return 0;
 }

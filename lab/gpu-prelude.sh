@@ -1,5 +1,6 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz
-# into /tmp (B=/tmp/NAME), installs the carried wheels (.whl) into /tmp/site, defines ts (elapsed seconds), and
+# into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
+# into /tmp/site, defines ts (elapsed seconds), and
 # starts the random 8B BF16 model's generation in the background (MK: its pid; make.log's last line its status).
 set -u
 T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }

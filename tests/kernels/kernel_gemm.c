@@ -15,9 +15,10 @@
  *   EXACT x hi+lo (2^-17), weight hi+lo for GGUF: 2e-5; f32: 1e-5
  *   XBF16 (x bf16-valued, the backend's bf16 activations: x is rounded here
  *         first and the reference takes the rounded x): as EXACT
- * Batch invariance: the same 40 tokens computed alone and as rows 23..62 of a
- * larger buffer (x and y at an offset, as a span inside a batch) give
- * bit-identical outputs, for BF16, Q4_K and F32 in every mode.
+ * Batch invariance: the same 40 tokens computed alone, as rows 23..62 of a
+ * larger buffer (x and y at an offset, as a span inside a batch) and inside
+ * one GEMM over the buffer's 80 rows give bit-identical outputs, for BF16,
+ * Q4_K and F32 in every mode.
  *
  * Timing (CUDA events, warm-up then the median of 9): the whole call as the
  * backend makes it (x conversion + dequantization + GEMM) and its parts, on
@@ -122,14 +123,17 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
     free(w), free(x), free(y), free(row);
 }
 
-/* 40 tokens alone vs the same tokens at rows 23..62 of an 80-row buffer. */
+/* 40 tokens alone vs the same tokens at rows 23..62 of an 80-row buffer, run
+ * as a 40-token GEMM there and as part of one GEMM over all 80 rows (the
+ * backend's GEMM over a step's consecutive spans: no split K, so the same
+ * bits). */
 static void check_invariance(struct cuda_gemm *g, enum dtype t)
 {
     const uint64_t rows = 300, n = 4096, rb = row_bytes_of(t, n);
     const uint32_t T = 40, off = 23, TB = 80;
     uint8_t *w = malloc(rows * rb);
-    float *x = malloc(4 * n * TB), *y1 = malloc(4 * rows * T), *y2 = malloc(4 * rows * T);
-    MEMRA_ASSERT(w && x && y1 && y2);
+    float *x = malloc(4 * n * TB), *y1 = malloc(4 * rows * T), *y2 = malloc(4 * rows * T), *y3 = malloc(4 * rows * T);
+    MEMRA_ASSERT(w && x && y1 && y2 && y3);
     fill_random(t, w, rows * rb);
     for (uint64_t i = 0; i < n * TB; i++)
         x[i] = rand_x(cuda_gemm_mode_of(g));
@@ -146,13 +150,20 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t)
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y1, dy1, 4 * rows * T);
     cuda_download(g_ctx, y2, dy2 + (uint64_t)off * rows, 4 * rows * T);
-    const bool same = memcmp(y1, y2, 4 * rows * T) == 0;
+    cuda_fill_nan_f32(g_ctx, dy2, rows * TB);
+    cuda_gemm_run(g, t, dw, rows, n, dx2, TB, dy2, 1.0f, 0);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y3, dy2 + (uint64_t)off * rows, 4 * rows * T);
+    const bool same = memcmp(y1, y2, 4 * rows * T) == 0, same_in = memcmp(y1, y3, 4 * rows * T) == 0;
     CHECK_MSG(same, "%s %s: a span at row %u differs from the same span alone", mode_name(cuda_gemm_mode_of(g)),
               dtype_name(t), off);
-    printf("check %-5s %-7s span alone vs at row %u: %s\n", mode_name(cuda_gemm_mode_of(g)), dtype_name(t), off,
-           same ? "bit-identical" : "DIFFERENT");
+    CHECK_MSG(same_in, "%s %s: a span's rows inside a GEMM of %u rows differ from the span alone",
+              mode_name(cuda_gemm_mode_of(g)), dtype_name(t), TB);
+    printf("check %-5s %-7s span alone vs at row %u: %s; inside a GEMM of %u rows: %s\n",
+           mode_name(cuda_gemm_mode_of(g)), dtype_name(t), off, same ? "bit-identical" : "DIFFERENT", TB,
+           same_in ? "bit-identical" : "DIFFERENT");
     cuda_free(dw), cuda_free(dx1), cuda_free(dx2), cuda_free(dy1), cuda_free(dy2);
-    free(w), free(x), free(y1), free(y2);
+    free(w), free(x), free(y1), free(y2), free(y3);
 }
 
 static void run_checks(void)

@@ -1,11 +1,18 @@
 /* backend/cuda/attn_prefill.cu — prefill attention over the paged KV cache on
  * the tensor cores (declared in attn.h): flash attention with mma.sync.
  *
- * One CTA of 4 warps per (tile of a span's tokens, group of hg query heads
- * sharing one kv head, span, key split): the tile's 64 rows are 64 / hg
+ * One CTA of BM / 16 warps per (tile of a span's tokens, group of hg query
+ * heads sharing one kv head, span, key split): the tile's BM rows are BM / hg
  * tokens × hg heads (launches with split spans: hg = the largest divisor of
  * the GQA group ≤ 16, so every K/V tile is read and converted once for all of
- * them; else hg = 1); warp w owns rows 16w .. 16w + 15. The q fragments (pre-scaled
+ * them; else hg = 1); warp w owns rows 16w .. 16w + 15. BM is 128 for a launch
+ * of unsplit spans longer than 64 tokens with hg = 1 (each K/V tile read once
+ * for twice the rows), else 64 (MEMRA_ATTN_PREFILL_BM=64: always); a row's
+ * operations do not depend on BM (kernel_attn: the same digests). K's
+ * fragments come by ldmatrix (four 32-bit reads an instruction), and the
+ * causal / window mask is applied only to key tiles that cross some row's
+ * limit (H200, 4096 tokens, bf16 cache: exact 1.27 → 0.96-0.98 ms a layer,
+ * bf16 0.90 → 0.70; twenty-fifth run). The q fragments (pre-scaled
  * by scale·log2(e), rounded to bf16 — in exact mode as bf16 high + low parts)
  * stay in registers. The CTA walks the key tiles of 64 positions from the
  * window's start to its last row's position (within its split's range): each
@@ -48,7 +55,7 @@
 
 namespace {
 
-constexpr int BM = 64, BN = 64, NT = 128;
+constexpr int BN = 64; /* keys a tile; a CTA's query rows BM (64 or 128) are a template argument, NT = 2·BM threads */
 constexpr int LOADS = 8; /* tile load: float4s of K and of V a thread has in flight */
 constexpr float LOG2E = 1.4426950408889634f;
 
@@ -63,7 +70,7 @@ template <int HD, bool EXACT, bool KB> __host__ __device__ constexpr size_t pref
 /* A bf16 cache's K and V tile of keys kt .. kt + BN − 1 (those past pl
  * zero-filled: a masked key's P is 0, and 0 · V must not meet a stale NaN)
  * into shared memory, 16 bytes a copy, as one cp.async group. */
-template <int HD>
+template <int HD, int NT>
 static __device__ __forceinline__ void prefill_issue_bf16(__nv_bfloat16 *sK, __nv_bfloat16 *sV,
                                                           const cuda_attn_kv &kv, const uint32_t *tab, uint32_t kt,
                                                           uint32_t pl, uint32_t kv_dim, uint32_t kvh)
@@ -87,8 +94,8 @@ static __device__ __forceinline__ void prefill_issue_bf16(__nv_bfloat16 *sK, __n
     cp_async_commit();
 }
 
-template <int HD, bool EXACT, bool GROUPED, bool KB>
-__global__ void __launch_bounds__(NT)
+template <int HD, int BM, bool EXACT, bool GROUPED, bool KB>
+__global__ void __launch_bounds__(2 * BM)
     kernel_attn_prefill(const float *__restrict__ q, float *__restrict__ att,
                         const cuda_attn_span *__restrict__ spans, uint32_t max_splits, uint32_t hg_arg, cuda_attn_dims d,
                         cuda_attn_kv kv, float scale2, uint32_t window, float *__restrict__ part_acc,
@@ -99,7 +106,7 @@ __global__ void __launch_bounds__(NT)
      * gives the f32 path's bits) — and the tiles are copied as stored, the
      * next one in flight while this one is used (two stages). Else K and V are
      * read as f32 into registers and rounded (exact: split) into one stage. */
-    constexpr int KP = HD + 8, TILE = BN * KP, NP = prefill_np<EXACT, KB>(); /* bf16 parts kept per operand */
+    constexpr int NT = 2 * BM, KP = HD + 8, TILE = BN * KP, NP = prefill_np<EXACT, KB>(); /* bf16 parts an operand */
     constexpr int ITER = BN * HD / 4 / NT, LB = ITER < LOADS ? ITER : LOADS; /* tile load: float4s a thread */
     static_assert(ITER % LB == 0, "tile load rounds");
     static_assert(BN * HD / 8 % NT == 0, "bf16 tile copies");
@@ -163,7 +170,7 @@ __global__ void __launch_bounds__(NT)
         kt_last = min(kt_last, split * per + per - 1);
     }
     if constexpr (KB)
-        prefill_issue_bf16<HD>(sK, sV, kv, tab, kt_first * BN, pl, kv_dim, kvh);
+        prefill_issue_bf16<HD, NT>(sK, sV, kv, tab, kt_first * BN, pl, kv_dim, kvh);
     for (uint32_t kti = kt_first; kti <= kt_last; kti++) {
         const uint32_t kt = kti * BN;
         __syncthreads(); /* the previous tile's fragments are read */
@@ -172,7 +179,7 @@ __global__ void __launch_bounds__(NT)
             sK = smem + st * 2 * TILE;
             sV = sK + TILE;
             if (kti < kt_last) /* the next tile into the other stage, then this one's copies awaited */
-                prefill_issue_bf16<HD>(smem + (st ^ 1) * 2 * TILE, smem + (st ^ 1) * 2 * TILE + TILE, kv, tab,
+                prefill_issue_bf16<HD, NT>(smem + (st ^ 1) * 2 * TILE, smem + (st ^ 1) * 2 * TILE + TILE, kv, tab,
                                        kt + BN, pl, kv_dim, kvh);
             else
                 cp_async_commit();
@@ -225,40 +232,56 @@ __global__ void __launch_bounds__(NT)
         }
         __syncthreads();
 
+        /* S = Q·Kᵀ. K's B fragments by ldmatrix: lane l addresses key row nt·8 + l % 8, dims
+         * kp·32 + (l / 8)·8: b0, b1 of dims kk = 2·kp and b0, b1 of kk = 2·kp + 1 (the values
+         * of 32-bit reads of the rows, one instruction for four) */
         float s[BN / 8][4];
+        const uint32_t k_lane = (lane & 7) * KP + (lane >> 3) * 8;
 #pragma unroll
         for (int nt = 0; nt < BN / 8; nt++) {
             s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
-            for (int kk = 0; kk < HD / 16; kk++) {
-                const __nv_bfloat16 *kr = sK + (nt * 8 + g) * KP + kk * 16 + 2 * tq;
-                const uint32_t b0 = *reinterpret_cast<const uint32_t *>(kr),
-                               b1 = *reinterpret_cast<const uint32_t *>(kr + 8);
-                if constexpr (EXACT) {
-                    mma_bf16(s[nt], ql[kk], b0, b1);
-                    if constexpr (!KB)
-                        mma_bf16(s[nt], qh[kk], *reinterpret_cast<const uint32_t *>(kr + TILE),
-                                 *reinterpret_cast<const uint32_t *>(kr + TILE + 8));
+            for (int kp = 0; kp < HD / 32; kp++) {
+                const __nv_bfloat16 *kr = sK + nt * 8 * KP + kp * 32 + k_lane;
+                uint32_t b[4], bl[4];
+                ldmatrix_x4(b, (uint32_t)__cvta_generic_to_shared(kr));
+                if constexpr (EXACT && !KB)
+                    ldmatrix_x4(bl, (uint32_t)__cvta_generic_to_shared(kr + TILE));
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int kk = 2 * kp + h;
+                    if constexpr (EXACT) {
+                        mma_bf16(s[nt], ql[kk], b[2 * h], b[2 * h + 1]);
+                        if constexpr (!KB)
+                            mma_bf16(s[nt], qh[kk], bl[2 * h], bl[2 * h + 1]);
+                    }
+                    mma_bf16(s[nt], qh[kk], b[2 * h], b[2 * h + 1]);
                 }
-                mma_bf16(s[nt], qh[kk], b0, b1);
             }
+        }
+        /* the mask only where some key of the tile is past (or, with a window, before) some row of
+         * the CTA: a tile below the diagonal keeps every score (padding rows then see finite scores of
+         * a zero q, and are never written) */
+        const bool full = kt + BN - 1 <= pf && (window == 0 || kt + window > pl);
+        if (!full) {
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const uint32_t key = kt + nt * 8 + 2 * tq + (e & 1);
+                    const bool rowa = e < 2;
+                    const uint32_t qp = rowa ? pa : pb;
+                    const bool ok = (rowa ? va : vb) && key <= qp && (window == 0 || key + window > qp);
+                    if (!ok)
+                        s[nt][e] = -INFINITY;
+                }
         }
         float mx_a = -INFINITY, mx_b = -INFINITY;
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const uint32_t key = kt + nt * 8 + 2 * tq + (e & 1);
-                const bool rowa = e < 2;
-                const uint32_t qp = rowa ? pa : pb;
-                const bool ok = (rowa ? va : vb) && key <= qp && (window == 0 || key + window > qp);
-                if (!ok)
-                    s[nt][e] = -INFINITY;
-                if (rowa)
-                    mx_a = fmaxf(mx_a, s[nt][e]);
-                else
-                    mx_b = fmaxf(mx_b, s[nt][e]);
-            }
+        for (int nt = 0; nt < BN / 8; nt++) {
+            mx_a = fmaxf(mx_a, fmaxf(s[nt][0], s[nt][1]));
+            mx_b = fmaxf(mx_b, fmaxf(s[nt][2], s[nt][3]));
+        }
 #pragma unroll
         for (int off = 1; off <= 2; off <<= 1) {
             mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
@@ -377,7 +400,7 @@ __global__ void __launch_bounds__(128)
                      att + ((uint64_t)(sp.q0 + r) * n_heads + h) * hd, hd);
 }
 
-template <int HD, bool EXACT, bool GROUPED, bool KB>
+template <int HD, int BM, bool EXACT, bool GROUPED, bool KB>
 static void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
                        uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                        uint32_t window, float *pa, float *pm)
@@ -385,32 +408,37 @@ static void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, float *at
     constexpr size_t smem = prefill_smem<HD, EXACT, KB>();
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill<HD, EXACT, GROUPED, KB>,
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill<HD, BM, EXACT, GROUPED, KB>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel_attn_prefill<HD, EXACT, GROUPED, KB><<<grid, NT, smem, ctx->stream>>>(q, att, spans, max_splits, hg, d,
-                                                                                 kv, scale2, window, pa, pm);
+    kernel_attn_prefill<HD, BM, EXACT, GROUPED, KB><<<grid, 2 * BM, smem, ctx->stream>>>(
+        q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
 }
 
-template <int HD, bool EXACT, bool GROUPED>
+template <int HD, int BM, bool EXACT, bool GROUPED>
 static void launch_kv(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
                       uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                       uint32_t window, float *pa, float *pm)
 {
     if (kv.bf16)
-        launch_one<HD, EXACT, GROUPED, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        launch_one<HD, BM, EXACT, GROUPED, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa,
+                                                 pm);
     else
-        launch_one<HD, EXACT, GROUPED, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        launch_one<HD, BM, EXACT, GROUPED, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa,
+                                                  pm);
 }
 
+/* hg > 1 (split spans) and bm 128 exclude each other (cuda_attn_prefill) */
 template <int HD, bool EXACT>
-void launch_prefill(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
-                    uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                    uint32_t window, float *pa, float *pm)
+void launch_prefill(const cuda_ctx *ctx, dim3 grid, uint32_t bm, const float *q, float *att,
+                    const cuda_attn_span *spans, uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv,
+                    float scale2, uint32_t window, float *pa, float *pm)
 {
     if (hg > 1)
-        launch_kv<HD, EXACT, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        launch_kv<HD, 64, EXACT, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+    else if (bm == 128)
+        launch_kv<HD, 128, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
     else
-        launch_kv<HD, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
+        launch_kv<HD, 64, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
 }
 
 } // namespace
@@ -461,16 +489,22 @@ extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *a
     uint32_t hg = 1;
     for (uint32_t c = 1; max_splits > 1 && c <= 16 && c <= G; c++)
         hg = G % c == 0 ? c : hg;
-    const uint32_t tt = BM / hg;
+    /* query rows a CTA: 128 (8 warps: each K/V tile read once for twice the rows) for launches
+     * whose spans are not split and are longer than 64 tokens, when ctx->attn_prefill_bm says so;
+     * else 64. A row's float operations are the same either way: the tiles a row sees past its
+     * own keys (or before its window) add exact zeros. */
+    const uint32_t bm = hg == 1 && max_splits == 1 && max_n > 64 && ctx->attn_prefill_bm == 128 ? 128 : 64;
+    const uint32_t tt = bm / hg;
     const dim3 grid((max_n + tt - 1) / tt, d.n_heads / hg, n_spans * max_splits);
     const float scale2 = scale * LOG2E;
     float *pa = scratch, *pm = scratch ? scratch + (size_t)part_cap * d.n_heads * d.head_dim : NULL;
     if (d.head_dim == 64)
-        exact ? launch_prefill<64, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
-              : launch_prefill<64, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        exact ? launch_prefill<64, true>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
+              : launch_prefill<64, false>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
     else
-        exact ? launch_prefill<128, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
-              : launch_prefill<128, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        exact ? launch_prefill<128, true>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
+              : launch_prefill<128, false>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa,
+                                           pm);
     CUDA_CHECK_LAUNCH();
     if (max_splits > 1) {
         const uint32_t rows = max_n < CUDA_ATTN_PREFILL_SPLIT_ROWS ? max_n : CUDA_ATTN_PREFILL_SPLIT_ROWS;

@@ -91,6 +91,8 @@ struct cuda_ctx {
     int gemv_mma_ks;         /* its K split: 0 = by shape (tests set 1, 2, 4, 8) */
     uint32_t attn_rows_min;  /* decode attention: launches of ≥ this many rows run one CTA a row
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */
+    uint32_t attn_prefill_bm; /* prefill attention: query rows a CTA for unsplit spans, 64 or 128
+                               * (attn_prefill.cu; MEMRA_ATTN_PREFILL_BM) */
     uint32_t attn_hsplit;    /* decode attention, launches of < 8 rows: rows at positions below this
                               * take one query head a CTA (0 = never; MEMRA_ATTN_HSPLIT) */
     enum cuda_attn_decode_kernels attn_kernels; /* decode attention: f32 kernels or the bf16 tensor

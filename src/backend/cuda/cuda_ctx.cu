@@ -91,6 +91,11 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int attn_kernels = CUDA_ATTN_DECODE_AUTO;
     if (!env_pick("MEMRA_ATTN_DECODE", attn_modes, 3, &attn_kernels, err, errlen))
         return NULL;
+    /* prefill attention: query rows a CTA for spans that are not split (attn_prefill.cu) */
+    static const char *const bm_modes[] = {"128", "64"};
+    int bm = 0;
+    if (!env_pick("MEMRA_ATTN_PREFILL_BM", bm_modes, 2, &bm, err, errlen))
+        return NULL;
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         CUDA_FAIL("out of host memory");
@@ -98,6 +103,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->pdl = pdl;
     ctx->attn_rows_min = rows_min;
     ctx->attn_hsplit = hsplit;
+    ctx->attn_prefill_bm = bm == 0 ? 128 : 64;
     ctx->attn_kernels = (enum cuda_attn_decode_kernels)attn_kernels;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;

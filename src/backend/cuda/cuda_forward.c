@@ -64,37 +64,47 @@ static bool span_takes_gemm(const struct cuda_backend *b, const struct cuda_weig
     return true;
 }
 
+/* Tokens [t0, t0 + T) through the GEMM, one call a weight (the group's x
+ * converted once). */
+static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                        const float *x, uint32_t t0, uint32_t T)
+{
+    const uint32_t cols = ws[0]->cols;
+    bool converted = false; /* x converted by an earlier weight of the group (f32 ones read x as is): the others
+                               reuse it when their input type is the same */
+    for (int i = 0; i < n; i++) {
+        cuda_gemm_run(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t0 * cols, T,
+                      ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
+        converted |= ws[i]->dtype != DTYPE_F32;
+    }
+}
+
 /* ys[i] (T, ws[i].rows) = x (T, cols) · ws[i]ᵀ for weights sharing the input,
  * T = Σ spans: each span (a sequence's tokens, consecutive in x) of enough
- * tokens runs the GEMM on its own rows; the others, gathered into runs of
- * consecutive spans, run the GEMVs. */
+ * tokens takes the GEMM — consecutive such spans one GEMM over all their rows
+ * (gemm.cu's algorithms have no split K, so a span's rows get the bits they
+ * get alone: more rows a call, the weights read once for them all) — the
+ * others, gathered into runs of consecutive spans, the GEMVs. */
 static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
                          const float *x, const uint32_t *spans, uint32_t n_spans)
 {
     const uint32_t cols = ws[0]->cols;
     for (int i = 0; i < n; i++)
         MEMRA_ASSERT(ws[i]->cols == cols);
-    uint32_t t = 0, run0 = 0; /* run0: first token of the pending GEMV run [run0, t) */
+    uint32_t t = 0, run0 = 0; /* [run0, t): the pending run, of GEMM spans when in_gemm, else of GEMV ones */
+    bool in_gemm = false;
     for (uint32_t s = 0; s < n_spans; s++) {
-        const uint32_t len = spans[s];
-        if (!span_takes_gemm(b, ws, n, len)) {
-            t += len;
-            continue;
+        const bool gemm = span_takes_gemm(b, ws, n, spans[s]);
+        if (gemm != in_gemm) {
+            if (t > run0)
+                (in_gemm ? matmul_gemm : matmul_gemv)(b, ws, ys, n, x, run0, t - run0);
+            run0 = t;
+            in_gemm = gemm;
         }
-        if (t > run0)
-            matmul_gemv(b, ws, ys, n, x, run0, t - run0);
-        bool converted = false; /* x of this span converted by an earlier weight of the group (f32 ones read x
-                                   as is): the others reuse it when their input type is the same */
-        for (int i = 0; i < n; i++) {
-            cuda_gemm_run(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t * cols, len,
-                          ys[i] + (uint64_t)t * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
-            converted |= ws[i]->dtype != DTYPE_F32;
-        }
-        t += len;
-        run0 = t;
+        t += spans[s];
     }
     if (t > run0)
-        matmul_gemv(b, ws, ys, n, x, run0, t - run0);
+        (in_gemm ? matmul_gemm : matmul_gemv)(b, ws, ys, n, x, run0, t - run0);
 }
 
 static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const float *x, float *y,

@@ -40,9 +40,16 @@
  * cuBLASLt heuristic once per (types, m, n, k, alignments) and cached, with a
  * fixed workspace; the alignments asked for are derived from the shape only
  * (the weight, the x scratch and y's base are 256-byte aligned; a span's y
- * starts at a multiple of rows floats), so a span of a given length gets the
- * same algorithm — hence the same bits — wherever it sits in a batch. cuBLAS
- * is bit-reproducible run to run for a fixed algorithm on one GPU model.
+ * starts at a multiple of rows floats). Only algorithms without a split K are
+ * taken (asked of the heuristic by its reduction-scheme mask; where it offers
+ * none — a tiny fixture's 128×256 weight did — the first of its others that
+ * cuBLASLt accepts with the split removed):
+ * then every output element is one K loop of the same products in the same
+ * order whatever the tile or the number of columns T — so a span's rows come
+ * out the same alone or inside a GEMM over several spans (measured on the H200
+ * over tiles 15-402: lab/gemm-fixed-algo, twenty-third run; kernel_gemm checks
+ * it), and the backend runs a step's consecutive GEMM spans as one GEMM.
+ * cuBLAS is bit-reproducible run to run for a fixed algorithm on one GPU.
  */
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -56,6 +63,7 @@
 
 #define GEMM_WS_BYTES ((size_t)32 << 20)
 #define GEMM_PLANS 128
+#define GEMM_HEUR 8 /* heuristic results asked for: the first without a split K is taken */
 #define GEMM_STACK_T 64u                   /* exact mode: spans up to this take one stacked GEMM */
 #define GEMM_STACK_FLOATS ((size_t)16 << 20) /* its (2T, rows) f32 result scratch: 64 MB */
 
@@ -433,14 +441,51 @@ static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k
                                                         sizeof k->align_d));
     CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &k->align_d,
                                                         sizeof k->align_d));
-    cublasLtMatmulHeuristicResult_t res;
+    /* only algorithms without a split K: each output then takes the same products in the same order whatever
+     * n (T) and tile (header: a span's rows inside a larger GEMM keep their bits) — asked of the heuristic by
+     * the reduction-scheme mask; where it offers none, an algorithm it offers with its split removed, if
+     * cuBLASLt accepts that */
+    const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                        &no_reduction, sizeof no_reduction));
+    cublasLtMatmulHeuristicResult_t res[GEMM_HEUR];
     int found = 0;
-    CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->d, p->d, pref, 1, &res, &found));
+    if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->d, p->d, pref, GEMM_HEUR, res, &found) !=
+        CUBLAS_STATUS_SUCCESS)
+        found = 0;
+    int pick = -1;
+    for (int i = 0; i < found && pick < 0; i++) {
+        int splitk = 1;
+        size_t len = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+                                             &len);
+        if (splitk <= 1)
+            pick = i;
+    }
+    if (pick < 0) {
+        const uint32_t any = CUBLASLT_REDUCTION_SCHEME_MASK;
+        CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &any,
+                                                            sizeof any));
+        CUBLASLT_CHECK(
+            cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->d, p->d, pref, GEMM_HEUR, res, &found));
+        for (int i = 0; i < found && pick < 0; i++) {
+            const int one = 1;
+            const uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
+            cublasLtMatmulHeuristicResult_t chk;
+            if (cublasLtMatmulAlgoConfigSetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof one) ==
+                    CUBLAS_STATUS_SUCCESS &&
+                cublasLtMatmulAlgoConfigSetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &none,
+                                                     sizeof none) == CUBLAS_STATUS_SUCCESS &&
+                cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &res[i].algo, &chk) ==
+                    CUBLAS_STATUS_SUCCESS)
+                pick = i;
+        }
+    }
     cublasLtMatmulPreferenceDestroy(pref);
-    if (found < 1)
-        CUDA_FAIL("cuda_gemm: cuBLASLt has no algorithm for m=%llu n=%llu k=%llu", (unsigned long long)k->m,
-                  (unsigned long long)k->n, (unsigned long long)k->k);
-    p->algo = res.algo;
+    if (pick < 0)
+        CUDA_FAIL("cuda_gemm: cuBLASLt has no algorithm without a split K for m=%llu n=%llu k=%llu",
+                  (unsigned long long)k->m, (unsigned long long)k->n, (unsigned long long)k->k);
+    p->algo = res[pick].algo;
     return p;
 }
 

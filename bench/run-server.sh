@@ -42,8 +42,10 @@ fi
 # the openai package: carried as wheels where it is missing (the GPU image has python3 but not openai)
 if ! python3 -c "import openai" 2>/dev/null; then
     ls .whl/*.whl > /dev/null 2>&1 || fail "python3 has no openai package and .whl/ holds no wheels"
+    # not typing_extensions: an older copy than the image's would shadow it and break the image's anyio
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .whl/*.whl >> "$LOG/load.log" 2>&1 || fail "installing .whl/*.whl failed (see load.log)"
+        $(ls .whl/*.whl | grep -v typing_extensions) >> "$LOG/load.log" 2>&1 ||
+        fail "installing .whl/*.whl failed (see load.log)"
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
     python3 -c "import openai" >> "$LOG/load.log" 2>&1 || fail "openai does not import from the wheels"
 fi

@@ -294,8 +294,11 @@ void cuda_blas_gemv_bf16(struct cuda_ctx *ctx, const uint16_t *w, uint64_t rows,
  * max_x elements of converted activations (T·n of the largest call) and
  * max_w of dequantized weight (rows·n of the largest FP8 / GGUF matrix, see
  * cuda_gemm_scratch_w_elems; 0 when there is none). A call beyond them aborts.
- * The same (dtype, rows, n, T) always runs the same algorithm: a span's bits
- * do not depend on where it sits in a batch. w 256-byte aligned (cudaMalloc),
+ * The same (dtype, rows, n, T) always runs the same algorithm, and never one
+ * with a split K: a span's bits depend neither on where it sits in a batch nor
+ * on the other spans of a GEMM over several (kernel_gemm checks both; the
+ * backend runs a step's consecutive GEMM spans as one call, max_x covering the
+ * step's token budget). w 256-byte aligned (cudaMalloc),
  * x and y 16-byte aligned, and y's offset from an aligned base a multiple of
  * rows floats. */
 enum cuda_gemm_mode { CUDA_GEMM_FAST = 0, CUDA_GEMM_EXACT = 1, CUDA_GEMM_XBF16 = 2 };

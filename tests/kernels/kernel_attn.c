@@ -25,7 +25,9 @@
  *           decode kernel's bound; a span alone gives the same bits as in the
  *           batch.
  *   bf16 KV: pools of bf16 values read from a bf16 copy give the bits of
- *           their f32 copy, in both decode kernels and both prefill modes.
+ *           their f32 copy, in both decode kernels (the tensor cores' rows
+ *           form and split form of ≥ 8 rows with q in registers and in
+ *           shared memory) and both prefill modes.
  *   tensor-core decode (attn_decode_tc.cu): every decode check above again
  *           with CUDA_ATTN_DECODE_TC (same tolerance; its error is ≤ 4e-6),
  *           plus shapes of 12 and 16 query heads a kv head (f32 and bf16
@@ -360,17 +362,22 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
     cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv(&p), scale, window, scr, false);
     cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0, "decode not deterministic");
-    if (p.dk16) /* the bf16 cache: the f32 cache's bits (it holds the same values), split and rows kernels */
-        for (uint32_t rows_min = 0; rows_min <= 1; rows_min++) {
-            cuda_attn_decode_set_rows(g_ctx, rows_min);
+    if (p.dk16) { /* the bf16 cache: the f32 cache's bits (it holds the same values): split kernels, rows kernels
+                   * with q in registers and (tensor cores) in shared memory */
+        static const char *const what[] = {"split CTAs", "one CTA a row", "one CTA a row, q in shared memory",
+                                           "split CTAs, q in shared memory (from 8 rows)"};
+        for (uint32_t mode = 0; mode < (g_tc ? 4u : 2u); mode++) {
+            cuda_attn_decode_set_rows(g_ctx, mode % 3 ? 1 : 0);
+            cuda_attn_decode_set_tc_q(g_ctx, mode >= 2 ? CUDA_ATTN_TC_Q_SMEM : CUDA_ATTN_TC_Q_REGS);
             cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
             cuda_attn_decode(g_ctx, dq, datt, n, dpos, dseq, d, pool_kv16(&p), scale, window, scr, false);
             cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
             CHECK_MSG(memcmp(hatt, hatt2, (size_t)n * q_dim * sizeof(float)) == 0,
-                      "decode hd %u: a bf16 cache (%s) differs from the f32 cache of its values", hd,
-                      rows_min ? "one CTA a row" : "split CTAs");
-            cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_AUTO);
+                      "decode hd %u: a bf16 cache (%s) differs from the f32 cache of its values", hd, what[mode]);
         }
+        cuda_attn_decode_set_rows(g_ctx, CUDA_ATTN_ROWS_AUTO);
+        cuda_attn_decode_set_tc_q(g_ctx, CUDA_ATTN_TC_Q_AUTO);
+    }
     /* settled KV (the decode step's promise): the first chunk's loads go ahead of the PDL wait, same bits */
     {
         struct cuda_attn_kv skv = pool_kv(&p);
@@ -686,6 +693,10 @@ static void test_decode_tc(void)
     check_decode((struct cuda_attn_dims){9, 3, 64}, 0, dep, 7);
     check_decode((struct cuda_attn_dims){16, 1, 128}, 100, dep, 7);
     check_decode((struct cuda_attn_dims){24, 2, 64}, 0, dep, 7);
+    /* 8 rows: the split launches of >= 8 rows (q in shared memory by default where the register kernel spills) */
+    static const uint32_t dep8b[] = {1, 15, 16, 17, 33, 1000, 4100, 16400};
+    check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep8b, 8);
+    check_decode((struct cuda_attn_dims){16, 1, 128}, 100, dep8b, 8);
     g_bf16 = false;
     g_tc = was;
     cuda_attn_decode_set_kernels(g_ctx, was ? CUDA_ATTN_DECODE_TC : CUDA_ATTN_DECODE_F32);

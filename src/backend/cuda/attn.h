@@ -117,6 +117,16 @@ void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below);
  * cuda_ctx_init). */
 enum cuda_attn_decode_kernels { CUDA_ATTN_DECODE_AUTO = 0, CUDA_ATTN_DECODE_F32, CUDA_ATTN_DECODE_TC };
 void cuda_attn_decode_set_kernels(struct cuda_ctx *ctx, enum cuda_attn_decode_kernels k);
+/* Where the tensor-core kernels (bf16 keys) keep q's bf16 parts in the rows
+ * form and in split launches of ≥ 8 rows: in registers, or in shared memory
+ * (fewer registers: more CTAs an SM or no spills; slower a CTA), or AUTO (the
+ * default, from MEMRA_ATTN_TC_Q=auto|regs|smem at cuda_ctx_init): shared
+ * memory for a rows launch whose CTAs do not fit in one wave of the register
+ * kernel, and for split launches of ≥ 8 rows where the register kernel
+ * spills (attn_decode_tc.cu). The same values and products, so the same bits
+ * (kernel_attn checks both on every shape). */
+enum cuda_attn_tc_q { CUDA_ATTN_TC_Q_AUTO = 0, CUDA_ATTN_TC_Q_REGS, CUDA_ATTN_TC_Q_SMEM };
+void cuda_attn_decode_set_tc_q(struct cuda_ctx *ctx, enum cuda_attn_tc_q where);
 /* The position below which a decode launch of T rows takes one head a CTA
  * (0: this launch shape never does). */
 uint32_t cuda_attn_decode_hsplit_below(const struct cuda_ctx *ctx, struct cuda_attn_dims d, uint32_t T);

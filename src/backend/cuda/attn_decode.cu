@@ -268,6 +268,11 @@ extern "C" void cuda_attn_decode_set_kernels(struct cuda_ctx *ctx, enum cuda_att
     ctx->attn_kernels = k;
 }
 
+extern "C" void cuda_attn_decode_set_tc_q(struct cuda_ctx *ctx, enum cuda_attn_tc_q where)
+{
+    ctx->attn_tc_q = where;
+}
+
 extern "C" void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below)
 {
     ctx->attn_hsplit = below;

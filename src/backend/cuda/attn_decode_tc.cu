@@ -54,7 +54,16 @@
  * Shared memory: MEMRA_ATTN_TC_STAGES stages of the chunk's K and V rows,
  * padded so the fragment reads are free of bank conflicts; a split's warp
  * merge reuses the stage it has just computed (nothing is copied into it
- * until the next pair is issued, after the merge's last barrier).
+ * until the next pair is issued, after the merge's last barrier). With a
+ * bf16 cache the rows form and split launches of ≥ 8 rows may also keep q's
+ * hi/lo parts there instead of in registers (tc_q; attn.h's cuda_attn_tc_q):
+ * at head_dim 128 the rows form 126 registers instead of 186, 4 CTAs an SM
+ * instead of 2 — taken when a launch's CTAs do not fit in one wave of the
+ * register kernel (64 rows × 640 of the 8B shape: 87.6 → 73.4 µs,
+ * tg32x64@d512 +3.3 %) — and the 3-CTA split kernel 128 registers without
+ * spills instead of 168 with 76 bytes (8 rows × 512: 17.6 → 13.5 µs, 16 ×
+ * 640 35.4 → 27.2; tg32x16@d512 +4.4 %); both measured in the twenty-sixth
+ * run.
  */
 #include "backend/cuda/attn_decode.cuh"
 #include "backend/cuda/mma_bf16.cuh"
@@ -71,6 +80,13 @@ namespace {
 #endif
 #ifndef MEMRA_ATTN_TC_ROWS_STAGES
 #define MEMRA_ATTN_TC_ROWS_STAGES 3
+#endif
+/* The rows form with q in shared memory (QS, below): 2 stages, 39 KB a CTA at
+ * head_dim 128, so that its 126 registers a thread give 4 CTAs an SM (with 3
+ * stages: 3; 64 rows × 640 on the H200 88.4 against 73.4 µs, twenty-sixth
+ * run). */
+#ifndef MEMRA_ATTN_TC_QS_STAGES
+#define MEMRA_ATTN_TC_QS_STAGES 2
 #endif
 
 /* One warp's share of a ring stage: its PW (8) positions' K rows, then their
@@ -97,12 +113,17 @@ template <int GMX, int HD> struct tc_merge {
     float acc[NW][GMX][HD];
     float m[NW][GMX], l[NW][GMX];
 };
-template <int HD, bool BF, int MR, bool ROWS> struct tc_smem {
-    static constexpr int STG = ROWS ? MEMRA_ATTN_TC_ROWS_STAGES : MEMRA_ATTN_TC_STAGES;
+/* The CTA's shared memory: the ring, EXTRA, and with QS q's two bf16 parts
+ * (QPART bytes each: 8·MR heads' rows of QROW bytes, padded so that the
+ * ldmatrix rows of a matrix fall in different banks). */
+template <int HD, bool BF, int MR, bool ROWS, bool QS> struct tc_smem {
+    static constexpr int STG = QS ? MEMRA_ATTN_TC_QS_STAGES : ROWS ? MEMRA_ATTN_TC_ROWS_STAGES : MEMRA_ATTN_TC_STAGES;
     static constexpr int RING = STG * tc_ring<HD, BF>::STAGE;
     static constexpr int MERGE = (int)sizeof(tc_merge<8 * MR, HD>);
     static constexpr int EXTRA = MERGE <= tc_ring<HD, BF>::STAGE ? 0 : MERGE;
-    static constexpr int BYTES = RING + EXTRA;
+    static constexpr int QROW = HD * 2 + 16;
+    static constexpr int QPART = 8 * MR * QROW;
+    static constexpr int BYTES = RING + EXTRA + (QS ? 2 * QPART : 0);
 };
 
 /* Copies of this warp's 8 positions of chunk cc into its share at wbase
@@ -165,6 +186,75 @@ static __device__ __forceinline__ void tc_a(const uint32_t (&x)[2 * MR], uint32_
     }
 }
 
+/* q of the CTA's heads, scaled by scale2 and split into bf16 hi + lo parts
+ * (the same values as tc_load_q), into shared memory at qs: the hi part's
+ * 8·MR rows of QROW bytes, then the lo part's (heads ≥ ng zero). Whole CTA;
+ * the caller's barrier publishes them. */
+template <int HD, int MR, int QROW, int QPART>
+static __device__ __forceinline__ void tc_store_q(const float *__restrict__ q, uint64_t qoff, int ng, float scale2,
+                                                  char *qs)
+{
+    for (uint32_t i = threadIdx.x; i < 8 * MR * HD / 2; i += NW * 32) {
+        const uint32_t h = i / (HD / 2), col = 2 * (i % (HD / 2));
+        const float *qp = q + qoff + (uint64_t)h * HD;
+        const float x = h < (uint32_t)ng ? qp[col] * scale2 : 0.0f;
+        const float y = h < (uint32_t)ng ? qp[col + 1] * scale2 : 0.0f;
+        uint32_t hi, lo;
+        split_bf16(x, y, hi, lo);
+        *reinterpret_cast<uint32_t *>(qs + h * QROW + col * 2) = hi;
+        *reinterpret_cast<uint32_t *>(qs + QPART + h * QROW + col * 2) = lo;
+    }
+}
+
+/* q's A fragments, from one of two homes with the same values (so the same
+ * bits): tc_q<·, false> keeps them in registers for the whole kernel (32 a
+ * thread, 64 with MR = 2), tc_q<·, true> in shared memory (tc_store_q), read
+ * by ldmatrix at each k-step — fewer registers (the rows form at head_dim
+ * 128: 126 against 186), so more CTAs an SM, for a longer dependency chain a
+ * chunk (one row alone at depth 4096 8.9 → 11.6 µs; twenty-sixth run).
+ * hi(kk, a) / lo(kk, a): the A operand of k-step kk's hi or lo part. */
+template <int HD, int MR, bool QS> struct tc_q;
+template <int HD, int MR> struct tc_q<HD, MR, false> {
+    uint32_t h[HD / 16][2 * MR], l[HD / 16][2 * MR];
+    template <int QROW, int QPART>
+    __device__ __forceinline__ void load(const float *__restrict__ q, uint64_t qoff, int ng, float scale2, char *)
+    {
+        tc_load_q<HD, MR>(q, qoff, ng, scale2, h, l);
+    }
+    __device__ __forceinline__ void hi(int kk, uint32_t (&a)[4]) const { tc_a<MR>(h[kk], a); }
+    __device__ __forceinline__ void lo(int kk, uint32_t (&a)[4]) const { tc_a<MR>(l[kk], a); }
+};
+template <int HD, int MR> struct tc_q<HD, MR, true> {
+    uint32_t ha, la; /* this lane's ldmatrix row address in each part for k-step 0 (+ 32 bytes a k-step) */
+    template <int QROW, int QPART>
+    __device__ __forceinline__ void load(const float *__restrict__ q, uint64_t qoff, int ng, float scale2, char *qs)
+    {
+        tc_store_q<HD, MR, QROW, QPART>(q, qoff, ng, scale2, qs);
+        __syncthreads();
+        /* MR = 2: four matrices (rows 0-7 / 8-15 × dims 0-7 / 8-15: a0..a3);
+         * MR = 1: two (rows 0-7 × dims 0-7, 8-15: a0, a2; rows 8..15 zero) */
+        const uint32_t lane = threadIdx.x & 31;
+        const uint32_t off = MR == 2 ? (((lane >> 3) & 1) * 8 + (lane & 7)) * QROW + (lane >> 4) * 16
+                                     : (lane & 7) * QROW + ((lane >> 3) & 1) * 16;
+        ha = (uint32_t)__cvta_generic_to_shared(qs) + off;
+        la = ha + QPART;
+    }
+    static __device__ __forceinline__ void at(uint32_t qa, int kk, uint32_t (&a)[4])
+    {
+        if constexpr (MR == 2) {
+            ldmatrix_x4(a, qa + kk * 32);
+        } else {
+            uint32_t r[2];
+            ldmatrix_x2(r, qa + kk * 32);
+            a[0] = r[0];
+            a[2] = r[1];
+            a[1] = a[3] = 0u;
+        }
+    }
+    __device__ __forceinline__ void hi(int kk, uint32_t (&a)[4]) const { at(ha, kk, a); }
+    __device__ __forceinline__ void lo(int kk, uint32_t (&a)[4]) const { at(la, kk, a); }
+};
+
 /* c += a·b on the accumulator rows a CTA uses: MR = 2 all four (rows g and
  * g + 8), MR = 1 rows 0..7 only — a's rows 8..15 are zero there, so the
  * products' rows 8..15 start at 0 and are dropped, which frees the registers
@@ -202,11 +292,10 @@ static __device__ __forceinline__ void tc_mma8(float (&c)[2 * MR], uint32_t a0, 
  * dims 8j + 2c, + 1; o[j][2..3], when MR = 2: head g + 8), m[r] the running maximum of head
  * g + 8r (the same in the 4 lanes of a row), l[r] this lane's share of its
  * sum (its 2 positions a chunk; the 4 lanes' shares are added at the end). */
-template <int HD, bool BF, int MR>
+template <int HD, bool BF, int MR, class Q>
 static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc, uint32_t wbase, const char *wp,
-                                                  const uint32_t (&qh)[HD / 16][2 * MR],
-                                                  const uint32_t (&ql)[HD / 16][2 * MR], float (&o)[HD / 8][2 * MR],
-                                                  float (&m)[MR], float (&l)[MR])
+                                                  const Q &qf, float (&o)[HD / 8][2 * MR], float (&m)[MR],
+                                                  float (&l)[MR])
 {
     using RG = tc_ring<HD, BF>;
     const uint32_t lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
@@ -221,13 +310,13 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
         for (int kk = 0; kk < HD / 16; kk += 2) {
             uint32_t b[4], a[4];
             ldmatrix_x4(b, wbase + (lane & 7) * RG::KS + (16 * kk + 8 * (lane >> 3)) * 2);
-            tc_a<MR>(ql[kk], a);
+            qf.lo(kk, a);
             tc_mma16<MR>(ss[0], a, b[0], b[1]);
-            tc_a<MR>(qh[kk], a);
+            qf.hi(kk, a);
             tc_mma16<MR>(sb[0], a, b[0], b[1]);
-            tc_a<MR>(ql[kk + 1], a);
+            qf.lo(kk + 1, a);
             tc_mma16<MR>(ss[1], a, b[2], b[3]);
-            tc_a<MR>(qh[kk + 1], a);
+            qf.hi(kk + 1, a);
             tc_mma16<MR>(sb[1], a, b[2], b[3]);
         }
     } else {
@@ -239,9 +328,9 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
             uint32_t h0, l0, h1, l1, a[4];
             split_bf16(k0.x, k0.y, h0, l0);
             split_bf16(k1.x, k1.y, h1, l1);
-            tc_a<MR>(ql[kk], a);
+            qf.lo(kk, a);
             tc_mma16<MR>(ss[kk & 1], a, h0, h1);
-            tc_a<MR>(qh[kk], a);
+            qf.hi(kk, a);
             tc_mma16<MR>(ss[kk & 1], a, l0, l1);
             tc_mma16<MR>(sb[kk & 1], a, h0, h1);
         }
@@ -358,8 +447,10 @@ static __device__ __forceinline__ void tc_split_write(const dec_row &R, float (&
  * 4 makes it spill (8-264 bytes a thread): at one row of depth 4096 10.4 and
  * 16.4 µs against 8.8, at 64 rows of depth 640 (the rows form) 107 and 110
  * against 95, but at 8 rows of depth 512 17.5 (3) against 19.5 and at 16 of
- * 640 35.1 against 41.5 (H200, bench/RESULTS.md nineteenth run). */
-template <int HD, bool BF, int MR, bool ROWS, int MINB>
+ * 640 35.1 against 41.5 (H200, bench/RESULTS.md nineteenth run).
+ * QS: q in shared memory (tc_q; its barrier is reached by every thread of a
+ * CTA that has not returned as a whole above). */
+template <int HD, bool BF, int MR, bool ROWS, int MINB, bool QS>
 __global__ void __launch_bounds__(NW * 32, MINB)
     kernel_attn_decode_tc(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                           const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
@@ -367,7 +458,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 {
     pdl_trigger();
     using RG = tc_ring<HD, BF>;
-    using SMEM = tc_smem<HD, BF, MR, ROWS>;
+    using SMEM = tc_smem<HD, BF, MR, ROWS, QS>;
     constexpr int STG = SMEM::STG;
     extern __shared__ __align__(16) char tc_ring_mem[];
     uint32_t h0;
@@ -404,8 +495,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         dec_empty_partials<false>(o.pm, part0, ng, cmin, clast);
         return;
     }
-    uint32_t qh[HD / 16][2 * MR], ql[HD / 16][2 * MR];
-    tc_load_q<HD, MR>(q, (uint64_t)t * d.n_heads * HD + (uint64_t)h0 * HD, ng, scale2, qh, ql);
+    tc_q<HD, MR, QS> qf;
+    qf.template load<SMEM::QROW, SMEM::QPART>(q, (uint64_t)t * d.n_heads * HD + (uint64_t)h0 * HD, ng, scale2,
+                                              tc_ring_mem + SMEM::RING + SMEM::EXTRA);
     float acc[HD / 8][2 * MR], m[MR], l[MR];
     tc_state_init<HD, MR>(acc, m, l);
     for (; issued < STG - 1; issued++) {
@@ -424,7 +516,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         cp_async_wait<STG - 1>(); /* pair i's copies (this lane's) have landed */
         __syncwarp();             /* and every lane's of the warp */
         const uint32_t st = (i % STG) * RG::STAGE;
-        tc_compute<HD, BF, MR>(R, c, ring + st, ringp + st, qh, ql, acc, m, l);
+        tc_compute<HD, BF, MR>(R, c, ring + st, ringp + st, qf, acc, m, l);
         __syncwarp();
         uint32_t s1 = s, c1 = c;
         const bool more = next_pair(s1, c1);
@@ -441,17 +533,82 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         attn_out_heads_warps(o, part0, HD, t, h0, ng);
 }
 
-template <int HD, bool BF, int MR, bool ROWS, int MINB = BF ? 1 : 2>
+/* The kernel's shared-memory attribute, set once a device; returns its CTAs
+ * an SM (asked once a device). */
+template <int HD, bool BF, int MR, bool ROWS, int MINB, bool QS>
+int tc_prepare(const cuda_ctx *ctx, bool *spills = nullptr)
+{
+    constexpr int bytes = tc_smem<HD, BF, MR, ROWS, QS>::BYTES;
+    static uint32_t opted;       /* devices the attribute is set on */
+    static int resident[32];     /* CTAs an SM, by device (0: not asked yet) */
+    const auto kernel = kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB, QS>;
+    if (cuda_first_on_device(opted, ctx->device))
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    int n = __atomic_load_n(&resident[ctx->device & 31], __ATOMIC_RELAXED);
+    if (n == 0) {
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, NW * 32, bytes));
+        n = n > 0 ? n : 1;
+        __atomic_store_n(&resident[ctx->device & 31], n, __ATOMIC_RELAXED);
+    }
+    if (spills) {
+        static int local = -1; /* the kernel's local-memory bytes a thread (spills), once */
+        int v = __atomic_load_n(&local, __ATOMIC_RELAXED);
+        if (v < 0) {
+            cudaFuncAttributes fa;
+            CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)kernel));
+            v = (int)fa.localSizeBytes;
+            __atomic_store_n(&local, v, __ATOMIC_RELAXED);
+        }
+        *spills = v > 0;
+    }
+    return n;
+}
+
+template <int HD, bool BF, int MR, bool ROWS, int MINB = BF ? 1 : 2, bool QS = false>
 void launch_tc_one(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                    cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
 {
-    constexpr int bytes = tc_smem<HD, BF, MR, ROWS>::BYTES;
-    static uint32_t opted; /* devices the attribute is set on */
-    if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    cuda_launch(ctx, kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB>, grid, NW * 32, bytes, q, tok_pos, tok_table, d,
-                kv, scale2, window, o, hsplit);
+    tc_prepare<HD, BF, MR, ROWS, MINB, QS>(ctx);
+    cuda_launch(ctx, kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB, QS>, grid, NW * 32,
+                tc_smem<HD, BF, MR, ROWS, QS>::BYTES, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
+}
+
+/* Whether a rows-form launch of T rows keeps q in shared memory: the
+ * context's choice (MEMRA_ATTN_TC_Q), by default (auto) when its CTAs do not
+ * fit in one wave of the register kernel and the shared-memory kernel holds
+ * more CTAs an SM — it is slower a CTA (a longer chain a chunk), faster a
+ * launch only when more CTAs run at once: 64 rows × 640 (512 CTAs, 264 fit)
+ * 73.4 against 87.6 µs, 32 rows (256) 70.1 against 44.0 (H200, twenty-sixth
+ * run). bf16 keys only (measured there; the f32-key ring is larger). */
+template <int HD, bool BF, int MR>
+bool tc_rows_qs(const cuda_ctx *ctx, cuda_attn_dims d, uint32_t T)
+{
+    static_assert(BF, "q in shared memory: bf16 keys only");
+    if (ctx->attn_tc_q == CUDA_ATTN_TC_Q_REGS)
+        return false;
+    if (ctx->attn_tc_q == CUDA_ATTN_TC_Q_SMEM)
+        return true;
+    const int regs = tc_prepare<HD, BF, MR, true, 1, false>(ctx), smem = tc_prepare<HD, BF, MR, true, 1, true>(ctx);
+    return smem > regs && (uint64_t)d.n_kv_heads * T > (uint64_t)regs * (uint64_t)ctx->prop.multiProcessorCount;
+}
+
+/* The same for a split launch of ≥ 8 rows (the kernel compiled for 3 CTAs an
+ * SM): by default (auto) q in shared memory when the register kernel spills
+ * (head_dim 128: 168 registers and 76 bytes of spills a thread, against 128
+ * and none) and the shared-memory kernel holds as many CTAs an SM: 8 rows of
+ * depth 512 13.5 against 17.6 µs (H200, twenty-sixth run). */
+template <int HD, bool BF, int MR>
+bool tc_split_qs(const cuda_ctx *ctx)
+{
+    static_assert(BF, "q in shared memory: bf16 keys only");
+    if (ctx->attn_tc_q == CUDA_ATTN_TC_Q_REGS)
+        return false;
+    if (ctx->attn_tc_q == CUDA_ATTN_TC_Q_SMEM)
+        return true;
+    bool spills;
+    const int regs = tc_prepare<HD, BF, MR, false, 3, false>(ctx, &spills);
+    const int smem = tc_prepare<HD, BF, MR, false, 3, true>(ctx);
+    return spills && smem >= regs;
 }
 
 template <int HD, bool BF, int MR>
@@ -461,6 +618,12 @@ bool launch_tc_mr(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t
     const uint32_t T = grid.z;
     const uint32_t rows_min = dec_rows_min(ctx, CUDA_ATTN_TC_ROWS_MIN);
     if (rows_min > 0 && T >= rows_min) {
+        if constexpr (BF)
+            if (tc_rows_qs<HD, BF, MR>(ctx, d, T)) {
+                launch_tc_one<HD, BF, MR, true, 1, true>(ctx, dim3(d.n_kv_heads, T), q, tok_pos, tok_table, d, kv,
+                                                         scale2, window, o, 0);
+                return true;
+            }
         launch_tc_one<HD, BF, MR, true>(ctx, dim3(d.n_kv_heads, T), q, tok_pos, tok_table, d, kv, scale2, window, o,
                                         0);
         return true;
@@ -469,7 +632,12 @@ bool launch_tc_mr(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t
     const dim3 sgrid(hsplit ? d.n_heads : d.n_kv_heads, NS, T);
     if constexpr (BF)
         if (T >= 8) { /* register room for 3 blocks an SM: MINB above */
-            launch_tc_one<HD, BF, MR, false, 3>(ctx, sgrid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
+            if (tc_split_qs<HD, BF, MR>(ctx))
+                launch_tc_one<HD, BF, MR, false, 3, true>(ctx, sgrid, q, tok_pos, tok_table, d, kv, scale2, window, o,
+                                                          hsplit);
+            else
+                launch_tc_one<HD, BF, MR, false, 3>(ctx, sgrid, q, tok_pos, tok_table, d, kv, scale2, window, o,
+                                                    hsplit);
             return false;
         }
     launch_tc_one<HD, BF, MR, false>(ctx, sgrid, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);

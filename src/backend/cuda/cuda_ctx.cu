@@ -91,6 +91,11 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int attn_kernels = CUDA_ATTN_DECODE_AUTO;
     if (!env_pick("MEMRA_ATTN_DECODE", attn_modes, 3, &attn_kernels, err, errlen))
         return NULL;
+    /* the tensor-core decode attention's rows form: q's home (attn_decode_tc.cu), enum cuda_attn_tc_q's order */
+    static const char *const tc_q_modes[] = {"auto", "regs", "smem"};
+    int tc_q = CUDA_ATTN_TC_Q_AUTO;
+    if (!env_pick("MEMRA_ATTN_TC_Q", tc_q_modes, 3, &tc_q, err, errlen))
+        return NULL;
     /* prefill attention: query rows a CTA for spans that are not split (attn_prefill.cu) */
     static const char *const bm_modes[] = {"128", "64"};
     int bm = 0;
@@ -105,6 +110,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->attn_hsplit = hsplit;
     ctx->attn_prefill_bm = bm == 0 ? 128 : 64;
     ctx->attn_kernels = (enum cuda_attn_decode_kernels)attn_kernels;
+    ctx->attn_tc_q = (enum cuda_attn_tc_q)tc_q;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
     CUDA_CHECK(cudaSetDevice(device));

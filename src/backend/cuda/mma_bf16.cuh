@@ -60,6 +60,11 @@ static __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t a)
                  : "r"(a)
                  : "memory");
 }
+/* Two matrices: lanes 0..15 give the addresses (row l % 8 of matrix l / 8). */
+static __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t a)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a) : "memory");
+}
 static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t a)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"

@@ -60,10 +60,10 @@
  * at head_dim 128 the rows form 126 registers instead of 186, 4 CTAs an SM
  * instead of 2 — taken when a launch's CTAs do not fit in one wave of the
  * register kernel (64 rows × 640 of the 8B shape: 87.6 → 73.4 µs,
- * tg32x64@d512 +3.3 %) — and the 3-CTA split kernel 128 registers without
- * spills instead of 168 with 76 bytes (8 rows × 512: 17.6 → 13.5 µs, 16 ×
- * 640 35.4 → 27.2; tg32x16@d512 +4.4 %); both measured in the twenty-sixth
- * run.
+ * tg32x64@d512 +3.3 %) — and the split kernel of ≥ 8 rows 128 registers
+ * without spills, 4 CTAs an SM, instead of 168 with 76 bytes of spills, 3
+ * (8 rows × 512: 17.6 → 13.5 µs, 16 × 640 35.4 → 27.2; tg32x16@d512 +4.4 %);
+ * both measured in the twenty-sixth run.
  */
 #include "backend/cuda/attn_decode.cuh"
 #include "backend/cuda/mma_bf16.cuh"
@@ -81,10 +81,10 @@ namespace {
 #ifndef MEMRA_ATTN_TC_ROWS_STAGES
 #define MEMRA_ATTN_TC_ROWS_STAGES 3
 #endif
-/* The rows form with q in shared memory (QS, below): 2 stages, 39 KB a CTA at
- * head_dim 128, so that its 126 registers a thread give 4 CTAs an SM (with 3
- * stages: 3; 64 rows × 640 on the H200 88.4 against 73.4 µs, twenty-sixth
- * run). */
+/* Either form with q in shared memory (QS, below): 2 stages, 39 KB a CTA at
+ * head_dim 128, so that its 126-128 registers a thread give 4 CTAs an SM
+ * (rows form with 3 stages: 3; 64 rows × 640 on the H200 88.4 against 73.4
+ * µs, twenty-sixth run). */
 #ifndef MEMRA_ATTN_TC_QS_STAGES
 #define MEMRA_ATTN_TC_QS_STAGES 2
 #endif
@@ -594,9 +594,10 @@ bool tc_rows_qs(const cuda_ctx *ctx, cuda_attn_dims d, uint32_t T)
 
 /* The same for a split launch of ≥ 8 rows (the kernel compiled for 3 CTAs an
  * SM): by default (auto) q in shared memory when the register kernel spills
- * (head_dim 128: 168 registers and 76 bytes of spills a thread, against 128
- * and none) and the shared-memory kernel holds as many CTAs an SM: 8 rows of
- * depth 512 13.5 against 17.6 µs (H200, twenty-sixth run). */
+ * (head_dim 128: 168 registers and 76 bytes of spills a thread, 3 CTAs an SM,
+ * against 128 and none, 4 with the 2-stage ring) and the shared-memory kernel
+ * holds at least as many CTAs an SM: 8 rows of depth 512 13.5 against 17.6
+ * µs (H200, twenty-sixth run). */
 template <int HD, bool BF, int MR>
 bool tc_split_qs(const cuda_ctx *ctx)
 {

@@ -91,7 +91,8 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int attn_kernels = CUDA_ATTN_DECODE_AUTO;
     if (!env_pick("MEMRA_ATTN_DECODE", attn_modes, 3, &attn_kernels, err, errlen))
         return NULL;
-    /* the tensor-core decode attention's rows form: q's home (attn_decode_tc.cu), enum cuda_attn_tc_q's order */
+    /* the tensor-core decode attention's q home, rows form and split launches of >= 8 rows (attn_decode_tc.cu),
+     * enum cuda_attn_tc_q's order */
     static const char *const tc_q_modes[] = {"auto", "regs", "smem"};
     int tc_q = CUDA_ATTN_TC_Q_AUTO;
     if (!env_pick("MEMRA_ATTN_TC_Q", tc_q_modes, 3, &tc_q, err, errlen))

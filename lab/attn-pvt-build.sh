@@ -19,7 +19,7 @@ cd build
 nvcc -forward-unknown-to-host-compiler -DMEMRA_HAVE_CUDA=1 \
   --options-file CMakeFiles/memra_backend_cuda.dir/includes_CUDA.rsp -gencode=arch=compute_90a,code=sm_90a \
   -Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror -O3 -DNDEBUG -D_GNU_SOURCE \
-  -x cu -c "$TMP/attn_decode_tc.cu" -o "$TMP/tc_t1.o"
+  ${PVT:+-DMEMRA_ATTN_TC_PVT=$PVT} -x cu -c "$TMP/attn_decode_tc.cu" -o "$TMP/tc_t1.o"
 eval g++ CMakeFiles/kernel_attn.dir/tests/kernels/kernel_attn.c.o "$TMP/tc_t1.o" -o "$P/t1/kernel_attn" \
   $(cat CMakeFiles/kernel_attn.dir/linkLibs.rsp) -L$L/stubs -L$L
 eval g++ CMakeFiles/kernel_forward.dir/tests/kernels/kernel_forward.c.o "$TMP/tc_t1.o" -o "$P/t1/kernel_forward" \

@@ -17,7 +17,10 @@
  *     f32 kernels: q scaled by scale·log2(e) before it is split);
  *   O (16 heads × head_dim) += P · V: mma m16n8k8, P straight from S's
  *     accumulator registers (their layout is the k8 A operand's); V f32 by
- *     scalar reads, bf16 by ldmatrix.trans.
+ *     scalar reads, bf16 by ldmatrix.trans. The kernels that keep q in
+ *     shared memory compute it transposed, O^T (head dims × heads) += V^T ·
+ *     P^T, whose 16 mma rows are all used (tc_pvt): half the mma, the same
+ *     bits.
  * Numerics ("exact", as the prefill kernel's exact mode): q, K, P and V each
  * split into bf16 high + low parts; S = (hi·hi sums) + (lo·hi + hi·lo sums),
  * each kept in two accumulators by k-step parity (no chain of dependent mma
@@ -63,7 +66,8 @@
  * tg32x64@d512 +3.3 %) — and the split kernel of ≥ 8 rows 128 registers
  * without spills, 4 CTAs an SM, instead of 168 with 76 bytes of spills, 3
  * (8 rows × 512: 17.6 → 13.5 µs, 16 × 640 35.4 → 27.2; tg32x16@d512 +4.4 %);
- * both measured in the twenty-sixth run.
+ * both measured in the twenty-sixth run; their P·V transposed (tc_pvt) takes
+ * them to 106-108 registers and 68.8 / 13.0 / 26.2 µs (twenty-seventh).
  */
 #include "backend/cuda/attn_decode.cuh"
 #include "backend/cuda/mma_bf16.cuh"
@@ -286,13 +290,40 @@ static __device__ __forceinline__ void tc_mma8(float (&c)[2 * MR], uint32_t a0, 
     }
 }
 
+/* P·V transposed (bf16 keys, ≤ 8 heads a kv head): O^T (16 head dims × 8
+ * heads) += V^T (16 dims × 8 positions) · P^T (8 positions × 8 heads) — an
+ * m16n8k8 whose 16 rows are all used, where O (16 heads × 8 dims) += P · V
+ * used the 4-8 rows of the group's heads: half the mma a chunk. P^T's B
+ * fragment (positions 2c, 2c + 1; head g) is what S's accumulators already
+ * hold, V^T's A fragments what the same ldmatrix.trans gives (registers 0/1
+ * dims 0-7 / 8-15 of a 16-dim tile). The accumulators, in o[HD/8][2]: tile jt
+ * (dims 16jt ..) in o[2jt] (dim 16jt + g; heads 2c, 2c + 1) and o[2jt + 1]
+ * (dim 16jt + g + 8; the same heads). The same products summed in the same
+ * k8 groups and order: the same bits (kernel_attn's digests). Only the
+ * q-in-shared-memory kernels take it (tc_rows_qs, tc_split_qs: 106-108
+ * registers instead of 126-128), where it paid on the H200 (twenty-seventh
+ * run: 64 rows × 640 73.5 → 68.8 µs, 48 × 640 73.1 → 68.2, 16 × 640 27.4 →
+ * 26.2, 8 × 512 13.6 → 13.0, 16 × 4096 85.2 → 81.5; tg32x64@d512 +1.5-2 %);
+ * in the register kernels it was slower (the rows form at 32 rows 44.1 →
+ * 51.7, the split form of one row at depth 4096 8.81 → 9.13). */
+template <bool BF, int MR, bool QS> struct tc_pvt {
+    static constexpr bool ON = BF && MR == 1 && QS;
+};
+static __device__ __forceinline__ void tc_mma8_t(float &c0, float &c1, float &c2, float &c3, uint32_t a0, uint32_t a1,
+                                                 uint32_t b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+                 : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                 : "r"(a0), "r"(a1), "r"(b));
+}
+
 /* This warp's 8 positions of chunk cc (its share at wbase / wp: shared
  * address and generic pointer) into the online-softmax states of the CTA's
  * heads: o[j] the accumulator tile of dims 8j .. 8j + 7 (o[j][0..1]: head g,
  * dims 8j + 2c, + 1; o[j][2..3], when MR = 2: head g + 8), m[r] the running maximum of head
  * g + 8r (the same in the 4 lanes of a row), l[r] this lane's share of its
  * sum (its 2 positions a chunk; the 4 lanes' shares are added at the end). */
-template <int HD, bool BF, int MR, class Q>
+template <int HD, bool BF, int MR, bool PV, class Q>
 static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc, uint32_t wbase, const char *wp,
                                                   const Q &qf, float (&o)[HD / 8][2 * MR], float (&m)[MR],
                                                   float (&l)[MR])
@@ -353,15 +384,36 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
         const float corr = exp2f(m[r] - base), p0 = exp2f(x0 - base), p1 = exp2f(x1 - base);
         l[r] = fmaf(l[r], corr, p0 + p1);
         m[r] = mn;
+        if constexpr (PV) { /* this lane's columns: heads 2c, 2c + 1 (rows g of lanes 8c, 8c + 4) */
+            const float ca = __shfl_sync(0xffffffffu, corr, 8 * c), cb = __shfl_sync(0xffffffffu, corr, 8 * c + 4);
 #pragma unroll
-        for (int j = 0; j < HD / 8; j++) {
-            o[j][2 * r] *= corr;
-            o[j][2 * r + 1] *= corr;
+            for (int j = 0; j < HD / 8; j++) {
+                o[j][0] *= ca;
+                o[j][1] *= cb;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < HD / 8; j++) {
+                o[j][2 * r] *= corr;
+                o[j][2 * r + 1] *= corr;
+            }
         }
         split_bf16(p0, p1, ph[r], pl[r]);
     }
     /* O += P · V, P as the k8 A operand (rows g, g + 8; positions 2c, 2c + 1) */
-    if constexpr (BF) {
+    if constexpr (PV) { /* O^T += V^T · P^T: P^T's B fragment is ph[0] / pl[0] */
+#pragma unroll
+        for (int j0 = 0; j0 < HD / 8; j0 += 4) {
+            uint32_t a[4];
+            ldmatrix_x4_trans(a, wbase + PW * RG::KS + (lane & 7) * RG::VS + (8 * (j0 + (lane >> 3))) * 2);
+#pragma unroll
+            for (int t = 0; t < 2; t++) {
+                const int j = j0 + 2 * t; /* tile jt = j / 2: o[j], o[j + 1] */
+                tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], a[2 * t], a[2 * t + 1], pl[0]);
+                tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], a[2 * t], a[2 * t + 1], ph[0]);
+            }
+        }
+    } else if constexpr (BF) {
 #pragma unroll
         for (int j0 = 0; j0 < HD / 8; j0 += 4) {
             uint32_t b[4];
@@ -405,7 +457,7 @@ static __device__ __forceinline__ void tc_state_init(float (&o)[HD / 8][2 * MR],
  * at mp (after a barrier: every warp is done reading it), then
  * dec_merge_warps writes the partials of heads h0 .. h0 + ng − 1 at part0 +
  * g·NS. Whole CTA; ends with a barrier. */
-template <int HD, int MR>
+template <int HD, int MR, bool PV>
 static __device__ __forceinline__ void tc_split_write(const dec_row &R, float (&o)[HD / 8][2 * MR], float (&m)[MR],
                                                       float (&l)[MR], int ng, char *mp, float *__restrict__ part_acc,
                                                       float *__restrict__ part_ml, uint64_t part0)
@@ -420,10 +472,22 @@ static __device__ __forceinline__ void tc_split_write(const dec_row &R, float (&
         L += __shfl_xor_sync(0xffffffffu, L, 1);
         L += __shfl_xor_sync(0xffffffffu, L, 2);
         const uint32_t h = g + 8 * r;
-        if (h < (uint32_t)ng) {
+        if constexpr (PV) { /* o[j]: dim 8j + g (j even: 16·(j/2) + g; odd: + 8), heads 2c, 2c + 1 */
 #pragma unroll
-            for (int j = 0; j < HD / 8; j++)
-                *reinterpret_cast<float2 *>(&sm.acc[R.warp][h][8 * j + 2 * c]) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+            for (int j = 0; j < HD / 8; j++) {
+                const uint32_t dim = 16 * (j / 2) + 8 * (j % 2) + g;
+                if (2 * c < (uint32_t)ng)
+                    sm.acc[R.warp][2 * c][dim] = o[j][0];
+                if (2 * c + 1 < (uint32_t)ng)
+                    sm.acc[R.warp][2 * c + 1][dim] = o[j][1];
+            }
+        }
+        if (h < (uint32_t)ng) {
+            if constexpr (!PV)
+#pragma unroll
+                for (int j = 0; j < HD / 8; j++)
+                    *reinterpret_cast<float2 *>(&sm.acc[R.warp][h][8 * j + 2 * c]) =
+                        make_float2(o[j][2 * r], o[j][2 * r + 1]);
             if (c == 0) {
                 sm.m[R.warp][h] = m[r];
                 sm.l[R.warp][h] = L;
@@ -460,6 +524,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     using RG = tc_ring<HD, BF>;
     using SMEM = tc_smem<HD, BF, MR, ROWS, QS>;
     constexpr int STG = SMEM::STG;
+    constexpr bool PV = tc_pvt<BF, MR, QS>::ON;
     extern __shared__ __align__(16) char tc_ring_mem[];
     uint32_t h0;
     int ng;
@@ -516,13 +581,13 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         cp_async_wait<STG - 1>(); /* pair i's copies (this lane's) have landed */
         __syncwarp();             /* and every lane's of the warp */
         const uint32_t st = (i % STG) * RG::STAGE;
-        tc_compute<HD, BF, MR>(R, c, ring + st, ringp + st, qf, acc, m, l);
+        tc_compute<HD, BF, MR, PV>(R, c, ring + st, ringp + st, qf, acc, m, l);
         __syncwarp();
         uint32_t s1 = s, c1 = c;
         const bool more = next_pair(s1, c1);
         if (!more || s1 != s) {
             char *const mp = SMEM::EXTRA ? tc_ring_mem + SMEM::RING : tc_ring_mem + st;
-            tc_split_write<HD, MR>(R, acc, m, l, ng, mp, o.pa, o.pm, part0 + (ROWS ? s : 0));
+            tc_split_write<HD, MR, PV>(R, acc, m, l, ng, mp, o.pa, o.pm, part0 + (ROWS ? s : 0));
             tc_state_init<HD, MR>(acc, m, l);
         }
         if (!more)

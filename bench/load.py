@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/load.py — the load driver for memra-server's serving figures (issue 6).
 
-N concurrent streams (asyncio + the official `openai` package), each a
+N concurrent streams (asyncio + the official `openai` package; --procs spreads them over client processes), each a
 /v1/completions request whose prompt is exactly P tokens and max_tokens G:
   - prompts are token ids, so the count is exact: request i is the server's own
     POST /tokenize of "Request i. " (with BOS) followed by the ids of a long
@@ -120,11 +120,12 @@ async def one_stream(client, args, ids, t_origin):
     return res
 
 
-async def run(args, prompts):
+async def run(args, prompts, t_origin=None):
     client = openai.AsyncOpenAI(base_url=args.url.rstrip("/") + "/v1", api_key=args.api_key, max_retries=0,
                                 timeout=args.timeout)
     sem = asyncio.Semaphore(args.concurrency)
-    t_origin = time.perf_counter()
+    if t_origin is None:
+        t_origin = time.perf_counter()
 
     async def limited(ids):
         async with sem:
@@ -134,6 +135,41 @@ async def run(args, prompts):
         results = await asyncio.gather(*(limited(p) for p in prompts))
     finally:
         await client.close()
+    return results
+
+
+def run_share(args, prompts, t_start):
+    """One worker process's share (--procs): its own event loop and client, sending from t_start on (a
+    CLOCK_MONOTONIC time, the same clock in every process: time.perf_counter on Linux); times are relative to
+    t_start, as the parent's."""
+    late = time.perf_counter() - t_start
+    if late > 0:
+        raise RuntimeError(f"a client process started {late:.2f} s after the common start time")
+    time.sleep(-late)
+    return asyncio.run(run(args, prompts, t_start))
+
+
+def run_procs(args, prompts):
+    """The requests over args.procs processes: request i goes to process i % procs, each with concurrency
+    ceil(c / procs) at most (c in all), so that one Python process's parsing of the streamed chunks (the openai
+    package's models, ~0.1 ms a chunk) does not pace 64 streams. Results in request order."""
+    import concurrent.futures
+    import multiprocessing
+    procs = min(args.procs, args.concurrency, len(prompts))
+    if procs <= 1:
+        return asyncio.run(run(args, prompts))
+    shares = [list(range(k, len(prompts), procs)) for k in range(procs)]
+    conc = [args.concurrency // procs + (1 if k < args.concurrency % procs else 0) for k in range(procs)]
+    t_start = time.perf_counter() + 4.0  # every worker started (spawned, openai imported) before it
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=procs, mp_context=ctx) as ex:
+        futs = [ex.submit(run_share, argparse.Namespace(**{**vars(args), "concurrency": conc[k]}),
+                          [prompts[i] for i in shares[k]], t_start) for k in range(procs)]
+        parts = [f.result() for f in futs]
+    results = [None] * len(prompts)
+    for k in range(procs):
+        for i, r in zip(shares[k], parts[k]):
+            results[i] = r
     return results
 
 
@@ -152,7 +188,8 @@ def summarize(args, results):
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
         "gpu": args.gpu, "label": args.label, "model": args.model, "url": args.url,
-        "concurrency": args.concurrency, "requests": len(results), "prompt_tokens": args.prompt_tokens,
+        "concurrency": args.concurrency, "client_procs": min(args.procs, args.concurrency, len(results)),
+        "requests": len(results), "prompt_tokens": args.prompt_tokens,
         "max_tokens": args.gen_tokens, "ok": len(ok), "failed": len(failed),
         "errors": sorted({r["error"] for r in failed})[:5],
         "prompt_tokens_mismatch": len(bad_prompt),
@@ -196,6 +233,8 @@ def main(argv=None):
     ap.add_argument("--top-p", type=float, default=1.0, help="top_p sent with every request (1: not sent)")
     ap.add_argument("--min-p", type=float, default=0.0, help="min_p sent with every request (0: not sent)")
     ap.add_argument("--warmup", type=int, default=1, help="short requests sent first, not measured")
+    ap.add_argument("--procs", type=int, default=1,
+                    help="client processes the streams are spread over (1: one event loop for all)")
     ap.add_argument("--api-key", default="unused")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
     ap.add_argument("--gpu", default="cpu", help="the GPU name for the row (nvidia-smi's)")
@@ -204,8 +243,8 @@ def main(argv=None):
     ap.add_argument("--md", dest="md_out", help="append the markdown row to this file (header if new)")
     args = ap.parse_args(argv)
     args.requests = args.requests or args.concurrency
-    if min(args.concurrency, args.prompt_tokens, args.gen_tokens, args.requests) < 1:
-        ap.error("-c, -p, -g and -n must be at least 1")
+    if min(args.concurrency, args.prompt_tokens, args.gen_tokens, args.requests, args.procs) < 1:
+        ap.error("-c, -p, -g, -n and --procs must be at least 1")
     command = "bench/load.py " + " ".join(argv if argv is not None else sys.argv[1:])
     try:
         prompts = build_prompts(args)
@@ -218,7 +257,7 @@ def main(argv=None):
             if r["error"]:
                 print(f"load.py: warm-up request failed: {r['error']}", file=sys.stderr)
                 return 1
-    results = asyncio.run(run(args, prompts))
+    results = run_procs(args, prompts)
     s = summarize(args, results)
     line = json.dumps(s)
     print(line, flush=True)

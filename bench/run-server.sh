@@ -13,7 +13,7 @@
 # Env: BACKEND (cuda; cpu checks this script anywhere), BUILD (build-bench), SLOTS (64), CTX (1024),
 #      BATCH_TOKENS (2048), REQS_C1 (4: requests of a c=1 config; others send c requests), LOAD_TMO (600 s for
 #      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL,
-#      NO_BENCH=1 (skip memra-bench), TEMPERATURE (0: greedy; > 0 samples: on the CUDA backend the device's
+#      NO_BENCH=1 (skip memra-bench), LOAD_PROCS (8: load.py's client processes, --procs), TEMPERATURE (0: greedy; > 0 samples: on the CUDA backend the device's
 #      temperature draw), TOP_K (sent with every request when set: the device's top-k candidates, the
 #      sampler's draw from them on the host), TOP_P / MIN_P (sent when set; without TOP_K: the device's
 #      nucleus candidates, the row only when they cannot decide); the label says which.
@@ -75,7 +75,7 @@ for cfg in $CONFIGS; do
     echo "== load.py c=$c prompt=$p max_tokens=$g requests=$n" | tee -a "$LOG/load.log"
     timeout "${RUN_TMO:-420}" python3 bench/load.py --url "$URL" --model m -c "$c" -p "$p" -g "$g" -n "$n" \
         --temperature "${TEMPERATURE:-0}" --top-k "${TOP_K:-0}" --top-p "${TOP_P:-1}" --min-p "${MIN_P:-0}" \
-        --gpu "$GPU" --label "${LABEL:-$(basename "$MODEL")} ($BACKEND${TEMPERATURE:+, temperature $TEMPERATURE}${TOP_K:+, top_k $TOP_K}${TOP_P:+, top_p $TOP_P}${MIN_P:+, min_p $MIN_P})" \
+        --procs "${LOAD_PROCS:-8}" --gpu "$GPU" --label "${LABEL:-$(basename "$MODEL")} ($BACKEND${TEMPERATURE:+, temperature $TEMPERATURE}${TOP_K:+, top_k $TOP_K}${TOP_P:+, top_p $TOP_P}${MIN_P:+, min_p $MIN_P})" \
         --json "$LOG/server-load.jsonl" --md "$LOG/server-load.md" >> "$LOG/load.log" 2>&1
     rc=$?
     [ $rc = 124 ] && echo "load.py timed out after ${RUN_TMO:-420} s" | tee -a "$LOG/load.log"

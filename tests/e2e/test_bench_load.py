@@ -4,7 +4,8 @@ prompts of exactly P tokens (the server's usage says so), generated tokens as
 usage reports them (cross-checked with the server's own
 memra_generated_tokens_total counter), percentiles ordered, aggregate rate =
 generated / wall, the streams' texts the same at 3 in flight as one at a time
-(their digest) — and its markdown row is written under a header. Not a timed
+(their digest), also spread over two client processes (--procs 2) — and its
+markdown row is written under a header. Not a timed
 test: no figure is compared with a bar. Also: bench/run-server.sh with
 BACKEND=cpu on the default model runs the server + driver end to end."""
 import json
@@ -64,6 +65,13 @@ def test_load_driver_json_is_sane(srv, tmp_path):
     assert p1.returncode == 0, p1.stderr
     s1 = json.loads(p1.stdout.strip().splitlines()[-1])
     assert len(s["texts_sha256"]) == 16 and s1["texts_sha256"] == s["texts_sha256"], (s, s1)
+    # spread over two client processes (--procs): every request answered, in request order, the same texts
+    p2, _, _ = run_load(srv, tmp_path, "-c", "3", "-p", "40", "-g", "12", "-n", "5", "--warmup", "0", "--procs", "2")
+    assert p2.returncode == 0, p2.stderr
+    s2 = json.loads(p2.stdout.strip().splitlines()[-1])
+    assert (s2["client_procs"], s2["ok"], s2["requests"], s2["failed"]) == (2, 5, 5, 0), s2
+    assert s2["texts_sha256"] == s["texts_sha256"] and s["client_procs"] == 1, (s, s2)
+    assert 0 < s2["ttft_p50_ms"] <= s2["ttft_p99_ms"] < s2["wall_s"] * 1e3
 
 
 def test_load_driver_fails_clearly_without_a_server(tmp_path):

@@ -257,7 +257,11 @@ def main(argv=None):
             if r["error"]:
                 print(f"load.py: warm-up request failed: {r['error']}", file=sys.stderr)
                 return 1
-    results = run_procs(args, prompts)
+    try:
+        results = run_procs(args, prompts)
+    except (RuntimeError, OSError) as e:  # a client process that could not start in time, or at all
+        print(f"load.py: {e} (try fewer --procs)", file=sys.stderr)
+        return 1
     s = summarize(args, results)
     line = json.dumps(s)
     print(line, flush=True)

@@ -86,9 +86,9 @@ namespace {
 #define MEMRA_ATTN_TC_ROWS_STAGES 3
 #endif
 /* Either form with q in shared memory (QS, below): 2 stages, 39 KB a CTA at
- * head_dim 128, so that its 126-128 registers a thread give 4 CTAs an SM
- * (rows form with 3 stages: 3; 64 rows × 640 on the H200 88.4 against 73.4
- * µs, twenty-sixth run). */
+ * head_dim 128, so that its 106-108 registers a thread (126-128 before its
+ * P·V was transposed) give 4 CTAs an SM (rows form with 3 stages: 3; 64 rows
+ * × 640 on the H200 88.4 against 73.4 µs, twenty-sixth run). */
 #ifndef MEMRA_ATTN_TC_QS_STAGES
 #define MEMRA_ATTN_TC_QS_STAGES 2
 #endif
@@ -660,7 +660,7 @@ bool tc_rows_qs(const cuda_ctx *ctx, cuda_attn_dims d, uint32_t T)
 /* The same for a split launch of ≥ 8 rows (the kernel compiled for 3 CTAs an
  * SM): by default (auto) q in shared memory when the register kernel spills
  * (head_dim 128: 168 registers and 76 bytes of spills a thread, 3 CTAs an SM,
- * against 128 and none, 4 with the 2-stage ring) and the shared-memory kernel
+ * against 106 and none, 4 with the 2-stage ring) and the shared-memory kernel
  * holds at least as many CTAs an SM: 8 rows of depth 512 13.5 against 17.6
  * µs (H200, twenty-sixth run). */
 template <int HD, bool BF, int MR>

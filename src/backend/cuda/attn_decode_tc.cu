@@ -306,9 +306,7 @@ static __device__ __forceinline__ void tc_mma8(float (&c)[2 * MR], uint32_t a0, 
  * 26.2, 8 × 512 13.6 → 13.0, 16 × 4096 85.2 → 81.5; tg32x64@d512 +1.5-2 %);
  * in the register kernels it was slower (the rows form at 32 rows 44.1 →
  * 51.7, the split form of one row at depth 4096 8.81 → 9.13). */
-template <bool BF, int MR, bool QS> struct tc_pvt {
-    static constexpr bool ON = BF && MR == 1 && QS;
-};
+template <bool BF, int MR, bool QS> constexpr bool tc_pvt = BF && MR == 1 && QS;
 static __device__ __forceinline__ void tc_mma8_t(float &c0, float &c1, float &c2, float &c3, uint32_t a0, uint32_t a1,
                                                  uint32_t b)
 {
@@ -400,28 +398,27 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
         }
         split_bf16(p0, p1, ph[r], pl[r]);
     }
-    /* O += P · V, P as the k8 A operand (rows g, g + 8; positions 2c, 2c + 1) */
-    if constexpr (PV) { /* O^T += V^T · P^T: P^T's B fragment is ph[0] / pl[0] */
+    /* O += P · V, P as the k8 A operand (rows g, g + 8; positions 2c, 2c + 1);
+     * PV: O^T += V^T · P^T, P^T's B fragment ph[0] / pl[0], the same V fragments
+     * as V^T's A fragments */
+    if constexpr (BF) {
 #pragma unroll
         for (int j0 = 0; j0 < HD / 8; j0 += 4) {
-            uint32_t a[4];
-            ldmatrix_x4_trans(a, wbase + PW * RG::KS + (lane & 7) * RG::VS + (8 * (j0 + (lane >> 3))) * 2);
+            uint32_t v[4];
+            ldmatrix_x4_trans(v, wbase + PW * RG::KS + (lane & 7) * RG::VS + (8 * (j0 + (lane >> 3))) * 2);
+            if constexpr (PV) {
 #pragma unroll
-            for (int t = 0; t < 2; t++) {
-                const int j = j0 + 2 * t; /* tile jt = j / 2: o[j], o[j + 1] */
-                tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], a[2 * t], a[2 * t + 1], pl[0]);
-                tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], a[2 * t], a[2 * t + 1], ph[0]);
-            }
-        }
-    } else if constexpr (BF) {
+                for (int t = 0; t < 2; t++) {
+                    const int j = j0 + 2 * t; /* tile jt = j / 2: o[j], o[j + 1] */
+                    tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], v[2 * t], v[2 * t + 1], pl[0]);
+                    tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], v[2 * t], v[2 * t + 1], ph[0]);
+                }
+            } else {
 #pragma unroll
-        for (int j0 = 0; j0 < HD / 8; j0 += 4) {
-            uint32_t b[4];
-            ldmatrix_x4_trans(b, wbase + PW * RG::KS + (lane & 7) * RG::VS + (8 * (j0 + (lane >> 3))) * 2);
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                tc_mma8<MR>(o[j0 + i], pl[0], pl[1], b[i]);
-                tc_mma8<MR>(o[j0 + i], ph[0], ph[1], b[i]);
+                for (int i = 0; i < 4; i++) {
+                    tc_mma8<MR>(o[j0 + i], pl[0], pl[1], v[i]);
+                    tc_mma8<MR>(o[j0 + i], ph[0], ph[1], v[i]);
+                }
             }
         }
     } else {
@@ -524,7 +521,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     using RG = tc_ring<HD, BF>;
     using SMEM = tc_smem<HD, BF, MR, ROWS, QS>;
     constexpr int STG = SMEM::STG;
-    constexpr bool PV = tc_pvt<BF, MR, QS>::ON;
+    constexpr bool PV = tc_pvt<BF, MR, QS>;
     extern __shared__ __align__(16) char tc_ring_mem[];
     uint32_t h0;
     int ng;

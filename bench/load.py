@@ -149,13 +149,18 @@ def run_share(args, prompts, t_start):
     return asyncio.run(run(args, prompts, t_start))
 
 
+def client_procs(args, n):
+    """The client processes n requests are spread over: --procs, at most one a stream in flight or a request."""
+    return min(args.procs, args.concurrency, n)
+
+
 def run_procs(args, prompts):
     """The requests over args.procs processes: request i goes to process i % procs, each with concurrency
     ceil(c / procs) at most (c in all), so that one Python process's parsing of the streamed chunks (the openai
     package's models, ~0.1 ms a chunk) does not pace 64 streams. Results in request order."""
     import concurrent.futures
     import multiprocessing
-    procs = min(args.procs, args.concurrency, len(prompts))
+    procs = client_procs(args, len(prompts))
     if procs <= 1:
         return asyncio.run(run(args, prompts))
     shares = [list(range(k, len(prompts), procs)) for k in range(procs)]
@@ -188,7 +193,7 @@ def summarize(args, results):
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
         "gpu": args.gpu, "label": args.label, "model": args.model, "url": args.url,
-        "concurrency": args.concurrency, "client_procs": min(args.procs, args.concurrency, len(results)),
+        "concurrency": args.concurrency, "client_procs": client_procs(args, len(results)),
         "requests": len(results), "prompt_tokens": args.prompt_tokens,
         "max_tokens": args.gen_tokens, "ok": len(ok), "failed": len(failed),
         "errors": sorted({r["error"] for r in failed})[:5],

@@ -13,10 +13,11 @@
 # Env: BACKEND (cuda; cpu checks this script anywhere), BUILD (build-bench), SLOTS (64), CTX (1024),
 #      BATCH_TOKENS (2048), REQS_C1 (4: requests of a c=1 config; others send c requests), LOAD_TMO (600 s for
 #      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL,
-#      NO_BENCH=1 (skip memra-bench), LOAD_PROCS (8: load.py's client processes, --procs), TEMPERATURE (0: greedy; > 0 samples: on the CUDA backend the device's
-#      temperature draw), TOP_K (sent with every request when set: the device's top-k candidates, the
-#      sampler's draw from them on the host), TOP_P / MIN_P (sent when set; without TOP_K: the device's
-#      nucleus candidates, the row only when they cannot decide); the label says which.
+#      NO_BENCH=1 (skip memra-bench), LOAD_PROCS (8: load.py's client processes, --procs), TEMPERATURE (0:
+#      greedy; > 0 samples: on the CUDA backend the device's temperature draw), TOP_K (sent with every request
+#      when set: the device's top-k candidates, the sampler's draw from them on the host), TOP_P / MIN_P (sent
+#      when set; without TOP_K: the device's nucleus candidates, the row only when they cannot decide); the
+#      label says which.
 # Logs and results go to $OUT when set (server.log, load.log, server-load.jsonl, server-load.md, bench-tg128.md),
 # else /tmp/run-server. Exit status: 0 when every config ran without a failed request, else 1.
 set -uo pipefail

@@ -11,8 +11,8 @@
 #               .whl/tok-llama3's Llama-3 tokenizer added (the model folder itself is not changed)
 #   CONFIGS     space-separated CxPxG (concurrency x prompt tokens x max_tokens), default "1x512x256 64x512x256"
 # Env: BACKEND (cuda; cpu checks this script anywhere), BUILD (build-bench), SLOTS (64), CTX (1024),
-#      BATCH_TOKENS (2048), REQS_C1 (4: requests of a c=1 config; others send c requests), LOAD_TMO (600 s for
-#      the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL,
+#      BATCH_TOKENS (8192, the CUDA default), REQS_C1 (4: requests of a c=1 config; others send c requests),
+#      LOAD_TMO (600 s for the model to load), RUN_TMO (420 s per load.py config), GPU (nvidia-smi's name, else "cpu"), LABEL,
 #      NO_BENCH=1 (skip memra-bench), LOAD_PROCS (8: load.py's client processes, --procs), TEMPERATURE (0:
 #      greedy; > 0 samples: on the CUDA backend the device's temperature draw), TOP_K (sent with every request
 #      when set: the device's top-k candidates, the sampler's draw from them on the host), TOP_P / MIN_P (sent
@@ -63,7 +63,7 @@ trap stop_server EXIT
 t0=$(date +%s)
 MEMRA_MODELS="m=$SERVE" MEMRA_BACKEND=$BACKEND MEMRA_PROGRESS=0 server_start "$LOG/server.out" "$LOG/server.log" \
     "${LOAD_TMO:-600}" "$SERVER" --addr 127.0.0.1:0 --slots "${SLOTS:-64}" --ctx "${CTX:-1024}" \
-    --batch-tokens "${BATCH_TOKENS:-2048}" 2>> "$LOG/load.log" || fail "the server did not come up (load.log, server.log)"
+    --batch-tokens "${BATCH_TOKENS:-8192}" 2>> "$LOG/load.log" || fail "the server did not come up (load.log, server.log)"
 URL=$SERVER_URL
 echo "== server at $URL, $SERVE ($BACKEND) loaded" | tee -a "$LOG/load.log"
 echo "== ready after $(( $(date +%s) - t0 )) s" | tee -a "$LOG/load.log"

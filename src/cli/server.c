@@ -36,7 +36,7 @@ static const struct opt {
                                             "as a bf16 model computes; on cuda one tensor-core product, not two)"},
     {"ctx", "MEMRA_CTX", OPT_U32, "positions per sequence, prompt + output (default: the model's, at most 4096)"},
     {"batch-tokens", "MEMRA_BATCH_TOKENS", OPT_U32, "token budget of one engine step: decode tokens + prefill "
-                                                    "chunks (default 2048 on cuda, 512 on cpu; at least 2 x slots)"},
+                                                    "chunks (default 8192 on cuda, 512 on cpu; at least 2 x slots)"},
     {"threads", "MEMRA_THREADS", OPT_U32, "CPU backend worker threads (default 0: all cores)"},
     {"prefix-reuse", "MEMRA_PREFIX_REUSE", OPT_BOOL, "reuse the KV of a shared prompt prefix (1/0, default 1)"},
     {"max-body", "MEMRA_MAX_BODY", OPT_SIZE, "largest request body in bytes (default 8388608; larger: 413)"},

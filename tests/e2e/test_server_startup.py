@@ -112,7 +112,7 @@ def test_kv_type_default_is_bf16():
 
 
 def test_batch_tokens_default_by_backend():
-    # unset: 512 tokens a step on the CPU (2048 on CUDA), at least two a slot (src/server/models.c)
+    # unset: 512 tokens a step on the CPU (8192 on CUDA), at least two a slot (src/server/models.c)
     for slots, want in (("2", 512), ("260", 520)):
         s = Server("--slots", slots, "--ctx", "32")
         try:

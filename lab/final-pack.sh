@@ -7,7 +7,7 @@ NAME=${1:?usage: lab/final-pack.sh NAME}
 P=/tmp/$NAME
 rm -rf "$P"; mkdir -p "$P/bin" "$P/kernels"
 cp build/bin/memra-server build/bin/memra-bench "$P/bin/"
-cp build/kernels/kernel_attn build/kernels/kernel_forward "$P/kernels/"
+cp build/kernels/kernel_attn build/kernels/kernel_forward build/kernels/kernel_gemm "$P/kernels/"
 strip "$P"/bin/* "$P"/kernels/*
 mkdir -p gpu; tar -cJf "gpu/$NAME.tar.xz" -C /tmp "$NAME"
 ls -la "gpu/$NAME.tar.xz"

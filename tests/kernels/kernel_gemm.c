@@ -15,6 +15,9 @@
  *   EXACT x hi+lo (2^-17), weight hi+lo for GGUF: 2e-5; f32: 1e-5
  *   XBF16 (x bf16-valued, the backend's bf16 activations: x is rounded here
  *         first and the reference takes the rounded x): as EXACT
+ * A weight kept dequantized (cuda_gemm_keep, every FP8 / GGUF case): the GEMM
+ * reading the copy gives the dequantizing call's bits, with another weight
+ * passed as w and in the scratch (so the copy is what is read).
  * Batch invariance: the same 40 tokens computed alone, as rows 23..62 of a
  * larger buffer (x and y at an offset, as a span inside a batch) and inside
  * one GEMM over the buffer's 80 rows give bit-identical outputs, for BF16,
@@ -119,6 +122,28 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
               mode_name(mode), dtype_name(t), rows, n, T, bad, rel, tol);
     printf("check %-5s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u rel err %.2e (tol %.0e)%s\n", mode_name(mode),
            dtype_name(t), rows, n, T, rel, tol, bad || rel > tol ? "  FAIL" : "");
+    const uint64_t kb = cuda_gemm_kept_bytes(mode, t, rows, n);
+    if (kb) { /* the weight kept dequantized: the same bits, read from the copy (w's argument another weight) */
+        uint8_t *w2 = malloc(rows * rb);
+        float *y2 = malloc(4 * rows * T);
+        MEMRA_ASSERT(w2 && y2);
+        fill_random(t, w2, rows * rb);
+        void *kept = cuda_alloc(kb), *dw2 = cuda_alloc(rows * rb);
+        cuda_upload(g_ctx, dw2, w2, rows * rb);
+        cuda_gemm_keep(g, t, dw, rows, n, kept);
+        cuda_gemm_run(g, t, dw2, rows, n, dx, T, dy, scale, 0); /* the scratch now holds another weight */
+        cuda_fill_nan_f32(g_ctx, dy, rows * T);
+        cuda_gemm_run_kept(g, t, dw2, kept, rows, n, dx, T, dy, scale, 0);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y2, dy, 4 * rows * T);
+        const bool same = memcmp(y, y2, 4 * rows * T) == 0;
+        CHECK_MSG(same, "%s %s %" PRIu64 "x%" PRIu64 " T=%u: the kept copy's GEMM differs from the dequantizing one",
+                  mode_name(mode), dtype_name(t), rows, n, T);
+        printf("check %-5s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u kept dequantized copy: %s\n", mode_name(mode),
+               dtype_name(t), rows, n, T, same ? "bit-identical" : "DIFFERENT");
+        cuda_free(kept), cuda_free(dw2);
+        free(w2), free(y2);
+    }
     cuda_free(dw), cuda_free(dx), cuda_free(dy);
     free(w), free(x), free(y), free(row);
 }

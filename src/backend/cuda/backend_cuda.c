@@ -19,9 +19,10 @@
  *
  * Matmuls, chosen per span (a sequence's tokens in the batch), never per
  * batch: a span of at least the weight's gemm_min tokens (higher for FP8 and
- * GGUF weights, which pay a dequantization) runs the cuBLASLt GEMM (gemm.cu)
- * on its own rows; shorter spans (decode tokens) run the decode GEMV of the
- * weight's type, 8 tokens a launch, or for BF16 weights the tensor-core
+ * GGUF weights, which pay a dequantization — once at load when the copies
+ * fit, gemm_keep_decide) runs the cuBLASLt GEMM (gemm.cu) on its own rows;
+ * shorter spans (decode tokens) run the decode GEMV of the weight's type, 8
+ * tokens a launch, or for BF16 weights the tensor-core
  * batched GEMV, 64 tokens a launch, when a run has 2 or more tokens (use_mmv;
  * MEMRA_DECODE_MMV=auto|all|off): the wgmma kernel (mmv_wg.cu, n % 64 == 0)
  * or with MEMRA_MMV=sync the mma.sync one (mmv.cu, also the fallback).
@@ -375,7 +376,8 @@ static void weight_init(struct cuda_backend *b, const struct model_weight *w, st
 {
     o->rows = (uint32_t)w->rows;
     o->cols = (uint32_t)w->cols;
-    o->gemm_min = 0; /* set by gemm_setup */
+    o->gemm_min = 0; /* set by gemm_setup, with kept */
+    o->kept = NULL;
     o->dtype = w->dtype;
     o->scale = w->scale;
     o->d = d;
@@ -444,7 +446,8 @@ static int upload_weight(struct cuda_backend *b, const struct model_weight *w, s
     }
     o->rows = (uint32_t)w->rows;
     o->cols = (uint32_t)w->cols;
-    o->gemm_min = 0; /* set by gemm_setup */
+    o->gemm_min = 0; /* set by gemm_setup, with kept */
+    o->kept = NULL;
     /* float32 path, expanded in slices of ≤ 16 MiB */
     o->mmv = false;
     o->dtype = DTYPE_F32;
@@ -540,11 +543,15 @@ static int upload_moe(struct cuda_backend *b, const struct model_layer *L, struc
 
 /* The KV pool, after the weights: cfg.kv_blocks if set, else what the free
  * memory holds minus CUDA_KV_HEADROOM (at most CUDA_MAX_KV_BLOCKS). */
+static uint64_t kv_block_bytes(const struct cuda_backend *b)
+{
+    return (uint64_t)b->base.model->cfg.n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * cuda_be_kv_elem(b);
+}
+
 static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
 {
     struct backend_config *bc = &b->base.cfg;
-    const uint32_t n_layers = b->base.model->cfg.n_layers;
-    const uint64_t block_bytes = (uint64_t)n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * cuda_be_kv_elem(b);
+    const uint64_t block_bytes = kv_block_bytes(b);
     const uint64_t free_b = cuda_fwd_mem_free();
     if (bc->kv_blocks == 0) {
         const uint64_t avail = free_b > CUDA_KV_HEADROOM ? free_b - CUDA_KV_HEADROOM : 0;
@@ -580,12 +587,45 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
  * per 8 rows on the grouped GEMVs (not measured finer yet). */
 #define MOE_GEMM_MIN 64u
 
+/* Whether the FP8 / GGUF layer weights the GEMM takes stay dequantized on the
+ * device (cuda_gemm_keep), so that a prefill chunk does not dequantize every
+ * matrix again (~8 ms a pass over an 8B model on an H200, 29-42 % of a GGUF
+ * pp4096 at ubatch 512: bench/RESULTS.md, twenty-seventh run). MEMRA_GEMM_KEEP:
+ * auto (default: when the copies, bytes bytes, leave the KV blocks every slot
+ * needs at full context and the headroom free), on (whenever they fit in the
+ * free memory), off. The copies hold the values the dequantization scratch
+ * would get, so a token's bits are the same either way. */
+static int gemm_keep_decide(struct cuda_backend *b, uint64_t bytes, bool *keep, char *err, size_t errlen)
+{
+    const char *v = getenv("MEMRA_GEMM_KEEP");
+    *keep = false;
+    if (bytes == 0 || (v && strcmp(v, "off") == 0))
+        return 0;
+    const bool on = v && strcmp(v, "on") == 0;
+    if (!on && v && *v && strcmp(v, "auto") != 0)
+        return err_set(err, errlen, "cuda backend: MEMRA_GEMM_KEEP=%s: expected auto, on or off", v);
+    const struct backend_config *bc = &b->base.cfg;
+    const uint64_t free_b = cuda_fwd_mem_free();
+    const uint64_t blocks = bc->kv_blocks ? bc->kv_blocks : (uint64_t)bc->max_seqs * backend_kv_blocks_for(bc->max_ctx);
+    const uint64_t need = bytes + CUDA_KV_HEADROOM + (on ? 0 : blocks * kv_block_bytes(b));
+    *keep = need <= free_b;
+    if (!*keep && on)
+        return err_set(err, errlen, "cuda backend: MEMRA_GEMM_KEEP=on: the dequantized weights need %llu MiB, %llu MiB "
+                       "of device memory are free (set MEMRA_GEMM_KEEP=auto or off)",
+                       (unsigned long long)(bytes >> 20), (unsigned long long)(free_b >> 20));
+    log_info("cuda backend: the prefill GEMM's dequantized weights (%llu MiB) %s (MEMRA_GEMM_KEEP=%s, %llu MiB free)",
+             (unsigned long long)(bytes >> 20), *keep ? "kept on the device" : "made again each chunk: too little memory",
+             on ? "on" : "auto", (unsigned long long)(free_b >> 20));
+    return 0;
+}
+
 /* The prefill GEMM (gemm.cu) for the layer weights it takes, its scratch sized
  * now (no allocation in forward): x of one span (≤ max_batch_tokens rows of
- * the widest input) and the largest FP8 / GGUF layer matrix dequantized. The
- * logits stay on the GEMV (n_logits rows, 8 at a time). MEMRA_GEMM: exact
- * (default: greedy output identical to the CPU's, see cuda_ops.h) | fast |
- * off; MEMRA_GEMM_MIN_TOKENS: one threshold for every weight. */
+ * the widest input) and the largest FP8 / GGUF layer matrix dequantized that
+ * is not kept (gemm_keep_decide). The logits stay on the GEMV (n_logits rows,
+ * 8 at a time). MEMRA_GEMM: exact (default: greedy output identical to the
+ * CPU's, see cuda_ops.h) | fast | off; MEMRA_GEMM_MIN_TOKENS: one threshold
+ * for every weight. */
 static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
 {
     const struct model_config *c = &b->base.model->cfg;
@@ -602,7 +642,10 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
     uint32_t min_all = 0;
     if (mt && *mt && checked_parse_u32(mt, 1, 1u << 20, &min_all) != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM_MIN_TOKENS=%s: expected 1..%u", mt, 1u << 20);
-    uint64_t max_w = 0;
+    uint64_t wide = c->dim > c->ffn_dim ? c->dim : c->ffn_dim;
+    wide = wide > b->q_dim ? wide : b->q_dim;
+    wide = wide > c->moe_ffn_dim ? wide : c->moe_ffn_dim;
+    uint64_t kept_bytes = 0;
     for (uint32_t l = 0; l < c->n_layers; l++) {
         struct cuda_layer *D = &b->layers[l];
         struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
@@ -611,10 +654,24 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             if (w->rows == 0 || !cuda_gemm_supported(w->dtype, w->rows, w->cols)) /* rows 0: a MoE layer's FFN */
                 continue;
             const uint64_t e = cuda_gemm_scratch_w_elems(w->dtype, w->rows, w->cols);
-            max_w = e > max_w ? e : max_w;
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
                           : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
+            kept_bytes += cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols);
+        }
+    }
+    bool keep;
+    if (gemm_keep_decide(b, kept_bytes, &keep, err, errlen) != 0)
+        return -1;
+    uint64_t max_w = 0; /* the scratch: the largest matrix not kept */
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        struct cuda_layer *D = &b->layers[l];
+        struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
+        for (int i = 0; i < 7; i++) {
+            const struct cuda_weight *w = ws[i];
+            const uint64_t e = cuda_gemm_scratch_w_elems(w->dtype, w->rows, w->cols);
+            if (w->gemm_min && !(keep && cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols)))
+                max_w = e > max_w ? e : max_w;
         }
     }
     /* MoE: a long span's experts as GEMMs (cuda_moe_ffn_gemm) when every layer's have one */
@@ -630,10 +687,19 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         max_w = e2 > max_w ? e2 : max_w;
     }
     b->moe_gemm_min = !moe_gemm ? 0 : min_all ? min_all : MOE_GEMM_MIN;
-    uint64_t wide = c->dim > c->ffn_dim ? c->dim : c->ffn_dim;
-    wide = wide > b->q_dim ? wide : b->q_dim;
-    wide = wide > c->moe_ffn_dim ? wide : c->moe_ffn_dim;
     b->gemm = cuda_gemm_init(b->ctx, gm, (uint64_t)b->base.cfg.max_batch_tokens * wide, max_w);
+    for (uint32_t l = 0; l < c->n_layers && keep; l++) {
+        struct cuda_layer *D = &b->layers[l];
+        struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
+        for (int i = 0; i < 7; i++) {
+            struct cuda_weight *w = ws[i];
+            const uint64_t kb = w->gemm_min ? cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols) : 0;
+            if (kb) {
+                w->kept = dev_alloc(b, kb);
+                cuda_gemm_keep(b->gemm, w->dtype, w->d, w->rows, w->cols, w->kept);
+            }
+        }
+    }
     return 0;
 }
 

@@ -28,6 +28,7 @@ struct cuda_weight {
     uint32_t gemm_min; /* spans of ≥ gemm_min tokens take the GEMM; 0: never (gemm_setup) */
     bool mmv;          /* the tensor-core batched GEMV takes it (BF16, cols % 32 == 0) */
     void *d; /* (rows, row bytes) */
+    void *kept; /* FP8 / GGUF: the prefill GEMM's dequantized copy (cuda_gemm_keep; MEMRA_GEMM_KEEP), or NULL */
 };
 
 /* Spans of ≥ 2 tokens (MEMRA_ATTN): the tensor-core prefill kernel split into

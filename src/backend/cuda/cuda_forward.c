@@ -73,8 +73,8 @@ static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const 
     bool converted = false; /* x converted by an earlier weight of the group (f32 ones read x as is): the others
                                reuse it when their input type is the same */
     for (int i = 0; i < n; i++) {
-        cuda_gemm_run(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)t0 * cols, T,
-                      ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
+        cuda_gemm_run_kept(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->kept, ws[i]->rows, cols, x + (uint64_t)t0 * cols,
+                           T, ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
         converted |= ws[i]->dtype != DTYPE_F32;
     }
 }

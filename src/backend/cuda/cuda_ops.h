@@ -322,6 +322,17 @@ void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t ro
  * step alone (for the benchmark). */
 void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);
 void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n);
+/* A weight kept dequantized on the device (MEMRA_GEMM_KEEP, backend_cuda.c):
+ * cuda_gemm_kept_bytes is the size of its copy in a mode (0: the type needs
+ * none), cuda_gemm_keep writes it (kept: 256-byte aligned) with the kernels
+ * cuda_gemm_dequant runs, and cuda_gemm_run_kept is cuda_gemm_run reading it
+ * instead of dequantizing w again (kept NULL: as cuda_gemm_run) — the same
+ * values, the same algorithm, so the same bits (kernel_gemm checks). */
+uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, enum dtype t, uint64_t rows, uint64_t n);
+void cuda_gemm_keep(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n, void *kept);
+void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept, uint64_t rows, uint64_t n,
+                        const float *x /* (T, n) */, uint32_t T, float *y /* (T, rows) */, float scale,
+                        unsigned flags);
 
 /* ---- elementwise (norm.cu) ------------------------------------------------
  * RMSNorm over rows of length n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w.

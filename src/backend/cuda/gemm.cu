@@ -369,13 +369,36 @@ extern "C" void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float 
 }
 
 template <class Q>
-static void launch_dequant_q(struct cuda_gemm *g, const void *w, uint64_t rows, uint64_t n)
+static void launch_dequant_q(const struct cuda_gemm *g, const void *w, uint64_t rows, uint64_t n, uint16_t *hi,
+                             uint16_t *lo)
 {
     const uint64_t threads = rows * (n / 32), row_bytes = n / Q::QK * Q::BS;
     const uint64_t blocks = (threads + DQ_THREADS - 1) / DQ_THREADS;
     kernel_dequant_q<Q><<<(unsigned)blocks, DQ_THREADS, 0, g->ctx->stream>>>((const uint8_t *)w, row_bytes, rows,
-                                                                              n, (uint4 *)g->whi, (uint4 *)g->wlo);
+                                                                              n, (uint4 *)hi, (uint4 *)lo);
     CUDA_CHECK_LAUNCH();
+}
+
+/* w (rows, n) of type t dequantized into hi (bf16) and, for the GGUF types
+ * when lo is not NULL, lo (the remainder, bf16). */
+static void dequant_to(const struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                       uint16_t *hi, uint16_t *lo)
+{
+    switch (t) {
+    case DTYPE_F8_E4M3:
+        kernel_dequant_f8<<<grid_for(rows * n / 8, 256), 256, 0, g->ctx->stream>>>((const uint2 *)w, rows * n / 8,
+                                                                                    (uint4 *)hi);
+        CUDA_CHECK_LAUNCH();
+        break;
+    case DTYPE_Q8_0: launch_dequant_q<qt_q8_0>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q4_0: launch_dequant_q<qt_q4_0>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q4_1: launch_dequant_q<qt_q4_1>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q4_K: launch_dequant_q<qt_q4_k>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q5_K: launch_dequant_q<qt_q5_k>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q6_K: launch_dequant_q<qt_q6_k>(g, w, rows, n, hi, lo); break;
+    case DTYPE_IQ4_XS: launch_dequant_q<qt_iq4_xs>(g, w, rows, n, hi, lo); break;
+    default: CUDA_FAIL("cuda_gemm_dequant: %s is not dequantized", dtype_name(t));
+    }
 }
 
 extern "C" void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n)
@@ -383,21 +406,30 @@ extern "C" void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void 
     if (rows * n > g->max_w)
         CUDA_FAIL("cuda_gemm: weight %llu×%llu exceeds the dequantization scratch (%llu elements)",
                   (unsigned long long)rows, (unsigned long long)n, (unsigned long long)g->max_w);
-    switch (t) {
-    case DTYPE_F8_E4M3:
-        kernel_dequant_f8<<<grid_for(rows * n / 8, 256), 256, 0, g->ctx->stream>>>((const uint2 *)w, rows * n / 8,
-                                                                                    (uint4 *)g->whi);
-        CUDA_CHECK_LAUNCH();
-        break;
-    case DTYPE_Q8_0: launch_dequant_q<qt_q8_0>(g, w, rows, n); break;
-    case DTYPE_Q4_0: launch_dequant_q<qt_q4_0>(g, w, rows, n); break;
-    case DTYPE_Q4_1: launch_dequant_q<qt_q4_1>(g, w, rows, n); break;
-    case DTYPE_Q4_K: launch_dequant_q<qt_q4_k>(g, w, rows, n); break;
-    case DTYPE_Q5_K: launch_dequant_q<qt_q5_k>(g, w, rows, n); break;
-    case DTYPE_Q6_K: launch_dequant_q<qt_q6_k>(g, w, rows, n); break;
-    case DTYPE_IQ4_XS: launch_dequant_q<qt_iq4_xs>(g, w, rows, n); break;
-    default: CUDA_FAIL("cuda_gemm_dequant: %s is not dequantized", dtype_name(t));
-    }
+    dequant_to(g, t, w, rows, n, g->whi, g->wlo);
+}
+
+/* A kept copy: hi (rows·n bf16), then from the next 256-byte boundary lo when
+ * the mode keeps the weight's low part (EXACT / XBF16, GGUF types). */
+static bool kept_has_lo(enum cuda_gemm_mode mode, enum dtype t) { return mode != CUDA_GEMM_FAST && gemv_quant_has(t); }
+
+static uint64_t kept_lo_offset(uint64_t rows, uint64_t n) { return (rows * n * 2 + 255) / 256 * 256; }
+
+extern "C" uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, enum dtype t, uint64_t rows, uint64_t n)
+{
+    if (cuda_gemm_scratch_w_elems(t, rows, n) == 0)
+        return 0;
+    return kept_has_lo(mode, t) ? kept_lo_offset(rows, n) + rows * n * 2 : rows * n * 2;
+}
+
+extern "C" void cuda_gemm_keep(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                               void *kept)
+{
+    if (cuda_gemm_kept_bytes(g->mode, t, rows, n) == 0 || (uintptr_t)kept % 256)
+        CUDA_FAIL("cuda_gemm_keep: %s %llu×%llu has no kept copy, or the buffer is not 256-byte aligned",
+                  dtype_name(t), (unsigned long long)rows, (unsigned long long)n);
+    uint8_t *k = (uint8_t *)kept;
+    dequant_to(g, t, w, rows, n, (uint16_t *)k, kept_has_lo(g->mode, t) ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL);
 }
 
 /* The cached plan for a key, made (descriptors + heuristic's first choice) on
@@ -507,8 +539,9 @@ static void gemm_one(struct cuda_gemm *g, cudaDataType_t at, const void *a, cuda
                                   GEMM_WS_BYTES, g->ctx->stream));
 }
 
-extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
-                              const float *x, uint32_t T, float *y, float scale, unsigned flags)
+extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept,
+                                   uint64_t rows, uint64_t n, const float *x, uint32_t T, float *y, float scale,
+                                   unsigned flags)
 {
     if (!cuda_gemm_supported(t, rows, n))
         CUDA_FAIL("cuda_gemm: %s %llu×%llu not supported", dtype_name(t), (unsigned long long)rows,
@@ -526,9 +559,12 @@ extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, 
     const enum xkind xk = xkind_of(t);
     prep_x(g, xk, x, n, T, (flags & CUDA_GEMM_X_PREPARED) != 0);
     const cudaDataType_t dt = xk == XK_F16 ? CUDA_R_16F : CUDA_R_16BF;
-    const void *a = w;
+    const void *a = w, *wlo = g->wlo;
     const bool deq = t != DTYPE_BF16 && t != DTYPE_F16;
-    if (deq) {
+    if (deq && kept) { /* cuda_gemm_keep's copy: the values the scratch would get */
+        a = kept;
+        wlo = (const uint8_t *)kept + kept_lo_offset(rows, n);
+    } else if (deq) {
         cuda_gemm_dequant(g, t, w, rows, n);
         a = g->whi;
     }
@@ -540,12 +576,18 @@ extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, 
         kernel_add_halves<<<grid_for(half, 256), 256, 0, g->ctx->stream>>>(g->ystack, half, y);
         CUDA_CHECK_LAUNCH();
         if (gemv_quant_has(t)) /* the weight's own low part */
-            gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+            gemm_one(g, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
         return;
     }
     gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
     if (xlo)
         gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, align_of((uint64_t)T * n * 2));
     if (exact && gemv_quant_has(t)) /* the weight's own low part */
-        gemm_one(g, dt, g->wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+        gemm_one(g, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+}
+
+extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                              const float *x, uint32_t T, float *y, float scale, unsigned flags)
+{
+    cuda_gemm_run_kept(g, t, w, NULL, rows, n, x, T, y, scale, flags);
 }

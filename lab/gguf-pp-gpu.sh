@@ -5,12 +5,7 @@
 # MEMRA_ACT_TYPE=bf16 (two GEMMs), MEMRA_GEMM=fast (one bf16 GEMM of the weight rounded to bf16, attention operands
 # in bf16: not the CPU's numerics) — pp512 and pp4096, and pp4096 at --ubatch 4096.
 cd "$(dirname "$0")/.."
-set -u
-T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
-[ -d /tmp/${1:?usage: lab/gguf-pp-gpu.sh NAME} ] || tar -xJf "gpu/$1.tar.xz" -C /tmp
-B=/tmp/$1
-[ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $(ls .whl/*.whl | grep -v typing_extensions) > $OUT/pip.log 2>&1
-export PYTHONPATH=/tmp/site
+PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/gguf-pp-gpu.sh NAME}"
 python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > $OUT/makeq.log 2>&1; ts "m8q: rc $?"
 for f in q8_0 q4_k_m; do
   M=/tmp/m8q/llama8b-$f.gguf

@@ -1,12 +1,15 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz
 # into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
-# into /tmp/site, defines ts (elapsed seconds), and
-# starts the random 8B BF16 model's generation in the background (MK: its pid; make.log's last line its status).
+# into /tmp/site, defines ts (elapsed seconds), and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's
+# generation in the background (MK: its pid, empty without it; make.log's last line its status).
 set -u
 T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
 tar -xJf "gpu/$1.tar.xz" -C /tmp
 B=/tmp/$1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $(ls .whl/*.whl | grep -v typing_extensions) > $OUT/pip.log 2>&1
 export PYTHONPATH=/tmp/site
-( python3 tools/make_test_models.py /tmp/m8b --formats bf16 > $OUT/make.log 2>&1; echo "make rc $?" >> $OUT/make.log ) &
-MK=$!
+MK=
+if [ "${PRELUDE_MODEL:-1}" != 0 ]; then
+  ( python3 tools/make_test_models.py /tmp/m8b --formats bf16 > $OUT/make.log 2>&1; echo "make rc $?" >> $OUT/make.log ) &
+  MK=$!
+fi

@@ -5,12 +5,8 @@
 # token time); printed per kernel name: launches, µs in all, µs a launch, and the sum divided by the decode steps.
 # NAME/bin/memra-bench from gpu/NAME.tar.xz (lab/final-pack.sh); carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
-set -u
-T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
-[ -d /tmp/${1:?usage: lab/ncu-token-gpu.sh NAME [FORMATS]} ] || tar -xJf "gpu/$1.tar.xz" -C /tmp
-B=/tmp/$1 F=${2:-q8_0,q4_k_m}
-[ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $(ls .whl/*.whl | grep -v typing_extensions) > $OUT/pip.log 2>&1
-export PYTHONPATH=/tmp/site
+PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/ncu-token-gpu.sh NAME [FORMATS]}"
+F=${2:-q8_0,q4_k_m}
 python3 tools/make_test_models.py /tmp/m8q --formats $F > $OUT/makeq.log 2>&1; ts "models rc $?"
 for f in ${F//,/ }; do
   timeout 200 /usr/local/cuda/bin/ncu --clock-control none --metrics gpu__time_duration.sum --csv \

@@ -15,7 +15,12 @@
  *   each row the bits of its member's own launch (cuda_mmv_rows_join);
  * - bf16-valued x (cuda_ctx_set_act_bf16, the backend's bf16 activations): the
  *   wgmma kernel's one A row a token gives the bits of its split rows, for
- *   the launcher's shape and every launch shape taking T (mmv_wg.cu).
+ *   the launcher's shape and every launch shape taking T (mmv_wg.cu);
+ * - A rows written by x's producer (cuda_rmsnorm_in_split, cuda_fwd_glu_rows_
+ *   split, then cuda_mmv_next): the producer's output and the GEMV's are the
+ *   bits of the producer alone then cuda_mmv, in both activation modes, with
+ *   the scratch holding another x's rows before (so the rows are the
+ *   producer's).
  *
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
@@ -30,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_fwd.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/log.h"
 #include "quant/quant.h"
@@ -242,6 +248,61 @@ static void check_join(uint64_t ra, uint64_t rb, uint64_t n, uint32_t T)
     free(w), free(x), free(y), free(ya), free(yb);
 }
 
+/* The wgmma GEMV's A rows written by the kernel making x (the decode step's
+ * input RMSNorm and joined-GLU): out and y bit-identical to the producer
+ * alone followed by cuda_mmv (which splits out itself). glu: x = the GLU of
+ * gu (T, 2n), else the RMSNorm of a random (T, n) with random weights. */
+static void check_producer_split(uint64_t rows, uint64_t n, uint32_t T, bool act_bf16, bool glu)
+{
+    const uint64_t rb = 2 * n, in_n = glu ? 2 * n : n;
+    uint8_t *w = malloc(rows * rb);
+    float *in = malloc(sizeof(float) * in_n * T), *g = malloc(sizeof(float) * n);
+    float *o1 = malloc(sizeof(float) * n * T), *o2 = malloc(sizeof(float) * n * T);
+    float *y1 = malloc(sizeof(float) * rows * T), *y2 = malloc(sizeof(float) * rows * T);
+    MEMRA_ASSERT(w && in && g && o1 && o2 && y1 && y2);
+    fill_random(DTYPE_BF16, w, rows * rb);
+    for (uint64_t i = 0; i < in_n * T; i++)
+        in[i] = 4.0f * rng_unit();
+    for (uint64_t i = 0; i < n; i++)
+        g[i] = 0.5f + rng_unit();
+    cuda_ctx_set_act_bf16(g_ctx, act_bf16);
+    cuda_mmv_reserve(g_ctx, rows, n);
+    void *dw = cuda_alloc(rows * rb);
+    float *din = cuda_alloc(sizeof(float) * in_n * T), *dg = cuda_alloc(sizeof(float) * n);
+    float *do1 = cuda_alloc(sizeof(float) * n * T), *do2 = cuda_alloc(sizeof(float) * n * T);
+    float *dz = cuda_alloc(sizeof(float) * n * T), *dy = cuda_alloc(sizeof(float) * rows * T);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, din, in, sizeof(float) * in_n * T);
+    cuda_upload(g_ctx, dg, g, sizeof(float) * n);
+    cuda_upload(g_ctx, dz, in, sizeof(float) * n * T); /* another x, for the scratch */
+    if (glu)
+        cuda_fwd_glu_rows(g_ctx, do1, din, T, (uint32_t)n, false);
+    else
+        cuda_rmsnorm_in(g_ctx, din, NULL, dg, do1, T, (uint32_t)n, 1e-5f);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_mmv(g_ctx, DTYPE_BF16, dw, rows, n, do1, T, dy, 1.0f);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, o1, do1, sizeof(float) * n * T);
+    cuda_download(g_ctx, y1, dy, sizeof(float) * rows * T);
+    cuda_mmv(g_ctx, DTYPE_BF16, dw, rows, n, dz, T, dy, 1.0f); /* the scratch now holds dz's rows */
+    const bool took = glu ? cuda_fwd_glu_rows_split(g_ctx, do2, din, T, (uint32_t)n, false)
+                          : cuda_rmsnorm_in_split(g_ctx, din, NULL, dg, do2, T, (uint32_t)n, 1e-5f);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_mmv_next(g_ctx, DTYPE_BF16, dw, rows, n, do2, T, dy, 1.0f);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, o2, do2, sizeof(float) * n * T);
+    cuda_download(g_ctx, y2, dy, sizeof(float) * rows * T);
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    const bool same = took && memcmp(o1, o2, 4 * n * T) == 0 && memcmp(y1, y2, 4 * rows * T) == 0;
+    char label[96];
+    snprintf(label, sizeof label, "wg %s-split %s %" PRIu64 "x%" PRIu64 " batch %u", glu ? "glu" : "norm",
+             act_bf16 ? "bf16" : "f32", rows, n, T);
+    CHECK_MSG(same, "%s: %s", label, took ? "other bits than the producer then cuda_mmv" : "the producer wrote no rows");
+    printf("check %-40s producer's A rows vs a split launch: %s\n", label, same ? "same" : "DIFFER  FAIL");
+    cuda_free(dw), cuda_free(din), cuda_free(dg), cuda_free(do1), cuda_free(do2), cuda_free(dz), cuda_free(dy);
+    free(w), free(in), free(g), free(o1), free(o2), free(y1), free(y2);
+}
+
 /* ---- timing ---------------------------------------------------------------- */
 
 /* Weights for timing: enough copies of one random (rows, n) BF16 matrix to
@@ -375,6 +436,13 @@ int main(int argc, char **argv)
             }
             check_x_bf16(1024, 14336, 64);
             check_x_bf16(2048, 4096, 64);
+            test_cases++;
+            const uint32_t Tp[] = {2, 17, 64};
+            for (size_t j = 0; j < sizeof Tp / sizeof Tp[0]; j++)
+                for (int a = 0; a < 2; a++) {
+                    check_producer_split(333, 4096, Tp[j], a == 1, false);
+                    check_producer_split(1000, 14336, Tp[j], a == 1, true);
+                }
         }
         fflush(stdout);
     }

@@ -66,10 +66,21 @@ static bool group_quantized(const struct cuda_weight *const *ws, int n)
     return false;
 }
 
+/* Whether the kernel that makes the input of a group whose first weight is w
+ * writes the wgmma GEMV's A rows too (cuda_rmsnorm_in_split,
+ * cuda_fwd_glu_rows_split): a batch on that GEMV, MEMRA_DECODE_FUSE on. */
+static bool split_for(const struct cuda_backend *b, const struct cuda_weight *w, uint32_t T)
+{
+    return b->dec_fuse && w->dtype != DTYPE_F32 && use_mmv(b, w, T) &&
+           cuda_mmv_takes_split(b->ctx, w->dtype, w->rows, w->cols);
+}
+
 /* ys[i] (T, rows) = x (T, cols) · ws[i]ᵀ, T ≤ dec_g: one GEMV per weight;
- * prepared: x's quantized form is already in the context's scratch. */
+ * prepared: x's quantized form is already in the context's scratch; split:
+ * its wgmma GEMV A rows are (the producer wrote them: split_for), so the
+ * first weight's cuda_mmv_next reads them. */
 static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
-                          const float *x, uint32_t T, bool prepared)
+                          const float *x, uint32_t T, bool prepared, bool split)
 {
     if (!prepared && group_quantized(ws, n))
         cuda_gemv_prep_x(b->ctx, x, ws[0]->cols, T);
@@ -80,8 +91,8 @@ static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *cons
             continue;
         }
         if (use_mmv(b, w, T)) { /* the weights of a group read the same x */
-            (i > 0 && use_mmv(b, ws[i - 1], T) ? cuda_mmv_next : cuda_mmv)(b->ctx, w->dtype, w->d, w->rows, w->cols,
-                                                                          x, T, ys[i], w->scale);
+            const bool same_x = i > 0 ? use_mmv(b, ws[i - 1], T) : split;
+            (same_x ? cuda_mmv_next : cuda_mmv)(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
             continue;
         }
         const bool q = is_quantized(w->dtype);
@@ -110,18 +121,27 @@ static bool joined(const struct cuda_backend *b, const struct cuda_weight *j, ui
 }
 
 /* xb (T, dim) = rmsnorm(x += add) · w (add NULL: x as is), preparing xb for the
- * quantized GEMVs when prep and the shapes allow; returns whether it did. xb
- * is a matmul's input: rounded to bf16 with bf16 activations (as the GLUs'
- * and the attention's outputs are: cuda_ctx_set_act_bf16). */
-static bool decode_norm(struct cuda_backend *b, const float *add, const float *w, uint32_t T, bool prep)
+ * quantized GEMVs when prep and the shapes allow (returns whether it did),
+ * else writing its wgmma GEMV A rows too when the group's first weight is
+ * next and takes them (*split: whether it did). xb is a matmul's input:
+ * rounded to bf16 with bf16 activations (as the GLUs' and the attention's
+ * outputs are: cuda_ctx_set_act_bf16). */
+static bool decode_norm(struct cuda_backend *b, const float *add, const float *w, uint32_t T, bool prep,
+                        const struct cuda_weight *next, bool *split)
 {
     const struct model_config *c = &b->base.model->cfg;
-    prep = prep && b->dec_fuse;
-    if (prep)
-        cuda_rmsnorm_prep(b->ctx, add ? add : b->x, add ? b->x : NULL, w, b->xb, T, c->dim, c->norm_eps);
+    const float *x = add ? add : b->x;
+    float *res = add ? b->x : NULL;
+    *split = false;
+    if (prep && b->dec_fuse) {
+        cuda_rmsnorm_prep(b->ctx, x, res, w, b->xb, T, c->dim, c->norm_eps);
+        return true;
+    }
+    if (next && split_for(b, next, T))
+        *split = cuda_rmsnorm_in_split(b->ctx, x, res, w, b->xb, T, c->dim, c->norm_eps);
     else
-        cuda_rmsnorm_in(b->ctx, add ? add : b->x, add ? b->x : NULL, w, b->xb, T, c->dim, c->norm_eps);
-    return prep;
+        cuda_rmsnorm_in(b->ctx, x, res, w, b->xb, T, c->dim, c->norm_eps);
+    return false;
 }
 
 /* Everything a decode step queues on the stream after its input copy: what the
@@ -146,20 +166,22 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
         uint32_t kv_ld = b->kv_dim; /* the row stride of k and v */
-        bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3));
+        bool split; /* the norm (or the GLU) wrote the next group's wgmma A rows */
+        bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3),
+                                lone_fused(b, &D->qkv, &D->wq, T) ? NULL : &D->wq, &split);
         if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v, or into q | k and one into v */
             qkv_out[0] = b->qkv1, qkv_out[1] = b->qkv1 + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
             const struct cuda_weight *f = &D->qkv, *wv = &D->wv;
-            decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep);
+            decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
             if (f->rows == D->wq.rows + D->wk.rows) /* x is prepared now if q|k is quantized */
-                decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype));
+                decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
         } else if (joined(b, &D->kv_join, T)) { /* q, then k | v into kv_dec's rows (k, then v: 2 kv_dim a row) */
             const struct cuda_weight *qk[2] = {&D->wq, &D->kv_join};
             float *qk_out[2] = {b->q, b->kv_dec};
-            decode_matmul(b, qk, qk_out, 2, b->xb, T, prep);
+            decode_matmul(b, qk, qk_out, 2, b->xb, T, prep, split);
             qkv_out[1] = b->kv_dec, qkv_out[2] = b->kv_dec + b->kv_dim, kv_ld = 2 * b->kv_dim;
         } else {
-            decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep);
+            decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep, split);
         }
         struct cuda_kv_view kv;
         struct cuda_attn_kv akv; /* one token a sequence: settled */
@@ -171,14 +193,14 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         const bool wo_prep = b->attn_prep && is_quantized(wo->dtype) && T <= b->attn_rows;
         cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,
                           L->sliding ? c->sliding_window : 0, wo_prep);
-        decode_matmul(b, &wo, &b->xb2, 1, b->att, T, wo_prep);
+        decode_matmul(b, &wo, &b->xb2, 1, b->att, T, wo_prep, false);
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu: no host sync) */
             const struct cuda_weight *rw = &D->router;
             const bool q_router = is_quantized(rw->dtype), q_experts = is_quantized(D->moe.gu_type);
-            prep = decode_norm(b, b->xb2, D->ffn_norm, T, q_router || q_experts); /* one prep for both */
-            decode_matmul(b, &rw, &b->moe_logits, 1, b->xb, T, prep || !q_router);
+            prep = decode_norm(b, b->xb2, D->ffn_norm, T, q_router || q_experts, NULL, &split); /* one prep for both */
+            decode_matmul(b, &rw, &b->moe_logits, 1, b->xb, T, prep || !q_router, false);
             cuda_moe_ffn(b->ctx, &D->moe, b->moe, b->moe_logits, b->xb, T, b->xb2, prep ? CUDA_GEMV_X_PREPARED : 0);
             if (D->post_ffn_norm)
                 cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
@@ -187,36 +209,42 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         }
         const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
         float *gu_out[2] = {b->hb, b->hb2};
-        prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2));
         const bool gu_rows = !lone_fused(b, &D->gu, &D->w_gate, T) && joined(b, &D->gu_join, T);
+        prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2),
+                           lone_fused(b, &D->gu, &D->w_gate, T) ? NULL : gu_rows ? &D->gu_join : &D->w_gate, &split);
         if (lone_fused(b, &D->gu, &D->w_gate, T)) { /* one GEMV into gate | up */
             gu_out[0] = b->gu1, gu_out[1] = b->gu1 + c->ffn_dim;
             const struct cuda_weight *f = &D->gu;
-            decode_matmul(b, &f, gu_out, 1, b->xb, T, prep);
+            decode_matmul(b, &f, gu_out, 1, b->xb, T, prep, false);
         } else if (gu_rows) { /* gate | up into gu_dec's rows; the activation into hb */
             const struct cuda_weight *f = &D->gu_join;
-            decode_matmul(b, &f, &b->gu_dec, 1, b->xb, T, prep);
+            decode_matmul(b, &f, &b->gu_dec, 1, b->xb, T, prep, split);
         } else {
-            decode_matmul(b, gu, gu_out, 2, b->xb, T, prep);
+            decode_matmul(b, gu, gu_out, 2, b->xb, T, prep, split);
         }
         const struct cuda_weight *wd = &D->w_down;
         prep = b->dec_fuse && is_quantized(wd->dtype);
-        if (gu_rows) { /* the activation from gu_dec's rows into hb */
-            cuda_fwd_glu_rows(b->ctx, b->hb, b->gu_dec, T, c->ffn_dim, gelu);
+        split = false;
+        if (gu_rows) { /* the activation from gu_dec's rows into hb (and down's A rows when it takes them) */
+            if (split_for(b, wd, T))
+                split = cuda_fwd_glu_rows_split(b->ctx, b->hb, b->gu_dec, T, c->ffn_dim, gelu);
+            else
+                cuda_fwd_glu_rows(b->ctx, b->hb, b->gu_dec, T, c->ffn_dim, gelu);
             prep = false; /* a quantized down prepares hb itself */
         } else if (prep) {
             cuda_glu_prep(b->ctx, gu_out[0], gu_out[1], T, c->ffn_dim, gelu);
         } else {
             cuda_fwd_glu(b->ctx, gu_out[0], gu_out[1], (uint64_t)T * c->ffn_dim, gelu);
         }
-        decode_matmul(b, &wd, &b->xb2, 1, gu_out[0], T, prep);
+        decode_matmul(b, &wd, &b->xb2, 1, gu_out[0], T, prep, split);
         if (D->post_ffn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
         pending = b->xb2;
     }
     const struct cuda_weight *out = &b->output;
-    const bool prep = decode_norm(b, pending, b->out_norm, T, is_quantized(out->dtype));
-    decode_matmul(b, &out, &b->logits, 1, b->xb, T, prep);
+    bool split;
+    const bool prep = decode_norm(b, pending, b->out_norm, T, is_quantized(out->dtype), out, &split);
+    decode_matmul(b, &out, &b->logits, 1, b->xb, T, prep, split);
     if (c->final_softcap <= 0.0f) { /* softcapped rows: the host caps, then picks */
         cuda_argmax_rows(b->ctx, b->logits, T, c->vocab, b->d_argmax);
         cuda_draw_rows(b->ctx, b->logits, T, c->vocab, b->d_draw, b->d_draw_out); /* after the argmax: in place */

@@ -105,6 +105,10 @@ void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n,
 /* The same from one matrix's rows: out[t, i] = act(gu[t, i]) · gu[t, width + i]
  * for gu (T, 2·width) (the decode step's joined gate|up output), out (T, width). */
 void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width, bool gelu);
+/* cuda_fwd_glu_rows that also writes out's rows for the wgmma GEMV reading it
+ * next (cuda_mmv_split_claim: its cuda_mmv_next launches no split); returns
+ * false (and runs cuda_fwd_glu_rows) where it cannot. */
+bool cuda_fwd_glu_rows_split(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width, bool gelu);
 
 /* x[i] += y[i] over n elements. */
 void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);

@@ -228,6 +228,16 @@ void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, 
  * wgmma kernel's split of x into bf16 hi/lo rows is not redone. */
 void cuda_mmv_next(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
                    uint32_t T, float *y, float scale);
+/* The wgmma kernel's A rows written by the kernel that makes x instead of a
+ * split launch before the GEMV (cuda_rmsnorm_in_split, cuda_fwd_glu_rows_split):
+ * cuda_mmv_takes_split says whether cuda_mmv takes that kernel (and so reads
+ * such rows) for a weight; cuda_mmv_split_claim returns the scratch the rows
+ * go to (NULL: it cannot hold x (T, n), so the caller makes x alone) and
+ * records them as x's, so that cuda_mmv_next's of x (pointer, T, n) read them
+ * — the producer's launch must follow the claim. The rows are the split
+ * kernel's bits (mmv_split_store4 on the same values). */
+bool cuda_mmv_takes_split(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n);
+uint8_t *cuda_mmv_split_claim(struct cuda_ctx *ctx, const float *x, uint32_t T, uint64_t n);
 /* Whether one launch over two weights stored one after the other (ra then rb
  * rows, n columns) gives every row the bits the two launches give: the same
  * kernel takes all three shapes with the same K slices (a row's sum never
@@ -347,6 +357,11 @@ void cuda_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const f
  * cuda_ctx_set_act_bf16, else cuda_rmsnorm's bits. */
 void cuda_rmsnorm_in(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                      uint32_t nrows, uint32_t n, float eps);
+/* cuda_rmsnorm_in that also writes out's rows for the wgmma GEMV that reads
+ * it next (cuda_mmv_split_claim), so that GEMV's cuda_mmv_next launches no
+ * split; returns false (and runs cuda_rmsnorm_in) where it cannot. */
+bool cuda_rmsnorm_in_split(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
+                           uint32_t nrows, uint32_t n, float eps);
 
 /* cuda_rmsnorm / cuda_swiglu that also prepare their output for the quantized
  * GEMVs reading it next, bit for bit as cuda_gemv_prep_x(out) would: follow

@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_fwd.h"
 #include "backend/cuda/gemv_internal.cuh"
+#include "backend/cuda/tile_copy.cuh"
 
 namespace {
 
@@ -271,6 +272,26 @@ __global__ void kernel_glu_rows(float *__restrict__ out, const float *__restrict
     }
 }
 
+/* kernel_glu_rows four outputs a thread (width % 4 == 0, 16-byte aligned),
+ * the same float operations an element, also written as the wgmma GEMV's A
+ * rows (cuda_fwd_glu_rows_split). */
+__global__ void kernel_glu_rows4_split(float *__restrict__ out, const float *__restrict__ gu, uint32_t T,
+                                       uint32_t width, bool gelu, bool rnd, uint8_t *__restrict__ xs)
+{
+    pdl_enter();
+    const uint32_t w4 = width / 4;
+    const uint64_t n4 = (uint64_t)T * w4;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t t = i / w4, c = 4 * (i % w4);
+        const float4 g = *reinterpret_cast<const float4 *>(gu + t * 2 * width + c);
+        const float4 u = *reinterpret_cast<const float4 *>(gu + t * 2 * width + width + c);
+        const float4 o = make_float4(act_round(glu_one(g.x, u.x, gelu), rnd), act_round(glu_one(g.y, u.y, gelu), rnd),
+                                     act_round(glu_one(g.z, u.z, gelu), rnd), act_round(glu_one(g.w, u.w, gelu), rnd));
+        reinterpret_cast<float4 *>(out)[i] = o;
+        mmv_split_store4(xs, o, t, c, width, rnd);
+    }
+}
+
 __global__ void kernel_add(float *x, const float *__restrict__ y, uint64_t n)
 {
     pdl_enter();
@@ -368,6 +389,23 @@ extern "C" void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float 
     if ((uint64_t)T * width == 0)
         return;
     cuda_launch(ctx, kernel_glu_rows, grid_1d((uint64_t)T * width), 256, 0, out, gu, T, width, gelu, ctx->act_bf16);
+}
+
+extern "C" bool cuda_fwd_glu_rows_split(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T,
+                                        uint32_t width, bool gelu)
+{
+    if ((uint64_t)T * width == 0)
+        return false;
+    uint8_t *xs = width % 4 == 0 && ((uintptr_t)out | (uintptr_t)gu) % 16 == 0
+                      ? cuda_mmv_split_claim(ctx, out, T, width)
+                      : nullptr;
+    if (!xs) {
+        cuda_fwd_glu_rows(ctx, out, gu, T, width, gelu);
+        return false;
+    }
+    cuda_launch(ctx, kernel_glu_rows4_split, grid_1d((uint64_t)T * width / 4), 256, 0, out, gu, T, width, gelu,
+                ctx->act_bf16, xs);
+    return true;
 }
 
 extern "C" void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n)

@@ -421,6 +421,11 @@ static bool mmv_takes_wg(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows
     return ctx->mmv_kernel == CUDA_MMV_WG && t == DTYPE_BF16 && cuda_mmv_wg_supported(rows, n);
 }
 
+extern "C" bool cuda_mmv_takes_split(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n)
+{
+    return mmv_takes_wg(ctx, t, rows, n);
+}
+
 static void mmv_run(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
                     uint32_t T, float *y, float scale, bool same_x)
 {

@@ -143,12 +143,7 @@ __global__ void kernel_mmv_wg_split(const float *__restrict__ x, uint32_t T, uin
     const uint32_t n4 = n / 4;
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < T * n4; i += gridDim.x * blockDim.x) {
         const uint32_t t = i / n4, k4 = i % n4;
-        const float4 v = __ldg(reinterpret_cast<const float4 *>(x) + i);
-        *reinterpret_cast<uint2 *>(xs + ((uint64_t)(ho ? 1 : 2) * t * n + 4 * k4) * 2) =
-            make_uint2(split_pair(v.x, v.y, false), split_pair(v.z, v.w, false));
-        if (!ho)
-            *reinterpret_cast<uint2 *>(xs + ((uint64_t)(2 * t + 1) * n + 4 * k4) * 2) =
-                make_uint2(split_pair(v.x, v.y, true), split_pair(v.z, v.w, true));
+        mmv_split_store4(xs, __ldg(reinterpret_cast<const float4 *>(x) + i), t, 4 * (uint64_t)k4, n, ho);
     }
 }
 
@@ -501,6 +496,14 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     cfg.numAttrs = ctx->pdl ? 2 : 1;
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
                                   (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale, ho));
+}
+
+extern "C" uint8_t *cuda_mmv_split_claim(struct cuda_ctx *ctx, const float *x, uint32_t T, uint64_t n)
+{
+    if (T < 1 || T > CUDA_MMV_MAX_BATCH || n % 4 || !ctx->mmv_xs || (size_t)4 * T * n > ctx->mmv_xs_bytes)
+        return NULL;
+    ctx->mmv_xs_src = x, ctx->mmv_xs_t = T, ctx->mmv_xs_n = n;
+    return (uint8_t *)ctx->mmv_xs;
 }
 
 /* How many clusters of S blocks of a launch shape the device holds at once

@@ -18,9 +18,11 @@
  * reads it next then needs no prep kernel of its own. Outputs that are a
  * matmul's input (cuda_rmsnorm_in, the _prep variants, the GLUs) are rounded
  * to bf16 first under cuda_ctx_set_act_bf16 (rnd), prepared from the rounded
- * values. */
+ * values. cuda_rmsnorm_in_split writes its output also as the wgmma batched
+ * GEMV's A rows (mmv_split_store4), so no split kernel runs before it. */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
+#include "backend/cuda/tile_copy.cuh"
 
 namespace {
 
@@ -32,7 +34,8 @@ __device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(
 /* Rows of n % 4 == 0, n ≤ 16384: one read, values kept in registers. */
 template <bool PREP>
 __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
-                                                      float *out, uint32_t n, float eps, uint8_t *xq, bool rnd)
+                                                      float *out, uint32_t n, float eps, uint8_t *xq, bool rnd,
+                                                      uint8_t *xs, bool ho)
 {
     pdl_trigger();
     __shared__ float red[NT / 32];
@@ -75,6 +78,8 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
             o = act_round4(make_float4(v[k].x * s * g[k].x, v[k].y * s * g[k].y, v[k].z * s * g[k].z,
                                        v[k].w * s * g[k].w), rnd);
             reinterpret_cast<float4 *>(out)[base4 + i] = o;
+            if (xs) /* the wgmma GEMV's A rows of out (cuda_rmsnorm_in_split) */
+                mmv_split_store4(xs, o, blockIdx.x, 4 * (uint64_t)i, n, ho);
         }
         if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */
             gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, blockIdx.x, 4 * i);
@@ -194,9 +199,10 @@ void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const
     if (xq && !vec)
         CUDA_FAIL("rmsnorm_prep: n = %u must be a multiple of 32 and ≤ %d, pointers 16-byte aligned", n, 4 * KV * NT);
     if (xq)
-        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd);
+        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr, false);
     else if (vec)
-        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd);
+        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr,
+                    false);
     else
         cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps, rnd);
 }
@@ -238,6 +244,23 @@ extern "C" void cuda_rmsnorm_in(struct cuda_ctx *ctx, const float *x, float *res
     if (!nrows || !n)
         return;
     launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, ctx->act_bf16);
+}
+
+extern "C" bool cuda_rmsnorm_in_split(struct cuda_ctx *ctx, const float *x, float *residual, const float *w,
+                                      float *out, uint32_t nrows, uint32_t n, float eps)
+{
+    if (!nrows || !n)
+        return false;
+    const bool vec = n % 4 == 0 && n <= 4u * KV * NT &&
+                     (((uintptr_t)x | (uintptr_t)residual | (uintptr_t)w | (uintptr_t)out) % 16) == 0;
+    uint8_t *xs = vec ? cuda_mmv_split_claim(ctx, out, nrows, n) : nullptr;
+    if (!xs) {
+        launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, ctx->act_bf16);
+        return false;
+    }
+    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16, xs,
+                ctx->act_bf16);
+    return true;
 }
 
 extern "C" void cuda_rmsnorm_prep(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,

@@ -3,7 +3,8 @@
  * (mmv.cu, mmv_wg.cu), the bulk copies (TMA, one instruction a contiguous
  * range) and mbarrier waits of the staged quantized GEMV (gemv_quant.cu), and
  * the split of f32 activations into bf16 hi + lo parts that keeps their
- * products exact to ~2^-17 (the numerics of gemm.cu's exact mode).
+ * products exact to ~2^-17 (the numerics of gemm.cu's exact mode), and the
+ * batched GEMV's A rows made of that split.
  */
 #ifndef MEMRA_BACKEND_CUDA_TILE_COPY_CUH
 #define MEMRA_BACKEND_CUDA_TILE_COPY_CUH
@@ -85,6 +86,20 @@ static __device__ __forceinline__ uint32_t split_pair(float a, float b, bool lo)
     if (lo)
         h = __floats2bfloat162_rn(a - __low2float(h), b - __high2float(h));
     return *reinterpret_cast<uint32_t *>(&h);
+}
+
+/* The wgmma batched GEMV's A rows (mmv_wg.cu) of x (T, n) at (t, k .. k + 3):
+ * with ho (x bf16-valued) row t of a (T, n) bf16 matrix, else the hi parts
+ * at row 2t and the lo parts at row 2t + 1 of a (2T, n) one. Written by
+ * kernel_mmv_wg_split, or by the kernel that makes x (cuda_mmv_split_claim). */
+static __device__ __forceinline__ void mmv_split_store4(uint8_t *xs, float4 v, uint64_t t, uint64_t k, uint64_t n,
+                                                        bool ho)
+{
+    *reinterpret_cast<uint2 *>(xs + ((ho ? 1 : 2) * t * n + k) * 2) =
+        make_uint2(split_pair(v.x, v.y, false), split_pair(v.z, v.w, false));
+    if (!ho)
+        *reinterpret_cast<uint2 *>(xs + ((2 * t + 1) * n + k) * 2) =
+            make_uint2(split_pair(v.x, v.y, true), split_pair(v.z, v.w, true));
 }
 
 #endif

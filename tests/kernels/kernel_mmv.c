@@ -297,7 +297,8 @@ static void check_producer_split(uint64_t rows, uint64_t n, uint32_t T, bool act
     char label[96];
     snprintf(label, sizeof label, "wg %s-split %s %" PRIu64 "x%" PRIu64 " batch %u", glu ? "glu" : "norm",
              act_bf16 ? "bf16" : "f32", rows, n, T);
-    CHECK_MSG(same, "%s: %s", label, took ? "other bits than the producer then cuda_mmv" : "the producer wrote no rows");
+    CHECK_MSG(same, "%s: %s", label,
+              took ? "other bits than the producer then cuda_mmv" : "the producer wrote no rows");
     printf("check %-40s producer's A rows vs a split launch: %s\n", label, same ? "same" : "DIFFER  FAIL");
     cuda_free(dw), cuda_free(din), cuda_free(dg), cuda_free(do1), cuda_free(do2), cuda_free(dz), cuda_free(dy);
     free(w), free(in), free(g), free(o1), free(o2), free(y1), free(y2);

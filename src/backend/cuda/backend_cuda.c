@@ -591,11 +591,13 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
  * device (cuda_gemm_keep), so that a prefill chunk does not dequantize every
  * matrix again (~8 ms a pass over an 8B model on an H200, 29-42 % of a GGUF
  * pp4096 at ubatch 512: bench/RESULTS.md, twenty-seventh run). MEMRA_GEMM_KEEP:
- * auto (default: when the copies, bytes bytes, leave the KV blocks every slot
- * needs at full context and the headroom free), on (whenever they fit in the
- * free memory), off. The copies hold the values the dequantization scratch
- * would get, so a token's bits are the same either way. */
-static int gemm_keep_decide(struct cuda_backend *b, uint64_t bytes, bool *keep, char *err, size_t errlen)
+ * auto (default: when the copies, `bytes` in all, leave free the KV blocks
+ * every slot needs at full context and the headroom), on (whenever they fit
+ * in the free memory), off; `scratch`: what the GEMM's own buffers will take
+ * besides. The copies hold the values the dequantization scratch would get, so
+ * a token's bits are the same either way. */
+static int gemm_keep_decide(struct cuda_backend *b, uint64_t bytes, uint64_t scratch, bool *keep, char *err,
+                            size_t errlen)
 {
     const char *v = getenv("MEMRA_GEMM_KEEP");
     *keep = false;
@@ -607,15 +609,16 @@ static int gemm_keep_decide(struct cuda_backend *b, uint64_t bytes, bool *keep, 
     const struct backend_config *bc = &b->base.cfg;
     const uint64_t free_b = cuda_fwd_mem_free();
     const uint64_t blocks = bc->kv_blocks ? bc->kv_blocks : (uint64_t)bc->max_seqs * backend_kv_blocks_for(bc->max_ctx);
-    const uint64_t need = bytes + CUDA_KV_HEADROOM + (on ? 0 : blocks * kv_block_bytes(b));
+    const uint64_t need = bytes + scratch + CUDA_KV_HEADROOM + (on ? 0 : blocks * kv_block_bytes(b));
     *keep = need <= free_b;
     if (!*keep && on)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM_KEEP=on: the dequantized weights need %llu MiB, %llu MiB "
                        "of device memory are free (set MEMRA_GEMM_KEEP=auto or off)",
                        (unsigned long long)(bytes >> 20), (unsigned long long)(free_b >> 20));
     log_info("cuda backend: the prefill GEMM's dequantized weights (%llu MiB) %s (MEMRA_GEMM_KEEP=%s, %llu MiB free)",
-             (unsigned long long)(bytes >> 20), *keep ? "kept on the device" : "made again each chunk: too little memory",
-             on ? "on" : "auto", (unsigned long long)(free_b >> 20));
+             (unsigned long long)(bytes >> 20),
+             *keep ? "kept on the device" : "made again each chunk: too little memory", on ? "on" : "auto",
+             (unsigned long long)(free_b >> 20));
     return 0;
 }
 
@@ -645,7 +648,7 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
     uint64_t wide = c->dim > c->ffn_dim ? c->dim : c->ffn_dim;
     wide = wide > b->q_dim ? wide : b->q_dim;
     wide = wide > c->moe_ffn_dim ? wide : c->moe_ffn_dim;
-    uint64_t kept_bytes = 0;
+    uint64_t kept_bytes = 0, max_w = 0; /* max_w: the largest matrix to dequantize, unless the copies are kept */
     for (uint32_t l = 0; l < c->n_layers; l++) {
         struct cuda_layer *D = &b->layers[l];
         struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
@@ -654,26 +657,19 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             if (w->rows == 0 || !cuda_gemm_supported(w->dtype, w->rows, w->cols)) /* rows 0: a MoE layer's FFN */
                 continue;
             const uint64_t e = cuda_gemm_scratch_w_elems(w->dtype, w->rows, w->cols);
+            max_w = e > max_w ? e : max_w;
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
                           : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
-            kept_bytes += cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols);
+            kept_bytes += cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols); /* 0 exactly where e is */
         }
     }
     bool keep;
-    if (gemm_keep_decide(b, kept_bytes, &keep, err, errlen) != 0)
+    const uint64_t x_bytes = (uint64_t)b->base.cfg.max_batch_tokens * wide * 4; /* x's bf16 parts, both at most */
+    if (gemm_keep_decide(b, kept_bytes, x_bytes, &keep, err, errlen) != 0)
         return -1;
-    uint64_t max_w = 0; /* the scratch: the largest matrix not kept */
-    for (uint32_t l = 0; l < c->n_layers; l++) {
-        struct cuda_layer *D = &b->layers[l];
-        struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
-        for (int i = 0; i < 7; i++) {
-            const struct cuda_weight *w = ws[i];
-            const uint64_t e = cuda_gemm_scratch_w_elems(w->dtype, w->rows, w->cols);
-            if (w->gemm_min && !(keep && cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols)))
-                max_w = e > max_w ? e : max_w;
-        }
-    }
+    if (keep)
+        max_w = 0; /* every matrix that needs one has its copy */
     /* MoE: a long span's experts as GEMMs (cuda_moe_ffn_gemm) when every layer's have one */
     bool moe_gemm = c->n_experts > 0;
     for (uint32_t l = 0; l < c->n_layers && moe_gemm; l++) {

@@ -429,7 +429,8 @@ extern "C" void cuda_gemm_keep(struct cuda_gemm *g, enum dtype t, const void *w,
         CUDA_FAIL("cuda_gemm_keep: %s %llu×%llu has no kept copy, or the buffer is not 256-byte aligned",
                   dtype_name(t), (unsigned long long)rows, (unsigned long long)n);
     uint8_t *k = (uint8_t *)kept;
-    dequant_to(g, t, w, rows, n, (uint16_t *)k, kept_has_lo(g->mode, t) ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL);
+    uint16_t *lo = kept_has_lo(g->mode, t) ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL;
+    dequant_to(g, t, w, rows, n, (uint16_t *)k, lo);
 }
 
 /* The cached plan for a key, made (descriptors + heuristic's first choice) on

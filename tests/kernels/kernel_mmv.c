@@ -20,7 +20,9 @@
  *   split, then cuda_mmv_next): the producer's output and the GEMV's are the
  *   bits of the producer alone then cuda_mmv, in both activation modes, with
  *   the scratch holding another x's rows before (so the rows are the
- *   producer's).
+ *   producer's);
+ * - the decode step's k|v GEMV on the side stream beside q's (narrowed): the
+ *   bits of the two in turn.
  *
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
@@ -304,6 +306,63 @@ static void check_producer_split(uint64_t rows, uint64_t n, uint32_t T, bool act
     free(w), free(in), free(g), free(o1), free(o2), free(y1), free(y2);
 }
 
+/* The decode step's q and k|v GEMVs (4096 and 2048 rows of the same x) with
+ * k|v on the side stream beside q (cuda_ctx_side_begin, q's launch narrowed)
+ * against the two one after the other: bit-identical outputs. */
+static void check_side(uint32_t T, bool act_bf16)
+{
+    const uint64_t n = 4096, rq = 4096, rkv = 2048;
+    uint8_t *w = malloc((rq + rkv) * n * 2);
+    float *x = malloc(sizeof(float) * n * T), *g = malloc(sizeof(float) * n);
+    float *y1 = malloc(sizeof(float) * (rq + rkv) * T), *y2 = malloc(sizeof(float) * (rq + rkv) * T);
+    MEMRA_ASSERT(w && x && g && y1 && y2);
+    fill_random(DTYPE_BF16, w, (rq + rkv) * n * 2);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = 4.0f * rng_unit();
+    for (uint64_t i = 0; i < n; i++)
+        g[i] = 0.5f + rng_unit();
+    cuda_ctx_set_act_bf16(g_ctx, act_bf16);
+    cuda_mmv_reserve(g_ctx, rq, n);
+    cuda_mmv_reserve(g_ctx, rkv, n);
+    uint8_t *dw = cuda_alloc((rq + rkv) * n * 2);
+    float *dx = cuda_alloc(sizeof(float) * n * T), *dg = cuda_alloc(sizeof(float) * n);
+    float *dxn = cuda_alloc(sizeof(float) * n * T), *dy = cuda_alloc(sizeof(float) * (rq + rkv) * T);
+    cuda_upload(g_ctx, dw, w, (rq + rkv) * n * 2);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
+    cuda_upload(g_ctx, dg, g, sizeof(float) * n);
+    float *yq = dy, *ykv = dy + rq * T;
+    for (int side = 0; side < 2; side++) {
+        cuda_fill_nan_f32(g_ctx, dy, (rq + rkv) * T);
+        const bool took = cuda_rmsnorm_in_split(g_ctx, dx, NULL, dg, dxn, T, (uint32_t)n, 1e-5f);
+        MEMRA_ASSERT(took);
+        if (side) {
+            cuda_ctx_side_begin(g_ctx);
+            cuda_mmv_next(g_ctx, DTYPE_BF16, dw + rq * n * 2, rkv, n, dxn, T, ykv, 1.0f);
+            cuda_ctx_side_end(g_ctx);
+            cuda_mmv_set_narrow(g_ctx, true);
+            cuda_mmv_next(g_ctx, DTYPE_BF16, dw, rq, n, dxn, T, yq, 1.0f);
+            cuda_mmv_set_narrow(g_ctx, false);
+            cuda_ctx_side_join(g_ctx);
+        } else {
+            cuda_mmv_next(g_ctx, DTYPE_BF16, dw, rq, n, dxn, T, yq, 1.0f);
+            cuda_mmv_next(g_ctx, DTYPE_BF16, dw + rq * n * 2, rkv, n, dxn, T, ykv, 1.0f);
+        }
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, side ? y2 : y1, dy, sizeof(float) * (rq + rkv) * T);
+    }
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    bool finite = true;
+    for (uint64_t i = 0; i < (rq + rkv) * T; i++)
+        finite = finite && isfinite(y1[i]);
+    const bool same = finite && memcmp(y1, y2, sizeof(float) * (rq + rkv) * T) == 0;
+    char label[96];
+    snprintf(label, sizeof label, "wg side q|kv %s batch %u", act_bf16 ? "bf16" : "f32", T);
+    CHECK_MSG(same, "%s: %s", label, finite ? "other bits beside than in turn" : "outputs not written");
+    printf("check %-40s k|v on the side stream beside q vs in turn: %s\n", label, same ? "same" : "DIFFER  FAIL");
+    cuda_free(dw), cuda_free(dx), cuda_free(dg), cuda_free(dxn), cuda_free(dy);
+    free(w), free(x), free(g), free(y1), free(y2);
+}
+
 /* ---- timing ---------------------------------------------------------------- */
 
 /* Weights for timing: enough copies of one random (rows, n) BF16 matrix to
@@ -444,6 +503,11 @@ int main(int argc, char **argv)
                     check_producer_split(333, 4096, Tp[j], a == 1, false);
                     check_producer_split(1000, 14336, Tp[j], a == 1, true);
                 }
+            test_cases++;
+            check_side(2, false);
+            check_side(32, false);
+            check_side(17, true);
+            check_side(64, true);
         }
         fflush(stdout);
     }

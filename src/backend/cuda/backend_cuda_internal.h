@@ -114,6 +114,7 @@ struct cuda_backend {
                   * batch's k|v as one tensor-core GEMV */
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
+    bool dec_side;           /* MEMRA_DECODE_SIDE (default on): a batch's k|v GEMV beside q's (cuda_decode_step.c) */
     bool attn_prep;          /* dec_fuse and cuda_attn_decode_prep_supported: the attention prepares its output */
     const void *d_embd;      /* token embedding rows as in the file, on the device (NULL: host rows) */
     float embd_scale;        /* its tensor scale × the model's embedding scale */

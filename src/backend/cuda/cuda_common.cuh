@@ -85,6 +85,11 @@ struct cuda_ctx {
     uint32_t mmv_xs_t;
     uint64_t mmv_xs_n;
     bool pdl;                /* cuda_launch's PDL attribute (below) */
+    cudaStream_t side;       /* cuda_ctx_side_begin: a second stream for a launch beside the main one's */
+    cudaStream_t main_stream; /* stream while the side one is current */
+    cudaEvent_t side_fork, side_done;
+    bool side_pdl;           /* pdl while the side stream is current (its launches go without) */
+    bool mmv_narrow;         /* mmv_wg.cu: the launch shares the SMs with a side-stream one (smaller ring) */
     bool gemv_staged;        /* quantized GEMVs with ksplit 1: the staged kernel, else the
                               * register one (gemv_quant.cu; MEMRA_GEMV_STAGED) */
     int gemv_mma;            /* which GEMVs run on the int8 tensor cores: CUDA_GEMV_MMA_* (gemv_mma.cu; MEMRA_GEMV_MMA) */

@@ -117,7 +117,40 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->side, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&ctx->side_fork, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&ctx->side_done, cudaEventDisableTiming));
     return ctx;
+}
+
+/* Fork and join (graph capture records them as a node's two dependents and a
+ * node with two dependencies): the side stream waits for what the main one
+ * holds so far, then takes the launches until cuda_ctx_side_end (without the
+ * PDL attribute: their dependency is an event, not the kernel before them). */
+extern "C" void cuda_ctx_side_begin(struct cuda_ctx *ctx)
+{
+    if (ctx->stream == ctx->side)
+        CUDA_FAIL("cuda_ctx_side_begin: the side stream is already current");
+    CUDA_CHECK(cudaEventRecord(ctx->side_fork, ctx->stream));
+    CUDA_CHECK(cudaStreamWaitEvent(ctx->side, ctx->side_fork, 0));
+    ctx->main_stream = ctx->stream;
+    ctx->stream = ctx->side;
+    ctx->side_pdl = ctx->pdl;
+    ctx->pdl = false;
+}
+
+extern "C" void cuda_ctx_side_end(struct cuda_ctx *ctx)
+{
+    if (ctx->stream != ctx->side)
+        CUDA_FAIL("cuda_ctx_side_end: no side stream is current");
+    CUDA_CHECK(cudaEventRecord(ctx->side_done, ctx->side));
+    ctx->stream = ctx->main_stream;
+    ctx->pdl = ctx->side_pdl;
+}
+
+extern "C" void cuda_ctx_side_join(struct cuda_ctx *ctx)
+{
+    CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->side_done, 0));
 }
 
 extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
@@ -133,6 +166,10 @@ extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             CUDA_CHECK(cudaFree(bufs[i]));
+    CUDA_CHECK(cudaStreamSynchronize(ctx->side));
+    CUDA_CHECK(cudaEventDestroy(ctx->side_fork));
+    CUDA_CHECK(cudaEventDestroy(ctx->side_done));
+    CUDA_CHECK(cudaStreamDestroy(ctx->side));
     CUDA_CHECK(cudaStreamDestroy(ctx->stream));
     free(ctx);
 }

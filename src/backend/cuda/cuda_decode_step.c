@@ -68,11 +68,23 @@ static bool group_quantized(const struct cuda_weight *const *ws, int n)
 
 /* Whether the kernel that makes the input of a group whose first weight is w
  * writes the wgmma GEMV's A rows too (cuda_rmsnorm_in_split,
- * cuda_fwd_glu_rows_split): a batch on that GEMV, MEMRA_DECODE_FUSE on. */
+ * cuda_fwd_glu_rows_split): a batch on that GEMV, MEMRA_DECODE_FUSE on and
+ * the shapes the fused kernels take (dec_fuse). */
 static bool split_for(const struct cuda_backend *b, const struct cuda_weight *w, uint32_t T)
 {
-    return b->dec_fuse && w->dtype != DTYPE_F32 && use_mmv(b, w, T) &&
+    return b->dec_fuse && b->fuse_w && w->dtype != DTYPE_F32 && use_mmv(b, w, T) &&
            cuda_mmv_takes_split(b->ctx, w->dtype, w->rows, w->cols);
+}
+
+/* Whether a batch of T runs its joined k | v GEMV on the side stream beside
+ * q's (MEMRA_DECODE_SIDE, default on): both read A rows a producer wrote
+ * (split_for), and a block of each fits on one SM — their launch shapes at
+ * up to 32 A rows' worth of tokens (64 with bf16 activations: one A row a
+ * token). Each takes the bits it takes alone (every launch shape gives the
+ * same); the two small GEMVs share the time their fixed costs took in turn. */
+static bool side_kv(const struct cuda_backend *b, uint32_t T)
+{
+    return b->dec_side && (T <= 32 || b->base.cfg.act_type == BACKEND_ACT_BF16);
 }
 
 /* ys[i] (T, rows) = x (T, cols) · ws[i]ᵀ, T ≤ dec_g: one GEMV per weight;
@@ -178,7 +190,17 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         } else if (joined(b, &D->kv_join, T)) { /* q, then k | v into kv_dec's rows (k, then v: 2 kv_dim a row) */
             const struct cuda_weight *qk[2] = {&D->wq, &D->kv_join};
             float *qk_out[2] = {b->q, b->kv_dec};
-            decode_matmul(b, qk, qk_out, 2, b->xb, T, prep, split);
+            if (split && side_kv(b, T)) { /* k | v on the side stream, q beside it */
+                cuda_ctx_side_begin(b->ctx);
+                decode_matmul(b, &qk[1], &qk_out[1], 1, b->xb, T, prep, true);
+                cuda_ctx_side_end(b->ctx);
+                cuda_mmv_set_narrow(b->ctx, true);
+                decode_matmul(b, &qk[0], &qk_out[0], 1, b->xb, T, prep, true);
+                cuda_mmv_set_narrow(b->ctx, false);
+                cuda_ctx_side_join(b->ctx);
+            } else {
+                decode_matmul(b, qk, qk_out, 2, b->xb, T, prep, split);
+            }
             qkv_out[1] = b->kv_dec, qkv_out[2] = b->kv_dec + b->kv_dim, kv_ld = 2 * b->kv_dim;
         } else {
             decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep, split);

@@ -68,6 +68,19 @@ size_t cuda_ctx_mem_bytes(const struct cuda_ctx *ctx);
 /* Block until all work queued on the context's stream is done (aborts on a
  * pending kernel error, naming it). */
 void cuda_ctx_sync(struct cuda_ctx *ctx);
+/* A launch beside the main stream's (the decode step's k|v GEMV beside q's):
+ * cuda_ctx_side_begin makes a second stream current, waiting for what the
+ * main one has queued so far; launches go there (without PDL) until
+ * cuda_ctx_side_end makes the main stream current again, whose next launches
+ * run alongside; cuda_ctx_side_join makes the main stream wait for the side
+ * launches. Works eagerly and under graph capture (a fork and a join). */
+void cuda_ctx_side_begin(struct cuda_ctx *ctx);
+void cuda_ctx_side_end(struct cuda_ctx *ctx);
+void cuda_ctx_side_join(struct cuda_ctx *ctx);
+/* The next wgmma GEMV launches share the SMs with a side-stream launch: the
+ * launcher's pick takes a smaller shared-memory ring where that lets a block
+ * of each fit on one SM (mmv_wg.cu; the same bits). */
+void cuda_mmv_set_narrow(struct cuda_ctx *ctx, bool on);
 
 /* Device memory: cudaMalloc'd (256-byte aligned, 16 readable bytes past the
  * end) or abort. */

@@ -375,9 +375,14 @@ int mmv_wg_smem(const mmv_wg_variant &V)
 /* The launcher's choice per batch and weight shape, from the H200 sweeps of
  * 2026-12-01 and 12-02 (kernel_mmv with MEMRA_MMV_SWEEP=1). Any gives the
  * same bits. */
-int mmv_wg_pick(uint32_t T, uint64_t rows)
+int mmv_wg_pick(uint32_t T, uint64_t rows, bool narrow)
 {
     if (T <= 32) {
+        /* beside the k|v GEMV on the side stream (cuda_mmv_set_narrow): q in
+         * 144-row tiles with 4 stages, 107 KB, so that a block of each (k|v:
+         * variant 1, 99 KB) fits on one SM */
+        if (narrow && rows > 2048 && rows <= 8192)
+            return 14;
         if (rows <= 1024)
             return 2;       /* k/v: one warpgroup, 8 stages */
         if (rows <= 2048)   /* k|v (the decode step's joined k and v, S = 8): 16 clusters of 8, 2 blocks an SM */
@@ -474,7 +479,7 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     const uint32_t S = cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount);
     /* ho: one A row a token, so T tokens are the A rows of T / 2 split ones (the sweeps' shapes) */
     const bool ho = ctx->act_bf16;
-    const int v = variant >= 0 ? variant : mmv_wg_pick(ho ? (T + 1) / 2 : T, rows);
+    const int v = variant >= 0 ? variant : mmv_wg_pick(ho ? (T + 1) / 2 : T, rows, ctx->mmv_narrow);
     if (v >= MMV_WG_NVARIANTS || T > g_wg_variants[v].max_t * (ho ? 2 : 1))
         CUDA_FAIL("cuda_mmv_wg: variant %d does not take batch %u", v, T);
     if (!ctx->mmv_xs || (size_t)4 * T * n > ctx->mmv_xs_bytes)
@@ -497,6 +502,8 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
                                   (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale, ho));
 }
+
+extern "C" void cuda_mmv_set_narrow(struct cuda_ctx *ctx, bool on) { ctx->mmv_narrow = on; }
 
 extern "C" uint8_t *cuda_mmv_split_claim(struct cuda_ctx *ctx, const float *x, uint32_t T, uint64_t n)
 {

@@ -250,6 +250,17 @@ static void check_join(uint64_t ra, uint64_t rb, uint64_t n, uint32_t T)
     free(w), free(x), free(y), free(ya), free(yb);
 }
 
+/* Fresh inputs of the producer checks below: BF16 weights (wbytes), x
+ * uniform in [-4, 4) (nx), RMSNorm weights in [-0.5, 1.5) (n). */
+static void rand_inputs(uint8_t *w, uint64_t wbytes, float *x, uint64_t nx, float *g, uint64_t n)
+{
+    fill_random(DTYPE_BF16, w, wbytes);
+    for (uint64_t i = 0; i < nx; i++)
+        x[i] = 4.0f * rng_unit();
+    for (uint64_t i = 0; i < n; i++)
+        g[i] = 0.5f + rng_unit();
+}
+
 /* The wgmma GEMV's A rows written by the kernel making x (the decode step's
  * input RMSNorm and joined-GLU): out and y bit-identical to the producer
  * alone followed by cuda_mmv (which splits out itself). glu: x = the GLU of
@@ -262,11 +273,7 @@ static void check_producer_split(uint64_t rows, uint64_t n, uint32_t T, bool act
     float *o1 = malloc(sizeof(float) * n * T), *o2 = malloc(sizeof(float) * n * T);
     float *y1 = malloc(sizeof(float) * rows * T), *y2 = malloc(sizeof(float) * rows * T);
     MEMRA_ASSERT(w && in && g && o1 && o2 && y1 && y2);
-    fill_random(DTYPE_BF16, w, rows * rb);
-    for (uint64_t i = 0; i < in_n * T; i++)
-        in[i] = 4.0f * rng_unit();
-    for (uint64_t i = 0; i < n; i++)
-        g[i] = 0.5f + rng_unit();
+    rand_inputs(w, rows * rb, in, in_n * T, g, n);
     cuda_ctx_set_act_bf16(g_ctx, act_bf16);
     cuda_mmv_reserve(g_ctx, rows, n);
     void *dw = cuda_alloc(rows * rb);
@@ -316,11 +323,7 @@ static void check_side(uint32_t T, bool act_bf16)
     float *x = malloc(sizeof(float) * n * T), *g = malloc(sizeof(float) * n);
     float *y1 = malloc(sizeof(float) * (rq + rkv) * T), *y2 = malloc(sizeof(float) * (rq + rkv) * T);
     MEMRA_ASSERT(w && x && g && y1 && y2);
-    fill_random(DTYPE_BF16, w, (rq + rkv) * n * 2);
-    for (uint64_t i = 0; i < n * T; i++)
-        x[i] = 4.0f * rng_unit();
-    for (uint64_t i = 0; i < n; i++)
-        g[i] = 0.5f + rng_unit();
+    rand_inputs(w, (rq + rkv) * n * 2, x, n * T, g, n);
     cuda_ctx_set_act_bf16(g_ctx, act_bf16);
     cuda_mmv_reserve(g_ctx, rq, n);
     cuda_mmv_reserve(g_ctx, rkv, n);

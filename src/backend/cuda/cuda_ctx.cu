@@ -158,6 +158,7 @@ extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
     if (!ctx)
         return;
     CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx->side)); /* (joined into the main one, so already done) */
     if (ctx->blas)
         CUBLAS_CHECK(cublasDestroy(ctx->blas));
     if (ctx->blas_ws)
@@ -166,7 +167,6 @@ extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             CUDA_CHECK(cudaFree(bufs[i]));
-    CUDA_CHECK(cudaStreamSynchronize(ctx->side));
     CUDA_CHECK(cudaEventDestroy(ctx->side_fork));
     CUDA_CHECK(cudaEventDestroy(ctx->side_done));
     CUDA_CHECK(cudaStreamDestroy(ctx->side));

@@ -135,7 +135,8 @@ static bool joined(const struct cuda_backend *b, const struct cuda_weight *j, ui
 /* xb (T, dim) = rmsnorm(x += add) · w (add NULL: x as is), preparing xb for the
  * quantized GEMVs when prep and the shapes allow (returns whether it did),
  * else writing its wgmma GEMV A rows too when the group's first weight is
- * next and takes them (*split: whether it did). xb is a matmul's input:
+ * next and takes them (split_for: never for a lone token's fused GEMV, whose
+ * members are not on the mmv) (*split: whether it did). xb is a matmul's input:
  * rounded to bf16 with bf16 activations (as the GLUs' and the attention's
  * outputs are: cuda_ctx_set_act_bf16). */
 static bool decode_norm(struct cuda_backend *b, const float *add, const float *w, uint32_t T, bool prep,
@@ -179,8 +180,7 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         float *qkv_out[3] = {b->q, b->k, b->v};
         uint32_t kv_ld = b->kv_dim; /* the row stride of k and v */
         bool split; /* the norm (or the GLU) wrote the next group's wgmma A rows */
-        bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3),
-                                lone_fused(b, &D->qkv, &D->wq, T) ? NULL : &D->wq, &split);
+        bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3), &D->wq, &split);
         if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v, or into q | k and one into v */
             qkv_out[0] = b->qkv1, qkv_out[1] = b->qkv1 + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
             const struct cuda_weight *f = &D->qkv, *wv = &D->wv;
@@ -232,8 +232,8 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
         float *gu_out[2] = {b->hb, b->hb2};
         const bool gu_rows = !lone_fused(b, &D->gu, &D->w_gate, T) && joined(b, &D->gu_join, T);
-        prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2),
-                           lone_fused(b, &D->gu, &D->w_gate, T) ? NULL : gu_rows ? &D->gu_join : &D->w_gate, &split);
+        prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2), gu_rows ? &D->gu_join : &D->w_gate,
+                           &split);
         if (lone_fused(b, &D->gu, &D->w_gate, T)) { /* one GEMV into gate | up */
             gu_out[0] = b->gu1, gu_out[1] = b->gu1 + c->ffn_dim;
             const struct cuda_weight *f = &D->gu;

@@ -288,7 +288,7 @@ __global__ void kernel_glu_rows4_split(float *__restrict__ out, const float *__r
         const float4 o = make_float4(act_round(glu_one(g.x, u.x, gelu), rnd), act_round(glu_one(g.y, u.y, gelu), rnd),
                                      act_round(glu_one(g.z, u.z, gelu), rnd), act_round(glu_one(g.w, u.w, gelu), rnd));
         reinterpret_cast<float4 *>(out)[i] = o;
-        mmv_split_store4(xs, o, t, c, width, rnd);
+        mmv_split_store4(xs, o, t, c, width, rnd); /* bf16-valued (rnd): one A row a token */
     }
 }
 

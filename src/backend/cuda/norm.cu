@@ -35,7 +35,7 @@ __device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(
 template <bool PREP>
 __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
                                                       float *out, uint32_t n, float eps, uint8_t *xq, bool rnd,
-                                                      uint8_t *xs, bool ho)
+                                                      uint8_t *xs)
 {
     pdl_trigger();
     __shared__ float red[NT / 32];
@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
             o = act_round4(make_float4(v[k].x * s * g[k].x, v[k].y * s * g[k].y, v[k].z * s * g[k].z,
                                        v[k].w * s * g[k].w), rnd);
             reinterpret_cast<float4 *>(out)[base4 + i] = o;
-            if (xs) /* the wgmma GEMV's A rows of out (cuda_rmsnorm_in_split) */
-                mmv_split_store4(xs, o, blockIdx.x, 4 * (uint64_t)i, n, ho);
+            if (xs) /* the wgmma GEMV's A rows of out (cuda_rmsnorm_in_split; one a token when bf16-valued) */
+                mmv_split_store4(xs, o, blockIdx.x, 4 * (uint64_t)i, n, rnd);
         }
         if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */
             gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, blockIdx.x, 4 * i);
@@ -191,18 +191,23 @@ __global__ void kernel_swiglu(const float *__restrict__ gu, float *__restrict__ 
     }
 }
 
+/* Whether a norm of rows of n takes kernel_rmsnorm4 (one read, in registers). */
+bool rmsnorm_vec(const float *x, const float *residual, const float *w, const float *out, uint32_t n)
+{
+    return n % 4 == 0 && n <= 4u * KV * NT &&
+           (((uintptr_t)x | (uintptr_t)residual | (uintptr_t)w | (uintptr_t)out) % 16) == 0;
+}
+
 void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                     uint32_t nrows, uint32_t n, float eps, uint8_t *xq, bool rnd)
 {
-    const bool vec = n % 4 == 0 && n <= 4u * KV * NT &&
-                     (((uintptr_t)x | (uintptr_t)residual | (uintptr_t)w | (uintptr_t)out) % 16) == 0;
+    const bool vec = rmsnorm_vec(x, residual, w, out, n);
     if (xq && !vec)
         CUDA_FAIL("rmsnorm_prep: n = %u must be a multiple of 32 and ≤ %d, pointers 16-byte aligned", n, 4 * KV * NT);
     if (xq)
-        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr, false);
+        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr);
     else if (vec)
-        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr,
-                    false);
+        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr);
     else
         cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps, rnd);
 }
@@ -251,15 +256,12 @@ extern "C" bool cuda_rmsnorm_in_split(struct cuda_ctx *ctx, const float *x, floa
 {
     if (!nrows || !n)
         return false;
-    const bool vec = n % 4 == 0 && n <= 4u * KV * NT &&
-                     (((uintptr_t)x | (uintptr_t)residual | (uintptr_t)w | (uintptr_t)out) % 16) == 0;
-    uint8_t *xs = vec ? cuda_mmv_split_claim(ctx, out, nrows, n) : nullptr;
+    uint8_t *xs = rmsnorm_vec(x, residual, w, out, n) ? cuda_mmv_split_claim(ctx, out, nrows, n) : nullptr;
     if (!xs) {
         launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, ctx->act_bf16);
         return false;
     }
-    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16, xs,
-                ctx->act_bf16);
+    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16, xs);
     return true;
 }
 

@@ -704,6 +704,40 @@ static void test_decode_tc(void)
     check_auto((struct cuda_attn_dims){9, 3, 64}, dep, 7);
 }
 
+/* Other deals of a row's chunks over the splits (cuda_attn_decode_set_split_chunks): each is checked as the
+ * default is — against f64, every launch form and q home the same bits, a row alone the same as in its batch
+ * (check_decode) — on the 8B shape (f32 kernels, tensor cores with an f32 and a bf16 cache, 8 rows: the split
+ * launches of >= 8 rows too) and a windowed one (a row's chunks from p0's). The context's value is restored. */
+static void test_split_chunks(void)
+{
+    static const uint32_t dep8b[] = {1, 15, 16, 17, 33, 1000, 4100, 16400};
+    static const uint32_t dep[] = {1, 15, 16, 17, 33, 1000, 4100};
+    const char *env = getenv("MEMRA_ATTN_SPLIT_CHUNKS");
+    const uint32_t was = env && *env ? (uint32_t)strtoul(env, NULL, 10) : CUDA_ATTN_SPLIT_CHUNKS_DEFAULT;
+    const bool tc_was = g_tc;
+    static const uint32_t sc[] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        if (sc[i] == was)
+            continue;
+        printf("split chunks %u\n", sc[i]);
+        cuda_attn_decode_set_split_chunks(g_ctx, sc[i]);
+        g_tc = false;
+        cuda_attn_decode_set_kernels(g_ctx, CUDA_ATTN_DECODE_F32);
+        check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep8b, 8);
+        check_decode((struct cuda_attn_dims){16, 2, 32}, 100, dep, 7);
+        g_tc = true;
+        cuda_attn_decode_set_kernels(g_ctx, CUDA_ATTN_DECODE_TC);
+        check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep8b, 8);
+        g_bf16 = true;
+        check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep8b, 8);
+        check_decode((struct cuda_attn_dims){16, 1, 128}, 100, dep8b, 8);
+        g_bf16 = false;
+    }
+    g_tc = tc_was;
+    cuda_attn_decode_set_kernels(g_ctx, tc_was ? CUDA_ATTN_DECODE_TC : CUDA_ATTN_DECODE_F32);
+    cuda_attn_decode_set_split_chunks(g_ctx, was);
+}
+
 /* ---- timing ------------------------------------------------------------- */
 
 
@@ -960,6 +994,7 @@ int main(int argc, char **argv)
     RUN(test_prefill);
     RUN(test_kv_bf16);
     RUN(test_decode_tc);
+    RUN(test_split_chunks);
     if (!quick) {
         printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 and bf16 KV), split-K %u x %u "
                "positions (graph of 64 launches incl. combine, median)\n\n"

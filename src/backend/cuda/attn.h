@@ -37,6 +37,7 @@ struct cuda_ctx;
 #define CUDA_ATTN_MAX_HEAD_DIM 256u
 #define CUDA_ATTN_SPLITS 32u     /* decode: fixed number of position splits */
 #define CUDA_ATTN_CHUNK 32u      /* decode: positions a split takes at a time */
+#define CUDA_ATTN_SPLIT_CHUNKS_DEFAULT 2u /* decode: the fewest chunks a split takes (cuda_attn_decode_set_split_chunks) */
 
 struct cuda_attn_dims {
     uint32_t n_heads, n_kv_heads, head_dim; /* head_dim even, ≤ 256; n_heads % n_kv_heads == 0 */
@@ -66,7 +67,8 @@ struct cuda_attn_kv {
  * Row t has position tok_pos[t] and block table tok_table[t] (both device
  * arrays of T). Flash-decoding: the grid is (kv heads × head groups of 8,
  * CUDA_ATTN_SPLITS, T) whatever the lengths — split s takes the chunks of
- * CUDA_ATTN_CHUNK positions c ≡ s (mod CUDA_ATTN_SPLITS) — so the launch does
+ * CUDA_ATTN_CHUNK positions c ≡ s (mod ns), ns ≤ CUDA_ATTN_SPLITS fixed by
+ * the row's own length (cuda_attn_decode_set_split_chunks) — so the launch does
  * not depend on the current lengths (CUDA-graph safe); one CTA serves all the
  * query heads of a kv head (each K/V byte read once), 16-byte loads when
  * head_dim % 4 == 0. A combine kernel merges the splits' (max, sum, acc) in
@@ -127,6 +129,21 @@ void cuda_attn_decode_set_kernels(struct cuda_ctx *ctx, enum cuda_attn_decode_ke
  * (kernel_attn checks both on every shape). */
 enum cuda_attn_tc_q { CUDA_ATTN_TC_Q_AUTO = 0, CUDA_ATTN_TC_Q_REGS, CUDA_ATTN_TC_Q_SMEM };
 void cuda_attn_decode_set_tc_q(struct cuda_ctx *ctx, enum cuda_attn_tc_q where);
+/* How a decode row's chunks are dealt over the splits: chunk c to split c mod
+ * ns, ns = min(CUDA_ATTN_SPLITS, ceil(the row's chunks / chunks)), so each
+ * split takes at least `chunks` chunks where the row has them (1: ns = all
+ * CUDA_ATTN_SPLITS, one chunk a split below 32 chunks). Fewer splits, fewer
+ * partials to merge — in the rows form each split's end is a CTA-wide merge of
+ * its warps and a partial through L2 — but fewer CTAs for a split launch.
+ * Each value has its own bits (another grouping of the sums), the same for a
+ * row whatever its batch. Set before a model's first launch
+ * (MEMRA_ATTN_SPLIT_CHUNKS=1..64 at cuda_ctx_init). Default 2, from the H200
+ * (bench/RESULTS.md twenty-ninth run; 8B shape, bf16 KV, µs a layer for 1 /
+ * 2 / 4 / 8): 64 rows × 640 67.5 / 53.4 / 52.3 / 51.1, 16 × 640 26.8 / 23.4
+ * / 22.4 / 22.8, one row at 512 5.6 / 5.7 / 7.7 / 10.7, at 4096 8.8 / 8.8 /
+ * 8.8 / 12.5: 2 takes most of the batches' gain and costs a lone row
+ * nothing measurable. */
+void cuda_attn_decode_set_split_chunks(struct cuda_ctx *ctx, uint32_t chunks);
 /* The position below which a decode launch of T rows takes one head a CTA
  * (0: this launch shape never does). */
 uint32_t cuda_attn_decode_hsplit_below(const struct cuda_ctx *ctx, struct cuda_attn_dims d, uint32_t T);

@@ -67,13 +67,13 @@ __global__ void __launch_bounds__(NW * 32)
     uint32_t h0;
     int ng;
     const uint32_t s = blockIdx.y, t = blockIdx.z;
-    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, hsplit, h0, ng);
+    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, hsplit, o.sc, h0, ng);
     if (ng == 0) /* hsplit: a deep row's heads are in their group's first CTA */
         return;
     const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + s; /* + g·NS for head h0 + g */
 
     /* first chunk of this split overlapping [p0, p] */
-    uint32_t c = dec_first_chunk(s, R.p0 / CH);
+    uint32_t c = dec_first_chunk(s, R.p0 / CH, R.ns);
     const uint32_t clast = R.p / CH;
     /* PDL: when the keys and values of positions before p were written by
      * earlier steps (kv.settled), the prefetching loop issues the first
@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(NW * 32)
     uint32_t issued = 0; /* STAGED: chunks c, c + NS, ... whose copies are issued (one commit group each) */
     if constexpr (STAGED) {
         if (kv.settled)
-            for (; issued < DEC_STAGES - 1 && c + issued * NS < clast; issued++) {
-                dec_issue_round<LPP, BF>(R, c + issued * NS, ring + issued * dec_ring<LPP, BF>::STAGE);
+            for (; issued < DEC_STAGES - 1 && c + issued * R.ns < clast; issued++) {
+                dec_issue_round<LPP, BF>(R, c + issued * R.ns, ring + issued * dec_ring<LPP, BF>::STAGE);
                 cp_async_commit();
             }
     } else if (early) {
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(NW * 32)
     }
     pdl_wait();
     if (c > clast) {
-        dec_empty_partials<false>(part_ml, part0, ng, R.p0 / CH, clast);
+        dec_empty_partials<false>(part_ml, part0, ng, R.p0 / CH, clast, R.ns);
         return;
     }
 
@@ -111,19 +111,19 @@ __global__ void __launch_bounds__(NW * 32)
          * stage refilled at step i is the one read at step i − 1 */
         using RG = dec_ring<LPP, BF>;
         for (; issued < DEC_STAGES - 1; issued++) {
-            if (c + issued * NS <= clast)
-                dec_issue_round<LPP, BF>(R, c + issued * NS, ring + issued * RG::STAGE);
+            if (c + issued * R.ns <= clast)
+                dec_issue_round<LPP, BF>(R, c + issued * R.ns, ring + issued * RG::STAGE);
             cp_async_commit(); /* empty groups keep the count */
         }
         for (uint32_t i = 0;; i++) {
-            const uint32_t ci = c + i * NS, cn = ci + (DEC_STAGES - 1) * NS;
+            const uint32_t ci = c + i * R.ns, cn = ci + (DEC_STAGES - 1) * R.ns;
             if (cn <= clast)
                 dec_issue_round<LPP, BF>(R, cn, ring + ((i + DEC_STAGES - 1) % DEC_STAGES) * RG::STAGE);
             cp_async_commit();
             cp_async_wait<DEC_STAGES - 1>(); /* chunk ci's copies have landed */
             dec_read_round<LPP, BF>(R, ci, ring + (i % DEC_STAGES) * RG::STAGE, ka, va, oka);
             dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, ka, va, oka, acc, m, l);
-            if (ci + NS > clast)
+            if (ci + R.ns > clast)
                 break;
         }
     } else if constexpr (CHUNK_ROUND) {
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(NW * 32)
         if (!early)
             dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, ka, va, oka);
         for (;;) {
-            const uint32_t c1 = c + NS, c2 = c + 2 * NS;
+            const uint32_t c1 = c + R.ns, c2 = c + 2 * R.ns;
             if (c1 <= clast)
                 dec_load_round<VEC, NJ, LPP, BF>(R, c1, 0, kn, vn, okn);
             dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, ka, va, oka, acc, m, l);
@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(NW * 32)
             c = c2;
         }
     } else {
-        for (; c <= clast; c += NS)
+        for (; c <= clast; c += R.ns)
 #pragma unroll
             for (int r0 = 0; r0 < PW; r0 += SH::PPW * UNR) {
                 float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
@@ -273,6 +273,11 @@ extern "C" void cuda_attn_decode_set_tc_q(struct cuda_ctx *ctx, enum cuda_attn_t
     ctx->attn_tc_q = where;
 }
 
+extern "C" void cuda_attn_decode_set_split_chunks(struct cuda_ctx *ctx, uint32_t chunks)
+{
+    ctx->attn_split_chunks = chunks;
+}
+
 extern "C" void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below)
 {
     ctx->attn_hsplit = below;
@@ -310,7 +315,7 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
         CUDA_FAIL("cuda_attn_decode: head_dim %u, %u heads: the output cannot be prepared in passing", hd, d.n_heads);
     const uint32_t n = d.n_heads * hd;
     const dec_out o = {scratch, scratch + (size_t)T * d.n_heads * NS * hd, att,
-                       prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n, ctx->act_bf16};
+                       prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n, ctx->act_bf16, ctx->attn_split_chunks};
     const float scale2 = scale * LOG2E;
     const bool merged = kv.bf16 ? launch_type<true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o)
                                 : launch_type<false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);

@@ -86,7 +86,24 @@ struct dec_row {
     const uint32_t *tab;    /* the row's block table */
     uint32_t kv_dim, hd, hoff, p0, p; /* hoff: the kv head's first element in a row */
     uint32_t warp, sub, li; /* warp; position slot of the lane (lane / LPP); lane within the slot */
+    uint32_t ns;            /* the splits the row's chunks are dealt over (dec_row_splits), ≤ NS */
 };
+
+/* The splits a row's chunks cmin .. clast are dealt over: chunk c goes to
+ * split c mod ns (splits ns .. NS − 1 stay empty). sc (the context's
+ * attn_split_chunks; MEMRA_ATTN_SPLIT_CHUNKS) is the fewest chunks a split
+ * takes where the row has them: ns = ceil(chunks / sc), at most NS; sc ≤ 1
+ * keeps all NS (one chunk a split below 32 chunks). A function of the row's
+ * own positions, so a row's bits do not depend on its batch; fewer splits
+ * mean fewer partials to merge (each split's end merges the CTA's warps and
+ * writes a partial) at the cost of fewer CTAs in the split form. */
+static __device__ __forceinline__ uint32_t dec_row_splits(uint32_t p0, uint32_t p, uint32_t sc)
+{
+    if (sc <= 1)
+        return NS;
+    const uint32_t chunks = p / CH - p0 / CH + 1, ns = (chunks + sc - 1) / sc;
+    return ns < NS ? ns : NS;
+}
 
 /* The launch shape's constants: PPW positions a warp takes at once; UNR rounds
  * of PPW positions whose loads are issued together — all 8 of the warp's
@@ -462,7 +479,7 @@ template <int GM>
 static __device__ __forceinline__ dec_row dec_row_of(uint32_t bx, uint32_t t, const uint32_t *__restrict__ tok_pos,
                                                      const uint32_t *__restrict__ tok_table, const cuda_attn_dims &d,
                                                      const cuda_attn_kv &kv, uint32_t window, int LPP, uint32_t hsplit,
-                                                     uint32_t &h0, int &ng)
+                                                     uint32_t sc, uint32_t &h0, int &ng)
 {
     const uint32_t hd = d.head_dim, G = d.n_heads / d.n_kv_heads, n_groups = (G + GM - 1) / GM;
     dec_row R;
@@ -480,6 +497,7 @@ static __device__ __forceinline__ dec_row dec_row_of(uint32_t bx, uint32_t t, co
         ng = (int)min((uint32_t)GM, G - hg * GM);
     }
     R.p0 = window > 0 && R.p + 1 > window ? R.p + 1 - window : 0;
+    R.ns = dec_row_splits(R.p0, R.p, sc);
     R.kv_dim = d.n_kv_heads * hd;
     R.hd = hd;
     R.tab = kv.tables + (uint64_t)tok_table[t] * kv.table_stride;
@@ -493,26 +511,30 @@ static __device__ __forceinline__ dec_row dec_row_of(uint32_t bx, uint32_t t, co
     return R;
 }
 
-/* The first chunk of split s overlapping [cmin·CH, …]: s, s + NS, … */
-static __device__ __forceinline__ uint32_t dec_first_chunk(uint32_t s, uint32_t cmin)
+/* The first chunk of split s overlapping [cmin·CH, …] for a row dealt over
+ * ns splits: s, s + ns, … (past every chunk: s ≥ ns) */
+static __device__ __forceinline__ uint32_t dec_first_chunk(uint32_t s, uint32_t cmin, uint32_t ns)
 {
-    return cmin > s ? s + (cmin - s + NS - 1) / NS * NS : s;
+    if (s >= ns)
+        return UINT32_MAX;
+    return cmin > s ? s + (cmin - s + ns - 1) / ns * ns : s;
 }
 
 /* The (split, chunk) pair computed after (s, c) for a row whose chunks run
- * cmin .. clast: the split's next chunk, else (ROWS: a CTA that runs all the
- * row's splits in turn) the next non-empty split's first. False after the
- * last. */
+ * cmin .. clast over ns splits: the split's next chunk, else (ROWS: a CTA
+ * that runs all the row's splits in turn) the next non-empty split's first.
+ * False after the last. */
 template <bool ROWS>
-static __device__ __forceinline__ bool dec_next_pair(uint32_t &s, uint32_t &c, uint32_t cmin, uint32_t clast)
+static __device__ __forceinline__ bool dec_next_pair(uint32_t &s, uint32_t &c, uint32_t cmin, uint32_t clast,
+                                                     uint32_t ns)
 {
-    if (c + NS <= clast) {
-        c += NS;
+    if (c + ns <= clast) {
+        c += ns;
         return true;
     }
     if constexpr (ROWS) {
-        for (s++; s < NS; s++) {
-            c = dec_first_chunk(s, cmin);
+        for (s++; s < ns; s++) {
+            c = dec_first_chunk(s, cmin, ns);
             if (c <= clast)
                 return true;
         }
@@ -522,12 +544,13 @@ static __device__ __forceinline__ bool dec_next_pair(uint32_t &s, uint32_t &c, u
 
 /* The row's first non-empty split and its first chunk (chunk clast's split is
  * never empty). */
-static __device__ __forceinline__ void dec_first_pair(uint32_t &s, uint32_t &c, uint32_t cmin, uint32_t clast)
+static __device__ __forceinline__ void dec_first_pair(uint32_t &s, uint32_t &c, uint32_t cmin, uint32_t clast,
+                                                      uint32_t ns)
 {
     s = 0;
-    c = dec_first_chunk(0, cmin);
+    c = dec_first_chunk(0, cmin, ns);
     while (c > clast)
-        c = dec_first_chunk(++s, cmin);
+        c = dec_first_chunk(++s, cmin, ns);
 }
 
 /* The partial the combine skips (m = −inf, l = 0), written for heads g < ng
@@ -535,12 +558,12 @@ static __device__ __forceinline__ void dec_first_pair(uint32_t &s, uint32_t &c, 
  * (ALL: a CTA that runs all of them; whole CTA) or this CTA's one split. */
 template <bool ALL>
 static __device__ __forceinline__ void dec_empty_partials(float *__restrict__ pm, uint64_t part0, int ng,
-                                                          uint32_t cmin, uint32_t clast)
+                                                          uint32_t cmin, uint32_t clast, uint32_t ns)
 {
     if constexpr (ALL) {
         for (uint32_t i = threadIdx.x; i < NS * (uint32_t)ng; i += NW * 32) {
             const uint32_t g = i / NS, s = i % NS;
-            if (dec_first_chunk(s, cmin) > clast) {
+            if (dec_first_chunk(s, cmin, ns) > clast) {
                 pm[(part0 + g * NS + s) * 2] = -INFINITY;
                 pm[(part0 + g * NS + s) * 2 + 1] = 0.0f;
             }
@@ -577,6 +600,7 @@ struct dec_out {
     uint8_t *xq;
     uint32_t n;
     bool rnd; /* att rounded to bf16 (cuda_ctx_set_act_bf16: it is the o-projection's input), xq made from that */
+    uint32_t sc; /* the context's attn_split_chunks (dec_row_splits) */
 };
 
 /* Head h of row t's merged elements (keep: hd floats in shared memory) into

@@ -38,25 +38,25 @@ __global__ void __launch_bounds__(NW * 32)
     uint32_t h0;
     int ng;
     const uint32_t t = blockIdx.y;
-    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, 0, h0, ng);
+    const dec_row R = dec_row_of<GM>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, LPP, 0, o.sc, h0, ng);
     const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS;
     const uint32_t cmin = R.p0 / CH, clast = R.p / CH;
     pdl_wait();
-    dec_empty_partials<true>(part_ml, part0, ng, cmin, clast);
+    dec_empty_partials<true>(part_ml, part0, ng, cmin, clast, R.ns);
     float qr[GM][NJ][VEC], acc[GM][NJ][VEC], m[GM], l[GM];
     dec_load_q<VEC, NJ, LPP, GM>(q, (uint64_t)t * d.n_heads * R.hd + (uint64_t)h0 * R.hd, R.hd, ng, R.li, scale2, qr);
     dec_state_init<VEC, NJ, GM>(acc, m, l);
     /* the (split, chunk) pairs in the order computed: splits ascending, each
      * split's chunks ascending (dec_next_pair) */
     uint32_t s, c;
-    dec_first_pair(s, c, cmin, clast);
+    dec_first_pair(s, c, cmin, clast, R.ns);
     for (;;) {
         float kr[UNR][NJ][VEC], vr[UNR][NJ][VEC];
         bool ok[UNR];
         dec_load_round<VEC, NJ, LPP, BF>(R, c, 0, kr, vr, ok);
         dec_compute_round<VEC, NJ, LPP, GM, BF>(qr, kr, vr, ok, acc, m, l);
         uint32_t s1 = s, c1 = c;
-        const bool more = dec_next_pair<true>(s1, c1, cmin, clast);
+        const bool more = dec_next_pair<true>(s1, c1, cmin, clast, R.ns);
         if (!more || s1 != s) {
             dec_split_write<VEC, NJ, LPP, GM>(R, acc, m, l, ng, sm, part_acc, part_ml, part0 + s);
             dec_state_init<VEC, NJ, GM>(acc, m, l);

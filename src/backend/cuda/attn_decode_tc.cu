@@ -526,7 +526,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     uint32_t h0;
     int ng;
     const uint32_t t = ROWS ? blockIdx.y : blockIdx.z;
-    const dec_row R = dec_row_of<8 * MR>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, 32, ROWS ? 0 : hsplit, h0, ng);
+    const dec_row R = dec_row_of<8 * MR>(blockIdx.x, t, tok_pos, tok_table, d, kv, window, 32, ROWS ? 0 : hsplit, o.sc, h0, ng);
     if (ng == 0) /* hsplit: a deep row's heads are in their group's first CTA */
         return;
     const uint64_t part0 = ((uint64_t)t * d.n_heads + h0) * NS + (ROWS ? 0 : blockIdx.y);
@@ -535,10 +535,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
      * in the rows form (dec_next_pair) */
     uint32_t s, c;
     if constexpr (ROWS)
-        dec_first_pair(s, c, cmin, clast);
+        dec_first_pair(s, c, cmin, clast, R.ns);
     else
-        s = blockIdx.y, c = dec_first_chunk(s, cmin);
-    auto next_pair = [&](uint32_t &ps, uint32_t &pc) { return dec_next_pair<ROWS>(ps, pc, cmin, clast); };
+        s = blockIdx.y, c = dec_first_chunk(s, cmin, R.ns);
+    auto next_pair = [&](uint32_t &ps, uint32_t &pc) { return dec_next_pair<ROWS>(ps, pc, cmin, clast, R.ns); };
     const uint32_t ring = (uint32_t)__cvta_generic_to_shared(tc_ring_mem) + R.warp * RG::WARP;
     char *const ringp = tc_ring_mem + R.warp * RG::WARP;
     uint32_t is = s, ic = c; /* the next pair to copy */
@@ -552,9 +552,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
     pdl_wait();
     if constexpr (ROWS) {
-        dec_empty_partials<true>(o.pm, part0, ng, cmin, clast);
+        dec_empty_partials<true>(o.pm, part0, ng, cmin, clast, R.ns);
     } else if (c > clast) {
-        dec_empty_partials<false>(o.pm, part0, ng, cmin, clast);
+        dec_empty_partials<false>(o.pm, part0, ng, cmin, clast, R.ns);
         return;
     }
     tc_q<HD, MR, QS> qf;

@@ -85,6 +85,14 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "MEMRA_ATTN_HSPLIT=%s: expected auto or a position (0: never)", hs);
         return NULL;
     }
+    /* decode attention: the fewest chunks of 32 positions a split takes (attn_decode.cuh dec_row_splits) */
+    const char *sc = getenv("MEMRA_ATTN_SPLIT_CHUNKS");
+    uint32_t split_chunks = CUDA_ATTN_SPLIT_CHUNKS_DEFAULT;
+    if (sc && *sc && checked_parse_u32(sc, 1, 64, &split_chunks) != 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "MEMRA_ATTN_SPLIT_CHUNKS=%s: expected 1 .. 64 chunks", sc);
+        return NULL;
+    }
     /* decode attention on the tensor cores (attn_decode_tc.cu) or the f32 kernels: the names in
      * enum cuda_attn_decode_kernels' order */
     static const char *const attn_modes[] = {"auto", "f32", "tc"};
@@ -109,6 +117,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->pdl = pdl;
     ctx->attn_rows_min = rows_min;
     ctx->attn_hsplit = hsplit;
+    ctx->attn_split_chunks = split_chunks;
     ctx->attn_prefill_bm = bm == 0 ? 128 : 64;
     ctx->attn_kernels = (enum cuda_attn_decode_kernels)attn_kernels;
     ctx->attn_tc_q = (enum cuda_attn_tc_q)tc_q;

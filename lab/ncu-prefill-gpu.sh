@@ -1,0 +1,40 @@
+#!/bin/bash
+# lab/ncu-prefill-gpu.sh NAME [TEST] [UBATCH] — one GPU call (~3 min with the model's generation): where a BF16
+# prefill goes, per kernel: memra-bench TEST (default pp4096) at --ubatch UBATCH (default 4096: the GEMMs' M near the
+# server's 8192-token steps) with bf16 activations, then ncu's duration of every kernel of the same run (--reps 1),
+# each kernel alone (no PDL overlap), per kernel name and grid: launches, µs a launch, µs a forward pass (passes
+# counted by the embedding's launches). The twenty-ninth run's server figure (64 streams, 5.76-5.78 k tok/s) spends
+# ~1 s of its 2.8 s in prefill at ~31 k tok/s (~470 TFLOP/s): this says which kernels hold the rest.
+# NAME/bin from lab/final-pack.sh; carry ["gpu/NAME.tar.xz", ".whl"].
+cd "$(dirname "$0")/.."
+. lab/gpu-prelude.sh "${1:?usage: lab/ncu-prefill-gpu.sh NAME [TEST] [UBATCH]}"
+TEST=${2:-pp4096} UB=${3:-4096}
+wait $MK; ts "m8b: $(tail -1 $OUT/make.log)"
+M=/tmp/m8b/hf-bf16
+MEMRA_ACT_TYPE=bf16 $B/bin/memra-bench $M --backend cuda --tests pp512,$TEST --ubatch $UB --reps 3 2>&1 | grep -E "^\| .*pp"
+MEMRA_ACT_TYPE=bf16 timeout 300 /usr/local/cuda/bin/ncu --clock-control none \
+  --metrics gpu__time_duration.sum,launch__grid_size --csv \
+  $B/bin/memra-bench $M --backend cuda --tests $TEST --ubatch $UB --reps 1 > /tmp/ncu.csv 2> /tmp/ncu.err
+ts "ncu rc $? $(wc -l < /tmp/ncu.csv) lines"; tail -2 /tmp/ncu.err
+cp /tmp/ncu.csv $OUT/ncu-prefill.csv
+python3 - /tmp/ncu.csv <<'PY'
+import csv, sys, collections, re
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+h = rows[0]; ki, mi, vi, ui, ii = (h.index(k) for k in ("Kernel Name", "Metric Name", "Metric Value", "Metric Unit", "ID"))
+dur, grid, name = {}, {}, {}
+for r in rows[1:]:
+    v = float(r[vi].replace(",", ""))
+    name[r[ii]] = re.sub(r"\(.*", "", r[ki])[:90]
+    if r[mi] == "gpu__time_duration.sum":
+        u = r[ui]; dur[r[ii]] = v / 1000 if u in ("ns", "nsecond") else v * 1000 if u in ("ms", "msecond") else v
+    else:
+        grid[r[ii]] = int(v)
+tot = collections.defaultdict(float); cnt = collections.Counter()
+for i in dur:
+    k = (name[i], grid.get(i, 0)); tot[k] += dur[i]; cnt[k] += 1
+passes = max((c for (n, g), c in cnt.items() if "embed" in n), default=1)
+print(f"kernels {len(dur)}; passes (embedding launches) {passes}; all {sum(tot.values())/passes:.1f} us a pass")
+for (n, g), t in sorted(tot.items(), key=lambda x: -x[1])[:30]:
+    print(f"| {n} | {g} | {cnt[(n, g)]} | {t/cnt[(n, g)]:.2f} | {t/passes:.1f} |")
+PY
+ts done

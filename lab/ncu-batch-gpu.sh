@@ -16,24 +16,5 @@ MEMRA_CUDA_GRAPH=0 MEMRA_ACT_TYPE=bf16 timeout 300 /usr/local/cuda/bin/ncu --clo
   --metrics gpu__time_duration.sum,launch__grid_size --csv \
   $B/bin/memra-bench $M --backend cuda --tests tg2x$R --reps 1 > /tmp/ncu.csv 2> /tmp/ncu.err
 ts "ncu rc $? $(wc -l < /tmp/ncu.csv) lines"; tail -2 /tmp/ncu.err
-python3 - /tmp/ncu.csv <<'PY'
-import csv, sys, collections, re
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-h = rows[0]; ki, mi, vi, ui, ii = (h.index(k) for k in ("Kernel Name", "Metric Name", "Metric Value", "Metric Unit", "ID"))
-dur, grid, name = {}, {}, {}
-for r in rows[1:]:
-    v = float(r[vi].replace(",", ""))
-    name[r[ii]] = re.sub(r"\(.*", "", r[ki])[:80]
-    if r[mi] == "gpu__time_duration.sum":
-        u = r[ui]; dur[r[ii]] = v / 1000 if u in ("ns", "nsecond") else v * 1000 if u in ("ms", "msecond") else v
-    else:
-        grid[r[ii]] = int(v)
-tot = collections.defaultdict(float); cnt = collections.Counter()
-for i in dur:
-    k = (name[i], grid.get(i, 0)); tot[k] += dur[i]; cnt[k] += 1
-steps = max((c for (n, g), c in cnt.items() if "embed" in n), default=18)
-print(f"kernels {len(dur)}; decode steps (embedding launches) {steps}; all {sum(tot.values())/steps:.1f} us a step")
-for (n, g), t in sorted(tot.items(), key=lambda x: -x[1])[:30]:
-    print(f"| {n} | {g} | {cnt[(n, g)]} | {t/cnt[(n, g)]:.2f} | {t/steps:.1f} |")
-PY
+python3 lab/ncu_sum.py /tmp/ncu.csv step
 ts done

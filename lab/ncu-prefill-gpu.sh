@@ -17,24 +17,5 @@ MEMRA_ACT_TYPE=bf16 timeout 300 /usr/local/cuda/bin/ncu --clock-control none \
   $B/bin/memra-bench $M --backend cuda --tests $TEST --ubatch $UB --reps 1 > /tmp/ncu.csv 2> /tmp/ncu.err
 ts "ncu rc $? $(wc -l < /tmp/ncu.csv) lines"; tail -2 /tmp/ncu.err
 cp /tmp/ncu.csv $OUT/ncu-prefill.csv
-python3 - /tmp/ncu.csv <<'PY'
-import csv, sys, collections, re
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-h = rows[0]; ki, mi, vi, ui, ii = (h.index(k) for k in ("Kernel Name", "Metric Name", "Metric Value", "Metric Unit", "ID"))
-dur, grid, name = {}, {}, {}
-for r in rows[1:]:
-    v = float(r[vi].replace(",", ""))
-    name[r[ii]] = re.sub(r"\(.*", "", r[ki])[:90]
-    if r[mi] == "gpu__time_duration.sum":
-        u = r[ui]; dur[r[ii]] = v / 1000 if u in ("ns", "nsecond") else v * 1000 if u in ("ms", "msecond") else v
-    else:
-        grid[r[ii]] = int(v)
-tot = collections.defaultdict(float); cnt = collections.Counter()
-for i in dur:
-    k = (name[i], grid.get(i, 0)); tot[k] += dur[i]; cnt[k] += 1
-passes = max((c for (n, g), c in cnt.items() if "embed" in n), default=1)
-print(f"kernels {len(dur)}; passes (embedding launches) {passes}; all {sum(tot.values())/passes:.1f} us a pass")
-for (n, g), t in sorted(tot.items(), key=lambda x: -x[1])[:30]:
-    print(f"| {n} | {g} | {cnt[(n, g)]} | {t/cnt[(n, g)]:.2f} | {t/passes:.1f} |")
-PY
+python3 lab/ncu_sum.py /tmp/ncu.csv pass
 ts done

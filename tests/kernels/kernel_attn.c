@@ -34,6 +34,11 @@
  *           pools), and AUTO giving the tensor cores' bits for a bf16 pool
  *           and the f32 kernels' for an f32 one. The other checks name the
  *           f32 kernels (or the tensor cores with MEMRA_ATTN_DECODE=tc).
+ *   split chunks (cuda_attn_decode_set_split_chunks): the decode checks
+ *           again with a row's chunks dealt over other numbers of splits
+ *           (1 and 3 besides the context's value) on the 8B shape — f32
+ *           kernels, tensor cores with f32 and bf16 pools, 8 rows — and a
+ *           windowed shape.
  * Each case prints its measured error.
  *
  * Timing (8B shape: 32 heads, 8 kv heads, head_dim 128): decode at depths

@@ -717,8 +717,7 @@ static void test_split_chunks(void)
 {
     static const uint32_t dep8b[] = {1, 15, 16, 17, 33, 1000, 4100, 16400};
     static const uint32_t dep[] = {1, 15, 16, 17, 33, 1000, 4100};
-    const char *env = getenv("MEMRA_ATTN_SPLIT_CHUNKS");
-    const uint32_t was = env && *env ? (uint32_t)strtoul(env, NULL, 10) : CUDA_ATTN_SPLIT_CHUNKS_DEFAULT;
+    const uint32_t was = cuda_attn_decode_split_chunks(g_ctx);
     const bool tc_was = g_tc;
     static const uint32_t sc[] = {1, 3};
     for (int i = 0; i < 2; i++) {

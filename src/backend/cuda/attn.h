@@ -144,6 +144,7 @@ void cuda_attn_decode_set_tc_q(struct cuda_ctx *ctx, enum cuda_attn_tc_q where);
  * 8.8 / 12.5: 2 takes most of the batches' gain and costs a lone row
  * nothing measurable. */
 void cuda_attn_decode_set_split_chunks(struct cuda_ctx *ctx, uint32_t chunks);
+uint32_t cuda_attn_decode_split_chunks(const struct cuda_ctx *ctx); /* the context's value */
 /* The position below which a decode launch of T rows takes one head a CTA
  * (0: this launch shape never does). */
 uint32_t cuda_attn_decode_hsplit_below(const struct cuda_ctx *ctx, struct cuda_attn_dims d, uint32_t T);

@@ -278,6 +278,11 @@ extern "C" void cuda_attn_decode_set_split_chunks(struct cuda_ctx *ctx, uint32_t
     ctx->attn_split_chunks = chunks;
 }
 
+extern "C" uint32_t cuda_attn_decode_split_chunks(const struct cuda_ctx *ctx)
+{
+    return ctx->attn_split_chunks;
+}
+
 extern "C" void cuda_attn_decode_set_hsplit(struct cuda_ctx *ctx, uint32_t below)
 {
     ctx->attn_hsplit = below;

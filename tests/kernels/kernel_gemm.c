@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_fwd.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/log.h"
 #include "quant/quant.h"
@@ -191,6 +192,89 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t)
     free(w), free(x), free(y1), free(y2), free(y3);
 }
 
+/* The kernels that write a GEMM's input and its bf16 parts themselves (cuda_gemm_x_claim: the RMSNorm, the GLU,
+ * the bf16 rounding) against the plain kernel then cuda_gemm_run's own split: the same input, the same residual,
+ * a GEMM over the claimed parts (CUDA_GEMM_X_PREPARED) bit-identical, with f32 and bf16 activations. Another
+ * x's parts are left in the scratch first, so a claim that was not written would show. Q4_K: a GGUF weight's
+ * bf16 input too. */
+static void check_x_producers(struct cuda_gemm *g, enum dtype t)
+{
+    const uint64_t rows = 96, n = 1024, rb = row_bytes_of(t, n);
+    const uint32_t T = 37;
+    const uint64_t cnt = (uint64_t)T * n;
+    uint8_t *w = malloc(rows * rb);
+    float *hx = malloc(4 * cnt), *hr = malloc(4 * cnt), *hn = malloc(4 * n);
+    float *o1 = malloc(4 * cnt), *o2 = malloc(4 * cnt), *y1 = malloc(4 * rows * T), *y2 = malloc(4 * rows * T);
+    float *r1 = calloc(cnt, 4), *r2 = calloc(cnt, 4);
+    MEMRA_ASSERT(w && hx && hr && hn && o1 && o2 && y1 && y2 && r1 && r2);
+    fill_random(t, w, rows * rb);
+    for (uint64_t i = 0; i < cnt; i++) {
+        hx[i] = 4.0f * rng_unit() - 2.0f;
+        hr[i] = 4.0f * rng_unit() - 2.0f;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        hn[i] = 0.5f + rng_unit();
+    void *dw = cuda_alloc(rows * rb);
+    float *dr = cuda_alloc(4 * cnt), *dn = cuda_alloc(4 * n), *da = cuda_alloc(4 * cnt);
+    float *db = cuda_alloc(4 * cnt), *dy = cuda_alloc(4 * rows * T), *dother = cuda_alloc(4 * cnt);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dn, hn, 4 * n);
+    cuda_upload(g_ctx, dother, hr, 4 * cnt);
+    static const char *const what[] = {"RMSNorm (+ residual)", "GLU", "bf16 rounding"};
+    for (int act = 0; act < 2; act++) {
+        cuda_ctx_set_act_bf16(g_ctx, act == 1);
+        for (int k = 0; k < 3; k++) {
+            if (k == 2 && act == 0) /* the rounding is made for bf16 activations only */
+                continue;
+            for (int claim = 0; claim < 2; claim++) {
+                float *o = claim ? o2 : o1, *y = claim ? y2 : y1;
+                cuda_upload(g_ctx, da, hx, 4 * cnt);
+                cuda_upload(g_ctx, dr, hr, 4 * cnt);
+                cuda_gemm_run(g, t, dw, rows, n, dother, T, dy, 1.0f, 0); /* another x's parts in the scratch */
+                cuda_fill_nan_f32(g_ctx, dy, rows * T);
+                float *in = da;
+                bool took = true;
+                if (k == 0) {
+                    in = db;
+                    if (claim)
+                        took = cuda_rmsnorm_in_gemm(g_ctx, g, t, da, dr, dn, db, T, (uint32_t)n, 1e-5f);
+                    else
+                        cuda_rmsnorm_in(g_ctx, da, dr, dn, db, T, (uint32_t)n, 1e-5f);
+                } else if (k == 1) {
+                    if (claim)
+                        took = cuda_fwd_glu_gemm(g_ctx, g, t, da, dr, T, (uint32_t)n, false);
+                    else
+                        cuda_fwd_glu(g_ctx, da, dr, cnt, false);
+                } else {
+                    if (claim)
+                        took = cuda_fwd_round_bf16_gemm(g_ctx, g, t, da, T, (uint32_t)n);
+                    else
+                        cuda_fwd_round_bf16(g_ctx, da, cnt);
+                }
+                cuda_gemm_run(g, t, dw, rows, n, in, T, dy, 1.0f, claim ? CUDA_GEMM_X_PREPARED : 0);
+                cuda_ctx_sync(g_ctx);
+                cuda_download(g_ctx, o, in, 4 * cnt);
+                cuda_download(g_ctx, y, dy, 4 * rows * T);
+                if (k == 0) /* the residual written back: the same too */
+                    cuda_download(g_ctx, claim ? r2 : r1, dr, 4 * cnt);
+                CHECK_MSG(took, "%s %s %s: the producer did not take the GEMM's input", mode_name(cuda_gemm_mode_of(g)),
+                          dtype_name(t), what[k]);
+            }
+            const bool same_o = memcmp(o1, o2, 4 * cnt) == 0 && memcmp(r1, r2, 4 * cnt) == 0;
+            const bool same_y = memcmp(y1, y2, 4 * rows * T) == 0;
+            CHECK_MSG(same_o && same_y, "%s %s %s (%s activations): the producer's %s differs",
+                      mode_name(cuda_gemm_mode_of(g)), dtype_name(t), what[k], act ? "bf16" : "f32",
+                      same_o ? "GEMM output" : "output or residual");
+            printf("check %-5s %-5s %s writing the GEMM's parts, %s activations: output and GEMM %s\n",
+                   mode_name(cuda_gemm_mode_of(g)), dtype_name(t), what[k], act ? "bf16" : "f32",
+                   same_o && same_y ? "bit-identical" : "DIFFERENT");
+        }
+    }
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    cuda_free(dw), cuda_free(dr), cuda_free(dn), cuda_free(da), cuda_free(db), cuda_free(dy), cuda_free(dother);
+    free(w), free(hx), free(hr), free(hn), free(o1), free(o2), free(y1), free(y2), free(r1), free(r2);
+}
+
 static void run_checks(void)
 {
     for (int mode = 0; mode < 3; mode++) {
@@ -210,6 +294,10 @@ static void run_checks(void)
         check_invariance(g, DTYPE_BF16);
         check_invariance(g, DTYPE_Q4_K);
         check_invariance(g, DTYPE_F32);
+        test_current = "x producers";
+        test_cases++;
+        check_x_producers(g, DTYPE_BF16);
+        check_x_producers(g, DTYPE_Q4_K);
         cuda_gemm_free(g);
     }
 }

@@ -657,11 +657,13 @@ static inline uint32_t dec_launch_hsplit(const cuda_ctx *ctx, cuda_attn_dims d, 
 /* The rows forms' end: the CTA's heads h0 .. h0 + ng − 1 of row t (partials
  * from pi0 + g·NS), head g merged by warp g % NW with attn_combine_row_warp —
  * attn_out_head's bits — and, with o.xq, prepared by the same warp. Whole CTA,
- * after the barrier that published the partials. */
+ * after the barrier that published the partials. keep: NW rows of
+ * CUDA_ATTN_MAX_HEAD_DIM floats of shared memory the caller no longer uses
+ * (the tensor-core kernel's ring: no static array beside its dynamic one). */
 static __device__ __forceinline__ void attn_out_heads_warps(const dec_out &o, uint64_t pi0, uint32_t hd, uint32_t t,
-                                                            uint32_t h0, int ng)
+                                                            uint32_t h0, int ng, float *keep)
 {
-    __shared__ __align__(16) float s_keepw[NW][CUDA_ATTN_MAX_HEAD_DIM];
+    float (*s_keepw)[CUDA_ATTN_MAX_HEAD_DIM] = reinterpret_cast<float (*)[CUDA_ATTN_MAX_HEAD_DIM]>(keep);
     const uint32_t warp = threadIdx.x >> 5;
     for (int g = (int)warp; g < ng; g += NW) {
         const uint64_t pi = pi0 + (uint64_t)g * NS;

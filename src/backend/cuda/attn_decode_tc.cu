@@ -85,24 +85,27 @@ namespace {
 #ifndef MEMRA_ATTN_TC_ROWS_STAGES
 #define MEMRA_ATTN_TC_ROWS_STAGES 3
 #endif
-/* Either form with q in shared memory (QS, below): 2 stages, 39 KB a CTA at
- * head_dim 128, so that its 106-108 registers a thread (126-128 before its
- * P·V was transposed) give 4 CTAs an SM (rows form with 3 stages: 3; 64 rows
- * × 640 on the H200 88.4 against 73.4 µs, twenty-sixth run). */
+/* Either form with q in shared memory (QS, below): 3 stages, 53.8 KB a CTA
+ * at head_dim 128 with the swizzled bf16 ring (tc_ring) and the merge's m/l
+ * apart, 111 registers a thread: 4 CTAs an SM (2 stages of the padded ring
+ * before, 39 KB + 4 KB static; 64 rows × 640 on the H200 53.6 → 50.8 µs, one
+ * row at depth 4096 8.7 → 8.2, the same bits; 2026-12-04, bench/RESULTS.md). */
 #ifndef MEMRA_ATTN_TC_QS_STAGES
-#define MEMRA_ATTN_TC_QS_STAGES 2
+#define MEMRA_ATTN_TC_QS_STAGES 3
 #endif
 
 /* One warp's share of a ring stage: its PW (8) positions' K rows, then their
  * V rows. Row strides (bytes): f32 K head_dim + 8 floats (the float2 reads
  * of 16 lanes — rows g = 0..3, columns 2c — hit 32 different banks), f32 V
  * head_dim + 4 (the scalar reads of rows 2c, 2c + 1 at column g: 8c + g);
- * bf16 head_dim/2 + 4 words for both (ldmatrix rows: 8 rows of 16 bytes in
- * different banks). */
+ * bf16 rows unpadded, their 16-byte pieces swizzled (tc_piece: piece c of
+ * row r at c ^ (r % 8)), so the 8 rows of an ldmatrix matrix fall in
+ * different banks without the 16 bytes of padding a row (6 % less ring:
+ * room for the QS kernels' third stage). */
 template <int HD, bool BF> struct tc_ring {
     static constexpr int ES = BF ? 2 : 4;                       /* bytes an element */
-    static constexpr int KS = BF ? HD * 2 + 16 : HD * 4 + 32;   /* a K row */
-    static constexpr int VS = BF ? HD * 2 + 16 : HD * 4 + 16;   /* a V row */
+    static constexpr int KS = BF ? HD * 2 : HD * 4 + 32;        /* a K row (bf16: swizzled, tc_piece) */
+    static constexpr int VS = BF ? HD * 2 : HD * 4 + 16;        /* a V row */
     static constexpr int WARP = PW * (KS + VS);                 /* a warp's share */
     static constexpr int STAGE = NW * WARP;
     static constexpr int PR = HD * ES / 16;                     /* 16-byte pieces a row */
@@ -110,12 +113,20 @@ template <int HD, bool BF> struct tc_ring {
     static_assert(PW * PR % 32 == 0 && KS % 16 == 0 && VS % 16 == 0, "tc ring shape");
 };
 
-/* The warp merge's states (dec_merge_warps), laid over a ring stage where
- * they fit (EXTRA = 0), else in EXTRA bytes after the ring (bf16 keys with
- * more than 8 heads a kv head). */
+/* Where piece c (16 bytes) of ring row r lies: bf16 rows swizzled. */
+template <bool BF> static __device__ __forceinline__ uint32_t tc_piece(uint32_t r, uint32_t c)
+{
+    return BF ? c ^ (r & 7) : c;
+}
+
+/* The warp merge's states (dec_merge_warps): the accumulators laid over a
+ * ring stage where they fit (EXTRA = 0), else in EXTRA bytes after the ring
+ * (bf16 keys with more than 8 heads a kv head); the maxima and sums in ML
+ * bytes of their own. A view of pointers, indexed as the arrays were. */
 template <int GMX, int HD> struct tc_merge {
-    float acc[NW][GMX][HD];
-    float m[NW][GMX], l[NW][GMX];
+    float (*acc)[GMX][HD]; /* [NW] */
+    float (*m)[GMX], (*l)[GMX];
+    static constexpr int ACC = NW * GMX * HD * 4, ML = 2 * NW * GMX * 4;
 };
 /* The CTA's shared memory: the ring, EXTRA, and with QS q's two bf16 parts
  * (QPART bytes each: 8·MR heads' rows of QROW bytes, padded so that the
@@ -123,11 +134,13 @@ template <int GMX, int HD> struct tc_merge {
 template <int HD, bool BF, int MR, bool ROWS, bool QS> struct tc_smem {
     static constexpr int STG = QS ? MEMRA_ATTN_TC_QS_STAGES : ROWS ? MEMRA_ATTN_TC_ROWS_STAGES : MEMRA_ATTN_TC_STAGES;
     static constexpr int RING = STG * tc_ring<HD, BF>::STAGE;
-    static constexpr int MERGE = (int)sizeof(tc_merge<8 * MR, HD>);
+    static constexpr int MERGE = tc_merge<8 * MR, HD>::ACC, ML = tc_merge<8 * MR, HD>::ML;
     static constexpr int EXTRA = MERGE <= tc_ring<HD, BF>::STAGE ? 0 : MERGE;
     static constexpr int QROW = HD * 2 + 16;
     static constexpr int QPART = 8 * MR * QROW;
-    static constexpr int BYTES = RING + EXTRA + (QS ? 2 * QPART : 0);
+    static constexpr int BYTES = RING + EXTRA + ML + (QS ? 2 * QPART : 0);
+    /* the rows form's merged heads, kept for the prepared output (attn_out_heads_warps), over the ring at the end */
+    static_assert(RING >= NW * CUDA_ATTN_MAX_HEAD_DIM * 4, "tc: the ring holds the merge's keep rows");
 };
 
 /* Copies of this warp's 8 positions of chunk cc into its share at wbase
@@ -147,8 +160,9 @@ static __device__ __forceinline__ void tc_issue(const dec_row &R, uint32_t cc, u
         const uint64_t row = live ? dec_kv_row(R, pos) : 0;
         const uint64_t off = (row * R.kv_dim + R.hoff) * RG::ES + piece * 16;
         const uint32_t n = live ? 16 : 0;
-        cp_async16_zfill(wbase + p * RG::KS + piece * 16, R.kb + off, n);
-        cp_async16_zfill(wbase + PW * RG::KS + p * RG::VS + piece * 16, R.vb + off, n);
+        const uint32_t at = tc_piece<BF>(p, piece) * 16;
+        cp_async16_zfill(wbase + p * RG::KS + at, R.kb + off, n);
+        cp_async16_zfill(wbase + PW * RG::KS + p * RG::VS + at, R.vb + off, n);
     }
 }
 
@@ -338,7 +352,7 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
 #pragma unroll
         for (int kk = 0; kk < HD / 16; kk += 2) {
             uint32_t b[4], a[4];
-            ldmatrix_x4(b, wbase + (lane & 7) * RG::KS + (16 * kk + 8 * (lane >> 3)) * 2);
+            ldmatrix_x4(b, wbase + (lane & 7) * RG::KS + tc_piece<BF>(lane & 7, 2 * kk + (lane >> 3)) * 16);
             qf.lo(kk, a);
             tc_mma16<MR>(ss[0], a, b[0], b[1]);
             qf.hi(kk, a);
@@ -405,7 +419,7 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
 #pragma unroll
         for (int j0 = 0; j0 < HD / 8; j0 += 4) {
             uint32_t v[4];
-            ldmatrix_x4_trans(v, wbase + PW * RG::KS + (lane & 7) * RG::VS + (8 * (j0 + (lane >> 3))) * 2);
+            ldmatrix_x4_trans(v, wbase + PW * RG::KS + (lane & 7) * RG::VS + tc_piece<BF>(lane & 7, j0 + (lane >> 3)) * 16);
             if constexpr (PV) {
 #pragma unroll
                 for (int t = 0; t < 2; t++) {
@@ -451,16 +465,20 @@ static __device__ __forceinline__ void tc_state_init(float (&o)[HD / 8][2 * MR],
 }
 
 /* A split's end: each warp's states into the merge area laid over the stage
- * at mp (after a barrier: every warp is done reading it), then
+ * at mp and ml (after a barrier: every warp is done reading it), then
  * dec_merge_warps writes the partials of heads h0 .. h0 + ng − 1 at part0 +
  * g·NS. Whole CTA; ends with a barrier. */
 template <int HD, int MR, bool PV>
 static __device__ __forceinline__ void tc_split_write(const dec_row &R, float (&o)[HD / 8][2 * MR], float (&m)[MR],
-                                                      float (&l)[MR], int ng, char *mp, float *__restrict__ part_acc,
-                                                      float *__restrict__ part_ml, uint64_t part0)
+                                                      float (&l)[MR], int ng, char *mp, char *ml,
+                                                      float *__restrict__ part_acc, float *__restrict__ part_ml,
+                                                      uint64_t part0)
 {
     using SM = tc_merge<8 * MR, HD>;
-    SM &sm = *reinterpret_cast<SM *>(mp);
+    SM sm;
+    sm.acc = reinterpret_cast<float (*)[8 * MR][HD]>(mp);
+    sm.m = reinterpret_cast<float (*)[8 * MR]>(ml);
+    sm.l = sm.m + NW;
     const uint32_t lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     __syncthreads();
 #pragma unroll
@@ -559,7 +577,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     }
     tc_q<HD, MR, QS> qf;
     qf.template load<SMEM::QROW, SMEM::QPART>(q, (uint64_t)t * d.n_heads * HD + (uint64_t)h0 * HD, ng, scale2,
-                                              tc_ring_mem + SMEM::RING + SMEM::EXTRA);
+                                              tc_ring_mem + SMEM::RING + SMEM::EXTRA + SMEM::ML);
     float acc[HD / 8][2 * MR], m[MR], l[MR];
     tc_state_init<HD, MR>(acc, m, l);
     for (; issued < STG - 1; issued++) {
@@ -584,7 +602,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         const bool more = next_pair(s1, c1);
         if (!more || s1 != s) {
             char *const mp = SMEM::EXTRA ? tc_ring_mem + SMEM::RING : tc_ring_mem + st;
-            tc_split_write<HD, MR, PV>(R, acc, m, l, ng, mp, o.pa, o.pm, part0 + (ROWS ? s : 0));
+            tc_split_write<HD, MR, PV>(R, acc, m, l, ng, mp, tc_ring_mem + SMEM::RING + SMEM::EXTRA, o.pa, o.pm,
+                                       part0 + (ROWS ? s : 0));
             tc_state_init<HD, MR>(acc, m, l);
         }
         if (!more)
@@ -592,7 +611,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         s = s1, c = c1;
     }
     if constexpr (ROWS) /* the partials of this CTA's heads (written above, read back through L2) */
-        attn_out_heads_warps(o, part0, HD, t, h0, ng);
+        attn_out_heads_warps(o, part0, HD, t, h0, ng, reinterpret_cast<float *>(tc_ring_mem)); /* the ring: done */
 }
 
 /* The kernel's shared-memory attribute, set once a device; returns its CTAs

@@ -326,6 +326,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     const char *env_side = getenv("MEMRA_DECODE_SIDE");
     b->dec_side = !(env_side && strcmp(env_side, "off") == 0);
+    const char *env_xp = getenv("MEMRA_GEMM_X_PRODUCERS");
+    b->x_producers = !(env_xp && strcmp(env_xp, "off") == 0);
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
     b->mixed_seqs = calloc(bc->max_seqs ? bc->max_seqs : 1, sizeof(*b->mixed_seqs));

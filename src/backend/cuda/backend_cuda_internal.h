@@ -103,6 +103,10 @@ struct cuda_backend {
     uint32_t *h_attn_launch; /* (max_seqs, 4) prefill launches: first span, spans, max n, max splits */
     uint32_t *h_attn_runs;   /* (max_seqs, 2) this batch's runs of decode-kernel rows: first token, count */
     uint32_t n_attn_launches, n_attn_runs;
+    /* the next GEMM input whose bf16 parts its producer wrote (cuda_gemm_x_claim; cuda_forward.c), for x_claim_T
+     * tokens; NULL: none. Taken or dropped by the next matmul_multi. */
+    const float *x_claim;
+    uint32_t x_claim_T;
     /* host staging */
     uint32_t *h_meta;   /* (3T + tables_max) */
     float *h_x;         /* (T, dim) embedding rows made on the host (when d_embd is NULL) */
@@ -115,6 +119,8 @@ struct cuda_backend {
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
     bool dec_side;           /* MEMRA_DECODE_SIDE (default on): a batch's k|v GEMV beside q's (cuda_decode_step.c) */
+    bool x_producers;        /* MEMRA_GEMM_X_PRODUCERS (default on): a prefill GEMM's bf16 parts of x written by
+                                the kernel that makes x (cuda_forward.c x_claim_ok) */
     bool attn_prep;          /* dec_fuse and cuda_attn_decode_prep_supported: the attention prepares its output */
     const void *d_embd;      /* token embedding rows as in the file, on the device (NULL: host rows) */
     float embd_scale;        /* its tensor scale × the model's embedding scale */

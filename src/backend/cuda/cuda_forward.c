@@ -70,8 +70,9 @@ static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const 
                         const float *x, uint32_t t0, uint32_t T)
 {
     const uint32_t cols = ws[0]->cols;
-    bool converted = false; /* x converted by an earlier weight of the group (f32 ones read x as is): the others
-                               reuse it when their input type is the same */
+    /* x converted by an earlier weight of the group (f32 ones read x as is) or by the kernel that wrote x
+     * (b->x_claim: the whole batch's rows): the others reuse it when their input type is the same */
+    bool converted = t0 == 0 && b->x_claim == x && b->x_claim_T == T;
     for (int i = 0; i < n; i++) {
         cuda_gemm_run_kept(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->kept, ws[i]->rows, cols, x + (uint64_t)t0 * cols,
                            T, ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
@@ -105,6 +106,38 @@ static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const
     }
     if (t > run0)
         (in_gemm ? matmul_gemm : matmul_gemv)(b, ws, ys, n, x, run0, t - run0);
+    b->x_claim = NULL; /* a claim serves the matmul right after its producer only */
+}
+
+/* Whether the producer of the input of weights ws may write the GEMM's bf16
+ * parts itself (cuda_gemm_x_claim): every span of the batch takes the GEMM
+ * for them (so one call over all T rows reads x), none reads an f16 or f32 x,
+ * and MEMRA_GEMM_X_PRODUCERS is not off (b->x_producers). */
+static bool x_claim_ok(const struct cuda_backend *b, const struct cuda_weight *const *ws, int n, const uint32_t *spans,
+                       uint32_t n_spans)
+{
+    if (!b->x_producers || !b->gemm)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (ws[i]->dtype == DTYPE_F16 || ws[i]->dtype == DTYPE_F32)
+            return false;
+    for (uint32_t s = 0; s < n_spans; s++)
+        if (!span_takes_gemm(b, ws, n, spans[s]))
+            return false;
+    return true;
+}
+
+/* out (T, dim) = RMSNorm of x (+ residual, written back) · w, the input of the
+ * weights ws: with its GEMM parts where x_claim_ok. */
+static void norm_for(struct cuda_backend *b, const float *x, float *residual, const float *w, float *out, uint32_t T,
+                     const struct cuda_weight *const *ws, int n, const uint32_t *spans, uint32_t n_spans)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    b->x_claim = NULL;
+    if (!x_claim_ok(b, ws, n, spans, n_spans))
+        cuda_rmsnorm_in(b->ctx, x, residual, w, out, T, c->dim, c->norm_eps);
+    else if (cuda_rmsnorm_in_gemm(b->ctx, b->gemm, ws[0]->dtype, x, residual, w, out, T, c->dim, c->norm_eps))
+        b->x_claim = out, b->x_claim_T = T; /* (else it ran as cuda_rmsnorm_in) */
 }
 
 static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const float *x, float *y,
@@ -355,12 +388,17 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
     const struct cuda_attn_shape sh = {c->n_heads, c->n_kv_heads, c->head_dim};
     const uint64_t nx = (uint64_t)T * c->dim;
 
+    /* Each block's residual add is made by the RMSNorm after it (cuda_rmsnorm_in with a residual: x += xb2
+     * in the same float addition as cuda_fwd_add, so the same bits; one pass over x instead of two launches,
+     * measured by lab/ncu-prefill-gpu.sh at 2 × 54 µs a layer of a 4096-token pass); pending: the feed-forward
+     * block's xb2 still to be added, by the next layer's attention norm or after the last layer. */
+    bool pending = false;
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const struct model_layer *L = &m->layers[l];
         const struct cuda_layer *D = &b->layers[l];
         /* attention block */
-        cuda_rmsnorm_in(b->ctx, b->x, NULL, D->attn_norm, b->xb, T, c->dim, c->norm_eps);
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
+        norm_for(b, pending ? b->xb2 : b->x, pending ? b->x : NULL, D->attn_norm, b->xb, T, qkv, 3, spans, n_spans);
         float *qkv_out[3] = {b->q, b->k, b->v};
         matmul_multi(b, qkv, qkv_out, 3, b->xb, spans, n_spans);
         struct cuda_kv_view kv;
@@ -369,28 +407,44 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
         cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, b->kv_dim, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
                             D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
-        if (b->n_attn_launches) /* the prefill kernel's rows (decode rows come rounded) */
-            cuda_be_round_act(b, b->att, (uint64_t)T * b->q_dim);
+        if (b->n_attn_launches) { /* the prefill kernel's rows (decode rows come rounded) */
+            const struct cuda_weight *wo = &D->wo;
+            b->x_claim = NULL;
+            if (b->base.cfg.act_type != BACKEND_ACT_BF16 || !x_claim_ok(b, &wo, 1, spans, n_spans))
+                cuda_be_round_act(b, b->att, (uint64_t)T * b->q_dim);
+            else if (cuda_fwd_round_bf16_gemm(b->ctx, b->gemm, wo->dtype, b->att, T, b->q_dim))
+                b->x_claim = b->att, b->x_claim_T = T; /* (else it only rounded) */
+        }
         matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
-        cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
-        /* feed-forward block */
-        cuda_rmsnorm_in(b->ctx, b->x, NULL, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
+        /* feed-forward block (the attention block's add made by its norm) */
+        const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
+        if (c->n_experts > 0)
+            cuda_rmsnorm_in(b->ctx, b->xb2, b->x, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
+        else
+            norm_for(b, b->xb2, b->x, D->ffn_norm, b->xb, T, gu, 2, spans, n_spans);
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu) */
             matmul(b, &D->router, b->xb, b->moe_logits, spans, n_spans);
             moe_ffn(b, &D->moe, spans, n_spans);
         } else {
-            const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
             float *gu_out[2] = {b->hb, b->hb2};
             matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
-            cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, c->act == MODEL_ACT_GELU_TANH);
+            const struct cuda_weight *wd = &D->w_down;
+            const bool gelu = c->act == MODEL_ACT_GELU_TANH;
+            b->x_claim = NULL;
+            if (!x_claim_ok(b, &wd, 1, spans, n_spans))
+                cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, gelu);
+            else if (cuda_fwd_glu_gemm(b->ctx, b->gemm, wd->dtype, b->hb, b->hb2, T, c->ffn_dim, gelu))
+                b->x_claim = b->hb, b->x_claim_T = T; /* (else it ran as cuda_fwd_glu) */
             matmul(b, &D->w_down, b->hb, b->xb2, spans, n_spans);
         }
         if (D->post_ffn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
-        cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
+        pending = true;
     }
+    if (pending)
+        cuda_fwd_add(b->ctx, b->x, b->xb2, nx);
 
     /* logits: the last n_logits tokens of every sequence normed into
      * consecutive rows of xb, then the output matmul over up to dec_g rows at

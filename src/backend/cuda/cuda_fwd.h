@@ -19,10 +19,13 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
-extern "C" {
+extern "C" { /* core/dtype.h has C linkage but no guards of its own */
 #endif
 
+#include "core/dtype.h"
+
 struct cuda_ctx;
+struct cuda_gemm;
 
 /* Largest head_dim the attention kernels take. */
 #define CUDA_FWD_MAX_HEAD_DIM 256u
@@ -102,6 +105,10 @@ void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32
  * gelu-tanh (gelu true). Both GLUs round their output to bf16 under
  * cuda_ctx_set_act_bf16 (it is down's input). */
 void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu);
+/* cuda_fwd_glu of hb (T, width) that also writes hb's parts for the prefill
+ * GEMM of weights of type t (cuda_gemm_x_claim): true when it did. */
+bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *hb, const float *hb2, uint32_t T,
+                       uint32_t width, bool gelu);
 /* The same from one matrix's rows: out[t, i] = act(gu[t, i]) · gu[t, width + i]
  * for gu (T, 2·width) (the decode step's joined gate|up output), out (T, width). */
 void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width, bool gelu);
@@ -117,6 +124,10 @@ void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);
  * matmul's input under BACKEND_ACT_BF16 that no producer rounded (the prefill
  * attention's output; the CPU's quant_f32_to_bf16 bits). */
 void cuda_fwd_round_bf16(struct cuda_ctx *ctx, float *x, uint64_t n);
+/* The same for x (T, width), also writing x's parts for the prefill GEMM of
+ * weights of type t (cuda_gemm_x_claim): true when it did. */
+bool cuda_fwd_round_bf16_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *x, uint32_t T,
+                              uint32_t width);
 
 /* Copy block src to block dst in every layer's keys and values of the pool
  * (n_layers, 2, kv_blocks, 16, kv_dim) of elem_bytes (4: f32, 2: bf16) each

@@ -345,6 +345,16 @@ void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t ro
  * step alone (for the benchmark). */
 void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);
 void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n);
+/* The parts of x (T, n) a producer kernel writes in place of cuda_gemm_prep_x:
+ * returns hi (T, n) bf16 and sets *lo to the low part's (T, n) when the mode
+ * splits x (else NULL); the next cuda_gemm_run of this x, n, T with
+ * CUDA_GEMM_X_PREPARED reads them. The producer must write them with
+ * tile_copy.cuh's gemm_x_split (the bits of cuda_gemm_prep_x) before that run,
+ * on the context's stream. NULL (nothing claimed) when weights of type t do
+ * not take a bf16 x, or x exceeds the scratch or is not 16-byte aligned with
+ * n % 4 == 0. */
+uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T,
+                            uint16_t **lo);
 /* A weight kept dequantized on the device (MEMRA_GEMM_KEEP, backend_cuda.c):
  * cuda_gemm_kept_bytes is the size of its copy in a mode (0: the type needs
  * none), cuda_gemm_keep writes it (kept: 256-byte aligned) with the kernels
@@ -375,6 +385,12 @@ void cuda_rmsnorm_in(struct cuda_ctx *ctx, const float *x, float *residual, cons
  * split; returns false (and runs cuda_rmsnorm_in) where it cannot. */
 bool cuda_rmsnorm_in_split(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                            uint32_t nrows, uint32_t n, float eps);
+/* cuda_rmsnorm_in that also writes out's parts for the prefill GEMM of
+ * weights of type t (cuda_gemm_x_claim; the bits cuda_gemm_prep_x would make
+ * of out): true when it did, so the GEMM of out over nrows tokens may pass
+ * CUDA_GEMM_X_PREPARED; false after a plain cuda_rmsnorm_in. */
+bool cuda_rmsnorm_in_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, const float *x, float *residual,
+                          const float *w, float *out, uint32_t nrows, uint32_t n, float eps);
 
 /* cuda_rmsnorm / cuda_swiglu that also prepare their output for the quantized
  * GEMVs reading it next, bit for bit as cuda_gemv_prep_x(out) would: follow

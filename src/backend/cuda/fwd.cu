@@ -252,11 +252,22 @@ __device__ __forceinline__ float glu_one(float g, float u, bool gelu)
     return g / (1.0f + expf(-g)) * u;
 }
 
-__global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu, bool rnd)
+/* hi, lo: the prefill GEMM's parts of hb (cuda_fwd_glu_gemm), or NULL */
+__global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu, bool rnd, uint16_t *hi,
+                           uint16_t *lo)
 {
     pdl_enter();
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        hb[i] = act_round(glu_one(hb[i], hb2[i], gelu), rnd);
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float v = act_round(glu_one(hb[i], hb2[i], gelu), rnd);
+        hb[i] = v;
+        if (hi) {
+            uint16_t h, l;
+            gemm_x_split1(v, h, l);
+            hi[i] = h;
+            if (lo)
+                lo[i] = l;
+        }
+    }
 }
 
 /* out (T, width) from gu (T, 2·width): each row's gate half, then its up half */
@@ -300,11 +311,20 @@ __global__ void kernel_add(float *x, const float *__restrict__ y, uint64_t n)
 }
 
 /* x[i] = bf16(x[i]) (nearest even), as quant_f32_to_bf16 on the CPU */
-__global__ void kernel_round_bf16(float *x, uint64_t n)
+__global__ void kernel_round_bf16(float *x, uint64_t n, uint16_t *hi, uint16_t *lo)
 {
     pdl_enter();
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        x[i] = act_round(x[i], true);
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float v = act_round(x[i], true);
+        x[i] = v;
+        if (hi) { /* the prefill GEMM's parts of x (cuda_fwd_round_bf16_gemm) */
+            uint16_t h, l;
+            gemm_x_split1(v, h, l);
+            hi[i] = h;
+            if (lo)
+                lo[i] = l;
+        }
+    }
 }
 
 unsigned grid_1d(uint64_t n)
@@ -380,7 +400,19 @@ extern "C" void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, 
 {
     if (n == 0)
         return;
-    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu, ctx->act_bf16); /* a matmul's input */
+    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu, ctx->act_bf16, (uint16_t *)nullptr,
+                (uint16_t *)nullptr); /* a matmul's input */
+}
+
+extern "C" bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *hb, const float *hb2,
+                                  uint32_t T, uint32_t width, bool gelu)
+{
+    const uint64_t n = (uint64_t)T * width;
+    if (n == 0)
+        return false;
+    uint16_t *lo = nullptr, *hi = cuda_gemm_x_claim(g, t, hb, width, T, &lo);
+    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu, ctx->act_bf16, hi, lo);
+    return hi != nullptr;
 }
 
 extern "C" void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width,
@@ -419,7 +451,18 @@ extern "C" void cuda_fwd_round_bf16(struct cuda_ctx *ctx, float *x, uint64_t n)
 {
     if (n == 0)
         return;
-    cuda_launch(ctx, kernel_round_bf16, grid_1d(n), 256, 0, x, n);
+    cuda_launch(ctx, kernel_round_bf16, grid_1d(n), 256, 0, x, n, (uint16_t *)nullptr, (uint16_t *)nullptr);
+}
+
+extern "C" bool cuda_fwd_round_bf16_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *x,
+                                         uint32_t T, uint32_t width)
+{
+    const uint64_t n = (uint64_t)T * width;
+    if (n == 0)
+        return false;
+    uint16_t *lo = nullptr, *hi = cuda_gemm_x_claim(g, t, x, width, T, &lo);
+    cuda_launch(ctx, kernel_round_bf16, grid_1d(n), 256, 0, x, n, hi, lo);
+    return hi != nullptr;
 }
 
 extern "C" size_t cuda_fwd_mem_free(void)

@@ -60,6 +60,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
 #include "backend/cuda/gemv_quant_types.cuh"
+#include "backend/cuda/tile_copy.cuh"
 
 #define GEMM_WS_BYTES ((size_t)32 << 20)
 #define GEMM_PLANS 128
@@ -95,15 +96,11 @@ __global__ void kernel_x_split_bf16(const float4 *__restrict__ x, uint64_t n4, u
                                     uint2 *__restrict__ lo)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
-        const float4 v = x[i];
-        const __nv_bfloat162 h01 = __floats2bfloat162_rn(v.x, v.y), h23 = __floats2bfloat162_rn(v.z, v.w);
-        hi[i] = make_uint2(*reinterpret_cast<const uint32_t *>(&h01), *reinterpret_cast<const uint32_t *>(&h23));
-        if (lo) {
-            const float2 f01 = __bfloat1622float2(h01), f23 = __bfloat1622float2(h23);
-            const __nv_bfloat162 l01 = __floats2bfloat162_rn(__fsub_rn(v.x, f01.x), __fsub_rn(v.y, f01.y));
-            const __nv_bfloat162 l23 = __floats2bfloat162_rn(__fsub_rn(v.z, f23.x), __fsub_rn(v.w, f23.y));
-            lo[i] = make_uint2(*reinterpret_cast<const uint32_t *>(&l01), *reinterpret_cast<const uint32_t *>(&l23));
-        }
+        uint2 h, l;
+        gemm_x_split4(x[i], h, l); /* tile_copy.cuh: the producers' split too */
+        hi[i] = h;
+        if (lo)
+            lo[i] = l;
     }
 }
 
@@ -361,6 +358,23 @@ static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_
     g->prep.n = n;
     g->prep.T = T;
     g->prep.kind = (int)kind;
+}
+
+extern "C" uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T,
+                                       uint16_t **lo)
+{
+    const enum xkind kind = xkind_of(t);
+    const uint64_t cnt = n * T;
+    *lo = NULL;
+    if (!g || kind != XK_BF16 || !g->xhi || cnt == 0 || cnt > g->max_x || n % 4 || (uintptr_t)x % 16)
+        return NULL;
+    g->xlo = x_has_lo(g, kind) ? g->xhi + cnt : NULL;
+    g->prep.x = x;
+    g->prep.n = n;
+    g->prep.T = T;
+    g->prep.kind = (int)kind;
+    *lo = g->xlo;
+    return g->xhi;
 }
 
 extern "C" void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T)

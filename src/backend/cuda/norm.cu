@@ -35,7 +35,7 @@ __device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(
 template <bool PREP>
 __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
                                                       float *out, uint32_t n, float eps, uint8_t *xq, bool rnd,
-                                                      uint8_t *xs)
+                                                      uint8_t *xs, uint2 *ghi, uint2 *glo)
 {
     pdl_trigger();
     __shared__ float red[NT / 32];
@@ -80,6 +80,13 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
             reinterpret_cast<float4 *>(out)[base4 + i] = o;
             if (xs) /* the wgmma GEMV's A rows of out (cuda_rmsnorm_in_split; one a token when bf16-valued) */
                 mmv_split_store4(xs, o, blockIdx.x, 4 * (uint64_t)i, n, rnd);
+            if (ghi) { /* the prefill GEMM's parts of out (cuda_rmsnorm_in_gemm) */
+                uint2 h, l;
+                gemm_x_split4(o, h, l);
+                ghi[base4 + i] = h;
+                if (glo)
+                    glo[base4 + i] = l;
+            }
         }
         if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */
             gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, blockIdx.x, 4 * i);
@@ -205,9 +212,9 @@ void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const
     if (xq && !vec)
         CUDA_FAIL("rmsnorm_prep: n = %u must be a multiple of 32 and ≤ %d, pointers 16-byte aligned", n, 4 * KV * NT);
     if (xq)
-        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr);
+        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr, nullptr, nullptr);
     else if (vec)
-        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr);
+        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr, nullptr, nullptr);
     else
         cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps, rnd);
 }
@@ -261,7 +268,24 @@ extern "C" bool cuda_rmsnorm_in_split(struct cuda_ctx *ctx, const float *x, floa
         launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, ctx->act_bf16);
         return false;
     }
-    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16, xs);
+    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16, xs, nullptr,
+                nullptr);
+    return true;
+}
+
+extern "C" bool cuda_rmsnorm_in_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, const float *x,
+                                     float *residual, const float *w, float *out, uint32_t nrows, uint32_t n, float eps)
+{
+    if (!nrows || !n)
+        return false;
+    uint16_t *lo = nullptr, *hi = rmsnorm_vec(x, residual, w, out, n) ? cuda_gemm_x_claim(g, t, out, n, nrows, &lo)
+                                                                        : nullptr;
+    if (!hi) {
+        launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, ctx->act_bf16);
+        return false;
+    }
+    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16,
+                nullptr, reinterpret_cast<uint2 *>(hi), reinterpret_cast<uint2 *>(lo));
     return true;
 }
 

@@ -88,6 +88,28 @@ static __device__ __forceinline__ uint32_t split_pair(float a, float b, bool lo)
     return *reinterpret_cast<uint32_t *>(&h);
 }
 
+/* The prefill GEMM's parts of x (gemm.cu): hi = bf16(x) (nearest even), lo =
+ * bf16(x − hi) (x − hi is exact in f32). kernel_x_split_bf16 and the kernels
+ * that write a GEMM's input themselves (cuda_gemm_x_claim) make them here, so
+ * both give the same bits. */
+static __device__ __forceinline__ void gemm_x_split1(float v, uint16_t &hi, uint16_t &lo)
+{
+    const __nv_bfloat16 h = __float2bfloat16_rn(v);
+    const __nv_bfloat16 l = __float2bfloat16_rn(__fsub_rn(v, __bfloat162float(h)));
+    hi = *reinterpret_cast<const uint16_t *>(&h);
+    lo = *reinterpret_cast<const uint16_t *>(&l);
+}
+static __device__ __forceinline__ void gemm_x_split4(float4 v, uint2 &hi, uint2 &lo)
+{
+    uint16_t h[4], l[4];
+    gemm_x_split1(v.x, h[0], l[0]);
+    gemm_x_split1(v.y, h[1], l[1]);
+    gemm_x_split1(v.z, h[2], l[2]);
+    gemm_x_split1(v.w, h[3], l[3]);
+    hi = make_uint2(h[0] | (uint32_t)h[1] << 16, h[2] | (uint32_t)h[3] << 16);
+    lo = make_uint2(l[0] | (uint32_t)l[1] << 16, l[2] | (uint32_t)l[3] << 16);
+}
+
 /* The wgmma batched GEMV's A rows (mmv_wg.cu) of x (T, n) at (t, k .. k + 3):
  * with ho (x bf16-valued) row t of a (T, n) bf16 matrix, else the hi parts
  * at row 2t and the lo parts at row 2t + 1 of a (2T, n) one. Written by

@@ -73,6 +73,8 @@ static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const 
     /* x converted by an earlier weight of the group (f32 ones read x as is) or by the kernel that wrote x
      * (b->x_claim: the whole batch's rows): the others reuse it when their input type is the same */
     bool converted = t0 == 0 && b->x_claim == x && b->x_claim_T == T;
+    if (converted) /* the producer wrote the parts only: x itself is not there to convert again */
+        MEMRA_ASSERT(cuda_gemm_x_ready(b->gemm, ws[0]->dtype, x, cols, T));
     for (int i = 0; i < n; i++) {
         cuda_gemm_run_kept(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->kept, ws[i]->rows, cols, x + (uint64_t)t0 * cols,
                            T, ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);

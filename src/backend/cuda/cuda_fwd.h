@@ -105,8 +105,10 @@ void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32
  * gelu-tanh (gelu true). Both GLUs round their output to bf16 under
  * cuda_ctx_set_act_bf16 (it is down's input). */
 void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu);
-/* cuda_fwd_glu of hb (T, width) that also writes hb's parts for the prefill
- * GEMM of weights of type t (cuda_gemm_x_claim): true when it did. */
+/* cuda_fwd_glu of hb (T, width) that writes hb's parts for the prefill GEMM of
+ * weights of type t (cuda_gemm_x_claim) instead of hb: true when it did (hb
+ * keeps the gate values then: only the GEMM may read the result), false after
+ * a plain cuda_fwd_glu. */
 bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *hb, const float *hb2, uint32_t T,
                        uint32_t width, bool gelu);
 /* The same from one matrix's rows: out[t, i] = act(gu[t, i]) · gu[t, width + i]
@@ -124,8 +126,9 @@ void cuda_fwd_add(struct cuda_ctx *ctx, float *x, const float *y, uint64_t n);
  * matmul's input under BACKEND_ACT_BF16 that no producer rounded (the prefill
  * attention's output; the CPU's quant_f32_to_bf16 bits). */
 void cuda_fwd_round_bf16(struct cuda_ctx *ctx, float *x, uint64_t n);
-/* The same for x (T, width), also writing x's parts for the prefill GEMM of
- * weights of type t (cuda_gemm_x_claim): true when it did. */
+/* The same for x (T, width), writing x's rounded parts for the prefill GEMM
+ * of weights of type t (cuda_gemm_x_claim) instead of x: true when it did (x
+ * left unrounded: only the GEMM may read it), false after cuda_fwd_round_bf16. */
 bool cuda_fwd_round_bf16_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *x, uint32_t T,
                               uint32_t width);
 

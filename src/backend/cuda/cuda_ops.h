@@ -352,9 +352,15 @@ void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_
  * tile_copy.cuh's gemm_x_split (the bits of cuda_gemm_prep_x) before that run,
  * on the context's stream. NULL (nothing claimed) when weights of type t do
  * not take a bf16 x, or x exceeds the scratch or is not 16-byte aligned with
- * n % 4 == 0. */
+ * n % 4 == 0. The producers (cuda_rmsnorm_in_gemm, cuda_fwd_glu_gemm,
+ * cuda_fwd_round_bf16_gemm) then write the parts only, not x itself: no
+ * reader of x but that GEMM may follow, and cuda_gemm_x_ready must hold when
+ * it runs (cuda_forward.c asserts it). */
 uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T,
                             uint16_t **lo);
+/* Whether the scratch holds x's parts (x, n, T and t's input kind as the last
+ * conversion or claim): a CUDA_GEMM_X_PREPARED run of x then reads no x. */
+bool cuda_gemm_x_ready(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);
 /* A weight kept dequantized on the device (MEMRA_GEMM_KEEP, backend_cuda.c):
  * cuda_gemm_kept_bytes is the size of its copy in a mode (0: the type needs
  * none), cuda_gemm_keep writes it (kept: 256-byte aligned) with the kernels
@@ -385,10 +391,11 @@ void cuda_rmsnorm_in(struct cuda_ctx *ctx, const float *x, float *residual, cons
  * split; returns false (and runs cuda_rmsnorm_in) where it cannot. */
 bool cuda_rmsnorm_in_split(struct cuda_ctx *ctx, const float *x, float *residual, const float *w, float *out,
                            uint32_t nrows, uint32_t n, float eps);
-/* cuda_rmsnorm_in that also writes out's parts for the prefill GEMM of
- * weights of type t (cuda_gemm_x_claim; the bits cuda_gemm_prep_x would make
- * of out): true when it did, so the GEMM of out over nrows tokens may pass
- * CUDA_GEMM_X_PREPARED; false after a plain cuda_rmsnorm_in. */
+/* cuda_rmsnorm_in that writes out's parts for the prefill GEMM of weights of
+ * type t instead of out (cuda_gemm_x_claim; the bits cuda_gemm_prep_x would
+ * make of out; the residual still written back): true when it did, so the
+ * GEMM of out over nrows tokens may pass CUDA_GEMM_X_PREPARED (and out must not
+ * be read otherwise); false after a plain cuda_rmsnorm_in. */
 bool cuda_rmsnorm_in_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, const float *x, float *residual,
                           const float *w, float *out, uint32_t nrows, uint32_t n, float eps);
 

@@ -252,21 +252,29 @@ __device__ __forceinline__ float glu_one(float g, float u, bool gelu)
     return g / (1.0f + expf(-g)) * u;
 }
 
-/* hi, lo: the prefill GEMM's parts of hb (cuda_fwd_glu_gemm), or NULL */
-__global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu, bool rnd, uint16_t *hi,
-                           uint16_t *lo)
+__global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu, bool rnd)
 {
     pdl_enter();
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const float v = act_round(glu_one(hb[i], hb2[i], gelu), rnd);
-        hb[i] = v;
-        if (hi) {
-            uint16_t h, l;
-            gemm_x_split1(v, h, l);
-            hi[i] = h;
-            if (lo)
-                lo[i] = l;
-        }
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        hb[i] = act_round(glu_one(hb[i], hb2[i], gelu), rnd);
+}
+
+/* The prefill GEMM's parts hi, lo (lo NULL: none) of act(hb) · hb2, four
+ * elements a thread (n4 = n / 4); hb itself is not written: the GEMM reads
+ * the parts only (cuda_fwd_glu_gemm). */
+__global__ void kernel_glu_gemm4(const float4 *__restrict__ hb, const float4 *__restrict__ hb2, uint64_t n4, bool gelu,
+                                 bool rnd, uint2 *__restrict__ hi, uint2 *__restrict__ lo)
+{
+    pdl_enter();
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float4 g = hb[i], u = hb2[i];
+        const float4 v = make_float4(act_round(glu_one(g.x, u.x, gelu), rnd), act_round(glu_one(g.y, u.y, gelu), rnd),
+                                     act_round(glu_one(g.z, u.z, gelu), rnd), act_round(glu_one(g.w, u.w, gelu), rnd));
+        uint2 h, l;
+        gemm_x_split4(v, h, l);
+        hi[i] = h;
+        if (lo)
+            lo[i] = l;
     }
 }
 
@@ -311,19 +319,25 @@ __global__ void kernel_add(float *x, const float *__restrict__ y, uint64_t n)
 }
 
 /* x[i] = bf16(x[i]) (nearest even), as quant_f32_to_bf16 on the CPU */
-__global__ void kernel_round_bf16(float *x, uint64_t n, uint16_t *hi, uint16_t *lo)
+__global__ void kernel_round_bf16(float *x, uint64_t n)
 {
     pdl_enter();
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const float v = act_round(x[i], true);
-        x[i] = v;
-        if (hi) { /* the prefill GEMM's parts of x (cuda_fwd_round_bf16_gemm) */
-            uint16_t h, l;
-            gemm_x_split1(v, h, l);
-            hi[i] = h;
-            if (lo)
-                lo[i] = l;
-        }
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        x[i] = act_round(x[i], true);
+}
+
+/* The prefill GEMM's parts hi, lo (lo NULL: none) of bf16(x), four elements a
+ * thread; x itself is not written (cuda_fwd_round_bf16_gemm). */
+__global__ void kernel_round_gemm4(const float4 *__restrict__ x, uint64_t n4, uint2 *__restrict__ hi,
+                                   uint2 *__restrict__ lo)
+{
+    pdl_enter();
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
+        uint2 h, l;
+        gemm_x_split4(act_round4(x[i], true), h, l);
+        hi[i] = h;
+        if (lo)
+            lo[i] = l;
     }
 }
 
@@ -400,8 +414,7 @@ extern "C" void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, 
 {
     if (n == 0)
         return;
-    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu, ctx->act_bf16, (uint16_t *)nullptr,
-                (uint16_t *)nullptr); /* a matmul's input */
+    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu, ctx->act_bf16); /* a matmul's input */
 }
 
 extern "C" bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *hb, const float *hb2,
@@ -410,9 +423,15 @@ extern "C" bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enu
     const uint64_t n = (uint64_t)T * width;
     if (n == 0)
         return false;
-    uint16_t *lo = nullptr, *hi = cuda_gemm_x_claim(g, t, hb, width, T, &lo);
-    cuda_launch(ctx, kernel_glu, grid_1d(n), 256, 0, hb, hb2, n, gelu, ctx->act_bf16, hi, lo);
-    return hi != nullptr;
+    uint16_t *lo = nullptr, *hi = (uintptr_t)hb2 % 16 ? nullptr : cuda_gemm_x_claim(g, t, hb, width, T, &lo);
+    if (!hi) {
+        cuda_fwd_glu(ctx, hb, hb2, n, gelu);
+        return false;
+    }
+    cuda_launch(ctx, kernel_glu_gemm4, grid_1d(n / 4), 256, 0, reinterpret_cast<const float4 *>(hb),
+                reinterpret_cast<const float4 *>(hb2), n / 4, gelu, ctx->act_bf16, reinterpret_cast<uint2 *>(hi),
+                reinterpret_cast<uint2 *>(lo));
+    return true;
 }
 
 extern "C" void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width,
@@ -451,7 +470,7 @@ extern "C" void cuda_fwd_round_bf16(struct cuda_ctx *ctx, float *x, uint64_t n)
 {
     if (n == 0)
         return;
-    cuda_launch(ctx, kernel_round_bf16, grid_1d(n), 256, 0, x, n, (uint16_t *)nullptr, (uint16_t *)nullptr);
+    cuda_launch(ctx, kernel_round_bf16, grid_1d(n), 256, 0, x, n);
 }
 
 extern "C" bool cuda_fwd_round_bf16_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *x,
@@ -461,8 +480,13 @@ extern "C" bool cuda_fwd_round_bf16_gemm(struct cuda_ctx *ctx, struct cuda_gemm 
     if (n == 0)
         return false;
     uint16_t *lo = nullptr, *hi = cuda_gemm_x_claim(g, t, x, width, T, &lo);
-    cuda_launch(ctx, kernel_round_bf16, grid_1d(n), 256, 0, x, n, hi, lo);
-    return hi != nullptr;
+    if (!hi) {
+        cuda_fwd_round_bf16(ctx, x, n);
+        return false;
+    }
+    cuda_launch(ctx, kernel_round_gemm4, grid_1d(n / 4), 256, 0, reinterpret_cast<const float4 *>(x), n / 4,
+                reinterpret_cast<uint2 *>(hi), reinterpret_cast<uint2 *>(lo));
+    return true;
 }
 
 extern "C" size_t cuda_fwd_mem_free(void)

@@ -377,6 +377,11 @@ extern "C" uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const 
     return g->xhi;
 }
 
+extern "C" bool cuda_gemm_x_ready(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T)
+{
+    return g && g->prep.x == x && g->prep.n == n && g->prep.T == T && g->prep.kind == (int)xkind_of(t);
+}
+
 extern "C" void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T)
 {
     prep_x(g, xkind_of(t), x, n, T, false);

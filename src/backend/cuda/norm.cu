@@ -77,7 +77,8 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
         if (valid) {
             o = act_round4(make_float4(v[k].x * s * g[k].x, v[k].y * s * g[k].y, v[k].z * s * g[k].z,
                                        v[k].w * s * g[k].w), rnd);
-            reinterpret_cast<float4 *>(out)[base4 + i] = o;
+            if (!ghi) /* (cuda_rmsnorm_in_gemm: the GEMM reads the parts only) */
+                reinterpret_cast<float4 *>(out)[base4 + i] = o;
             if (xs) /* the wgmma GEMV's A rows of out (cuda_rmsnorm_in_split; one a token when bf16-valued) */
                 mmv_split_store4(xs, o, blockIdx.x, 4 * (uint64_t)i, n, rnd);
             if (ghi) { /* the prefill GEMM's parts of out (cuda_rmsnorm_in_gemm) */

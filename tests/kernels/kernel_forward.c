@@ -350,6 +350,86 @@ static void test_attention(void)
         run_att_case(&cases[i]);
 }
 
+/* cuda_fwd_qk_rope_kv over many tokens (four a block from
+ * CUDA_FWD_ROPE_MANY_TOKENS) against the same tokens in two launches below
+ * that bound (a block a token; run_att_case checks that path against the
+ * reference): q and the cache rows bit-identical, f32 and bf16 caches. */
+static void check_rope_many(uint32_t n_heads, uint32_t n_kv, uint32_t hd, bool neox, bool bias, bool norm,
+                            bool kv_one, bool bf16)
+{
+    const uint32_t T = CUDA_FWD_ROPE_MANY_TOKENS + 45, T1 = T / 2 /* 2093 tokens, 1046 + 1047 */, nblk = (T + CUDA_KV_BLOCK - 1) / CUDA_KV_BLOCK;
+    const uint32_t qd = n_heads * hd, kvd = n_kv * hd, kv_ld = kv_one ? 2 * kvd : kvd;
+    const struct cuda_attn_shape sh = {n_heads, n_kv, hd};
+    float *q = rand_vec((size_t)T * qd, 2.0f), *kv = rand_vec((size_t)T * kv_ld, 2.0f);
+    float *bq = bias ? rand_vec(qd, 0.5f) : NULL, *bk = bias ? rand_vec(kvd, 0.5f) : NULL;
+    float *bv = bias ? rand_vec(kvd, 0.5f) : NULL;
+    float *qn = norm ? rand_vec(hd, 1.0f) : NULL, *kn = norm ? rand_vec(hd, 1.0f) : NULL;
+    float *inv_freq = malloc(sizeof(float) * hd / 2);
+    for (uint32_t i = 0; i < hd / 2; i++)
+        inv_freq[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+    /* positions (a permutation of 0..T-1: 11 is prime and does not divide T), table offsets (one sequence), its
+     * table reversed */
+    MEMRA_ASSERT(T % 11 != 0);
+    uint32_t *meta = malloc(4 * (2 * T + nblk));
+    for (uint32_t t = 0; t < T; t++)
+        meta[t] = (uint32_t)((uint64_t)t * 11 % T), meta[T + t] = 0;
+    for (uint32_t b = 0; b < nblk; b++)
+        meta[2 * T + b] = nblk - 1 - b;
+    float *dq = to_dev(q, (size_t)T * qd), *dkv = to_dev(kv, (size_t)T * kv_ld);
+    float *dbq = bq ? to_dev(bq, qd) : NULL, *dbk = bk ? to_dev(bk, kvd) : NULL, *dbv = bv ? to_dev(bv, kvd) : NULL;
+    float *dqn = qn ? to_dev(qn, hd) : NULL, *dkn = kn ? to_dev(kn, hd) : NULL, *dif = to_dev(inv_freq, hd / 2);
+    uint32_t *dmeta = cuda_alloc(4 * (2 * T + nblk));
+    cuda_upload(g_ctx, dmeta, meta, 4 * (2 * T + nblk));
+    const size_t pool_f = (size_t)nblk * CUDA_KV_BLOCK * kvd; /* floats of a pool (bf16: half used) */
+    float *dkp = cuda_alloc(pool_f * 4), *dvp = cuda_alloc(pool_f * 4);
+    const float *dk = dkv, *dv = kv_one ? dkv + kvd : NULL;
+    float *dv2 = NULL;
+    if (!kv_one)
+        dv2 = to_dev(kv, (size_t)T * kvd), dv = dv2; /* (the first T·kvd random values again: fine) */
+    float *got[2][3];
+    for (int split = 0; split < 2; split++) {
+        cuda_upload(g_ctx, dq, q, (size_t)T * qd * 4);
+        cuda_fill_nan_f32(g_ctx, dkp, pool_f);
+        cuda_fill_nan_f32(g_ctx, dvp, pool_f);
+        struct cuda_kv_view v = {.k = dkp, .v = dvp, .blocks = dmeta + 2 * T, .tok_table = dmeta + T, .bf16 = bf16};
+        if (!split) {
+            cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f, sh, v);
+        } else {
+            cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, kv_ld, T1, dmeta, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f, sh, v);
+            v.tok_table = dmeta + T + T1;
+            cuda_fwd_qk_rope_kv(g_ctx, dq + (size_t)T1 * qd, dk + (size_t)T1 * kv_ld, dv + (size_t)T1 * kv_ld, kv_ld,
+                                T - T1, dmeta + T1, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f, sh, v);
+        }
+        got[split][0] = from_dev(dq, (size_t)T * qd);
+        got[split][1] = from_dev(dkp, pool_f);
+        got[split][2] = from_dev(dvp, pool_f);
+    }
+    const bool same = memcmp(got[0][0], got[1][0], (size_t)T * qd * 4) == 0 &&
+                      memcmp(got[0][1], got[1][1], pool_f * 4) == 0 && memcmp(got[0][2], got[1][2], pool_f * 4) == 0;
+    CHECK_MSG(same, "qk_rope_kv heads %u/%u hd %u%s: %u tokens in one launch differ from two launches", n_heads, n_kv,
+              hd, bf16 ? " bf16 cache" : "", T);
+    fprintf(stderr, "  rope of %u tokens in one launch = two launches: heads %u/%u hd %3u %s%s%s%s%s: %s\n", T, n_heads,
+            n_kv, hd, neox ? "neox" : "pairs", bias ? " bias" : "", norm ? " qknorm" : "", kv_one ? " k|v rows" : "",
+            bf16 ? " bf16 cache" : " f32 cache", same ? "bit-identical" : "DIFFERENT");
+    void *dev[] = {dq, dkv, dv2, dbq, dbk, dbv, dqn, dkn, dif, dmeta, dkp, dvp};
+    for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
+        cuda_free(dev[i]);
+    void *host[] = {q, kv, bq, bk, bv, qn, kn, inv_freq, meta, got[0][0], got[0][1], got[0][2], got[1][0], got[1][1],
+                    got[1][2]};
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        free(host[i]);
+}
+
+static void test_rope_many(void)
+{
+    check_rope_many(32, 8, 128, false, false, false, false, true); /* Llama-3-8B, bf16 cache (the default) */
+    check_rope_many(32, 8, 128, true, false, false, true, false);  /* halves, k|v rows, f32 cache */
+    check_rope_many(4, 2, 64, false, true, false, false, false);   /* qwen2 biases */
+    check_rope_many(4, 1, 16, true, false, true, false, true);     /* qwen3 q/k norm */
+    check_rope_many(2, 2, 256, true, false, true, false, true);    /* head_dim 256 (a token a block either way) */
+    check_rope_many(6, 2, 48, true, true, true, true, false);      /* head_dim not a multiple of 32 */
+}
+
 static void test_glu_add(void)
 {
     const uint64_t n = 3 * 1000 + 7;
@@ -1196,6 +1276,7 @@ int main(void)
     if (!only_default) {
         RUN(test_matmul_f32);
         RUN(test_attention);
+        RUN(test_rope_many);
         RUN(test_glu_add);
         RUN(test_fixture_models);
         RUN(test_extra_models);

@@ -196,10 +196,11 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t)
  * the bf16 rounding) against the plain kernel then cuda_gemm_run's own split: the same input, the same residual,
  * a GEMM over the claimed parts (CUDA_GEMM_X_PREPARED) bit-identical, with f32 and bf16 activations. Another
  * x's parts are left in the scratch first, so a claim that was not written would show. Q4_K: a GGUF weight's
- * bf16 input too. */
-static void check_x_producers(struct cuda_gemm *g, enum dtype t)
+ * bf16 input too. n 1024 and 4096: the norm's RT-thread kernel (kernel_rmsnorm_gemm) against kernel_rmsnorm4
+ * with some and with all of the latter's 32 warps holding values. */
+static void check_x_producers(struct cuda_gemm *g, enum dtype t, uint64_t n)
 {
-    const uint64_t rows = 96, n = 1024, rb = row_bytes_of(t, n);
+    const uint64_t rows = 96, rb = row_bytes_of(t, n);
     const uint32_t T = 37;
     const uint64_t cnt = (uint64_t)T * n;
     uint8_t *w = malloc(rows * rb);
@@ -264,12 +265,12 @@ static void check_x_producers(struct cuda_gemm *g, enum dtype t)
              * and the residual written back are what must agree */
             const bool same_r = memcmp(r1, r2, 4 * cnt) == 0;
             const bool same_y = memcmp(y1, y2, 4 * rows * T) == 0;
-            CHECK_MSG(same_r && same_y, "%s %s %s (%s activations): the producer's %s differs",
-                      mode_name(cuda_gemm_mode_of(g)), dtype_name(t), what[k], act ? "bf16" : "f32",
-                      same_r ? "GEMM output" : "residual");
-            printf("check %-5s %-5s %s writing the GEMM's parts, %s activations: GEMM and residual %s\n",
-                   mode_name(cuda_gemm_mode_of(g)), dtype_name(t), what[k], act ? "bf16" : "f32",
-                   same_r && same_y ? "bit-identical" : "DIFFERENT");
+            CHECK_MSG(same_r && same_y, "%s %s n %llu %s (%s activations): the producer's %s differs",
+                      mode_name(cuda_gemm_mode_of(g)), dtype_name(t), (unsigned long long)n, what[k],
+                      act ? "bf16" : "f32", same_r ? "GEMM output" : "residual");
+            printf("check %-5s %-5s n %4llu %s writing the GEMM's parts, %s activations: GEMM and residual %s\n",
+                   mode_name(cuda_gemm_mode_of(g)), dtype_name(t), (unsigned long long)n, what[k],
+                   act ? "bf16" : "f32", same_r && same_y ? "bit-identical" : "DIFFERENT");
         }
     }
     cuda_ctx_set_act_bf16(g_ctx, false);
@@ -298,8 +299,9 @@ static void run_checks(void)
         check_invariance(g, DTYPE_F32);
         test_current = "x producers";
         test_cases++;
-        check_x_producers(g, DTYPE_BF16);
-        check_x_producers(g, DTYPE_Q4_K);
+        check_x_producers(g, DTYPE_BF16, 1024);
+        check_x_producers(g, DTYPE_BF16, 4096); /* the norm's every warp slot (kernel_rmsnorm_gemm) */
+        check_x_producers(g, DTYPE_Q4_K, 1024);
         cuda_gemm_free(g);
     }
 }

@@ -404,8 +404,9 @@ void fwd_matmul_f32_grouped(struct cuda_ctx *ctx, const float *w, uint32_t rows,
     cuda_launch(ctx, kernel_matmul_f32<true>, grid, 256, 0, w, rows, n, x, 0u, y, scale, grp);
 }
 
-extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *k, const float *v, uint32_t kv_ld, uint32_t T,
-                                    const uint32_t *tok_pos, const float *bq, const float *bk, const float *bv, const float *q_norm, const float *k_norm,
+extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *k, const float *v, uint32_t kv_ld,
+                                    uint32_t T, const uint32_t *tok_pos, const float *bq, const float *bk,
+                                    const float *bv, const float *q_norm, const float *k_norm,
                                     const float *inv_freq, bool neox, float eps, struct cuda_attn_shape sh,
                                     struct cuda_kv_view kv)
 {

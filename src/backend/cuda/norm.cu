@@ -19,7 +19,10 @@
  * matmul's input (cuda_rmsnorm_in, the _prep variants, the GLUs) are rounded
  * to bf16 first under cuda_ctx_set_act_bf16 (rnd), prepared from the rounded
  * values. cuda_rmsnorm_in_split writes its output also as the wgmma batched
- * GEMV's A rows (mmv_split_store4), so no split kernel runs before it. */
+ * GEMV's A rows (mmv_split_store4), so no split kernel runs before it;
+ * cuda_rmsnorm_in_gemm writes the prefill GEMM's bf16 parts instead of its
+ * output, rows ≤ 4096 on 128 threads a row (kernel_rmsnorm_gemm: the same
+ * bits as kernel_rmsnorm4, more rows an SM). */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
 #include "backend/cuda/tile_copy.cuh"
@@ -281,9 +284,11 @@ void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const
     if (xq && !vec)
         CUDA_FAIL("rmsnorm_prep: n = %u must be a multiple of 32 and ≤ %d, pointers 16-byte aligned", n, 4 * KV * NT);
     if (xq)
-        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr, nullptr, nullptr);
+        cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr, nullptr,
+                    nullptr);
     else if (vec)
-        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr, nullptr, nullptr);
+        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr, nullptr,
+                    nullptr);
     else
         cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps, rnd);
 }
@@ -337,8 +342,8 @@ extern "C" bool cuda_rmsnorm_in_split(struct cuda_ctx *ctx, const float *x, floa
         launch_rmsnorm(ctx, x, residual, w, out, nrows, n, eps, nullptr, ctx->act_bf16);
         return false;
     }
-    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16, xs, nullptr,
-                nullptr);
+    cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, ctx->act_bf16, xs,
+                nullptr, nullptr);
     return true;
 }
 

@@ -292,11 +292,7 @@ __global__ void kernel_glu_gemm4(const float4 *__restrict__ hb, const float4 *__
         const float4 g = hb[i], u = hb2[i];
         const float4 v = make_float4(act_round(glu_one(g.x, u.x, gelu), rnd), act_round(glu_one(g.y, u.y, gelu), rnd),
                                      act_round(glu_one(g.z, u.z, gelu), rnd), act_round(glu_one(g.w, u.w, gelu), rnd));
-        uint2 h, l;
-        gemm_x_split4(v, h, l);
-        hi[i] = h;
-        if (lo)
-            lo[i] = l;
+        gemm_x_store4(hi, lo, i, v);
     }
 }
 
@@ -355,11 +351,7 @@ __global__ void kernel_round_gemm4(const float4 *__restrict__ x, uint64_t n4, ui
 {
     pdl_enter();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
-        uint2 h, l;
-        gemm_x_split4(act_round4(x[i], true), h, l);
-        hi[i] = h;
-        if (lo)
-            lo[i] = l;
+        gemm_x_store4(hi, lo, i, act_round4(x[i], true));
     }
 }
 

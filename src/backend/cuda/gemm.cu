@@ -96,11 +96,7 @@ __global__ void kernel_x_split_bf16(const float4 *__restrict__ x, uint64_t n4, u
                                     uint2 *__restrict__ lo)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
-        uint2 h, l;
-        gemm_x_split4(x[i], h, l); /* tile_copy.cuh: the producers' split too */
-        hi[i] = h;
-        if (lo)
-            lo[i] = l;
+        gemm_x_store4(hi, lo, i, x[i]); /* tile_copy.cuh: the producers' split too */
     }
 }
 
@@ -333,11 +329,28 @@ static bool x_has_lo(const struct cuda_gemm *g, enum xkind kind)
     return g->mode == CUDA_GEMM_EXACT || (g->mode == CUDA_GEMM_XBF16 && kind == XK_F16);
 }
 
+/* Whether the scratch holds the parts of x (n, T) for an input of the kind. */
+static bool prep_holds(const struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T)
+{
+    return g->prep.x == x && g->prep.n == n && g->prep.T == T && g->prep.kind == (int)kind;
+}
+
+/* The scratch is to hold the parts of x (n, T) of the kind: where
+ * the low part goes (none without one), and what prep_holds will match. */
+static void prep_mark(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T)
+{
+    g->xlo = x_has_lo(g, kind) ? g->xhi + n * T : NULL;
+    g->prep.x = x;
+    g->prep.n = n;
+    g->prep.T = T;
+    g->prep.kind = (int)kind;
+}
+
 static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T, bool reuse)
 {
     if (kind == XK_F32)
         return;
-    if (reuse && g->prep.x == x && g->prep.n == n && g->prep.T == T && g->prep.kind == (int)kind)
+    if (reuse && prep_holds(g, kind, x, n, T))
         return;
     const uint64_t cnt = n * T;
     if (cnt > g->max_x)
@@ -345,7 +358,7 @@ static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_
                   (unsigned long long)g->max_x);
     if (n % 4 || (uintptr_t)x % 16)
         CUDA_FAIL("cuda_gemm: x must be 16-byte aligned with n %% 4 == 0");
-    g->xlo = x_has_lo(g, kind) ? g->xhi + cnt : NULL;
+    prep_mark(g, kind, x, n, T);
     uint2 *lo = (uint2 *)g->xlo;
     if (kind == XK_BF16)
         kernel_x_split_bf16<<<grid_for(cnt / 4, 256), 256, 0, g->ctx->stream>>>((const float4 *)x, cnt / 4,
@@ -354,10 +367,6 @@ static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_
         kernel_x_split_f16<<<grid_for(cnt / 4, 256), 256, 0, g->ctx->stream>>>((const float4 *)x, cnt / 4,
                                                                                 (uint2 *)g->xhi, lo);
     CUDA_CHECK_LAUNCH();
-    g->prep.x = x;
-    g->prep.n = n;
-    g->prep.T = T;
-    g->prep.kind = (int)kind;
 }
 
 extern "C" uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T,
@@ -368,18 +377,14 @@ extern "C" uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const 
     *lo = NULL;
     if (!g || kind != XK_BF16 || !g->xhi || cnt == 0 || cnt > g->max_x || n % 4 || (uintptr_t)x % 16)
         return NULL;
-    g->xlo = x_has_lo(g, kind) ? g->xhi + cnt : NULL;
-    g->prep.x = x;
-    g->prep.n = n;
-    g->prep.T = T;
-    g->prep.kind = (int)kind;
+    prep_mark(g, kind, x, n, T);
     *lo = g->xlo;
     return g->xhi;
 }
 
 extern "C" bool cuda_gemm_x_ready(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T)
 {
-    return g && g->prep.x == x && g->prep.n == n && g->prep.T == T && g->prep.kind == (int)xkind_of(t);
+    return g && prep_holds(g, xkind_of(t), x, n, T);
 }
 
 extern "C" void cuda_gemm_prep_x(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T)

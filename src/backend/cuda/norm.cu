@@ -34,6 +34,28 @@ constexpr int KV = 4; /* float4 a thread keeps: rows up to KV·4·NT = 16384 */
 
 __device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 
+/* The vectorised kernels' steps, one definition for both (kernel_rmsnorm_gemm
+ * must give kernel_rmsnorm4's bits): float4 j of the row at x (+ the
+ * residual's, the sum written back to the residual); Σ v² onto acc in their
+ * order; the normalized, scaled (and under rnd rounded) output. */
+__device__ __forceinline__ float4 norm_in4(const float *x, float *residual, uint64_t j)
+{
+    float4 v = reinterpret_cast<const float4 *>(x)[j];
+    if (residual) {
+        v = add4(v, reinterpret_cast<const float4 *>(residual)[j]);
+        reinterpret_cast<float4 *>(residual)[j] = v;
+    }
+    return v;
+}
+__device__ __forceinline__ float sumsq4(float4 v, float acc)
+{
+    return fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, acc))));
+}
+__device__ __forceinline__ float4 norm_out4(float4 v, float s, float4 g, bool rnd)
+{
+    return act_round4(make_float4(v.x * s * g.x, v.y * s * g.y, v.z * s * g.z, v.w * s * g.w), rnd);
+}
+
 /* Rows of n % 4 == 0, n ≤ 16384: one read, values kept in registers. */
 template <bool PREP>
 __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *residual, const float *__restrict__ w,
@@ -59,12 +81,8 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
         const uint32_t i = threadIdx.x + k * NT;
         v[k] = make_float4(0, 0, 0, 0);
         if (i < n4) {
-            v[k] = reinterpret_cast<const float4 *>(x)[base4 + i];
-            if (residual) {
-                v[k] = add4(v[k], reinterpret_cast<const float4 *>(residual)[base4 + i]);
-                reinterpret_cast<float4 *>(residual)[base4 + i] = v[k];
-            }
-            acc[0] = fmaf(v[k].x, v[k].x, fmaf(v[k].y, v[k].y, fmaf(v[k].z, v[k].z, fmaf(v[k].w, v[k].w, acc[0]))));
+            v[k] = norm_in4(x, residual, base4 + i);
+            acc[0] = sumsq4(v[k], acc[0]);
         }
     }
     block_sum<NT, 1>(acc, red);
@@ -78,19 +96,13 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
         const bool valid = i < n4;
         float4 o = make_float4(0, 0, 0, 0);
         if (valid) {
-            o = act_round4(make_float4(v[k].x * s * g[k].x, v[k].y * s * g[k].y, v[k].z * s * g[k].z,
-                                       v[k].w * s * g[k].w), rnd);
+            o = norm_out4(v[k], s, g[k], rnd);
             if (!ghi) /* (cuda_rmsnorm_in_gemm: the GEMM reads the parts only) */
                 reinterpret_cast<float4 *>(out)[base4 + i] = o;
             if (xs) /* the wgmma GEMV's A rows of out (cuda_rmsnorm_in_split; one a token when bf16-valued) */
                 mmv_split_store4(xs, o, blockIdx.x, 4 * (uint64_t)i, n, rnd);
-            if (ghi) { /* the prefill GEMM's parts of out (cuda_rmsnorm_in_gemm) */
-                uint2 h, l;
-                gemm_x_split4(o, h, l);
-                ghi[base4 + i] = h;
-                if (glo)
-                    glo[base4 + i] = l;
-            }
+            if (ghi) /* the prefill GEMM's parts of out (cuda_rmsnorm_in_gemm) */
+                gemm_x_store4(ghi, glo, base4 + i, o);
         }
         if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */
             gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, blockIdx.x, 4 * i);
@@ -123,20 +135,15 @@ __global__ void __launch_bounds__(RT) kernel_rmsnorm_gemm(const float *x, float 
     for (int j = 0; j < RJ; j++) {
         const uint32_t i = t + j * RT;
         v[j] = make_float4(0, 0, 0, 0);
-        if (i < n4) {
-            v[j] = reinterpret_cast<const float4 *>(x)[base4 + i];
-            if (residual) {
-                v[j] = add4(v[j], reinterpret_cast<const float4 *>(residual)[base4 + i]);
-                reinterpret_cast<float4 *>(residual)[base4 + i] = v[j];
-            }
-        }
+        if (i < n4)
+            v[j] = norm_in4(x, residual, base4 + i);
     }
 #pragma unroll
     for (int j = 0; j < RJ; j++) { /* kernel_rmsnorm4's thread t + RT·j: its one float4 (n ≤ 4·NT) */
         const uint32_t i = t + j * RT;
         float a = 0.0f;
         if (i < n4)
-            a = fmaf(v[j].x, v[j].x, fmaf(v[j].y, v[j].y, fmaf(v[j].z, v[j].z, fmaf(v[j].w, v[j].w, a))));
+            a = sumsq4(v[j], a);
         a = warp_sum(a);
         if (lane == 0)
             red[warp + (RT / 32) * j] = a;
@@ -154,13 +161,7 @@ __global__ void __launch_bounds__(RT) kernel_rmsnorm_gemm(const float *x, float 
         const uint32_t i = t + j * RT;
         if (i < n4) {
             const float4 g = __ldg(reinterpret_cast<const float4 *>(w) + i);
-            const float4 o = act_round4(make_float4(v[j].x * s * g.x, v[j].y * s * g.y, v[j].z * s * g.z,
-                                                    v[j].w * s * g.w), rnd);
-            uint2 h, l;
-            gemm_x_split4(o, h, l);
-            ghi[base4 + i] = h;
-            if (glo)
-                glo[base4 + i] = l;
+            gemm_x_store4(ghi, glo, base4 + i, norm_out4(v[j], s, g, rnd));
         }
     }
 }
@@ -287,8 +288,8 @@ void launch_rmsnorm(struct cuda_ctx *ctx, const float *x, float *residual, const
         cuda_launch(ctx, kernel_rmsnorm4<true>, nrows, NT, 0, x, residual, w, out, n, eps, xq, rnd, nullptr, nullptr,
                     nullptr);
     else if (vec)
-        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr, nullptr,
-                    nullptr);
+        cuda_launch(ctx, kernel_rmsnorm4<false>, nrows, NT, 0, x, residual, w, out, n, eps, nullptr, rnd, nullptr,
+                    nullptr, nullptr);
     else
         cuda_launch(ctx, kernel_rmsnorm, nrows, NT, 0, x, residual, w, out, n, eps, rnd);
 }

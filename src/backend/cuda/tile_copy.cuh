@@ -109,6 +109,15 @@ static __device__ __forceinline__ void gemm_x_split4(float4 v, uint2 &hi, uint2 
     hi = make_uint2(h[0] | (uint32_t)h[1] << 16, h[2] | (uint32_t)h[3] << 16);
     lo = make_uint2(l[0] | (uint32_t)l[1] << 16, l[2] | (uint32_t)l[3] << 16);
 }
+/* Element i (4 floats) of the parts: hi[i], and lo[i] when the mode has a low part (lo not NULL). */
+static __device__ __forceinline__ void gemm_x_store4(uint2 *hi, uint2 *lo, uint64_t i, float4 v)
+{
+    uint2 h, l;
+    gemm_x_split4(v, h, l);
+    hi[i] = h;
+    if (lo)
+        lo[i] = l;
+}
 
 /* The wgmma batched GEMV's A rows (mmv_wg.cu) of x (T, n) at (t, k .. k + 3):
  * with ho (x bf16-valued) row t of a (T, n) bf16 matrix, else the hi parts

@@ -255,7 +255,7 @@ static void run_att_case(const struct att_case *tc)
     cuda_fill_nan_f32(g_ctx, datt, (size_t)T * qd);
     const struct cuda_attn_shape sh = {tc->n_heads, tc->n_kv_heads, hd};
     const struct cuda_kv_view kv = {.k = dkp, .v = dvp, .blocks = dmeta + 2 * T, .tok_table = dmeta + T, .bf16 = 0};
-    cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, tc->neox, eps, sh, kv);
+    cuda_fwd_qk_rope_kv(g_ctx, dq, dq, qd, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, tc->neox, eps, sh, kv);
     cuda_fwd_attention(g_ctx, dq, datt, T, dmeta, sh, kv, scale, tc->window);
     float *gq = from_dev(dq, (size_t)T * qd), *gatt = from_dev(datt, (size_t)T * qd);
     float *gkp = from_dev(dkp, pool_n), *gvp = from_dev(dvp, pool_n);
@@ -353,7 +353,9 @@ static void test_attention(void)
 /* cuda_fwd_qk_rope_kv over many tokens (four a block from
  * CUDA_FWD_ROPE_MANY_TOKENS) against the same tokens in two launches below
  * that bound (a block a token; run_att_case checks that path against the
- * reference): q and the cache rows bit-identical, f32 and bf16 caches. */
+ * reference): q and the cache rows bit-identical, f32 and bf16 caches. With
+ * k|v rows (kv_one) also q read from q|k|v rows (the decode step's joined
+ * GEMV's output) into another buffer: the same bits as in place. */
 static void check_rope_many(uint32_t n_heads, uint32_t n_kv, uint32_t hd, bool neox, bool bias, bool norm,
                             bool kv_one, bool bf16)
 {
@@ -386,36 +388,58 @@ static void check_rope_many(uint32_t n_heads, uint32_t n_kv, uint32_t hd, bool n
     float *dv2 = NULL;
     if (!kv_one)
         dv2 = to_dev(kv, (size_t)T * kvd), dv = dv2; /* (the first T·kvd random values again: fine) */
-    float *got[2][3];
-    for (int split = 0; split < 2; split++) {
+    float *got[3][3] = {{NULL}};
+    const uint32_t qkv_ld = qd + 2 * kvd;
+    float *dqkv = NULL;
+    if (kv_one) { /* row t: q[t] | k[t] | v[t] */
+        float *h = malloc(sizeof(float) * T * qkv_ld);
+        MEMRA_ASSERT(h);
+        for (uint32_t t = 0; t < T; t++) {
+            memcpy(h + (size_t)t * qkv_ld, q + (size_t)t * qd, 4 * qd);
+            memcpy(h + (size_t)t * qkv_ld + qd, kv + (size_t)t * kv_ld, 4 * 2 * kvd);
+        }
+        dqkv = to_dev(h, (size_t)T * qkv_ld);
+        free(h);
+    }
+    for (int split = 0; split < (kv_one ? 3 : 2); split++) {
         cuda_upload(g_ctx, dq, q, (size_t)T * qd * 4);
         cuda_fill_nan_f32(g_ctx, dkp, pool_f);
         cuda_fill_nan_f32(g_ctx, dvp, pool_f);
         struct cuda_kv_view v = {.k = dkp, .v = dvp, .blocks = dmeta + 2 * T, .tok_table = dmeta + T, .bf16 = bf16};
-        if (!split) {
-            cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f, sh, v);
-        } else {
-            cuda_fwd_qk_rope_kv(g_ctx, dq, dk, dv, kv_ld, T1, dmeta, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f, sh, v);
+        if (split == 0) {
+            cuda_fwd_qk_rope_kv(g_ctx, dq, dq, qd, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f,
+                                sh, v);
+        } else if (split == 1) {
+            cuda_fwd_qk_rope_kv(g_ctx, dq, dq, qd, dk, dv, kv_ld, T1, dmeta, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f,
+                                sh, v);
             v.tok_table = dmeta + T + T1;
-            cuda_fwd_qk_rope_kv(g_ctx, dq + (size_t)T1 * qd, dk + (size_t)T1 * kv_ld, dv + (size_t)T1 * kv_ld, kv_ld,
-                                T - T1, dmeta + T1, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f, sh, v);
+            float *q1 = dq + (size_t)T1 * qd;
+            cuda_fwd_qk_rope_kv(g_ctx, q1, q1, qd, dk + (size_t)T1 * kv_ld, dv + (size_t)T1 * kv_ld, kv_ld, T - T1,
+                                dmeta + T1, dbq, dbk, dbv, dqn, dkn, dif, neox, 1e-6f, sh, v);
+        } else { /* from q|k|v rows, q into dq (NaN first: every element must be written) */
+            cuda_fill_nan_f32(g_ctx, dq, (size_t)T * qd);
+            cuda_fwd_qk_rope_kv(g_ctx, dq, dqkv, qkv_ld, dqkv + qd, dqkv + qd + kvd, qkv_ld, T, dmeta, dbq, dbk, dbv,
+                                dqn, dkn, dif, neox, 1e-6f, sh, v);
         }
         got[split][0] = from_dev(dq, (size_t)T * qd);
         got[split][1] = from_dev(dkp, pool_f);
         got[split][2] = from_dev(dvp, pool_f);
     }
-    const bool same = memcmp(got[0][0], got[1][0], (size_t)T * qd * 4) == 0 &&
-                      memcmp(got[0][1], got[1][1], pool_f * 4) == 0 && memcmp(got[0][2], got[1][2], pool_f * 4) == 0;
-    CHECK_MSG(same, "qk_rope_kv heads %u/%u hd %u%s: %u tokens in one launch differ from two launches", n_heads, n_kv,
-              hd, bf16 ? " bf16 cache" : "", T);
-    fprintf(stderr, "  rope of %u tokens in one launch = two launches: heads %u/%u hd %3u %s%s%s%s%s: %s\n", T, n_heads,
-            n_kv, hd, neox ? "neox" : "pairs", bias ? " bias" : "", norm ? " qknorm" : "", kv_one ? " k|v rows" : "",
-            bf16 ? " bf16 cache" : " f32 cache", same ? "bit-identical" : "DIFFERENT");
-    void *dev[] = {dq, dkv, dv2, dbq, dbk, dbv, dqn, dkn, dif, dmeta, dkp, dvp};
+    bool same = true;
+    for (int k = 1; k < (kv_one ? 3 : 2); k++)
+        same = same && memcmp(got[0][0], got[k][0], (size_t)T * qd * 4) == 0 &&
+               memcmp(got[0][1], got[k][1], pool_f * 4) == 0 && memcmp(got[0][2], got[k][2], pool_f * 4) == 0;
+    CHECK_MSG(same, "qk_rope_kv heads %u/%u hd %u%s: %u tokens in one launch differ from two launches%s", n_heads,
+              n_kv, hd, bf16 ? " bf16 cache" : "", T, kv_one ? " or from q|k|v rows" : "");
+    fprintf(stderr, "  rope of %u tokens in one launch = two launches%s: heads %u/%u hd %3u %s%s%s%s%s: %s\n", T,
+            kv_one ? " = from q|k|v rows" : "", n_heads, n_kv, hd, neox ? "neox" : "pairs", bias ? " bias" : "",
+            norm ? " qknorm" : "", kv_one ? " k|v rows" : "", bf16 ? " bf16 cache" : " f32 cache",
+            same ? "bit-identical" : "DIFFERENT");
+    void *dev[] = {dq, dkv, dv2, dqkv, dbq, dbk, dbv, dqn, dkn, dif, dmeta, dkp, dvp};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
         cuda_free(dev[i]);
     void *host[] = {q, kv, bq, bk, bv, qn, kn, inv_freq, meta, got[0][0], got[0][1], got[0][2], got[1][0], got[1][1],
-                    got[1][2]};
+                    got[1][2], got[2][0], got[2][1], got[2][2]};
     for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
         free(host[i]);
 }

@@ -22,7 +22,9 @@
  *   the scratch holding another x's rows before (so the rows are the
  *   producer's);
  * - the decode step's k|v GEMV on the side stream beside q's (narrowed): the
- *   bits of the two in turn.
+ *   bits of the two in turn;
+ * - q|k|v as one launch: each member alone with the joined shape's K slices
+ *   (cuda_mmv_sliced) gives the bits of its rows in the joined launch.
  *
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
@@ -30,6 +32,8 @@
  * Both kernels are checked: mmv.cu (mma.sync) and mmv_wg.cu (wgmma; n % 64).
  * Usage: kernel_mmv [--quick]   (--quick: checks only)
  *        kernel_mmv --one ROWS N T VARIANT   (5 launches of the wgmma kernel, for ncu)
+ *        kernel_mmv --sweep ROWS N T   (µs of every wgmma launch shape and K slices 1-8 for one
+ *                                       weight shape and batch, f32 and bf16-valued x)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -250,6 +254,56 @@ static void check_join(uint64_t ra, uint64_t rb, uint64_t n, uint32_t T)
     free(w), free(x), free(y), free(ya), free(yb);
 }
 
+/* q|k|v as one launch (the decode step's cuda_layer.qkv_join): each member
+ * alone with the joined shape's K slices (cuda_mmv_sliced, slices =
+ * cuda_mmv_join_slices) has the bits of its rows in the joined launch, for f32
+ * and bf16-valued x (one A row a token) and any batch. wgmma kernel only. */
+static void check_join_sliced(uint64_t rq, uint64_t rk, uint64_t n, uint32_t T, bool bf16x)
+{
+    const uint64_t rm[3] = {rq, rk, rk}, rows = rq + 2 * rk, bytes = rows * n * 2;
+    uint8_t *w = malloc(bytes);
+    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * rows * T), *ym = malloc(sizeof(float) * rq * T);
+    MEMRA_ASSERT(w && x && y && ym);
+    fill_random(DTYPE_BF16, w, bytes);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = bf16x ? quant_bf16_to_f32(quant_f32_to_bf16(4.0f * rng_unit())) : rng_unit();
+    cuda_mmv_set_kernel(g_ctx, CUDA_MMV_WG);
+    cuda_ctx_set_act_bf16(g_ctx, bf16x);
+    cuda_mmv_reserve(g_ctx, rows, n);
+    for (int i = 0; i < 3; i++)
+        cuda_mmv_reserve(g_ctx, rm[i], n);
+    const uint32_t S = cuda_mmv_join_slices(g_ctx, DTYPE_BF16, rows, n);
+    CHECK_MSG(S >= 1 && S <= 8, "join slices of %" PRIu64 "x%" PRIu64 ": %u", rows, n, S);
+    uint8_t *dw = cuda_alloc(bytes);
+    float *dx = cuda_alloc(sizeof(float) * n * T), *dy = cuda_alloc(sizeof(float) * rows * T);
+    float *dm = cuda_alloc(sizeof(float) * rq * T);
+    cuda_upload(g_ctx, dw, w, bytes);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_mmv_sliced(g_ctx, DTYPE_BF16, dw, rows, n, dx, T, dy, 0.5f, false, S);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, sizeof(float) * rows * T);
+    int diff = 0;
+    uint64_t r0 = 0;
+    for (int i = 0; i < 3; i++) {
+        cuda_fill_nan_f32(g_ctx, dm, rq * T);
+        cuda_mmv_sliced(g_ctx, DTYPE_BF16, dw + r0 * n * 2, rm[i], n, dx, T, dm, 0.5f, i > 0, S);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, ym, dm, sizeof(float) * rm[i] * T);
+        for (uint32_t t = 0; t < T; t++)
+            diff += memcmp(y + t * rows + r0, ym + t * rm[i], 4 * rm[i]) != 0;
+        r0 += rm[i];
+    }
+    char label[96];
+    snprintf(label, sizeof label, "wg q|k|v %" PRIu64 "|%" PRIu64 "|%" PRIu64 "x%" PRIu64 " S %u batch %u%s", rq, rk, rk,
+             n, S, T, bf16x ? " bf16 x" : "");
+    CHECK_MSG(diff == 0, "%s: %d (member, token) rows differ from the joined launch", label, diff);
+    printf("check %-44s members alone vs joined %s%s\n", label, diff ? "DIFFER" : "same", diff ? "  FAIL" : "");
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    cuda_free(dw), cuda_free(dx), cuda_free(dy), cuda_free(dm);
+    free(w), free(x), free(y), free(ym);
+}
+
 /* Fresh inputs of the producer checks below: BF16 weights (wbytes), x
  * uniform in [-4, 4) (nx), RMSNorm weights in [-0.5, 1.5) (n). */
 static void rand_inputs(uint8_t *w, uint64_t wbytes, float *x, uint64_t nx, float *g, uint64_t n)
@@ -411,7 +465,7 @@ static void timing_free(struct timing *tb)
 
 struct timed {
     const struct timing *tb;
-    int kind; /* 0 mma.sync mmv, 1 wgmma mmv, 2 CUDA-core GEMV (T ≤ 8) */
+    int kind; /* 0 mma.sync mmv, 1 wgmma mmv, 2 CUDA-core GEMV (T ≤ 8), 3 wgmma with `variant` K slices */
     int variant;
     uint32_t T;
 };
@@ -425,6 +479,9 @@ static void timed_launch(void *arg, int i)
                          c->variant);
     else if (c->kind == 1)
         cuda_mmv_wg_variant(g_ctx, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f, c->variant);
+    else if (c->kind == 3)
+        cuda_mmv_sliced(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f, false,
+                        (uint32_t)c->variant);
     else
         cuda_gemv(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f);
 }
@@ -461,6 +518,36 @@ int main(int argc, char **argv)
         for (int i = 0; i < 5; i++)
             timed_launch(&c, i);
         cuda_ctx_sync(g_ctx);
+        timing_free(&tb);
+        cuda_ctx_free(g_ctx);
+        return 0;
+    }
+    if (argc == 5 && strcmp(argv[1], "--sweep") == 0) { /* --sweep ROWS N T: every launch shape and K slices */
+        struct timing tb;
+        const uint64_t rows = strtoull(argv[2], NULL, 10), n = strtoull(argv[3], NULL, 10);
+        const uint32_t T = (uint32_t)atoi(argv[4]);
+        timing_init(&tb, rows, n);
+        uint32_t max_t[64];
+        const int nv = cuda_mmv_wg_variants(max_t);
+        const double fl = (double)rows * n * 2 / BW_REF_GBS / 1e3; /* µs at the floor */
+        printf("%" PRIu64 "x%" PRIu64 " batch %u, floor %.2f us; launcher's S %u\n", rows, n, T, fl,
+               cuda_mmv_wg_slices(rows, n, cuda_ctx_sm_count(g_ctx)));
+        for (int b = 0; b < 2; b++) {
+            cuda_ctx_set_act_bf16(g_ctx, b == 1);
+            const uint32_t ta = b ? (T + 1) / 2 : T; /* A rows' worth of tokens */
+            for (int v = -1; v < nv; v++)
+                if (v < 0 || ta <= max_t[v]) {
+                    const double us = time_gemv(&tb, 1, v, T);
+                    printf("%s variant %2d: %7.2f us (%.1f %% of the floor)\n", b ? "bf16 x" : "f32 x ", v, us,
+                           100 * fl / us);
+                }
+            for (uint32_t S = 1; S <= 8; S *= 2) {
+                const double us = time_gemv(&tb, 3, (int)S, T);
+                printf("%s slices %u (launcher's variant): %7.2f us (%.1f %%)\n", b ? "bf16 x" : "f32 x ", S, us,
+                       100 * fl / us);
+            }
+        }
+        cuda_ctx_set_act_bf16(g_ctx, false);
         timing_free(&tb);
         cuda_ctx_free(g_ctx);
         return 0;
@@ -506,6 +593,14 @@ int main(int argc, char **argv)
                     check_producer_split(333, 4096, Tp[j], a == 1, false);
                     check_producer_split(1000, 14336, Tp[j], a == 1, true);
                 }
+            test_cases++;
+            const uint32_t Tj[] = {1, 2, 17, 33, 64};
+            for (size_t j = 0; j < sizeof Tj / sizeof Tj[0]; j++) {
+                check_join_sliced(4096, 1024, 4096, Tj[j], false); /* the 8B shape's q|k|v */
+                check_join_sliced(4096, 1024, 4096, Tj[j], true);
+            }
+            check_join_sliced(333, 96, 4096, 9, false); /* partial tiles */
+            check_join_sliced(2048, 256, 2048, 64, true);
             test_cases++;
             check_side(2, false);
             check_side(32, false);

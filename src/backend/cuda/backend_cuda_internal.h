@@ -27,6 +27,7 @@ struct cuda_weight {
     float scale;
     uint32_t gemm_min; /* spans of ≥ gemm_min tokens take the GEMM; 0: never (gemm_setup) */
     bool mmv;          /* the tensor-core batched GEMV takes it (BF16, cols % 32 == 0) */
+    uint8_t mmv_slices; /* its K slices there (0: its shape's; q, k, v: q|k|v's, cuda_layer.qkv_join) */
     void *d; /* (rows, row bytes) */
     void *kept; /* FP8 / GGUF: the prefill GEMM's dequantized copy (cuda_gemm_keep; MEMRA_GEMM_KEEP), or NULL */
 };
@@ -54,6 +55,11 @@ struct cuda_layer {
      * and the joined launch gives each row the bits of its member's own
      * (cuda_mmv_rows_join; cuda_decode_step.c) */
     struct cuda_weight kv_join, gu_join;
+    /* q|k|v for decode batches (rows 0: not joined; MEMRA_DECODE_QKV): one
+     * wgmma GEMV over the fused q|k|v, whose K slices q, k and v take alone
+     * too (their mmv_slices: cuda_mmv_join_slices), so that every row has
+     * the same bits either way; taken instead of q beside k|v */
+    struct cuda_weight qkv_join;
     /* mixture-of-experts layers (Qwen3-MoE) instead of w_gate / w_up / w_down:
      * the router (n_experts, dim) and the stacked experts (cuda_ops.h) */
     struct cuda_weight router;
@@ -85,6 +91,7 @@ struct cuda_backend {
     float *qkv1, *gu1;  /* a lone decode token's fused outputs: (q_dim + 2 kv_dim), (2 ffn_dim) */
     float *kv_dec, *gu_dec; /* (DEC_G, 2 kv_dim), (DEC_G, 2 ffn_dim): a decode batch's joined k|v, gate|up rows
                              * (allocated when a layer joins them, else NULL) */
+    float *qkv_dec;         /* (DEC_G, q_dim + 2 kv_dim): a decode batch's joined q|k|v rows (or NULL) */
     float *logits;      /* (max(dec_g, CUDA_GEMV_MAX_BATCH), vocab) */
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     float *moe_logits;      /* (T, n_experts) router logits, MoE models */
@@ -119,6 +126,7 @@ struct cuda_backend {
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
     bool dec_side;           /* MEMRA_DECODE_SIDE (default on): a batch's k|v GEMV beside q's (cuda_decode_step.c) */
+    bool dec_qkv;            /* MEMRA_DECODE_QKV (default on): a batch's q|k|v as one GEMV (cuda_layer.qkv_join) */
     bool x_producers;        /* MEMRA_GEMM_X_PRODUCERS (default on): a prefill GEMM's bf16 parts of x written by
                                 the kernel that makes x (cuda_forward.c x_claim_ok) */
     bool attn_prep;          /* dec_fuse and cuda_attn_decode_prep_supported: the attention prepares its output */

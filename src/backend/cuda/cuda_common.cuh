@@ -278,8 +278,9 @@ static __device__ __forceinline__ void am_block_best(float &best, int &at, float
 
 /* mmv_wg.cu's launcher behind cuda_mmv / cuda_mmv_wg_variant (mmv.cu picks
  * the kernel); reuse: x is the same as in the call before on this context,
- * whose split into bf16 hi/lo rows may serve again. */
+ * whose split into bf16 hi/lo rows may serve again; slices: the K slices (0:
+ * the shape's own, cuda_mmv_wg_slices; else a power of 2 ≤ 8: cuda_mmv_sliced). */
 extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
-                                   uint32_t T, float *y, float scale, int variant, bool reuse);
+                                   uint32_t T, float *y, float scale, int variant, bool reuse, uint32_t slices);
 
 #endif

@@ -40,11 +40,17 @@
  * .gu), writing into qkv1 / gu1 instead of q, k, v / hb, hb2 — same bits,
  * two and one launches fewer a layer (MEMRA_DECODE_FUSE=off: one a matrix);
  * when v's type differs from q's and k's (Q4_K_M's Q6_K v), q|k is the fused
- * one and v runs after it. A batch on the tensor-core GEMV runs k|v and
- * gate|up as one launch each (cuda_layer.kv_join / .gu_join) into rows of
+ * one and v runs after it. A batch on the tensor-core GEMV runs q|k|v as
+ * one launch (cuda_layer.qkv_join, MEMRA_DECODE_QKV) into qkv_dec's rows —
+ * q, k and v take that launch's K slices wherever they run alone, so the
+ * bits are theirs (cuda_mmv_join_slices); RoPE reads q from those rows and
+ * writes it rotated into q, k and v with the row stride — else k|v as one
+ * launch, and gate|up as one, (cuda_layer.kv_join / .gu_join) into rows of
  * both members side by side (kv_dec, gu_dec: RoPE reads k and v with a row
  * stride, the activation reads gate and up from one row into hb) — where one
  * launch gives every row the bits of its member's own (cuda_mmv_rows_join).
+ * H200, 8B BF16, 64 rows: q|k|v 20-22 µs a layer against q beside k|v; the
+ * step +3.7 % (bench/RESULTS.md, thirty-first run).
  * The attention writes its output prepared for a quantized o-projection
  * (cuda_attn_decode's prep), so no prep kernel runs before it either.
  * A step whose every row is at or past the decode attention's head-split
@@ -104,7 +110,7 @@ static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *cons
         }
         if (use_mmv(b, w, T)) { /* the weights of a group read the same x */
             const bool same_x = i > 0 ? use_mmv(b, ws[i - 1], T) : split;
-            (same_x ? cuda_mmv_next : cuda_mmv)(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
+            cuda_mmv_sliced(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale, same_x, w->mmv_slices);
             continue;
         }
         const bool q = is_quantized(w->dtype);
@@ -178,7 +184,7 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         const struct cuda_layer *D = &b->layers[l];
         const struct cuda_weight *qkv[3] = {&D->wq, &D->wk, &D->wv};
         float *qkv_out[3] = {b->q, b->k, b->v};
-        uint32_t kv_ld = b->kv_dim; /* the row stride of k and v */
+        uint32_t kv_ld = b->kv_dim, q_ld = b->q_dim; /* the row strides of k and v, and of q before RoPE */
         bool split; /* the norm (or the GLU) wrote the next group's wgmma A rows */
         bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3), &D->wq, &split);
         if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v, or into q | k and one into v */
@@ -187,6 +193,11 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
             decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
             if (f->rows == D->wq.rows + D->wk.rows) /* x is prepared now if q|k is quantized */
                 decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
+        } else if (joined(b, &D->qkv_join, T)) { /* one GEMV into qkv_dec's rows (q, k, v: q_dim + 2 kv_dim a row) */
+            const struct cuda_weight *j = &D->qkv_join;
+            decode_matmul(b, &j, &b->qkv_dec, 1, b->xb, T, prep, split);
+            qkv_out[0] = b->qkv_dec, qkv_out[1] = b->qkv_dec + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
+            kv_ld = q_ld = j->rows;
         } else if (joined(b, &D->kv_join, T)) { /* q, then k | v into kv_dec's rows (k, then v: 2 kv_dim a row) */
             const struct cuda_weight *qk[2] = {&D->wq, &D->kv_join};
             float *qk_out[2] = {b->q, b->kv_dec};
@@ -209,8 +220,11 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         struct cuda_attn_kv akv; /* one token a sequence: settled */
         cuda_be_kv_layer(b, l, blocks, tok_table, 1, &kv, &akv);
         akv.pos_min = pos_min;
-        cuda_fwd_qk_rope_kv(b->ctx, qkv_out[0], qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk, D->bv,
-                            D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
+        /* q rotated into b->q (in place unless it came in q|k|v's rows) */
+        cuda_fwd_qk_rope_kv(b->ctx, b->q, qkv_out[0], q_ld, qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk,
+                            D->bv, D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps,
+                            sh, kv);
+        qkv_out[0] = b->q;
         const struct cuda_weight *wo = &D->wo;
         const bool wo_prep = b->attn_prep && is_quantized(wo->dtype) && T <= b->attn_rows;
         cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,

@@ -29,8 +29,8 @@ static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const 
         if (use_mmv(b, ws[i], T))
             for (uint32_t c0 = t0; c0 < t0 + T; c0 += CUDA_MMV_MAX_BATCH) {
                 const uint32_t nb = t0 + T - c0 < CUDA_MMV_MAX_BATCH ? t0 + T - c0 : CUDA_MMV_MAX_BATCH;
-                cuda_mmv(b->ctx, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)c0 * cols, nb,
-                         ys[i] + (uint64_t)c0 * ws[i]->rows, ws[i]->scale);
+                cuda_mmv_sliced(b->ctx, ws[i]->dtype, ws[i]->d, ws[i]->rows, cols, x + (uint64_t)c0 * cols, nb,
+                                ys[i] + (uint64_t)c0 * ws[i]->rows, ws[i]->scale, false, ws[i]->mmv_slices);
             }
     }
     for (uint32_t c0 = t0; c0 < t0 + T; c0 += CUDA_GEMV_MAX_BATCH) {
@@ -406,8 +406,8 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
         struct cuda_kv_view kv;
         struct cuda_attn_kv akv; /* spans as rows: not settled */
         cuda_be_kv_layer(b, l, blocks, tok_table, 0, &kv, &akv);
-        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->k, b->v, b->kv_dim, T, tok_pos, D->bq, D->bk, D->bv, D->q_norm,
-                            D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
+        cuda_fwd_qk_rope_kv(b->ctx, b->q, b->q, b->q_dim, b->k, b->v, b->kv_dim, T, tok_pos, D->bq, D->bk, D->bv,
+                            D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
         attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
         if (b->n_attn_launches) { /* the prefill kernel's rows (decode rows come rounded) */
             const struct cuda_weight *wo = &D->wo;

@@ -84,14 +84,17 @@ struct cuda_attn_shape {
  * q head with q_norm and each k head with k_norm (NULL: none); RoPE on q and k
  * at position tok_pos[t] with inv_freq (head_dim/2), adjacent pairs (neox
  * false) or halves (neox true); then k and v are stored in the paged KV at
- * that position of token t's sequence (kv's block table). q is written back
- * in place; k and v are only read (their results are the cache's rows).
- * q (T, n_heads·hd), k and v (T, n_kv_heads·hd) with rows kv_ld floats apart
+ * that position of token t's sequence (kv's block table). q is read from
+ * q_in (rows q_ld floats apart, ≥ n_heads·hd: the decode step's q|k|v rows of
+ * one launch) and written to q (T, n_heads·hd) — q_in may be q with q_ld =
+ * n_heads·hd: in place; k and v are only read (their results are the cache's
+ * rows). k and v (T, n_kv_heads·hd) with rows kv_ld floats apart
  * (≥ n_kv_heads·hd: the decode step's k | v rows of one launch); tok_pos (T).
  * From CUDA_FWD_ROPE_MANY_TOKENS tokens (head dims ≤ 128) a block takes four,
  * the same bits. */
 #define CUDA_FWD_ROPE_MANY_TOKENS 2048u /* (at 512 tokens four a block filled too few SMs: pp512 −0.7-1.1 %) */
-void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *k, const float *v, uint32_t kv_ld, uint32_t T,
+void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *q_in, uint32_t q_ld, const float *k,
+                         const float *v, uint32_t kv_ld, uint32_t T,
                          const uint32_t *tok_pos,
                          const float *bq, const float *bk, const float *bv,
                          const float *q_norm, const float *k_norm, const float *inv_freq, bool neox, float eps,

@@ -256,6 +256,16 @@ uint8_t *cuda_mmv_split_claim(struct cuda_ctx *ctx, const float *x, uint32_t T, 
  * kernel takes all three shapes with the same K slices (a row's sum never
  * depends on its neighbours or on the number of rows otherwise). */
 bool cuda_mmv_rows_join(const struct cuda_ctx *ctx, enum dtype t, uint64_t ra, uint64_t rb, uint64_t n);
+/* Members of other shapes (q, k and v within q|k|v) join another way: each
+ * member, alone too, takes the K slices of the joined launch
+ * (cuda_mmv_sliced with slices = cuda_mmv_join_slices of the joined shape;
+ * 0 = the shape's own), so that every row has one set of bits. Only the
+ * wgmma kernel takes given slices: cuda_mmv_join_slices returns 0 when it
+ * does not take the joined shape (every member must take it too:
+ * cuda_mmv_takes_split). */
+uint32_t cuda_mmv_join_slices(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n);
+void cuda_mmv_sliced(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
+                     uint32_t T, float *y, float scale, bool same_x, uint32_t slices);
 /* For the kernel test's sweep: the launch shapes (all give the same bits),
  * their largest batch in max_t (may be NULL); variant −1 = the launcher's. */
 int cuda_mmv_variants(uint32_t *max_t);

@@ -77,13 +77,15 @@ __global__ void __launch_bounds__(256) kernel_matmul_f32(const float *__restrict
  * a long prefill (TPB 4) keeps four rows' loads in flight where one token a
  * block waited on each (4096 tokens of the 8B shape: 105.6 → 78.4 µs, with k
  * and v no longer written back; H200, 2026-12-04); rotation
- * pairs go through the warp's shared row. Only q is written back: k and v are
- * read (their results live in the cache). Every element sees the same float
- * operations whatever the grid and TPB. */
+ * pairs go through the warp's shared row. Only q is written (from q_in, in
+ * place or from the decode step's q|k|v rows): k and v are read (their
+ * results live in the cache). Every element sees the same float operations
+ * whatever the grid, TPB and q_in. */
 constexpr int ROPE_WARPS = 8;
 template <int TPB, int J> /* J: head elements a lane, ≥ head_dim / 32 */
 __global__ void __launch_bounds__(ROPE_WARPS * 32, TPB > 1 ? 4 : 1)
-    kernel_qk_rope_kv(float *q, const float *k, const float *v, uint32_t kv_ld, uint32_t T, const uint32_t *tok_pos,
+    kernel_qk_rope_kv(float *q, const float *q_in, uint32_t q_ld, const float *k, const float *v, uint32_t kv_ld,
+                      uint32_t T, const uint32_t *tok_pos,
                       const float *bq, const float *bk, const float *bv, const float *q_norm, const float *k_norm,
                       const float *inv_freq, bool neox, float eps, cuda_attn_shape sh, cuda_kv_view kv)
 {
@@ -120,7 +122,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32, TPB > 1 ? 4 : 1)
     float val[TPB][J];
 #pragma unroll
     for (int j = 0; j < TPB; j++) {
-        const float *p = isq ? q + (uint64_t)(t0 + j) * q_dim + off : k + (uint64_t)(t0 + j) * kv_ld + off;
+        const float *p = isq ? q_in + (uint64_t)(t0 + j) * q_ld + off : k + (uint64_t)(t0 + j) * kv_ld + off;
 #pragma unroll
         for (int r = 0; r < J; r++) {
             const uint32_t i = lane + 32 * r;
@@ -396,8 +398,8 @@ void fwd_matmul_f32_grouped(struct cuda_ctx *ctx, const float *w, uint32_t rows,
     cuda_launch(ctx, kernel_matmul_f32<true>, grid, 256, 0, w, rows, n, x, 0u, y, scale, grp);
 }
 
-extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *k, const float *v, uint32_t kv_ld,
-                                    uint32_t T, const uint32_t *tok_pos, const float *bq, const float *bk,
+extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *q_in, uint32_t q_ld, const float *k,
+                                    const float *v, uint32_t kv_ld, uint32_t T, const uint32_t *tok_pos, const float *bq, const float *bk,
                                     const float *bv, const float *q_norm, const float *k_norm,
                                     const float *inv_freq, bool neox, float eps, struct cuda_attn_shape sh,
                                     struct cuda_kv_view kv)
@@ -407,17 +409,22 @@ extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float 
         CUDA_FAIL("qk_rope_kv: head_dim %u, heads %u / %u not supported", sh.head_dim, sh.n_heads, sh.n_kv_heads);
     if (kv_ld < sh.n_kv_heads * sh.head_dim)
         CUDA_FAIL("qk_rope_kv: k/v row stride %u below the row's %u", kv_ld, sh.n_kv_heads * sh.head_dim);
+    const uint64_t q_dim = (uint64_t)sh.n_heads * sh.head_dim;
+    const bool apart = q_in + T * (uint64_t)q_ld <= q || q + T * q_dim <= q_in; /* else in place only */
+    if (q_ld < q_dim || (q_in != q && !apart) || (q_in == q && q_ld != q_dim))
+        CUDA_FAIL("qk_rope_kv: q_in (row stride %u) must be q (stride %llu) or lie apart from it", q_ld,
+                  (unsigned long long)q_dim);
     if (T == 0)
         return;
     const uint32_t hy = (sh.n_heads + sh.n_kv_heads + ROPE_WARPS - 1) / ROPE_WARPS;
     constexpr int JM = CUDA_FWD_MAX_HEAD_DIM / 32;
     if (T >= CUDA_FWD_ROPE_MANY_TOKENS && sh.head_dim <= 128) /* a prefill: four tokens a block (the same bits; 64
                                                                   registers, 4 blocks an SM) */
-        cuda_launch(ctx, kernel_qk_rope_kv<4, 4>, dim3((T + 3) / 4, hy), ROPE_WARPS * 32, 0, q, k, v, kv_ld, T, tok_pos,
-                    bq, bk, bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
+        cuda_launch(ctx, kernel_qk_rope_kv<4, 4>, dim3((T + 3) / 4, hy), ROPE_WARPS * 32, 0, q, q_in, q_ld, k, v,
+                    kv_ld, T, tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
     else /* (head dims above 128 too: four tokens' values would spill) */
-        cuda_launch(ctx, kernel_qk_rope_kv<1, JM>, dim3(T, hy), ROPE_WARPS * 32, 0, q, k, v, kv_ld, T, tok_pos, bq, bk,
-                    bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
+        cuda_launch(ctx, kernel_qk_rope_kv<1, JM>, dim3(T, hy), ROPE_WARPS * 32, 0, q, q_in, q_ld, k, v, kv_ld, T,
+                    tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
 }
 
 extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,

@@ -427,18 +427,27 @@ extern "C" bool cuda_mmv_takes_split(const struct cuda_ctx *ctx, enum dtype t, u
 }
 
 static void mmv_run(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
-                    uint32_t T, float *y, float scale, bool same_x)
+                    uint32_t T, float *y, float scale, bool same_x, uint32_t slices)
 {
     if (mmv_takes_wg(ctx, t, rows, n))
-        cuda_mmv_wg_launch(ctx, w, rows, n, x, T, y, scale, -1, same_x);
-    else
+        cuda_mmv_wg_launch(ctx, w, rows, n, x, T, y, scale, -1, same_x, slices);
+    else if (slices == 0)
         cuda_mmv_variant(ctx, t, w, rows, n, x, T, y, scale, -1);
+    else
+        CUDA_FAIL("cuda_mmv: K slices given (%u) for a %llu×%llu weight the wgmma kernel does not take", slices,
+                  (unsigned long long)rows, (unsigned long long)n);
 }
 
 extern "C" void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                          const float *x, uint32_t T, float *y, float scale)
 {
-    mmv_run(ctx, t, w, rows, n, x, T, y, scale, false);
+    mmv_run(ctx, t, w, rows, n, x, T, y, scale, false, 0);
+}
+
+extern "C" void cuda_mmv_sliced(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                                const float *x, uint32_t T, float *y, float scale, bool same_x, uint32_t slices)
+{
+    mmv_run(ctx, t, w, rows, n, x, T, y, scale, same_x, slices);
 }
 
 /* The kernel (0: mmv_wg.cu, 1: mmv.cu) and K slices cuda_mmv gives a shape. */
@@ -456,8 +465,13 @@ extern "C" bool cuda_mmv_rows_join(const struct cuda_ctx *ctx, enum dtype t, uin
     return cuda_mmv_supported(t, ra + rb, n) && mmv_route(ctx, t, rb, n) == r && mmv_route(ctx, t, ra + rb, n) == r;
 }
 
+extern "C" uint32_t cuda_mmv_join_slices(const struct cuda_ctx *ctx, enum dtype t, uint64_t rows, uint64_t n)
+{
+    return mmv_takes_wg(ctx, t, rows, n) ? cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount) : 0;
+}
+
 extern "C" void cuda_mmv_next(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                               const float *x, uint32_t T, float *y, float scale)
 {
-    mmv_run(ctx, t, w, rows, n, x, T, y, scale, true);
+    mmv_run(ctx, t, w, rows, n, x, T, y, scale, true, 0);
 }

@@ -53,7 +53,9 @@
  * thread-block cluster: each block leaves its slice sums in its shared memory
  * and every block adds all S tiles, through distributed shared memory, in
  * slice order, for NR / S of the rows (no scratch, no counters, no serial
- * tail).
+ * tail). S is the shape's (cuda_mmv_wg_slices) unless the caller gives one
+ * (cuda_mmv_sliced: q, k and v take the joined q|k|v launch's, so that a
+ * member's rows have the same bits alone and joined).
  */
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -394,8 +396,12 @@ int mmv_wg_pick(uint32_t T, uint64_t rows, bool narrow)
          * warpgroups (variant 3) made 64. µs at 2 / 8 / 16 / 32 tokens
          * against variant 3 (eighteenth run): down 31.7 / 32.7 / 33.7 / 35.1
          * against 38.1 / 35.2 / 35.9 / 37.7, q/o 12.3 / 13.1 / 13.6 / 14.3
-         * against 12.4 / 13.5 / 13.6 / 14.3 */
-        return rows <= 8192 ? 15 : 2; /* gate/up: one warpgroup, 8 stages */
+         * against 12.4 / 13.5 / 13.6 / 14.3. Above 4096 rows one warpgroup
+         * with 8 stages: gate/up, and the decode step's joined q|k|v (6144
+         * rows, S = 2: 48 clusters of 2) 17.3-20.2 µs at 1-64 tokens against
+         * 17.9-21.3 in 144-row tiles (variant 15; kernel_mmv --sweep, H200,
+         * thirty-first run) */
+        return rows <= 4096 ? 15 : 2;
     }
     /* the warpgroups split the tokens; q/o/down (4096 rows, S = 4) in 144-row
      * tiles, 5 stages: 29 clusters of 4, within the 30 the H200 holds at once
@@ -404,8 +410,9 @@ int mmv_wg_pick(uint32_t T, uint64_t rows, bool narrow)
      * (bench/RESULTS.md, seventeenth run), µs with 4 / 5 / 6 stages against
      * variant 8: q/o 17.1 / 16.7 / 16.5 against 22.9, down 46.2 / 41.4 /
      * 42.6 against 65.2; k|v (2048 rows, S = 8: 15 clusters of 8) 12.6
-     * against 18.6 with variant 10 (eighteenth run) */
-    return rows <= 1024 || rows > 8192 ? 10 : 12;
+     * against 18.6 with variant 10 (eighteenth run); the joined q|k|v (6144
+     * rows, S = 2) 21.8 against 26.3 with variant 10 (thirty-first run) */
+    return rows <= 1024 || rows > 4096 ? 10 : 12;
 }
 
 } // namespace
@@ -468,7 +475,7 @@ static cudaLaunchConfig_t mmv_wg_config(const struct cuda_ctx *ctx, const mmv_wg
 }
 
 extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
-                                   uint32_t T, float *y, float scale, int variant, bool reuse)
+                                   uint32_t T, float *y, float scale, int variant, bool reuse, uint32_t slices)
 {
     if (!cuda_mmv_wg_supported(rows, n))
         CUDA_FAIL("cuda_mmv_wg: %llu×%llu not supported", (unsigned long long)rows, (unsigned long long)n);
@@ -476,7 +483,9 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
         CUDA_FAIL("cuda_mmv_wg: batch %u not in 1..%d", T, CUDA_MMV_MAX_BATCH);
     if (((uintptr_t)w | (uintptr_t)x) % 16 != 0)
         CUDA_FAIL("cuda_mmv_wg: w and x must be 16-byte aligned");
-    const uint32_t S = cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount);
+    if (slices > 8 || (slices & (slices - 1)) != 0 || n / WG_CHUNK < slices)
+        CUDA_FAIL("cuda_mmv_wg: %u K slices (a power of 2 ≤ 8, at most one a 64-column chunk)", slices);
+    const uint32_t S = slices ? slices : cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount);
     /* ho: one A row a token, so T tokens are the A rows of T / 2 split ones (the sweeps' shapes) */
     const bool ho = ctx->act_bf16;
     const int v = variant >= 0 ? variant : mmv_wg_pick(ho ? (T + 1) / 2 : T, rows, ctx->mmv_narrow);
@@ -534,5 +543,5 @@ extern "C" int cuda_mmv_wg_max_clusters(const struct cuda_ctx *ctx, int variant,
 extern "C" void cuda_mmv_wg_variant(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
                                     uint32_t T, float *y, float scale, int variant)
 {
-    cuda_mmv_wg_launch(ctx, w, rows, n, x, T, y, scale, variant, false);
+    cuda_mmv_wg_launch(ctx, w, rows, n, x, T, y, scale, variant, false, 0);
 }

@@ -255,7 +255,8 @@ static void run_att_case(const struct att_case *tc)
     cuda_fill_nan_f32(g_ctx, datt, (size_t)T * qd);
     const struct cuda_attn_shape sh = {tc->n_heads, tc->n_kv_heads, hd};
     const struct cuda_kv_view kv = {.k = dkp, .v = dvp, .blocks = dmeta + 2 * T, .tok_table = dmeta + T, .bf16 = 0};
-    cuda_fwd_qk_rope_kv(g_ctx, dq, dq, qd, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, tc->neox, eps, sh, kv);
+    cuda_fwd_qk_rope_kv(g_ctx, dq, dq, qd, dk, dv, kv_ld, T, dmeta, dbq, dbk, dbv, dqn, dkn, dif, tc->neox, eps, sh,
+                        kv);
     cuda_fwd_attention(g_ctx, dq, datt, T, dmeta, sh, kv, scale, tc->window);
     float *gq = from_dev(dq, (size_t)T * qd), *gatt = from_dev(datt, (size_t)T * qd);
     float *gkp = from_dev(dkp, pool_n), *gvp = from_dev(dvp, pool_n);

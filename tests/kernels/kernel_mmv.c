@@ -262,7 +262,8 @@ static void check_join_sliced(uint64_t rq, uint64_t rk, uint64_t n, uint32_t T, 
 {
     const uint64_t rm[3] = {rq, rk, rk}, rows = rq + 2 * rk, bytes = rows * n * 2;
     uint8_t *w = malloc(bytes);
-    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * rows * T), *ym = malloc(sizeof(float) * rq * T);
+    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * rows * T);
+    float *ym = malloc(sizeof(float) * rq * T);
     MEMRA_ASSERT(w && x && y && ym);
     fill_random(DTYPE_BF16, w, bytes);
     for (uint64_t i = 0; i < n * T; i++)
@@ -295,8 +296,8 @@ static void check_join_sliced(uint64_t rq, uint64_t rk, uint64_t n, uint32_t T, 
         r0 += rm[i];
     }
     char label[96];
-    snprintf(label, sizeof label, "wg q|k|v %" PRIu64 "|%" PRIu64 "|%" PRIu64 "x%" PRIu64 " S %u batch %u%s", rq, rk, rk,
-             n, S, T, bf16x ? " bf16 x" : "");
+    snprintf(label, sizeof label, "wg q|k|v %" PRIu64 "|%" PRIu64 "|%" PRIu64 "x%" PRIu64 " S %u batch %u%s", rq, rk,
+             rk, n, S, T, bf16x ? " bf16 x" : "");
     CHECK_MSG(diff == 0, "%s: %d (member, token) rows differ from the joined launch", label, diff);
     printf("check %-44s members alone vs joined %s%s\n", label, diff ? "DIFFER" : "same", diff ? "  FAIL" : "");
     cuda_ctx_set_act_bf16(g_ctx, false);

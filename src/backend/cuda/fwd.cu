@@ -399,10 +399,10 @@ void fwd_matmul_f32_grouped(struct cuda_ctx *ctx, const float *w, uint32_t rows,
 }
 
 extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *q_in, uint32_t q_ld, const float *k,
-                                    const float *v, uint32_t kv_ld, uint32_t T, const uint32_t *tok_pos, const float *bq, const float *bk,
-                                    const float *bv, const float *q_norm, const float *k_norm,
-                                    const float *inv_freq, bool neox, float eps, struct cuda_attn_shape sh,
-                                    struct cuda_kv_view kv)
+                                    const float *v, uint32_t kv_ld, uint32_t T, const uint32_t *tok_pos,
+                                    const float *bq, const float *bk, const float *bv, const float *q_norm,
+                                    const float *k_norm, const float *inv_freq, bool neox, float eps,
+                                    struct cuda_attn_shape sh, struct cuda_kv_view kv)
 {
     if (sh.head_dim == 0 || sh.head_dim % 2 || sh.head_dim > CUDA_FWD_MAX_HEAD_DIM || sh.n_kv_heads == 0 ||
         sh.n_heads % sh.n_kv_heads)

@@ -73,6 +73,14 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+/* After a wait: keeps the compiler from reading an asynchronous wgmma's accumulators before it (mmv_wg.cu's
+ * reg_fence). */
+template <int N> __device__ __forceinline__ void reg_fence(float (&v)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(v[i])::"memory");
+}
 
 #define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
               "+f"(d[i + 6]), "+f"(d[i + 7])
@@ -159,6 +167,7 @@ __global__ void __launch_bounds__(NT) kernel_attn_wg(const __nv_bfloat16 *__rest
         }
         wg_commit();
         wg_wait0();
+        reg_fence(s);
         /* s[4j + e]: row row0 (e < 2) or row1, key kt·64 + 8j + 2c + (e & 1) */
         if (kt == qt)
 #pragma unroll
@@ -207,6 +216,7 @@ __global__ void __launch_bounds__(NT) kernel_attn_wg(const __nv_bfloat16 *__rest
             wg_o(o, a[kk], desc(sV + kk * 2048, lbo_v, sbo_v));
         wg_commit();
         wg_wait0();
+        reg_fence(o);
         __syncthreads(); /* this stage is refilled two tiles on */
     }
     for (int sh = 1; sh <= 2; sh <<= 1) {

@@ -224,10 +224,9 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         cuda_fwd_qk_rope_kv(b->ctx, b->q, qkv_out[0], q_ld, qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk,
                             D->bv, D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps,
                             sh, kv);
-        qkv_out[0] = b->q;
         const struct cuda_weight *wo = &D->wo;
         const bool wo_prep = b->attn_prep && is_quantized(wo->dtype) && T <= b->attn_rows;
-        cuda_be_attn_rows(b, qkv_out[0], &akv, tok_pos, tok_table, 0, T, c->attn_scale,
+        cuda_be_attn_rows(b, b->q, &akv, tok_pos, tok_table, 0, T, c->attn_scale,
                           L->sliding ? c->sliding_window : 0, wo_prep);
         decode_matmul(b, &wo, &b->xb2, 1, b->att, T, wo_prep, false);
         if (D->post_attn_norm)

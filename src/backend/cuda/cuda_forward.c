@@ -421,15 +421,13 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
         /* feed-forward block (the attention block's add made by its norm) */
-        const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
-        if (c->n_experts > 0)
-            cuda_rmsnorm_in(b->ctx, b->xb2, b->x, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
-        else
-            norm_for(b, b->xb2, b->x, D->ffn_norm, b->xb, T, gu, 2, spans, n_spans);
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu) */
+            cuda_rmsnorm_in(b->ctx, b->xb2, b->x, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
             matmul(b, &D->router, b->xb, b->moe_logits, spans, n_spans);
             moe_ffn(b, &D->moe, spans, n_spans);
         } else {
+            const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
+            norm_for(b, b->xb2, b->x, D->ffn_norm, b->xb, T, gu, 2, spans, n_spans);
             float *gu_out[2] = {b->hb, b->hb2};
             matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
             const struct cuda_weight *wd = &D->w_down;

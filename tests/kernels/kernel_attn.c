@@ -59,6 +59,7 @@
  *                                        profiler)
  *        kernel_attn --prefill   (the prefill checks, an f32 and a bf16 cache,
  *                                and the prefill table only)
+ *        kernel_attn --decode-one   (test_decode_one only: the one-part decode numerics)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -77,6 +78,7 @@
 #include "kernel_time.h"
 
 #define TOL_DECODE 1e-4
+#define TOL_DECODE_ONE 2e-2 /* cuda_attn_decode_set_one: q and P rounded once to bf16 (as TOL_PREFILL) */
 #define TOL_PREFILL 2e-2
 #define TOL_PREFILL_EXACT 1e-4
 #define BW_REF_GBS 4300.0
@@ -100,6 +102,7 @@ struct pool {
 /* Pools made while set hold bf16 values, also as a bf16 copy (KV type bf16). */
 static bool g_bf16;
 static bool g_tc; /* decode launches on the tensor cores (MEMRA_ATTN_DECODE=tc, or test_decode_tc) */
+static double g_tol_decode = TOL_DECODE; /* check_decode's bound against f64 (test_decode_one: TOL_DECODE_ONE) */
 
 /* f32 → bf16, round to nearest even (finite inputs), as __float2bfloat16_rn. */
 static uint16_t to_bf16(float f)
@@ -188,16 +191,22 @@ static void pool_free(struct pool *p)
     free(p->len);
 }
 
-static struct cuda_attn_kv pool_kv(const struct pool *p)
-{
-    return (struct cuda_attn_kv){.k = p->dk, .v = p->dv, .tables = p->dtables, .table_stride = p->stride};
-}
-
 /* The pool's bf16 copy (pools made with g_bf16). */
 static struct cuda_attn_kv pool_kv16(const struct pool *p)
 {
     return (struct cuda_attn_kv){.k = p->dk16, .v = p->dv16, .tables = p->dtables, .table_stride = p->stride,
                                  .bf16 = 1};
+}
+
+/* test_decode_one: check_decode's launches all on the bf16 copy (the one-part numerics are a bf16 cache's only:
+ * an f32 cache keeps the split, so the two no longer share bits) */
+static bool g_kv16_ref;
+
+static struct cuda_attn_kv pool_kv(const struct pool *p)
+{
+    if (g_kv16_ref && p->dk16)
+        return pool_kv16(p);
+    return (struct cuda_attn_kv){.k = p->dk, .v = p->dv, .tables = p->dtables, .table_stride = p->stride};
 }
 
 /* out (hd) = attention of query qh (hd) of head h at position pos of seq s, in double. */
@@ -359,7 +368,7 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
            "\n", d.n_heads, d.n_kv_heads, hd, window, n, depths[0], depths[n - 1], g_bf16 ? " bf16 KV" : "",
            g_tc ? " tc" : "", err,
            bits_digest(hatt, (size_t)n * q_dim * sizeof(float)));
-    CHECK_MSG(err <= TOL_DECODE && nonfinite == 0, "decode hd %u: error %.3g, %d non-finite", hd, err, nonfinite);
+    CHECK_MSG(err <= g_tol_decode && nonfinite == 0, "decode hd %u: error %.3g, %d non-finite", hd, err, nonfinite);
 
     /* the same launch again: same bits */
     float *hatt2 = xmalloc((size_t)n * q_dim * sizeof(float));
@@ -403,7 +412,10 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         uint32_t *dflat = cuda_alloc(nf * sizeof *dflat), *doffs = cuda_alloc(n * sizeof *doffs);
         cuda_upload(g_ctx, dflat, flat, nf * sizeof *flat);
         cuda_upload(g_ctx, doffs, offs, n * sizeof *offs);
-        const struct cuda_attn_kv fkv = {.k = p.dk, .v = p.dv, .tables = dflat, .table_stride = 1};
+        const bool k16 = g_kv16_ref && p.dk16;
+        const struct cuda_attn_kv fkv = {.k = k16 ? (const void *)p.dk16 : (const void *)p.dk,
+                                         .v = k16 ? (const void *)p.dv16 : (const void *)p.dv,
+                                         .tables = dflat, .table_stride = 1, .bf16 = k16};
         cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
         cuda_attn_decode(g_ctx, dq, datt, n, dpos, doffs, d, fkv, scale, window, scr, false);
         cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));
@@ -682,6 +694,32 @@ static void check_auto(struct cuda_attn_dims d, const uint32_t *depths, uint32_t
     free(hq), free(ha), free(hb), free(pos), free(seq);
     cuda_free(dq), cuda_free(datt), cuda_free(scr), cuda_free(dpos), cuda_free(dseq);
     pool_free(&p);
+}
+
+/* The tensor-core decode kernels with q and P in one bf16 part (cuda_attn_decode_set_one) on a bf16 cache:
+ * within TOL_DECODE_ONE of f64, and everything else check_decode asks — every launch form and q home the
+ * same bits, a row alone the same as in its batch — with every launch on the bf16 cache (g_kv16_ref). */
+static void test_decode_one(void)
+{
+    static const uint32_t dep[] = {1, 15, 16, 17, 33, 1000, 4100};
+    static const uint32_t dep8b[] = {1, 15, 16, 17, 33, 1000, 4100, 16400};
+    const bool was = g_tc;
+    g_tc = true;
+    g_tol_decode = TOL_DECODE_ONE;
+    cuda_attn_decode_set_kernels(g_ctx, CUDA_ATTN_DECODE_TC);
+    cuda_attn_decode_set_one(g_ctx, true);
+    printf("q and P in one bf16 part\n");
+    g_bf16 = g_kv16_ref = true;
+    check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep, 7);
+    check_decode((struct cuda_attn_dims){32, 8, 128}, 0, dep8b, 8);
+    check_decode((struct cuda_attn_dims){9, 3, 64}, 0, dep, 7);
+    check_decode((struct cuda_attn_dims){16, 1, 128}, 100, dep8b, 8);
+    check_decode((struct cuda_attn_dims){24, 2, 64}, 0, dep, 7);
+    g_bf16 = g_kv16_ref = false;
+    cuda_attn_decode_set_one(g_ctx, false);
+    g_tol_decode = TOL_DECODE;
+    g_tc = was;
+    cuda_attn_decode_set_kernels(g_ctx, was ? CUDA_ATTN_DECODE_TC : CUDA_ATTN_DECODE_F32);
 }
 
 static void test_decode_tc(void)
@@ -978,6 +1016,11 @@ int main(int argc, char **argv)
         cuda_ctx_free(g_ctx);
         return test_summary();
     }
+    if (argc == 2 && strcmp(argv[1], "--decode-one") == 0) { /* test_decode_one alone */
+        RUN(test_decode_one);
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
     if (argc == 4 && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
         if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64) {
@@ -999,6 +1042,7 @@ int main(int argc, char **argv)
     RUN(test_kv_bf16);
     RUN(test_decode_tc);
     RUN(test_split_chunks);
+    RUN(test_decode_one); /* last: its random draws leave every other test's digests as before it came */
     if (!quick) {
         printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 and bf16 KV), split-K %u x %u "
                "positions (graph of 64 launches incl. combine, median)\n\n"

@@ -144,6 +144,16 @@ void cuda_attn_decode_set_tc_q(struct cuda_ctx *ctx, enum cuda_attn_tc_q where);
  * 8.8 / 12.5: 2 takes most of the batches' gain and costs a lone row
  * nothing measurable. */
 void cuda_attn_decode_set_split_chunks(struct cuda_ctx *ctx, uint32_t chunks);
+/* The tensor-core decode kernels' numerics: off (the default) splits q
+ * (pre-scaled by scale·log2(e)) and P into bf16 high + low parts, two
+ * products a pair against a bf16 cache (~1e-6 of the largest output off);
+ * on rounds each once to bf16, one product a pair (the prefill attention's
+ * fast mode; transformers' flash kernels on a bf16 model) — half the mma of
+ * a chunk. Every launch form takes the same setting: a row's bits stay the
+ * same in any batch. Only the tensor-core kernels on a bf16 cache take it
+ * (the f32 kernels and the f32-key ones keep the split). Set before a model's first
+ * launch (graphs keep what was set when they were captured). */
+void cuda_attn_decode_set_one(struct cuda_ctx *ctx, bool on);
 uint32_t cuda_attn_decode_split_chunks(const struct cuda_ctx *ctx); /* the context's value */
 /* The position below which a decode launch of T rows takes one head a CTA
  * (0: this launch shape never does). */

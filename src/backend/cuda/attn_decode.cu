@@ -278,6 +278,11 @@ extern "C" void cuda_attn_decode_set_split_chunks(struct cuda_ctx *ctx, uint32_t
     ctx->attn_split_chunks = chunks;
 }
 
+extern "C" void cuda_attn_decode_set_one(struct cuda_ctx *ctx, bool on)
+{
+    ctx->attn_dec_one = on;
+}
+
 extern "C" uint32_t cuda_attn_decode_split_chunks(const struct cuda_ctx *ctx)
 {
     return ctx->attn_split_chunks;
@@ -320,7 +325,8 @@ extern "C" void cuda_attn_decode(struct cuda_ctx *ctx, const float *q, float *at
         CUDA_FAIL("cuda_attn_decode: head_dim %u, %u heads: the output cannot be prepared in passing", hd, d.n_heads);
     const uint32_t n = d.n_heads * hd;
     const dec_out o = {scratch, scratch + (size_t)T * d.n_heads * NS * hd, att,
-                       prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n, ctx->act_bf16, ctx->attn_split_chunks};
+                       prep ? gemv_quant_xq_reserve(ctx, n, T) : nullptr, n, ctx->act_bf16, ctx->attn_split_chunks,
+                       ctx->attn_dec_one};
     const float scale2 = scale * LOG2E;
     const bool merged = kv.bf16 ? launch_type<true>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o)
                                 : launch_type<false>(ctx, grid, gm, q, tok_pos, tok_table, d, kv, scale2, window, o);

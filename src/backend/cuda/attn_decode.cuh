@@ -601,6 +601,7 @@ struct dec_out {
     uint32_t n;
     bool rnd; /* att rounded to bf16 (cuda_ctx_set_act_bf16: it is the o-projection's input), xq made from that */
     uint32_t sc; /* the context's attn_split_chunks (dec_row_splits) */
+    bool one;    /* the tensor-core kernels: q and P in one bf16 part (cuda_attn_decode_set_one) */
 };
 
 /* Head h of row t's merged elements (keep: hd floats in shared memory) into

@@ -26,7 +26,9 @@
  * each kept in two accumulators by k-step parity (no chain of dependent mma
  * longer than 8); O += lo·hi, hi·lo, hi·hi in that order; lo·lo (~2^-32
  * relative) dropped: ≤ 4e-6 of the largest output off against f64
- * (kernel_attn), against ~1e-7 for the f32 kernels. A bf16 KV cache has no
+ * (kernel_attn), against ~1e-7 for the f32 kernels (cuda_attn_decode_set_one:
+ * q and P in their high parts only, one product a pair against a bf16
+ * cache). A bf16 KV cache has no
  * low parts (its values are bf16): its hi·lo products are left out, which
  * adds nothing (x + 0 = x), so a bf16 cache gives the bits of an f32 cache
  * holding the same values, as in the f32 kernels. With ≤ 8 heads a kv head
@@ -335,11 +337,12 @@ static __device__ __forceinline__ void tc_mma8_t(float &c0, float &c1, float &c2
  * dims 8j + 2c, + 1; o[j][2..3], when MR = 2: head g + 8), m[r] the running maximum of head
  * g + 8r (the same in the 4 lanes of a row), l[r] this lane's share of its
  * sum (its 2 positions a chunk; the 4 lanes' shares are added at the end). */
-template <int HD, bool BF, int MR, bool PV, class Q>
+template <int HD, bool BF, int MR, bool PV, bool ONE, class Q>
 static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc, uint32_t wbase, const char *wp,
                                                   const Q &qf, float (&o)[HD / 8][2 * MR], float (&m)[MR],
                                                   float (&l)[MR])
 {
+    constexpr bool one = ONE;
     using RG = tc_ring<HD, BF>;
     const uint32_t lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     /* S in four accumulators — hi·hi products (sb) and the lo·hi + hi·lo ones
@@ -353,12 +356,16 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
         for (int kk = 0; kk < HD / 16; kk += 2) {
             uint32_t b[4], a[4];
             ldmatrix_x4(b, wbase + (lane & 7) * RG::KS + tc_piece<BF>(lane & 7, 2 * kk + (lane >> 3)) * 16);
-            qf.lo(kk, a);
-            tc_mma16<MR>(ss[0], a, b[0], b[1]);
+            if constexpr (!one) { /* (ONE: q's low parts left out, ss stays 0) */
+                qf.lo(kk, a);
+                tc_mma16<MR>(ss[0], a, b[0], b[1]);
+            }
             qf.hi(kk, a);
             tc_mma16<MR>(sb[0], a, b[0], b[1]);
-            qf.lo(kk + 1, a);
-            tc_mma16<MR>(ss[1], a, b[2], b[3]);
+            if constexpr (!one) {
+                qf.lo(kk + 1, a);
+                tc_mma16<MR>(ss[1], a, b[2], b[3]);
+            }
             qf.hi(kk + 1, a);
             tc_mma16<MR>(sb[1], a, b[2], b[3]);
         }
@@ -371,8 +378,10 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
             uint32_t h0, l0, h1, l1, a[4];
             split_bf16(k0.x, k0.y, h0, l0);
             split_bf16(k1.x, k1.y, h1, l1);
-            qf.lo(kk, a);
-            tc_mma16<MR>(ss[kk & 1], a, h0, h1);
+            if constexpr (!one) {
+                qf.lo(kk, a);
+                tc_mma16<MR>(ss[kk & 1], a, h0, h1);
+            }
             qf.hi(kk, a);
             tc_mma16<MR>(ss[kk & 1], a, l0, l1);
             tc_mma16<MR>(sb[kk & 1], a, h0, h1);
@@ -424,13 +433,15 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
 #pragma unroll
                 for (int t = 0; t < 2; t++) {
                     const int j = j0 + 2 * t; /* tile jt = j / 2: o[j], o[j + 1] */
-                    tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], v[2 * t], v[2 * t + 1], pl[0]);
+                    if constexpr (!one) /* (ONE: P's low parts left out) */
+                        tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], v[2 * t], v[2 * t + 1], pl[0]);
                     tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], v[2 * t], v[2 * t + 1], ph[0]);
                 }
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    tc_mma8<MR>(o[j0 + i], pl[0], pl[1], v[i]);
+                    if constexpr (!one)
+                        tc_mma8<MR>(o[j0 + i], pl[0], pl[1], v[i]);
                     tc_mma8<MR>(o[j0 + i], ph[0], ph[1], v[i]);
                 }
             }
@@ -442,7 +453,8 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
         for (int j = 0; j < HD / 8; j++) {
             uint32_t bh, bl;
             split_bf16(v0r[8 * j + g], v1r[8 * j + g], bh, bl);
-            tc_mma8<MR>(o[j], pl[0], pl[1], bh);
+            if constexpr (!one)
+                tc_mma8<MR>(o[j], pl[0], pl[1], bh);
             tc_mma8<MR>(o[j], ph[0], ph[1], bl);
             tc_mma8<MR>(o[j], ph[0], ph[1], bh);
         }
@@ -529,7 +541,7 @@ static __device__ __forceinline__ void tc_split_write(const dec_row &R, float (&
  * 640 35.1 against 41.5 (H200, bench/RESULTS.md nineteenth run).
  * QS: q in shared memory (tc_q; its barrier is reached by every thread of a
  * CTA that has not returned as a whole above). */
-template <int HD, bool BF, int MR, bool ROWS, int MINB, bool QS>
+template <int HD, bool BF, int MR, bool ROWS, int MINB, bool QS, bool ONE>
 __global__ void __launch_bounds__(NW * 32, MINB)
     kernel_attn_decode_tc(const float *__restrict__ q, const uint32_t *__restrict__ tok_pos,
                           const uint32_t *__restrict__ tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
@@ -596,7 +608,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         cp_async_wait<STG - 1>(); /* pair i's copies (this lane's) have landed */
         __syncwarp();             /* and every lane's of the warp */
         const uint32_t st = (i % STG) * RG::STAGE;
-        tc_compute<HD, BF, MR, PV>(R, c, ring + st, ringp + st, qf, acc, m, l);
+        tc_compute<HD, BF, MR, PV, ONE>(R, c, ring + st, ringp + st, qf, acc, m, l);
         __syncwarp();
         uint32_t s1 = s, c1 = c;
         const bool more = next_pair(s1, c1);
@@ -616,13 +628,13 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
 /* The kernel's shared-memory attribute, set once a device; returns its CTAs
  * an SM (asked once a device). */
-template <int HD, bool BF, int MR, bool ROWS, int MINB, bool QS>
+template <int HD, bool BF, int MR, bool ROWS, int MINB, bool QS, bool ONE = false>
 int tc_prepare(const cuda_ctx *ctx, bool *spills = nullptr)
 {
     constexpr int bytes = tc_smem<HD, BF, MR, ROWS, QS>::BYTES;
     static uint32_t opted;       /* devices the attribute is set on */
     static int resident[32];     /* CTAs an SM, by device (0: not asked yet) */
-    const auto kernel = kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB, QS>;
+    const auto kernel = kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB, QS, ONE>;
     if (cuda_first_on_device(opted, ctx->device))
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     int n = __atomic_load_n(&resident[ctx->device & 31], __ATOMIC_RELAXED);
@@ -645,13 +657,30 @@ int tc_prepare(const cuda_ctx *ctx, bool *spills = nullptr)
     return n;
 }
 
+template <int HD, bool BF, int MR, bool ROWS, int MINB, bool QS, bool ONE>
+void launch_tc_kernel(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos,
+                      const uint32_t *tok_table, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window,
+                      const dec_out &o, uint32_t hsplit)
+{
+    tc_prepare<HD, BF, MR, ROWS, MINB, QS, ONE>(ctx);
+    cuda_launch(ctx, kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB, QS, ONE>, grid, NW * 32,
+                tc_smem<HD, BF, MR, ROWS, QS>::BYTES, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
+}
+
+/* The kernel of a launch shape, in the context's numerics (o.one: q and P in
+ * one bf16 part; bf16 keys only — the f32-key kernels keep the split). */
 template <int HD, bool BF, int MR, bool ROWS, int MINB = BF ? 1 : 2, bool QS = false>
 void launch_tc_one(const cuda_ctx *ctx, dim3 grid, const float *q, const uint32_t *tok_pos, const uint32_t *tok_table,
                    cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, const dec_out &o, uint32_t hsplit)
 {
-    tc_prepare<HD, BF, MR, ROWS, MINB, QS>(ctx);
-    cuda_launch(ctx, kernel_attn_decode_tc<HD, BF, MR, ROWS, MINB, QS>, grid, NW * 32,
-                tc_smem<HD, BF, MR, ROWS, QS>::BYTES, q, tok_pos, tok_table, d, kv, scale2, window, o, hsplit);
+    if constexpr (BF)
+        if (o.one) {
+            launch_tc_kernel<HD, BF, MR, ROWS, MINB, QS, true>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2,
+                                                               window, o, hsplit);
+            return;
+        }
+    launch_tc_kernel<HD, BF, MR, ROWS, MINB, QS, false>(ctx, grid, q, tok_pos, tok_table, d, kv, scale2, window, o,
+                                                        hsplit);
 }
 
 /* Whether a rows-form launch of T rows keeps q in shared memory: the

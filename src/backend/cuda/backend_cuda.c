@@ -277,6 +277,11 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
         const char *am = getenv("MEMRA_ATTN"), *gm = getenv("MEMRA_GEMM");
         const bool fast = am ? strcmp(am, "fast") == 0
                              : (gm != NULL && strcmp(gm, "fast") == 0) || bc->act_type == BACKEND_ACT_BF16;
+        /* MEMRA_ATTN_DECODE_ONE unset: the tensor-core decode attention takes q and P in one bf16 part with
+         * bf16 activations (the prefill's fast numerics; 64 rows × 640 51.6 → 49.4 µs a layer, tg32x64@d512
+         * +1.6 %, bench/RESULTS.md thirty-second run); set, cuda_ctx_init has read it */
+        if (!getenv("MEMRA_ATTN_DECODE_ONE"))
+            cuda_attn_decode_set_one(b->ctx, bc->act_type == BACKEND_ACT_BF16);
         b->attn_mode = fast ? CUDA_BE_ATTN_MODE_FAST
                        : am && strcmp(am, "rows") == 0 ? CUDA_BE_ATTN_MODE_ROWS
                                                       : CUDA_BE_ATTN_MODE_EXACT;

@@ -104,6 +104,8 @@ struct cuda_ctx {
                               * take one query head a CTA (0 = never; MEMRA_ATTN_HSPLIT) */
     enum cuda_attn_decode_kernels attn_kernels; /* decode attention: f32 kernels or the bf16 tensor
                               * cores (attn_decode_tc.cu; MEMRA_ATTN_DECODE, attn.h) */
+    bool attn_dec_one;       /* the tensor-core decode attention: q and P in one bf16 part each, one
+                              * product a pair (cuda_attn_decode_set_one) */
     enum cuda_attn_tc_q attn_tc_q; /* the tensor-core decode attention's q (rows form, split launches of
                               * >= 8 rows): registers or shared memory (attn_decode_tc.cu; MEMRA_ATTN_TC_Q, attn.h) */
 };

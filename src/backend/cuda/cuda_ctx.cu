@@ -105,6 +105,11 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int tc_q = CUDA_ATTN_TC_Q_AUTO;
     if (!env_pick("MEMRA_ATTN_TC_Q", tc_q_modes, 3, &tc_q, err, errlen))
         return NULL;
+    /* the tensor-core decode attention's numerics: q and P split (off) or in one bf16 part (on) */
+    static const char *const one_modes[] = {"off", "on"};
+    int dec_one = 0;
+    if (!env_pick("MEMRA_ATTN_DECODE_ONE", one_modes, 2, &dec_one, err, errlen))
+        return NULL;
     /* prefill attention: query rows a CTA for spans that are not split (attn_prefill.cu) */
     static const char *const bm_modes[] = {"128", "64"};
     int bm = 0;
@@ -121,6 +126,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->attn_prefill_bm = bm == 0 ? 128 : 64;
     ctx->attn_kernels = (enum cuda_attn_decode_kernels)attn_kernels;
     ctx->attn_tc_q = (enum cuda_attn_tc_q)tc_q;
+    ctx->attn_dec_one = dec_one == 1;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
     CUDA_CHECK(cudaSetDevice(device));

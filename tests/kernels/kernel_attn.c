@@ -27,7 +27,12 @@
  *   bf16 KV: pools of bf16 values read from a bf16 copy give the bits of
  *           their f32 copy, in both decode kernels (the tensor cores' rows
  *           form and split form of ≥ 8 rows with q in registers and in
- *           shared memory) and both prefill modes.
+ *           shared memory) and both prefill modes on the mma.sync kernel.
+ *   wgmma prefill (attn_prefill_wg.cu, the bf16 mode on a bf16 cache at
+ *           head_dim 128; test_prefill_wg and test_kv_bf16's bf16 check):
+ *           the bf16 mode's bound, every span alone (one warpgroup a CTA for
+ *           ≤ 64 rows, two in the batch) the bits of its rows in the batch,
+ *           split spans beside it on the mma.sync kernel.
  *   tensor-core decode (attn_decode_tc.cu): every decode check above again
  *           with CUDA_ATTN_DECODE_TC (same tolerance; its error is ≤ 4e-6),
  *           plus shapes of 12 and 16 query heads a kv head (f32 and bf16
@@ -500,6 +505,49 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
 
 /* ---- prefill checks ----------------------------------------------------- */
 
+/* The wgmma prefill kernel (attn_prefill_wg.cu) on check_prefill's launch over the bf16 cache: within the fast
+ * mode's tolerance of f64 for every row, and each span alone (one warpgroup a CTA where it has ≤ 64 rows, two in
+ * the batch) the bits of its rows in the batch. h: scratch for T rows. */
+static void check_prefill_wg(const struct pool *p, const float *hq, const float *dq, float *datt, float *h,
+                             const struct cuda_attn_span *spans, const struct cuda_attn_span *dspans,
+                             uint32_t n_spans, uint32_t max_n, uint32_t max_splits, uint32_t window, float *scr,
+                             uint32_t part, const uint32_t *row, const uint32_t *seq, const uint32_t *pos)
+{
+    const struct cuda_attn_dims d = p->d;
+    const uint32_t q_dim = d.n_heads * d.head_dim;
+    const float scale = 1.0f / sqrtf((float)d.head_dim);
+    uint32_t T = 0, n_wg = 0;
+    for (uint32_t i = 0; i < n_spans; i++) {
+        T += spans[i].n;
+        n_wg += spans[i].splits <= 1;
+    }
+    cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
+    cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, max_splits, d, pool_kv16(p), scale, window, false, scr,
+                      part);
+    cuda_download(g_ctx, h, datt, (size_t)T * q_dim * sizeof(float));
+    int nonfinite;
+    const double err = compare_rows(p, hq, h, T, row, seq, pos, scale, window, &nonfinite);
+    printf("prefill wgmma heads %2u/%u hd %3u window %4u spans %u (%u on wgmma, ≤ %u splits) rows %u bf16 KV: "
+           "max|d|/max|ref| %.2e, digest %016" PRIx64 "\n",
+           d.n_heads, d.n_kv_heads, d.head_dim, window, n_spans, n_wg, max_splits, T, err,
+           bits_digest(h, (size_t)T * q_dim * sizeof(float)));
+    CHECK_MSG(err <= TOL_PREFILL && nonfinite == 0, "prefill wgmma: error %.3g (tolerance %.0e), %d non-finite", err,
+              TOL_PREFILL, nonfinite);
+    float *hone = xmalloc((size_t)max_n * q_dim * sizeof(float));
+    int differ = 0;
+    for (uint32_t i = 0; i < n_spans; i++) {
+        const size_t bytes = (size_t)spans[i].n * q_dim * sizeof(float);
+        cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
+        cuda_attn_prefill(g_ctx, dq, datt, dspans + i, 1, spans[i].n, spans[i].splits, d, pool_kv16(p), scale, window,
+                          false, scr, part);
+        cuda_download(g_ctx, hone, datt + (size_t)spans[i].q0 * q_dim, bytes);
+        differ += memcmp(hone, h + (size_t)spans[i].q0 * q_dim, bytes) != 0;
+    }
+    CHECK_MSG(differ == 0, "prefill wgmma: %d of %u spans alone differ from the same span in the batch", differ,
+              n_spans);
+    free(hone);
+}
+
 /* spans: (pos0, n) pairs; sequence i holds pos0 + n positions. splits: 0 →
  * cuda_attn_prefill_splits (the backend's rule), else that many for every span
  * of ≤ CUDA_ATTN_PREFILL_SPLIT_ROWS rows (1: none split). */
@@ -567,15 +615,20 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
     cuda_download(g_ctx, hone, datt + (size_t)last->q0 * q_dim, (size_t)last->n * q_dim * sizeof(float));
     CHECK_MSG(memcmp(hone, hatt + (size_t)last->q0 * q_dim, (size_t)last->n * q_dim * sizeof(float)) == 0,
               "prefill: a span alone differs from the same span in the batch");
-    if (p.dk16) { /* the bf16 cache: the f32 cache's bits */
+    if (p.dk16) { /* the bf16 cache on the mma.sync kernel: the f32 cache's bits */
         float *h16 = xmalloc((size_t)T * q_dim * sizeof(float));
+        cuda_attn_prefill_set_wg(g_ctx, false);
         cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
         cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, max_splits, d, pool_kv16(&p), scale, window, exact,
                           scr, part);
+        cuda_attn_prefill_set_wg(g_ctx, true);
         cuda_download(g_ctx, h16, datt, (size_t)T * q_dim * sizeof(float));
         CHECK_MSG(memcmp(h16, hatt, (size_t)T * q_dim * sizeof(float)) == 0,
                   "prefill %s hd %u: a bf16 cache differs from the f32 cache of its values", exact ? "exact" : "bf16",
                   hd);
+        if (!exact && hd == 128) /* the wgmma kernel takes the unsplit spans (MEMRA_ATTN_PREFILL_WG, the default) */
+            check_prefill_wg(&p, hq, dq, datt, h16, spans, dspans, n_spans, max_n, max_splits, window, scr, part, row,
+                             seq, pos);
         free(h16);
     }
     free(hone);
@@ -644,6 +697,21 @@ static void test_kv_bf16(void)
     check_prefill((struct cuda_attn_dims){9, 3, 64}, 0, sp, 10, true, 0);
     check_prefill((struct cuda_attn_dims){8, 2, 128}, 100, sp, 10, false, 0);
     check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, true, CUDA_ATTN_PREFILL_MAX_SPLITS);
+    g_bf16 = false;
+}
+
+/* The wgmma prefill kernel (attn_prefill_wg.cu: the fast mode on a bf16 cache at head_dim 128; test_kv_bf16's
+ * fast check runs it too): the 8B shape with its short spans split by the rule, every short span split the most
+ * (the rest on wgmma beside the mma.sync kernel's partials), none split with a window and no GQA. Last in the
+ * list: its random draws leave the other tests' digests as they were. */
+static void test_prefill_wg(void)
+{
+    static const uint32_t sp[][2] = {{0, 1},    {0, 15},    {0, 64},  {0, 100},   {1000, 17},
+                                     {16, 200}, {4000, 130}, {37, 65}, {6000, 32}, {2000, 100}};
+    g_bf16 = true;
+    check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, false, 0);
+    check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, false, CUDA_ATTN_PREFILL_MAX_SPLITS);
+    check_prefill((struct cuda_attn_dims){16, 16, 128}, 64, sp, 10, false, 1);
     g_bf16 = false;
 }
 
@@ -938,6 +1006,10 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
             if (!bf)
                 err[exact] = e;
         }
+    /* bf16 on the bf16 cache with the mma.sync kernel (the wgmma one above where it takes the shape) */
+    cuda_attn_prefill_set_wg(g_ctx, false);
+    const float ms_sync = time_prefill(dq, datt, dsp, T, splits, &p, true, scale, false, scr, T * splits);
+    cuda_attn_prefill_set_wg(g_ctx, true);
     /* the f32 decode kernel row by row, 64 rows a launch (MEMRA_ATTN=rows) */
     const uint32_t R = 64;
     uint32_t *pos = xmalloc(T * sizeof *pos), *tabrow = xmalloc(T * sizeof *tabrow);
@@ -964,10 +1036,11 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
     ms[2] = (float)me[1];
     const double flops = 4.0 * 128 * 32 * ((double)T * pos0 + (double)T * (T + 1) / 2.0);
     printf("| %u | %u | %u | %.3f | %.1f | %.1e | %.3f | %.1f | %.1e | %.3f | %.2f | %.2f | %.2f | %.3f | %.1f | "
-           "%.3f | %.1f |\n",
+           "%.3f | %.1f | %.3f | %.1f |\n",
            pos0, T, splits, ms[0], flops / (ms[0] * 1e-3) / 1e12, err[0], ms[1], flops / (ms[1] * 1e-3) / 1e12, err[1],
            ms[2], ms[1] * 32, ms[2] * 32, flops * 3 * 32 / (TF_REF * 1e12) * 1e3, ms16[0],
-           flops / (ms16[0] * 1e-3) / 1e12, ms16[1], flops / (ms16[1] * 1e-3) / 1e12);
+           flops / (ms16[0] * 1e-3) / 1e12, ms16[1], flops / (ms16[1] * 1e-3) / 1e12, ms_sync,
+           flops / (ms_sync * 1e-3) / 1e12);
     free(pos);
     free(tabrow);
     cuda_free(dpos);
@@ -991,8 +1064,8 @@ static void bench_prefill_table(void)
            "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
            "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "
            "rows ms | exact ms x 32 | rows ms x 32 | exact floor ms x 32 (3x FLOPs) | bf16 KV: bf16 ms | "
-           "TFLOP/s | bf16 KV: exact ms | TFLOP/s |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "TFLOP/s | bf16 KV: exact ms | TFLOP/s | bf16 KV: bf16 mma.sync ms | TFLOP/s |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     bench_prefill(0, 512);
     bench_prefill(0, 4096);
     bench_prefill(6000, 32);
@@ -1012,6 +1085,7 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "--prefill") == 0) { /* the prefill checks and table only */
         RUN(test_prefill);
         RUN(test_kv_bf16);
+        RUN(test_prefill_wg);
         bench_prefill_table();
         cuda_ctx_free(g_ctx);
         return test_summary();
@@ -1042,7 +1116,8 @@ int main(int argc, char **argv)
     RUN(test_kv_bf16);
     RUN(test_decode_tc);
     RUN(test_split_chunks);
-    RUN(test_decode_one); /* last: its random draws leave every other test's digests as before it came */
+    RUN(test_decode_one); /* these two last: their random draws leave the other tests' digests as they were */
+    RUN(test_prefill_wg);
     if (!quick) {
         printf("\n## Decode attention, 8B shape (32 q / 8 kv heads, hd 128, f32 and bf16 KV), split-K %u x %u "
                "positions (graph of 64 launches incl. combine, median)\n\n"

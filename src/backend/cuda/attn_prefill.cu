@@ -49,6 +49,7 @@
 
 #include "backend/cuda/attn.h"
 #include "backend/cuda/attn_combine.cuh"
+#include "backend/cuda/attn_prefill.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/tile_copy.cuh"
@@ -99,7 +100,7 @@ __global__ void __launch_bounds__(2 * BM)
     kernel_attn_prefill(const float *__restrict__ q, float *__restrict__ att,
                         const cuda_attn_span *__restrict__ spans, uint32_t max_splits, uint32_t hg_arg, cuda_attn_dims d,
                         cuda_attn_kv kv, float scale2, uint32_t window, float *__restrict__ part_acc,
-                        float *__restrict__ part_ml)
+                        float *__restrict__ part_ml, bool split_only)
 {
     /* KB (a bf16 cache): K and V are bf16 already — no low parts (they would
      * be zero: the products they add are exact zeros, so leaving them out
@@ -121,7 +122,7 @@ __global__ void __launch_bounds__(2 * BM)
     const uint32_t hg = GROUPED ? hg_arg : 1; /* a constant 1 keeps the one-head CTA's registers down */
     const uint32_t split = blockIdx.z % max_splits, tt = BM / hg, nt_span = (sp.n + tt - 1) / tt;
     const uint32_t tile = nt_span > blockIdx.x ? nt_span - 1 - blockIdx.x : gridDim.x, t0 = tile * tt;
-    if (t0 >= sp.n || split >= sp.splits)
+    if (t0 >= sp.n || split >= sp.splits || (split_only && sp.splits <= 1)) /* (split_only: the rest is wgmma's) */
         return;
     const uint32_t h0 = blockIdx.y * hg, kvh = h0 / (d.n_heads / d.n_kv_heads);
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
@@ -403,7 +404,7 @@ __global__ void __launch_bounds__(128)
 template <int HD, int BM, bool EXACT, bool GROUPED, bool KB>
 static void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
                        uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                       uint32_t window, float *pa, float *pm)
+                       uint32_t window, float *pa, float *pm, bool so)
 {
     constexpr size_t smem = prefill_smem<HD, EXACT, KB>();
     static uint32_t opted; /* devices the attribute is set on */
@@ -411,34 +412,34 @@ static void launch_one(const cuda_ctx *ctx, dim3 grid, const float *q, float *at
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill<HD, BM, EXACT, GROUPED, KB>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel_attn_prefill<HD, BM, EXACT, GROUPED, KB><<<grid, 2 * BM, smem, ctx->stream>>>(
-        q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm, so);
 }
 
 template <int HD, int BM, bool EXACT, bool GROUPED>
 static void launch_kv(const cuda_ctx *ctx, dim3 grid, const float *q, float *att, const cuda_attn_span *spans,
                       uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
-                      uint32_t window, float *pa, float *pm)
+                      uint32_t window, float *pa, float *pm, bool so)
 {
     if (kv.bf16)
         launch_one<HD, BM, EXACT, GROUPED, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa,
-                                                 pm);
+                                                 pm, so);
     else
         launch_one<HD, BM, EXACT, GROUPED, false>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa,
-                                                  pm);
+                                                  pm, so);
 }
 
 /* hg > 1 (split spans) and bm 128 exclude each other (cuda_attn_prefill) */
 template <int HD, bool EXACT>
 void launch_prefill(const cuda_ctx *ctx, dim3 grid, uint32_t bm, const float *q, float *att,
                     const cuda_attn_span *spans, uint32_t max_splits, uint32_t hg, cuda_attn_dims d, cuda_attn_kv kv,
-                    float scale2, uint32_t window, float *pa, float *pm)
+                    float scale2, uint32_t window, float *pa, float *pm, bool so)
 {
     if (hg > 1)
-        launch_kv<HD, 64, EXACT, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        launch_kv<HD, 64, EXACT, true>(ctx, grid, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm, so);
     else if (bm == 128)
-        launch_kv<HD, 128, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
+        launch_kv<HD, 128, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm, so);
     else
-        launch_kv<HD, 64, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm);
+        launch_kv<HD, 64, EXACT, false>(ctx, grid, q, att, spans, max_splits, 1, d, kv, scale2, window, pa, pm, so);
 }
 
 } // namespace
@@ -446,6 +447,11 @@ void launch_prefill(const cuda_ctx *ctx, dim3 grid, uint32_t bm, const float *q,
 extern "C" bool cuda_attn_prefill_supported(struct cuda_attn_dims d)
 {
     return (d.head_dim == 64 || d.head_dim == 128) && d.n_kv_heads > 0 && d.n_heads % d.n_kv_heads == 0;
+}
+
+extern "C" void cuda_attn_prefill_set_wg(struct cuda_ctx *ctx, bool on)
+{
+    ctx->attn_prefill_wg = on;
 }
 
 extern "C" uint32_t cuda_attn_prefill_splits(uint32_t pos0, uint32_t n)
@@ -485,6 +491,15 @@ extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *a
      * → 0.087 ms); long spans keep one head a CTA (grouped they ran 15 % slower:
      * more registers, spills). A row's bits do not depend on hg: the tiles a
      * row sees beyond its own keys add exact zeros. */
+    const float scale2 = scale * LOG2E;
+    /* the fast mode on a bf16 cache at head_dim 128: the unsplit spans on wgmma, the split ones (if any) below */
+    const bool wg = attn_prefill_wg_takes(ctx, d, kv, exact);
+    if (wg) {
+        attn_prefill_wg(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        CUDA_CHECK_LAUNCH();
+        if (max_splits == 1)
+            return;
+    }
     const uint32_t G = d.n_heads / d.n_kv_heads;
     uint32_t hg = 1;
     for (uint32_t c = 1; max_splits > 1 && c <= 16 && c <= G; c++)
@@ -496,15 +511,17 @@ extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *a
     const uint32_t bm = hg == 1 && max_splits == 1 && max_n > 64 && ctx->attn_prefill_bm == 128 ? 128 : 64;
     const uint32_t tt = bm / hg;
     const dim3 grid((max_n + tt - 1) / tt, d.n_heads / hg, n_spans * max_splits);
-    const float scale2 = scale * LOG2E;
     float *pa = scratch, *pm = scratch ? scratch + (size_t)part_cap * d.n_heads * d.head_dim : NULL;
     if (d.head_dim == 64)
-        exact ? launch_prefill<64, true>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
-              : launch_prefill<64, false>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm);
+        exact ? launch_prefill<64, true>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm,
+                                         wg)
+              : launch_prefill<64, false>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm,
+                                          wg);
     else
-        exact ? launch_prefill<128, true>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm)
+        exact ? launch_prefill<128, true>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa, pm,
+                                          wg)
               : launch_prefill<128, false>(ctx, grid, bm, q, att, spans, max_splits, hg, d, kv, scale2, window, pa,
-                                           pm);
+                                           pm, wg);
     CUDA_CHECK_LAUNCH();
     if (max_splits > 1) {
         const uint32_t rows = max_n < CUDA_ATTN_PREFILL_SPLIT_ROWS ? max_n : CUDA_ATTN_PREFILL_SPLIT_ROWS;

@@ -62,6 +62,7 @@
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/tile_copy.cuh"
+#include "backend/cuda/wgmma.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -70,50 +71,6 @@ namespace {
 constexpr int WG_CHUNK = 64;  /* k per stage: 128 bytes of a weight row, one swizzle atom */
 constexpr int WG_ROWS = 128;  /* weight rows a warpgroup */
 constexpr int WG_TILE = 8192; /* bytes of one A tile: 64 rows × 128 */
-
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-/* keeps the compiler from moving accumulator reads across the asynchronous wgmma */
-__device__ __forceinline__ void reg_fence(float &v) { asm volatile("" : "+f"(v)::"memory"); }
-
-/* Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle:
- * start address, leading byte offset 16 (unused by this swizzle), stride 1024
- * bytes between 8-row groups. */
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr)
-{
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
-           ((uint64_t)1 << 62);
-}
-
-/* Byte offset of the 16-byte piece c (0..7) of row r in a swizzled tile. */
-__device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return r * 128 + ((c ^ (r & 7)) << 4); }
-
-/* The accumulator operands of a wgmma with f32 D: "%0, ..., %63" names the
- * first 64 in the instruction's text, WG_D8(i) binds d[i .. i + 7]. */
-#define WG_R64                                                                                                    \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                      \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                            \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                            \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define WG_D8(i)                                                                                                  \
-    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
-        "+f"(d[i + 7])
-#define WG_D64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
-
-/* D (64×128 f32: this thread's 64) += A (64×16) · B (16×128), bf16 operands in
- * shared memory named by descriptors, both K-major; scale-d = 1 (accumulate). */
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : WG_D64
-                 : "l"(da), "l"(db));
-}
 
 /* The same with a 144-column B (144 weight rows): 72 accumulators a thread. */
 __device__ __forceinline__ void wgmma_m64n144k16(float (&d)[72], uint64_t da, uint64_t db)

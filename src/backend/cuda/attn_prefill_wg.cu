@@ -1,0 +1,278 @@
+/* backend/cuda/attn_prefill_wg.cu — the prefill attention's fast mode on Hopper's warpgroup tensor-core
+ * instruction (wgmma), FlashAttention-3's shape, for a bf16 KV cache at head_dim 128 (attn_prefill.h;
+ * cuda_attn_prefill picks it, attn_prefill.cu keeps every other case and the split spans).
+ *
+ * Why: attn_prefill.cu's mma.sync kernel has each of a CTA's warps read the whole K and V tile from shared memory
+ * into registers for its own 16 query rows, so shared-memory bandwidth bounds it (~196 TFLOP/s of attention work
+ * at 4096 tokens, 8B shape). wgmma reads K and V from shared memory once for a warpgroup's 64 rows, and P (the
+ * softmax of S, in registers) is its A operand straight from the S accumulators (the same fragment layout). The
+ * standalone prototype (lab/attn-wg/, thirty-second run): 4096 tokens 0.70 → 0.48 ms a layer (284 TFLOP/s).
+ *
+ * Shape: a CTA = NWG warpgroups (1 or 2: MEMRA_ATTN_PREFILL_BM 64 or 128) of one query head over 64·NWG tokens of
+ * one span (warpgroup w: rows 64w .. 64w + 63; warp i of it rows 16i .. 16i + 15); the CTAs of a span's last tiles
+ * (the most keys) are scheduled first. q (f32) is pre-scaled by scale·log2(e), rounded to bf16 and stored in
+ * a swizzled tile (a row's 128 dims = two column blocks of 64 rows × 128 bytes, wgmma.cuh's swz). The key tiles
+ * of 64 positions from the window's start to the CTA's last token go through a two-stage cp.async ring (K and V
+ * as stored in the paged cache, keys past the last token zero-filled). Per tile:
+ *   S (64 × 64 f32) = Q · Kᵀ: 8 wgmma m64n64k16, both K-major in shared memory;
+ *   the causal / window mask where some key of the tile is past (or before the window of) some row of the CTA;
+ *   online softmax in f32 base 2 (the mma.sync kernel's: row max over the quad, base 0 while a row has seen
+ *   no key);
+ *   O (64 × 128 f32) += P · V: 4 wgmma m64n128k16, A = P rounded once to bf16 from registers, B = V from shared
+ *   memory, dims contiguous (MN-major: the instruction's transpose-B flag; column blocks 8192 bytes apart).
+ * Numerics: the mma.sync kernel's fast mode (q and P rounded once to bf16, f32 accumulation), in another order
+ * of the tensor cores' sums: not its bits, within the same tolerance of f64 (kernel_attn). A row's operations
+ * depend only on its span: the tiles a CTA sees past a row's keys or before its window add exact zeros, so NWG 1
+ * and 2 give the same bits, and so does a span alone or in any batch. Rows past the span's end are computed on
+ * zero q and not written. Split spans (cuda_attn_prefill_splits > 1) are left to the mma.sync kernel's partials.
+ */
+#include <cuda_bf16.h>
+#include <math.h>
+
+#include "backend/cuda/attn.h"
+#include "backend/cuda/attn_prefill.cuh"
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/tile_copy.cuh"
+#include "backend/cuda/wgmma.cuh"
+
+namespace {
+
+constexpr uint32_t HD = 128, BN = 64;
+constexpr uint32_t TILE = BN * HD * 2; /* bytes of a Q, K or V tile: two column blocks of 64 rows × 128 B */
+constexpr uint32_t CB = 64 * 128;      /* bytes between a tile's column blocks */
+
+template <int NWG> constexpr uint32_t wg_smem() { return (NWG + 4) * TILE + 1024; } /* + the 1024-byte alignment */
+
+/* Byte offset of 16-byte piece p (0..15) of row r in a tile: column block p / 8, swizzled within it. */
+__device__ __forceinline__ uint32_t tile_off(uint32_t r, uint32_t p) { return (p >> 3) * CB + swz(r, p & 7); }
+
+#define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+              "+f"(d[i + 6]), "+f"(d[i + 7])
+
+/* d (64 × 64 f32: 32 a thread) += A (64 × 16) · B (16 × 64), both K-major in shared memory. */
+__device__ __forceinline__ void wg_s(float (&d)[32], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
+                 "%29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : R8(0), R8(8), R8(16), R8(24)
+                 : "l"(da), "l"(db));
+}
+
+/* d (64 × 128 f32: 64 a thread) += A (64 × 16 from registers: the m16n8k16 A fragment of each warp's 16 rows)
+ * · B (16 × 128 in shared memory, N contiguous: transpose-B). */
+__device__ __forceinline__ void wg_o(float (&d)[64], const uint32_t (&a)[4], uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, "
+                 "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : WG_D64
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#undef R8
+
+/* The K and V tile of keys kt .. kt + 63 (those past pl zero-filled: a masked key's P is 0, and 0 · V must not
+ * meet a stale NaN) into a stage, as one cp.async group. */
+template <uint32_t NT>
+__device__ __forceinline__ void wg_issue(uint32_t sK, uint32_t sV, const cuda_attn_kv &kv, const uint32_t *tab,
+                                         uint32_t kt, uint32_t pl, uint32_t kv_dim, uint32_t kvh)
+{
+    const uint16_t *kb = static_cast<const uint16_t *>(kv.k), *vb = static_cast<const uint16_t *>(kv.v);
+#pragma unroll
+    for (uint32_t j = 0; j < BN * 16 / NT; j++) {
+        const uint32_t i = j * NT + threadIdx.x, r = i / 16, p = i % 16, kp = kt + r;
+        uint64_t off = 0;
+        uint32_t n = 0;
+        if (kp <= pl) {
+            const uint64_t row = (uint64_t)tab[kp / CUDA_ATTN_BLOCK] * CUDA_ATTN_BLOCK + kp % CUDA_ATTN_BLOCK;
+            off = row * kv_dim + (uint64_t)kvh * HD + p * 8;
+            n = 16;
+        }
+        cp_async16_zfill(sK + tile_off(r, p), kb + off, n);
+        cp_async16_zfill(sV + tile_off(r, p), vb + off, n);
+    }
+    cp_async_commit();
+}
+
+template <int NWG>
+__global__ void __launch_bounds__(128 * NWG)
+    kernel_attn_prefill_wg(const float *__restrict__ q, float *__restrict__ att,
+                           const cuda_attn_span *__restrict__ spans, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
+                           uint32_t window)
+{
+    constexpr uint32_t NT = 128 * NWG, BM = 64 * NWG;
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
+    uint8_t *const gbase = smem_raw + (base - raw);
+    const cuda_attn_span sp = spans[blockIdx.z];
+    const uint32_t nt_span = (sp.n + BM - 1) / BM;
+    if (sp.splits > 1 || blockIdx.x >= nt_span)
+        return;
+    const uint32_t t0 = (nt_span - 1 - blockIdx.x) * BM, ntok = min(BM, sp.n - t0);
+    const uint32_t h = blockIdx.y, kvh = h / (d.n_heads / d.n_kv_heads);
+    const uint32_t q_dim = d.n_heads * HD, kv_dim = d.n_kv_heads * HD;
+    const uint32_t pf = sp.pos0 + t0, pl = pf + ntok - 1; /* first and last token positions */
+
+    /* Q: the CTA's rows (warpgroup r / 64's tile), scaled and rounded; rows past the span zero */
+    for (uint32_t i = threadIdx.x; i < BM * 16; i += NT) {
+        const uint32_t r = i / 16, p = i % 16;
+        uint4 u = make_uint4(0u, 0u, 0u, 0u);
+        if (r < ntok) {
+            const float4 *src = reinterpret_cast<const float4 *>(q + (uint64_t)(sp.q0 + t0 + r) * q_dim +
+                                                                 (uint64_t)h * HD + p * 8);
+            const float4 a = __ldg(src), b = __ldg(src + 1);
+            u = make_uint4(pack_bf16(a.x * scale2, a.y * scale2), pack_bf16(a.z * scale2, a.w * scale2),
+                           pack_bf16(b.x * scale2, b.y * scale2), pack_bf16(b.z * scale2, b.w * scale2));
+        }
+        *reinterpret_cast<uint4 *>(gbase + (r / 64) * TILE + tile_off(r % 64, p)) = u;
+    }
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2, g = lane >> 2, c = lane & 3;
+    const uint32_t sQ = base + wg * TILE, sKV = base + NWG * TILE; /* stage st: K at sKV + 2·st·TILE, V after it */
+    const uint32_t row0 = 64 * wg + 16 * (warp & 3) + g, row1 = row0 + 8; /* this thread's two rows in the CTA */
+    const uint32_t p0 = pf + row0, p1 = pf + row1;
+
+    const uint32_t *tab = kv.tables + (uint64_t)sp.table * kv.table_stride;
+    const uint32_t k_lo = window > 0 && pf + 1 > window ? pf + 1 - window : 0;
+    const uint32_t kt_first = k_lo / BN, kt_last = pl / BN; /* key tiles, inclusive */
+    wg_issue<NT>(sKV, sKV + TILE, kv, tab, kt_first * BN, pl, kv_dim, kvh);
+
+    float o[64], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        o[i] = 0.0f;
+    for (uint32_t kti = kt_first; kti <= kt_last; kti++) {
+        const uint32_t st = (kti - kt_first) & 1, kt = kti * BN;
+        if (kti < kt_last) { /* the next tile into the other stage (free since the last iteration's barrier) */
+            wg_issue<NT>(sKV + 2 * (st ^ 1) * TILE, sKV + (2 * (st ^ 1) + 1) * TILE, kv, tab, kt + BN, pl, kv_dim,
+                         kvh);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        fence_proxy_async(); /* this thread's copies (and Q's stores) visible to the tensor cores ... */
+        __syncthreads();     /* ... and every thread's */
+        const uint32_t sK = sKV + 2 * st * TILE, sV = sK + TILE;
+        float s[32];
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+            s[i] = 0.0f;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < (int)HD / 16; kk++) {
+            const uint32_t off = (kk >> 2) * CB + (kk & 3) * 32;
+            wg_s(s, smem_desc(sQ + off), smem_desc(sK + off));
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        reg_fence(s);
+        /* s[4j + e]: row row0 (e < 2) or row1, key kt + 8j + 2c + (e & 1). The mask only where some key of the
+         * tile is past (or, with a window, before) some row of the CTA. */
+        if (!(kt + BN - 1 <= pf && (window == 0 || kt + window > pl)))
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const uint32_t key = kt + 8 * j + 2 * c + (e & 1), qp = e < 2 ? p0 : p1;
+                    if (key > qp || (window > 0 && key + window <= qp))
+                        s[4 * j + e] = -INFINITY;
+                }
+        float x0 = -INFINITY, x1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            x0 = fmaxf(x0, fmaxf(s[4 * j], s[4 * j + 1]));
+            x1 = fmaxf(x1, fmaxf(s[4 * j + 2], s[4 * j + 3]));
+        }
+#pragma unroll
+        for (int sh = 1; sh <= 2; sh <<= 1) {
+            x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, sh));
+            x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, sh));
+        }
+        const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
+        const float b0 = n0 == -INFINITY ? 0.0f : n0, b1 = n1 == -INFINITY ? 0.0f : n1;
+        const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+        m0 = n0;
+        m1 = n1;
+        float q0 = 0.0f, q1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            s[4 * j] = exp2f(s[4 * j] - b0);
+            s[4 * j + 1] = exp2f(s[4 * j + 1] - b0);
+            s[4 * j + 2] = exp2f(s[4 * j + 2] - b1);
+            s[4 * j + 3] = exp2f(s[4 * j + 3] - b1);
+            q0 += s[4 * j] + s[4 * j + 1];
+            q1 += s[4 * j + 2] + s[4 * j + 3];
+        }
+        l0 = l0 * c0 + q0;
+        l1 = l1 * c1 + q1;
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            o[4 * j] *= c0;
+            o[4 * j + 1] *= c0;
+            o[4 * j + 2] *= c1;
+            o[4 * j + 3] *= c1;
+        }
+        uint32_t a[4][4]; /* P's k16 steps: keys 16kk .. 16kk + 15 = S's column blocks 2kk, 2kk + 1 */
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            a[kk][0] = pack_bf16(s[8 * kk], s[8 * kk + 1]);
+            a[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+            a[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+            a[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) /* keys 16kk ..: two 8-row groups of the tile a step */
+            wg_o(o, a[kk], wgmma_desc(sV + kk * 2048, CB, 1024));
+        wgmma_commit();
+        wgmma_wait<0>();
+        reg_fence(o);
+        __syncthreads(); /* this stage is refilled two tiles on */
+    }
+#pragma unroll
+    for (int sh = 1; sh <= 2; sh <<= 1) {
+        l0 += __shfl_xor_sync(0xffffffffu, l0, sh);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, sh);
+    }
+    /* o[4j + e]: row row0 (e < 2) or row1, dim 8j + 2c + (e & 1) */
+    const float i0 = 1.0f / l0, i1 = 1.0f / l1;
+    float *r0 = att + (uint64_t)(sp.q0 + t0 + row0) * q_dim + (uint64_t)h * HD;
+    float *r1 = att + (uint64_t)(sp.q0 + t0 + row1) * q_dim + (uint64_t)h * HD;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        if (row0 < ntok)
+            *reinterpret_cast<float2 *>(r0 + 8 * j + 2 * c) = make_float2(o[4 * j] * i0, o[4 * j + 1] * i0);
+        if (row1 < ntok)
+            *reinterpret_cast<float2 *>(r1 + 8 * j + 2 * c) = make_float2(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
+    }
+}
+
+template <int NWG>
+void launch_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
+               uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
+{
+    constexpr uint32_t smem = wg_smem<NWG>();
+    static uint32_t opted; /* devices the attribute is set on */
+    if (cuda_first_on_device(opted, ctx->device))
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const dim3 grid((max_n + 64 * NWG - 1) / (64 * NWG), d.n_heads, n_spans);
+    kernel_attn_prefill_wg<NWG><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
+}
+
+} // namespace
+
+bool attn_prefill_wg_takes(const cuda_ctx *ctx, cuda_attn_dims d, cuda_attn_kv kv, bool exact)
+{
+    return ctx->attn_prefill_wg && !exact && kv.bf16 && d.head_dim == HD;
+}
+
+void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
+                     uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
+{
+    if (ctx->attn_prefill_bm == 128 && max_n > 64)
+        launch_wg<2>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+    else
+        launch_wg<1>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+}

@@ -29,10 +29,11 @@
  *           form and split form of ≥ 8 rows with q in registers and in
  *           shared memory) and both prefill modes on the mma.sync kernel.
  *   wgmma prefill (attn_prefill_wg.cu, the bf16 mode on a bf16 cache at
- *           head_dim 128; test_prefill_wg and test_kv_bf16's bf16 check):
- *           the bf16 mode's bound, every span alone (one warpgroup a CTA for
- *           ≤ 64 rows, two in the batch) the bits of its rows in the batch,
- *           split spans beside it on the mma.sync kernel.
+ *           head_dim 128; test_prefill_wg and test_kv_bf16's bf16 check),
+ *           both forms (pipe, serial): the mma.sync kernel's bits, every
+ *           span alone (one warpgroup a CTA for ≤ 64 rows, two in the batch)
+ *           the bits of its rows in the batch, split spans beside it on the
+ *           mma.sync kernel.
  *   tensor-core decode (attn_decode_tc.cu): every decode check above again
  *           with CUDA_ATTN_DECODE_TC (same tolerance; its error is ≤ 4e-6),
  *           plus shapes of 12 and 16 query heads a kv head (f32 and bf16
@@ -505,34 +506,35 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
 
 /* ---- prefill checks ----------------------------------------------------- */
 
-/* The wgmma prefill kernel (attn_prefill_wg.cu) on check_prefill's launch over the bf16 cache: within the fast
- * mode's tolerance of f64 for every row, and each span alone (one warpgroup a CTA where it has ≤ 64 rows, two in
- * the batch) the bits of its rows in the batch. h: scratch for T rows. */
-static void check_prefill_wg(const struct pool *p, const float *hq, const float *dq, float *datt, float *h,
+/* The wgmma prefill kernel (attn_prefill_wg.cu, the context's form) on check_prefill's launch over the bf16
+ * cache: the bits of the mma.sync kernel's launch (ref: the same operations in the same order — the tensor cores
+ * sum a k16 step alike in both instructions; so its error against f64 is the one check_prefill printed), and each
+ * span alone (one warpgroup a CTA where it has ≤ 64 rows, two in the batch) the bits of its rows in the batch. */
+static void check_prefill_wg(const struct pool *p, const float *dq, float *datt, const float *ref,
                              const struct cuda_attn_span *spans, const struct cuda_attn_span *dspans,
                              uint32_t n_spans, uint32_t max_n, uint32_t max_splits, uint32_t window, float *scr,
-                             uint32_t part, const uint32_t *row, const uint32_t *seq, const uint32_t *pos)
+                             uint32_t part)
 {
     const struct cuda_attn_dims d = p->d;
     const uint32_t q_dim = d.n_heads * d.head_dim;
     const float scale = 1.0f / sqrtf((float)d.head_dim);
     uint32_t T = 0, n_wg = 0;
+    const bool pipe = cuda_attn_prefill_wg_mode(g_ctx) == CUDA_ATTN_PREFILL_WG_PIPE;
     for (uint32_t i = 0; i < n_spans; i++) {
         T += spans[i].n;
         n_wg += spans[i].splits <= 1;
     }
     cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
+    float *h = xmalloc((size_t)T * q_dim * sizeof(float));
     cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, max_splits, d, pool_kv16(p), scale, window, false, scr,
                       part);
     cuda_download(g_ctx, h, datt, (size_t)T * q_dim * sizeof(float));
-    int nonfinite;
-    const double err = compare_rows(p, hq, h, T, row, seq, pos, scale, window, &nonfinite);
-    printf("prefill wgmma heads %2u/%u hd %3u window %4u spans %u (%u on wgmma, ≤ %u splits) rows %u bf16 KV: "
-           "max|d|/max|ref| %.2e, digest %016" PRIx64 "\n",
-           d.n_heads, d.n_kv_heads, d.head_dim, window, n_spans, n_wg, max_splits, T, err,
+    printf("prefill wgmma %s heads %2u/%u hd %3u window %4u spans %u (%u on wgmma, ≤ %u splits) rows %u bf16 KV: "
+           "digest %016" PRIx64 "\n",
+           pipe ? "pipe  " : "serial", d.n_heads, d.n_kv_heads, d.head_dim, window, n_spans, n_wg, max_splits, T,
            bits_digest(h, (size_t)T * q_dim * sizeof(float)));
-    CHECK_MSG(err <= TOL_PREFILL && nonfinite == 0, "prefill wgmma: error %.3g (tolerance %.0e), %d non-finite", err,
-              TOL_PREFILL, nonfinite);
+    CHECK_MSG(memcmp(h, ref, (size_t)T * q_dim * sizeof(float)) == 0,
+              "prefill wgmma %s: not the mma.sync kernel's bits", pipe ? "pipe" : "serial");
     float *hone = xmalloc((size_t)max_n * q_dim * sizeof(float));
     int differ = 0;
     for (uint32_t i = 0; i < n_spans; i++) {
@@ -543,9 +545,10 @@ static void check_prefill_wg(const struct pool *p, const float *hq, const float 
         cuda_download(g_ctx, hone, datt + (size_t)spans[i].q0 * q_dim, bytes);
         differ += memcmp(hone, h + (size_t)spans[i].q0 * q_dim, bytes) != 0;
     }
-    CHECK_MSG(differ == 0, "prefill wgmma: %d of %u spans alone differ from the same span in the batch", differ,
-              n_spans);
+    CHECK_MSG(differ == 0, "prefill wgmma %s: %d of %u spans alone differ from the same span in the batch",
+              pipe ? "pipe" : "serial", differ, n_spans);
     free(hone);
+    free(h);
 }
 
 /* spans: (pos0, n) pairs; sequence i holds pos0 + n positions. splits: 0 →
@@ -617,18 +620,21 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
               "prefill: a span alone differs from the same span in the batch");
     if (p.dk16) { /* the bf16 cache on the mma.sync kernel: the f32 cache's bits */
         float *h16 = xmalloc((size_t)T * q_dim * sizeof(float));
-        cuda_attn_prefill_set_wg(g_ctx, false);
+        const enum cuda_attn_prefill_wg wg = cuda_attn_prefill_wg_mode(g_ctx);
+        cuda_attn_prefill_set_wg(g_ctx, CUDA_ATTN_PREFILL_WG_OFF);
         cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
         cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, max_splits, d, pool_kv16(&p), scale, window, exact,
                           scr, part);
-        cuda_attn_prefill_set_wg(g_ctx, true);
         cuda_download(g_ctx, h16, datt, (size_t)T * q_dim * sizeof(float));
         CHECK_MSG(memcmp(h16, hatt, (size_t)T * q_dim * sizeof(float)) == 0,
                   "prefill %s hd %u: a bf16 cache differs from the f32 cache of its values", exact ? "exact" : "bf16",
                   hd);
-        if (!exact && hd == 128) /* the wgmma kernel takes the unsplit spans (MEMRA_ATTN_PREFILL_WG, the default) */
-            check_prefill_wg(&p, hq, dq, datt, h16, spans, dspans, n_spans, max_n, max_splits, window, scr, part, row,
-                             seq, pos);
+        if (!exact && hd == 128) /* the wgmma kernel's shape (MEMRA_ATTN_PREFILL_WG): both its forms */
+            for (int m = CUDA_ATTN_PREFILL_WG_PIPE; m <= CUDA_ATTN_PREFILL_WG_SERIAL; m++) {
+                cuda_attn_prefill_set_wg(g_ctx, (enum cuda_attn_prefill_wg)m);
+                check_prefill_wg(&p, dq, datt, h16, spans, dspans, n_spans, max_n, max_splits, window, scr, part);
+            }
+        cuda_attn_prefill_set_wg(g_ctx, wg);
         free(h16);
     }
     free(hone);
@@ -1006,10 +1012,14 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
             if (!bf)
                 err[exact] = e;
         }
-    /* bf16 on the bf16 cache with the mma.sync kernel (the wgmma one above where it takes the shape) */
-    cuda_attn_prefill_set_wg(g_ctx, false);
+    /* bf16 on the bf16 cache with the mma.sync kernel and the wgmma kernel's serial form (the context's form
+     * above where it takes the shape) */
+    const enum cuda_attn_prefill_wg wg = cuda_attn_prefill_wg_mode(g_ctx);
+    cuda_attn_prefill_set_wg(g_ctx, CUDA_ATTN_PREFILL_WG_OFF);
     const float ms_sync = time_prefill(dq, datt, dsp, T, splits, &p, true, scale, false, scr, T * splits);
-    cuda_attn_prefill_set_wg(g_ctx, true);
+    cuda_attn_prefill_set_wg(g_ctx, CUDA_ATTN_PREFILL_WG_SERIAL);
+    const float ms_serial = time_prefill(dq, datt, dsp, T, splits, &p, true, scale, false, scr, T * splits);
+    cuda_attn_prefill_set_wg(g_ctx, wg);
     /* the f32 decode kernel row by row, 64 rows a launch (MEMRA_ATTN=rows) */
     const uint32_t R = 64;
     uint32_t *pos = xmalloc(T * sizeof *pos), *tabrow = xmalloc(T * sizeof *tabrow);
@@ -1036,11 +1046,11 @@ static void bench_prefill(uint32_t pos0, uint32_t T)
     ms[2] = (float)me[1];
     const double flops = 4.0 * 128 * 32 * ((double)T * pos0 + (double)T * (T + 1) / 2.0);
     printf("| %u | %u | %u | %.3f | %.1f | %.1e | %.3f | %.1f | %.1e | %.3f | %.2f | %.2f | %.2f | %.3f | %.1f | "
-           "%.3f | %.1f | %.3f | %.1f |\n",
+           "%.3f | %.1f | %.3f | %.1f | %.3f | %.1f |\n",
            pos0, T, splits, ms[0], flops / (ms[0] * 1e-3) / 1e12, err[0], ms[1], flops / (ms[1] * 1e-3) / 1e12, err[1],
            ms[2], ms[1] * 32, ms[2] * 32, flops * 3 * 32 / (TF_REF * 1e12) * 1e3, ms16[0],
            flops / (ms16[0] * 1e-3) / 1e12, ms16[1], flops / (ms16[1] * 1e-3) / 1e12, ms_sync,
-           flops / (ms_sync * 1e-3) / 1e12);
+           flops / (ms_sync * 1e-3) / 1e12, ms_serial, flops / (ms_serial * 1e-3) / 1e12);
     free(pos);
     free(tabrow);
     cuda_free(dpos);
@@ -1064,8 +1074,9 @@ static void bench_prefill_table(void)
            "(median of 15; rows: the f32 decode kernel, 64 rows a launch, median of 3)\n\n"
            "| pos0 | T | splits | bf16 ms | bf16 TFLOP/s | bf16 err | exact ms | exact TFLOP/s | exact err | "
            "rows ms | exact ms x 32 | rows ms x 32 | exact floor ms x 32 (3x FLOPs) | bf16 KV: bf16 ms | "
-           "TFLOP/s | bf16 KV: exact ms | TFLOP/s | bf16 KV: bf16 mma.sync ms | TFLOP/s |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "TFLOP/s | bf16 KV: exact ms | TFLOP/s | bf16 KV: bf16 mma.sync ms | TFLOP/s | bf16 KV: bf16 wgmma "
+           "serial ms | TFLOP/s |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     bench_prefill(0, 512);
     bench_prefill(0, 4096);
     bench_prefill(6000, 32);

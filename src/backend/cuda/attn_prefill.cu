@@ -449,9 +449,14 @@ extern "C" bool cuda_attn_prefill_supported(struct cuda_attn_dims d)
     return (d.head_dim == 64 || d.head_dim == 128) && d.n_kv_heads > 0 && d.n_heads % d.n_kv_heads == 0;
 }
 
-extern "C" void cuda_attn_prefill_set_wg(struct cuda_ctx *ctx, bool on)
+extern "C" void cuda_attn_prefill_set_wg(struct cuda_ctx *ctx, enum cuda_attn_prefill_wg mode)
 {
-    ctx->attn_prefill_wg = on;
+    ctx->attn_prefill_wg = mode;
+}
+
+extern "C" enum cuda_attn_prefill_wg cuda_attn_prefill_wg_mode(const struct cuda_ctx *ctx)
+{
+    return ctx->attn_prefill_wg;
 }
 
 extern "C" uint32_t cuda_attn_prefill_splits(uint32_t pos0, uint32_t n)

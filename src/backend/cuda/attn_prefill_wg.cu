@@ -42,7 +42,8 @@ constexpr uint32_t HD = 128, BN = 64;
 constexpr uint32_t TILE = BN * HD * 2; /* bytes of a Q, K or V tile: two column blocks of 64 rows × 128 B */
 constexpr uint32_t CB = 64 * 128;      /* bytes between a tile's column blocks */
 
-template <int NWG> constexpr uint32_t wg_smem() { return (NWG + 4) * TILE + 1024; } /* + the 1024-byte alignment */
+/* Q tiles, then K and V in 2 (3: PIPE) stages, + the 1024-byte alignment */
+template <int NWG, bool PIPE> constexpr uint32_t wg_smem() { return (NWG + (PIPE ? 6 : 4)) * TILE + 1024; }
 
 /* Byte offset of 16-byte piece p (0..15) of row r in a tile: column block p / 8, swizzled within it. */
 __device__ __forceinline__ uint32_t tile_off(uint32_t r, uint32_t p) { return (p >> 3) * CB + swz(r, p & 7); }
@@ -96,13 +97,103 @@ __device__ __forceinline__ void wg_issue(uint32_t sK, uint32_t sV, const cuda_at
     cp_async_commit();
 }
 
-template <int NWG>
+/* One warpgroup's online-softmax step on the S of key tile kt (this thread's rows at positions p0, p1; full: no
+ * key of the tile is past or before the window of any row of the CTA): mask, running max m and sum l, O rescaled,
+ * P rounded to bf16 as the A operand of P·V (a[kk]: keys 16kk .. 16kk + 15 = S's column blocks 2kk, 2kk + 1). */
+__device__ __forceinline__ void wg_softmax(float (&s)[32], float (&o)[64], uint32_t (&a)[4][4], float &m0, float &m1,
+                                           float &l0, float &l1, uint32_t kt, bool full, uint32_t p0, uint32_t p1,
+                                           uint32_t window)
+{
+    const uint32_t c = threadIdx.x & 3;
+    /* s[4j + e]: row p0 (e < 2) or p1, key kt + 8j + 2c + (e & 1) */
+    if (!full)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const uint32_t key = kt + 8 * j + 2 * c + (e & 1), qp = e < 2 ? p0 : p1;
+                if (key > qp || (window > 0 && key + window <= qp))
+                    s[4 * j + e] = -INFINITY;
+            }
+    float x0 = -INFINITY, x1 = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        x0 = fmaxf(x0, fmaxf(s[4 * j], s[4 * j + 1]));
+        x1 = fmaxf(x1, fmaxf(s[4 * j + 2], s[4 * j + 3]));
+    }
+#pragma unroll
+    for (int sh = 1; sh <= 2; sh <<= 1) {
+        x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, sh));
+        x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, sh));
+    }
+    const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
+    const float b0 = n0 == -INFINITY ? 0.0f : n0, b1 = n1 == -INFINITY ? 0.0f : n1;
+    const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+    m0 = n0;
+    m1 = n1;
+    float q0 = 0.0f, q1 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        s[4 * j] = exp2f(s[4 * j] - b0);
+        s[4 * j + 1] = exp2f(s[4 * j + 1] - b0);
+        s[4 * j + 2] = exp2f(s[4 * j + 2] - b1);
+        s[4 * j + 3] = exp2f(s[4 * j + 3] - b1);
+        q0 += s[4 * j] + s[4 * j + 1];
+        q1 += s[4 * j + 2] + s[4 * j + 3];
+    }
+    l0 = l0 * c0 + q0;
+    l1 = l1 * c1 + q1;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        o[4 * j] *= c0;
+        o[4 * j + 1] *= c0;
+        o[4 * j + 2] *= c1;
+        o[4 * j + 3] *= c1;
+    }
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        a[kk][0] = pack_bf16(s[8 * kk], s[8 * kk + 1]);
+        a[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+        a[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+        a[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+}
+
+/* S = Q·Kᵀ of one key tile issued (not awaited): 8 k16 steps over the two column blocks. */
+__device__ __forceinline__ void wg_qk(float (&s)[32], uint32_t sQ, uint32_t sK)
+{
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        s[i] = 0.0f;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < (int)HD / 16; kk++) {
+        const uint32_t off = (kk >> 2) * CB + (kk & 3) * 32;
+        wg_s(s, smem_desc(sQ + off), smem_desc(sK + off));
+    }
+    wgmma_commit();
+}
+
+/* O += P·V of one key tile issued (not awaited): keys 16kk ..: two 8-row groups of the V tile a step. */
+__device__ __forceinline__ void wg_pv(float (&o)[64], const uint32_t (&a)[4][4], uint32_t sV)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        wg_o(o, a[kk], wgmma_desc(sV + kk * 2048, CB, 1024));
+    wgmma_commit();
+}
+
+/* PIPE: three stages, and the next tile's S = Q·Kᵀ issued before this tile's softmax, so the tensor cores work
+ * while the softmax runs (FlashAttention-3's intra-warpgroup overlap); the same operations in the same order, so
+ * the same bits. Else two stages, each product awaited before the next step. */
+template <int NWG, bool PIPE>
 __global__ void __launch_bounds__(128 * NWG)
     kernel_attn_prefill_wg(const float *__restrict__ q, float *__restrict__ att,
                            const cuda_attn_span *__restrict__ spans, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                            uint32_t window)
 {
-    constexpr uint32_t NT = 128 * NWG, BM = 64 * NWG;
+    constexpr uint32_t NT = 128 * NWG, BM = 64 * NWG, NS = PIPE ? 3 : 2;
     extern __shared__ uint8_t smem_raw[];
     const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     uint8_t *const gbase = smem_raw + (base - raw);
@@ -135,100 +226,75 @@ __global__ void __launch_bounds__(128 * NWG)
 
     const uint32_t *tab = kv.tables + (uint64_t)sp.table * kv.table_stride;
     const uint32_t k_lo = window > 0 && pf + 1 > window ? pf + 1 - window : 0;
-    const uint32_t kt_first = k_lo / BN, kt_last = pl / BN; /* key tiles, inclusive */
-    wg_issue<NT>(sKV, sKV + TILE, kv, tab, kt_first * BN, pl, kv_dim, kvh);
+    const uint32_t kt_first = k_lo / BN, nkt = pl / BN - kt_first + 1; /* key tiles kt_first .. + nkt − 1 */
+    /* tile i (of the CTA's nkt) into its stage, as one cp.async group */
+    auto issue = [&](uint32_t i) {
+        const uint32_t st = sKV + 2 * (i % NS) * TILE;
+        wg_issue<NT>(st, st + TILE, kv, tab, (kt_first + i) * BN, pl, kv_dim, kvh);
+    };
+    /* the mask only where some key of the tile is past (or, with a window, before) some row of the CTA */
+    auto full = [&](uint32_t kt) { return kt + BN - 1 <= pf && (window == 0 || kt + window > pl); };
 
-    float o[64], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    float o[64], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f, s[32];
+    uint32_t a[4][4];
 #pragma unroll
     for (int i = 0; i < 64; i++)
         o[i] = 0.0f;
-    for (uint32_t kti = kt_first; kti <= kt_last; kti++) {
-        const uint32_t st = (kti - kt_first) & 1, kt = kti * BN;
-        if (kti < kt_last) { /* the next tile into the other stage (free since the last iteration's barrier) */
-            wg_issue<NT>(sKV + 2 * (st ^ 1) * TILE, sKV + (2 * (st ^ 1) + 1) * TILE, kv, tab, kt + BN, pl, kv_dim,
-                         kvh);
+    issue(0);
+    if constexpr (PIPE) {
+        if (nkt > 1) {
+            issue(1);
             cp_async_wait<1>();
         } else {
             cp_async_wait<0>();
         }
         fence_proxy_async(); /* this thread's copies (and Q's stores) visible to the tensor cores ... */
         __syncthreads();     /* ... and every thread's */
-        const uint32_t sK = sKV + 2 * st * TILE, sV = sK + TILE;
-        float s[32];
-#pragma unroll
-        for (int i = 0; i < 32; i++)
-            s[i] = 0.0f;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < (int)HD / 16; kk++) {
-            const uint32_t off = (kk >> 2) * CB + (kk & 3) * 32;
-            wg_s(s, smem_desc(sQ + off), smem_desc(sK + off));
-        }
-        wgmma_commit();
+        wg_qk(s, sQ, sKV);
         wgmma_wait<0>();
         reg_fence(s);
-        /* s[4j + e]: row row0 (e < 2) or row1, key kt + 8j + 2c + (e & 1). The mask only where some key of the
-         * tile is past (or, with a window, before) some row of the CTA. */
-        if (!(kt + BN - 1 <= pf && (window == 0 || kt + window > pl)))
+        for (uint32_t i = 0; i < nkt; i++) {
+            float sn[32];
+            if (i + 1 < nkt) {
+                cp_async_wait<0>(); /* tile i + 1 */
+                fence_proxy_async();
+                __syncthreads(); /* its copies visible; every warpgroup done with tile i − 1 (its stage refilled) */
+                if (i + 2 < nkt)
+                    issue(i + 2);
+                wg_qk(sn, sQ, sKV + 2 * ((i + 1) % NS) * TILE);
+            }
+            const uint32_t kt = (kt_first + i) * BN;
+            wg_softmax(s, o, a, m0, m1, l0, l1, kt, full(kt), p0, p1, window);
+            wg_pv(o, a, sKV + (2 * (i % NS) + 1) * TILE);
+            wgmma_wait<0>();
+            reg_fence(o);
+            if (i + 1 < nkt) {
+                reg_fence(sn);
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const uint32_t key = kt + 8 * j + 2 * c + (e & 1), qp = e < 2 ? p0 : p1;
-                    if (key > qp || (window > 0 && key + window <= qp))
-                        s[4 * j + e] = -INFINITY;
-                }
-        float x0 = -INFINITY, x1 = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            x0 = fmaxf(x0, fmaxf(s[4 * j], s[4 * j + 1]));
-            x1 = fmaxf(x1, fmaxf(s[4 * j + 2], s[4 * j + 3]));
+                for (int j = 0; j < 32; j++)
+                    s[j] = sn[j];
+            }
         }
-#pragma unroll
-        for (int sh = 1; sh <= 2; sh <<= 1) {
-            x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, sh));
-            x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, sh));
+    } else {
+        for (uint32_t i = 0; i < nkt; i++) {
+            if (i + 1 < nkt) { /* the next tile into the other stage (free since the last iteration's barrier) */
+                issue(i + 1);
+                cp_async_wait<1>();
+            } else {
+                cp_async_wait<0>();
+            }
+            fence_proxy_async(); /* this thread's copies (and Q's stores) visible to the tensor cores ... */
+            __syncthreads();     /* ... and every thread's */
+            const uint32_t sK = sKV + 2 * (i % NS) * TILE, kt = (kt_first + i) * BN;
+            wg_qk(s, sQ, sK);
+            wgmma_wait<0>();
+            reg_fence(s);
+            wg_softmax(s, o, a, m0, m1, l0, l1, kt, full(kt), p0, p1, window);
+            wg_pv(o, a, sK + TILE);
+            wgmma_wait<0>();
+            reg_fence(o);
+            __syncthreads(); /* this stage is refilled two tiles on */
         }
-        const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
-        const float b0 = n0 == -INFINITY ? 0.0f : n0, b1 = n1 == -INFINITY ? 0.0f : n1;
-        const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
-        m0 = n0;
-        m1 = n1;
-        float q0 = 0.0f, q1 = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            s[4 * j] = exp2f(s[4 * j] - b0);
-            s[4 * j + 1] = exp2f(s[4 * j + 1] - b0);
-            s[4 * j + 2] = exp2f(s[4 * j + 2] - b1);
-            s[4 * j + 3] = exp2f(s[4 * j + 3] - b1);
-            q0 += s[4 * j] + s[4 * j + 1];
-            q1 += s[4 * j + 2] + s[4 * j + 3];
-        }
-        l0 = l0 * c0 + q0;
-        l1 = l1 * c1 + q1;
-#pragma unroll
-        for (int j = 0; j < 16; j++) {
-            o[4 * j] *= c0;
-            o[4 * j + 1] *= c0;
-            o[4 * j + 2] *= c1;
-            o[4 * j + 3] *= c1;
-        }
-        uint32_t a[4][4]; /* P's k16 steps: keys 16kk .. 16kk + 15 = S's column blocks 2kk, 2kk + 1 */
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            a[kk][0] = pack_bf16(s[8 * kk], s[8 * kk + 1]);
-            a[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
-            a[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-            a[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
-        }
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) /* keys 16kk ..: two 8-row groups of the tile a step */
-            wg_o(o, a[kk], wgmma_desc(sV + kk * 2048, CB, 1024));
-        wgmma_commit();
-        wgmma_wait<0>();
-        reg_fence(o);
-        __syncthreads(); /* this stage is refilled two tiles on */
     }
 #pragma unroll
     for (int sh = 1; sh <= 2; sh <<= 1) {
@@ -248,31 +314,41 @@ __global__ void __launch_bounds__(128 * NWG)
     }
 }
 
-template <int NWG>
+template <int NWG, bool PIPE>
 void launch_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
                uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
-    constexpr uint32_t smem = wg_smem<NWG>();
+    constexpr uint32_t smem = wg_smem<NWG, PIPE>();
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG>,
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG, PIPE>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid((max_n + 64 * NWG - 1) / (64 * NWG), d.n_heads, n_spans);
-    kernel_attn_prefill_wg<NWG><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
+    kernel_attn_prefill_wg<NWG, PIPE><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
+}
+
+template <bool PIPE>
+void launch_pick(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
+                 uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
+{
+    if (ctx->attn_prefill_bm == 128 && max_n > 64)
+        launch_wg<2, PIPE>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+    else
+        launch_wg<1, PIPE>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
 }
 
 } // namespace
 
 bool attn_prefill_wg_takes(const cuda_ctx *ctx, cuda_attn_dims d, cuda_attn_kv kv, bool exact)
 {
-    return ctx->attn_prefill_wg && !exact && kv.bf16 && d.head_dim == HD;
+    return ctx->attn_prefill_wg != CUDA_ATTN_PREFILL_WG_OFF && !exact && kv.bf16 && d.head_dim == HD;
 }
 
 void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
                      uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
-    if (ctx->attn_prefill_bm == 128 && max_n > 64)
-        launch_wg<2>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+    if (ctx->attn_prefill_wg == CUDA_ATTN_PREFILL_WG_PIPE)
+        launch_pick<true>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
     else
-        launch_wg<1>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_pick<false>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
 }

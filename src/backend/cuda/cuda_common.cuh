@@ -98,8 +98,8 @@ struct cuda_ctx {
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */
     uint32_t attn_prefill_bm; /* prefill attention: query rows a CTA for unsplit spans, 64 or 128
                                * (attn_prefill.cu; MEMRA_ATTN_PREFILL_BM) */
-    bool attn_prefill_wg;    /* prefill attention, fast mode on a bf16 cache at head_dim 128: the wgmma
-                              * kernel (attn_prefill_wg.cu; MEMRA_ATTN_PREFILL_WG, cuda_attn_prefill_set_wg) */
+    enum cuda_attn_prefill_wg attn_prefill_wg; /* prefill attention, fast mode on a bf16 cache at head_dim
+                              * 128: the wgmma kernel's form or off (attn_prefill_wg.cu; MEMRA_ATTN_PREFILL_WG) */
     uint32_t attn_split_chunks; /* decode attention: the fewest chunks a split takes where a row has
                               * them (attn_decode.cuh dec_row_splits; 1 = all 32 splits; MEMRA_ATTN_SPLIT_CHUNKS) */
     uint32_t attn_hsplit;    /* decode attention, launches of < 8 rows: rows at positions below this

@@ -116,9 +116,9 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     if (!env_pick("MEMRA_ATTN_PREFILL_BM", bm_modes, 2, &bm, err, errlen))
         return NULL;
     /* prefill attention's fast mode on a bf16 cache at head_dim 128: the wgmma kernel (attn_prefill_wg.cu) */
-    static const char *const wg_modes[] = {"on", "off"};
-    int pwg = 0;
-    if (!env_pick("MEMRA_ATTN_PREFILL_WG", wg_modes, 2, &pwg, err, errlen))
+    static const char *const wg_modes[] = {"pipe", "serial", "off"}; /* enum cuda_attn_prefill_wg's order */
+    int pwg = CUDA_ATTN_PREFILL_WG_PIPE;
+    if (!env_pick("MEMRA_ATTN_PREFILL_WG", wg_modes, 3, &pwg, err, errlen))
         return NULL;
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
@@ -129,7 +129,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->attn_hsplit = hsplit;
     ctx->attn_split_chunks = split_chunks;
     ctx->attn_prefill_bm = bm == 0 ? 128 : 64;
-    ctx->attn_prefill_wg = pwg == 0;
+    ctx->attn_prefill_wg = (enum cuda_attn_prefill_wg)pwg;
     ctx->attn_kernels = (enum cuda_attn_decode_kernels)attn_kernels;
     ctx->attn_tc_q = (enum cuda_attn_tc_q)tc_q;
     ctx->attn_dec_one = dec_one == 1;

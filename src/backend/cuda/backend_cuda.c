@@ -56,7 +56,8 @@
  * tensor-core prefill kernel when the head_dim is 64 or 128 — with every
  * operand split into bf16 high + low parts (MEMRA_ATTN=exact, the default) or
  * in plain bf16 (fast; the default when MEMRA_GEMM=fast or with bf16
- * activations) — with its keys
+ * activations; on a bf16 cache at head_dim 128 its unsplit spans run on
+ * wgmma, attn_prefill_wg.cu, the same bits) — with its keys
  * split over CTAs when the span is short and deep (cuda_attn_prefill_splits,
  * a function of the span alone); else (or MEMRA_ATTN=rows) the decode kernel
  * on each of its rows.

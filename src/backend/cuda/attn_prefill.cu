@@ -51,6 +51,7 @@
 #include "backend/cuda/attn_combine.cuh"
 #include "backend/cuda/attn_prefill.cuh"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/flash_softmax.cuh"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/tile_copy.cuh"
 
@@ -277,41 +278,7 @@ __global__ void __launch_bounds__(2 * BM)
                         s[nt][e] = -INFINITY;
                 }
         }
-        float mx_a = -INFINITY, mx_b = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; nt++) {
-            mx_a = fmaxf(mx_a, fmaxf(s[nt][0], s[nt][1]));
-            mx_b = fmaxf(mx_b, fmaxf(s[nt][2], s[nt][3]));
-        }
-#pragma unroll
-        for (int off = 1; off <= 2; off <<= 1) {
-            mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
-            mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
-        }
-        const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
-        const float base_a = mn_a == -INFINITY ? 0.0f : mn_a, base_b = mn_b == -INFINITY ? 0.0f : mn_b;
-        const float corr_a = exp2f(m_a - base_a), corr_b = exp2f(m_b - base_b);
-        m_a = mn_a;
-        m_b = mn_b;
-        float sum_a = 0.0f, sum_b = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; nt++) {
-            s[nt][0] = exp2f(s[nt][0] - base_a);
-            s[nt][1] = exp2f(s[nt][1] - base_a);
-            s[nt][2] = exp2f(s[nt][2] - base_b);
-            s[nt][3] = exp2f(s[nt][3] - base_b);
-            sum_a += s[nt][0] + s[nt][1];
-            sum_b += s[nt][2] + s[nt][3];
-        }
-        l_a = l_a * corr_a + sum_a;
-        l_b = l_b * corr_b + sum_b;
-#pragma unroll
-        for (int nt = 0; nt < HD / 8; nt++) {
-            o[nt][0] *= corr_a;
-            o[nt][1] *= corr_a;
-            o[nt][2] *= corr_b;
-            o[nt][3] *= corr_b;
-        }
+        flash_softmax_step(s, o, m_a, m_b, l_a, l_b);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++) {
             uint32_t ah[4], al[4];

@@ -32,6 +32,7 @@
 #include "backend/cuda/attn.h"
 #include "backend/cuda/attn_prefill.cuh"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/flash_softmax.cuh"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/tile_copy.cuh"
 #include "backend/cuda/wgmma.cuh"
@@ -115,41 +116,8 @@ __device__ __forceinline__ void wg_softmax(float (&s)[32], float (&o)[64], uint3
                 if (key > qp || (window > 0 && key + window <= qp))
                     s[4 * j + e] = -INFINITY;
             }
-    float x0 = -INFINITY, x1 = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        x0 = fmaxf(x0, fmaxf(s[4 * j], s[4 * j + 1]));
-        x1 = fmaxf(x1, fmaxf(s[4 * j + 2], s[4 * j + 3]));
-    }
-#pragma unroll
-    for (int sh = 1; sh <= 2; sh <<= 1) {
-        x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, sh));
-        x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, sh));
-    }
-    const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
-    const float b0 = n0 == -INFINITY ? 0.0f : n0, b1 = n1 == -INFINITY ? 0.0f : n1;
-    const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
-    m0 = n0;
-    m1 = n1;
-    float q0 = 0.0f, q1 = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        s[4 * j] = exp2f(s[4 * j] - b0);
-        s[4 * j + 1] = exp2f(s[4 * j + 1] - b0);
-        s[4 * j + 2] = exp2f(s[4 * j + 2] - b1);
-        s[4 * j + 3] = exp2f(s[4 * j + 3] - b1);
-        q0 += s[4 * j] + s[4 * j + 1];
-        q1 += s[4 * j + 2] + s[4 * j + 3];
-    }
-    l0 = l0 * c0 + q0;
-    l1 = l1 * c1 + q1;
-#pragma unroll
-    for (int j = 0; j < 16; j++) {
-        o[4 * j] *= c0;
-        o[4 * j + 1] *= c0;
-        o[4 * j + 2] *= c1;
-        o[4 * j + 3] *= c1;
-    }
+    flash_softmax_step(*reinterpret_cast<float(*)[8][4]>(&s), *reinterpret_cast<float(*)[16][4]>(&o), m0, m1, l0,
+                       l1);
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {
         a[kk][0] = pack_bf16(s[8 * kk], s[8 * kk + 1]);

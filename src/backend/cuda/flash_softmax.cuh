@@ -13,10 +13,11 @@
 
 /* The rows' maxima over the tile (the quad's by shuffles), the new running maxima m (the exponent base 0 while a
  * row has seen no key, so a fully masked tile adds exact zeros), s ← 2^(s − base), this thread's share of the
- * sums l ← l·corr + Σ s, and o ← o·corr with corr = 2^(m_old − base). */
-template <int NB, int ND>
-static __device__ __forceinline__ void flash_softmax_step(float (&s)[NB][4], float (&o)[ND][4], float &m_a,
-                                                          float &m_b, float &l_a, float &l_b)
+ * sums l ← l·corr + Σ s, and the factors corr = 2^(m_old − base) by which O must be scaled before this tile's
+ * P·V is added (flash_softmax_rescale). */
+template <int NB>
+static __device__ __forceinline__ void flash_softmax_stats(float (&s)[NB][4], float &m_a, float &m_b, float &l_a,
+                                                           float &l_b, float &corr_a, float &corr_b)
 {
     float mx_a = -INFINITY, mx_b = -INFINITY;
 #pragma unroll
@@ -31,7 +32,8 @@ static __device__ __forceinline__ void flash_softmax_step(float (&s)[NB][4], flo
     }
     const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
     const float base_a = mn_a == -INFINITY ? 0.0f : mn_a, base_b = mn_b == -INFINITY ? 0.0f : mn_b;
-    const float corr_a = exp2f(m_a - base_a), corr_b = exp2f(m_b - base_b);
+    corr_a = exp2f(m_a - base_a);
+    corr_b = exp2f(m_b - base_b);
     m_a = mn_a;
     m_b = mn_b;
     float sum_a = 0.0f, sum_b = 0.0f;
@@ -46,6 +48,11 @@ static __device__ __forceinline__ void flash_softmax_step(float (&s)[NB][4], flo
     }
     l_a = l_a * corr_a + sum_a;
     l_b = l_b * corr_b + sum_b;
+}
+
+template <int ND>
+static __device__ __forceinline__ void flash_softmax_rescale(float (&o)[ND][4], float corr_a, float corr_b)
+{
 #pragma unroll
     for (int nt = 0; nt < ND; nt++) {
         o[nt][0] *= corr_a;
@@ -53,6 +60,16 @@ static __device__ __forceinline__ void flash_softmax_step(float (&s)[NB][4], flo
         o[nt][2] *= corr_b;
         o[nt][3] *= corr_b;
     }
+}
+
+/* Both: the softmax of a tile and O rescaled, ready for the tile's P·V. */
+template <int NB, int ND>
+static __device__ __forceinline__ void flash_softmax_step(float (&s)[NB][4], float (&o)[ND][4], float &m_a,
+                                                          float &m_b, float &l_a, float &l_b)
+{
+    float corr_a, corr_b;
+    flash_softmax_stats(s, m_a, m_b, l_a, l_b, corr_a, corr_b);
+    flash_softmax_rescale(o, corr_a, corr_b);
 }
 
 #endif

@@ -64,7 +64,9 @@
  *                                        one a kernel, and nothing else: for a
  *                                        profiler)
  *        kernel_attn --prefill   (the prefill checks, an f32 and a bf16 cache,
- *                                and the prefill table only)
+ *                                and the prefill table only; > 300 s on the H200)
+ *        kernel_attn --prefill-wg   (test_prefill_wg, the wgmma prefill kernel's
+ *                                   checks, and the prefill table)
  *        kernel_attn --decode-one   (test_decode_one only: the one-part decode numerics)
  */
 #include <inttypes.h>
@@ -1096,6 +1098,12 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "--prefill") == 0) { /* the prefill checks and table only */
         RUN(test_prefill);
         RUN(test_kv_bf16);
+        RUN(test_prefill_wg);
+        bench_prefill_table();
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
+    if (argc == 2 && strcmp(argv[1], "--prefill-wg") == 0) { /* the wgmma prefill checks and the prefill table */
         RUN(test_prefill_wg);
         bench_prefill_table();
         cuda_ctx_free(g_ctx);

@@ -1,5 +1,8 @@
 /* backend/cuda/attn_prefill.cu — prefill attention over the paged KV cache on
- * the tensor cores (declared in attn.h): flash attention with mma.sync.
+ * the tensor cores (declared in attn.h): flash attention with mma.sync, and
+ * cuda_attn_prefill, which hands the fast mode's unsplit spans on a bf16
+ * cache at head_dim 128 to attn_prefill_wg.cu's wgmma kernel (the same bits;
+ * attn_prefill.cuh) — both take their online softmax from flash_softmax.cuh.
  *
  * One CTA of BM / 16 warps per (tile of a span's tokens, group of hg query
  * heads sharing one kv head, span, key split): the tile's BM rows are BM / hg

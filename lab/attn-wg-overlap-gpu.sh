@@ -8,8 +8,12 @@
 #      context's form);
 #   2. kernel_forward fixtures with bf16 activations and MEMRA_ATTN_PREFILL_WG=overlap;
 #   3. memra-bench pp512 / pp4096 at --ubatch 4096 and pp4096 at 512, bf16 activations, overlap / pipe twice.
-# Lands (overlap the default, docs/FLAGS.md's row) if 1-2 pass and 3 gains.
-# Prepare: `git apply lab/attn-wg-overlap.patch && make build && lab/final-pack.sh NAME`; carry ["gpu/NAME.tar.xz", ".whl"].
+# Also lab/prefill-split-skip.patch (cuda_attn_prefill_split: the backend's launches of split spans only skip the
+# wgmma grid; test_prefill_wg's split spans alone take it): the table's 6000 + 32 / + 128 rows' first bf16-KV column
+# should fall to the mma.sync column's (0.038 / 0.102 ms against 0.042 / 0.107 in the thirty-second run).
+# Lands (overlap the default, docs/FLAGS.md's row) if 1-2 pass and 3 gains; the split skip if 1-2 pass.
+# Prepare: `git apply lab/prefill-split-skip.patch lab/attn-wg-overlap.patch && make build && lab/final-pack.sh NAME`;
+# carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/attn-wg-overlap-gpu.sh NAME}"
 python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > $OUT/tiny.log 2>&1 || ts "tiny model failed"

@@ -7,7 +7,8 @@
 #      mma.sync kernel's bits, spans alone = in the batch — and the prefill table (the first bf16-KV column is the
 #      context's form);
 #   2. kernel_forward fixtures with bf16 activations and MEMRA_ATTN_PREFILL_WG=overlap;
-#   3. memra-bench pp512 / pp4096 at --ubatch 4096 and pp4096 at 512, bf16 activations, overlap / pipe twice.
+#   3. memra-bench pp512 / pp4096 at --ubatch 4096 and pp4096 at 512, bf16 activations, overlap / pipe twice;
+#      pp32@d6000 / pp128@d6000 (split spans) with pipe / off twice.
 # Also lab/prefill-split-skip.patch (cuda_attn_prefill_split: the backend's launches of split spans only skip the
 # wgmma grid; test_prefill_wg's split spans alone take it): the table's 6000 + 32 / + 128 rows' first bf16-KV column
 # should fall to the mma.sync column's (0.038 / 0.102 ms against 0.042 / 0.107 in the thirty-second run).
@@ -30,5 +31,8 @@ M=/tmp/m8b/hf-bf16
 for r in 1 2; do for w in overlap pipe; do
   MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16 timeout 60 $B/bin/memra-bench $M --backend cuda --tests pp512,pp4096 --ubatch 4096 --reps 3 2>&1 | grep -E "^\| .*pp|rror" | cut -d'|' -f6-8 | tr '\n' ' ' | sed "s/^/$w ub4096: /"; echo
   MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16 timeout 60 $B/bin/memra-bench $M --backend cuda --tests pp4096 --reps 3 2>&1 | grep -E "^\| .*pp|rror" | cut -d'|' -f6-8 | tr '\n' ' ' | sed "s/^/$w ub512: /"; echo
+done; done
+for r in 1 2; do for w in pipe off; do # split spans: with the split-skip patch pipe should equal off here
+  MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16 timeout 90 $B/bin/memra-bench $M --backend cuda --tests pp32@d6000,pp128@d6000 --reps 3 2>&1 | grep -E "^\| .*pp|rror" | cut -d'|' -f6-8 | tr '\n' ' ' | sed "s/^/$w deep: /"; echo
 done; done
 ts done

@@ -342,7 +342,6 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
                                                   const Q &qf, float (&o)[HD / 8][2 * MR], float (&m)[MR],
                                                   float (&l)[MR])
 {
-    constexpr bool one = ONE;
     using RG = tc_ring<HD, BF>;
     const uint32_t lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     /* S in four accumulators — hi·hi products (sb) and the lo·hi + hi·lo ones
@@ -356,13 +355,13 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
         for (int kk = 0; kk < HD / 16; kk += 2) {
             uint32_t b[4], a[4];
             ldmatrix_x4(b, wbase + (lane & 7) * RG::KS + tc_piece<BF>(lane & 7, 2 * kk + (lane >> 3)) * 16);
-            if constexpr (!one) { /* (ONE: q's low parts left out, ss stays 0) */
+            if constexpr (!ONE) { /* (ONE: q's low parts left out, ss stays 0) */
                 qf.lo(kk, a);
                 tc_mma16<MR>(ss[0], a, b[0], b[1]);
             }
             qf.hi(kk, a);
             tc_mma16<MR>(sb[0], a, b[0], b[1]);
-            if constexpr (!one) {
+            if constexpr (!ONE) {
                 qf.lo(kk + 1, a);
                 tc_mma16<MR>(ss[1], a, b[2], b[3]);
             }
@@ -378,7 +377,7 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
             uint32_t h0, l0, h1, l1, a[4];
             split_bf16(k0.x, k0.y, h0, l0);
             split_bf16(k1.x, k1.y, h1, l1);
-            if constexpr (!one) {
+            if constexpr (!ONE) {
                 qf.lo(kk, a);
                 tc_mma16<MR>(ss[kk & 1], a, h0, h1);
             }
@@ -433,14 +432,14 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
 #pragma unroll
                 for (int t = 0; t < 2; t++) {
                     const int j = j0 + 2 * t; /* tile jt = j / 2: o[j], o[j + 1] */
-                    if constexpr (!one) /* (ONE: P's low parts left out) */
+                    if constexpr (!ONE) /* (ONE: P's low parts left out) */
                         tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], v[2 * t], v[2 * t + 1], pl[0]);
                     tc_mma8_t(o[j][0], o[j][1], o[j + 1][0], o[j + 1][1], v[2 * t], v[2 * t + 1], ph[0]);
                 }
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    if constexpr (!one)
+                    if constexpr (!ONE)
                         tc_mma8<MR>(o[j0 + i], pl[0], pl[1], v[i]);
                     tc_mma8<MR>(o[j0 + i], ph[0], ph[1], v[i]);
                 }
@@ -453,7 +452,7 @@ static __device__ __forceinline__ void tc_compute(const dec_row &R, uint32_t cc,
         for (int j = 0; j < HD / 8; j++) {
             uint32_t bh, bl;
             split_bf16(v0r[8 * j + g], v1r[8 * j + g], bh, bl);
-            if constexpr (!one)
+            if constexpr (!ONE)
                 tc_mma8<MR>(o[j], pl[0], pl[1], bh);
             tc_mma8<MR>(o[j], ph[0], ph[1], bl);
             tc_mma8<MR>(o[j], ph[0], ph[1], bh);

@@ -521,7 +521,8 @@ static void check_prefill_wg(const struct pool *p, const float *dq, float *datt,
     const uint32_t q_dim = d.n_heads * d.head_dim;
     const float scale = 1.0f / sqrtf((float)d.head_dim);
     uint32_t T = 0, n_wg = 0;
-    const bool pipe = cuda_attn_prefill_wg_mode(g_ctx) == CUDA_ATTN_PREFILL_WG_PIPE;
+    const enum cuda_attn_prefill_wg form = cuda_attn_prefill_wg_mode(g_ctx);
+    const char *name = form == CUDA_ATTN_PREFILL_WG_PIPE ? "pipe" : form == CUDA_ATTN_PREFILL_WG_OVERLAP ? "overlap" : "serial";
     for (uint32_t i = 0; i < n_spans; i++) {
         T += spans[i].n;
         n_wg += spans[i].splits <= 1;
@@ -531,24 +532,25 @@ static void check_prefill_wg(const struct pool *p, const float *dq, float *datt,
     cuda_attn_prefill(g_ctx, dq, datt, dspans, n_spans, max_n, max_splits, d, pool_kv16(p), scale, window, false, scr,
                       part);
     cuda_download(g_ctx, h, datt, (size_t)T * q_dim * sizeof(float));
-    printf("prefill wgmma %s heads %2u/%u hd %3u window %4u spans %u (%u on wgmma, ≤ %u splits) rows %u bf16 KV: "
+    printf("prefill wgmma %-7s heads %2u/%u hd %3u window %4u spans %u (%u on wgmma, ≤ %u splits) rows %u bf16 KV: "
            "digest %016" PRIx64 "\n",
-           pipe ? "pipe  " : "serial", d.n_heads, d.n_kv_heads, d.head_dim, window, n_spans, n_wg, max_splits, T,
+           name, d.n_heads, d.n_kv_heads, d.head_dim, window, n_spans, n_wg, max_splits, T,
            bits_digest(h, (size_t)T * q_dim * sizeof(float)));
     CHECK_MSG(memcmp(h, ref, (size_t)T * q_dim * sizeof(float)) == 0,
-              "prefill wgmma %s: not the mma.sync kernel's bits", pipe ? "pipe" : "serial");
+              "prefill wgmma %s: not the mma.sync kernel's bits", name);
     float *hone = xmalloc((size_t)max_n * q_dim * sizeof(float));
     int differ = 0;
     for (uint32_t i = 0; i < n_spans; i++) {
         const size_t bytes = (size_t)spans[i].n * q_dim * sizeof(float);
         cuda_fill_nan_f32(g_ctx, datt, (size_t)T * q_dim);
-        cuda_attn_prefill(g_ctx, dq, datt, dspans + i, 1, spans[i].n, spans[i].splits, d, pool_kv16(p), scale, window,
-                          false, scr, part);
+        (spans[i].splits > 1 ? cuda_attn_prefill_split : cuda_attn_prefill)(
+            g_ctx, dq, datt, dspans + i, 1, spans[i].n, spans[i].splits, d, pool_kv16(p), scale, window, false, scr,
+            part); /* a split span alone: without the wgmma launch */
         cuda_download(g_ctx, hone, datt + (size_t)spans[i].q0 * q_dim, bytes);
         differ += memcmp(hone, h + (size_t)spans[i].q0 * q_dim, bytes) != 0;
     }
     CHECK_MSG(differ == 0, "prefill wgmma %s: %d of %u spans alone differ from the same span in the batch",
-              pipe ? "pipe" : "serial", differ, n_spans);
+              name, differ, n_spans);
     free(hone);
     free(h);
 }
@@ -631,9 +633,11 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
         CHECK_MSG(memcmp(h16, hatt, (size_t)T * q_dim * sizeof(float)) == 0,
                   "prefill %s hd %u: a bf16 cache differs from the f32 cache of its values", exact ? "exact" : "bf16",
                   hd);
-        if (!exact && hd == 128) /* the wgmma kernel's shape (MEMRA_ATTN_PREFILL_WG): both its forms */
-            for (int m = CUDA_ATTN_PREFILL_WG_PIPE; m <= CUDA_ATTN_PREFILL_WG_SERIAL; m++) {
-                cuda_attn_prefill_set_wg(g_ctx, (enum cuda_attn_prefill_wg)m);
+        static const enum cuda_attn_prefill_wg forms[] = {CUDA_ATTN_PREFILL_WG_PIPE, CUDA_ATTN_PREFILL_WG_SERIAL,
+                                                          CUDA_ATTN_PREFILL_WG_OVERLAP};
+        if (!exact && hd == 128) /* the wgmma kernel's shape (MEMRA_ATTN_PREFILL_WG): each of its forms */
+            for (int m = 0; m < 3; m++) {
+                cuda_attn_prefill_set_wg(g_ctx, forms[m]);
                 check_prefill_wg(&p, dq, datt, h16, spans, dspans, n_spans, max_n, max_splits, window, scr, part);
             }
         cuda_attn_prefill_set_wg(g_ctx, wg);
@@ -959,11 +963,15 @@ static float time_prefill(const float *dq, float *datt, const struct cuda_attn_s
     double ms[15];
     const struct cuda_attn_dims d = p->d;
     const struct cuda_attn_kv kv = bf16 ? pool_kv16(p) : pool_kv(p);
+    /* one span: split, the backend's call for it (no wgmma launch) */
+    void (*fn)(struct cuda_ctx *, const float *, float *, const struct cuda_attn_span *, uint32_t, uint32_t, uint32_t,
+               struct cuda_attn_dims, struct cuda_attn_kv, float, uint32_t, bool, float *, uint32_t) =
+        splits > 1 ? cuda_attn_prefill_split : cuda_attn_prefill;
     for (int w = 0; w < 3; w++)
-        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, kv, scale, 0, exact, scr, cap);
+        fn(g_ctx, dq, datt, dsp, 1, T, splits, d, kv, scale, 0, exact, scr, cap);
     for (int r = 0; r < 15; r++) {
         cuda_timer_start(g_ctx, tm);
-        cuda_attn_prefill(g_ctx, dq, datt, dsp, 1, T, splits, d, kv, scale, 0, exact, scr, cap);
+        fn(g_ctx, dq, datt, dsp, 1, T, splits, d, kv, scale, 0, exact, scr, cap);
         cuda_timer_stop(g_ctx, tm);
         ms[r] = cuda_timer_ms(tm);
     }

@@ -444,10 +444,11 @@ extern "C" size_t cuda_attn_prefill_scratch_floats(uint32_t part_cap, struct cud
     return (size_t)part_cap * d.n_heads * (d.head_dim + 2);
 }
 
-extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *att,
-                                  const struct cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n,
-                                  uint32_t max_splits, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
-                                  uint32_t window, bool exact, float *scratch, uint32_t part_cap)
+/* all_split: the caller's promise that every span has splits > 1 (no wgmma launch) */
+static void attn_prefill(struct cuda_ctx *ctx, const float *q, float *att, const struct cuda_attn_span *spans,
+                         uint32_t n_spans, uint32_t max_n, uint32_t max_splits, struct cuda_attn_dims d,
+                         struct cuda_attn_kv kv, float scale, uint32_t window, bool exact, float *scratch,
+                         uint32_t part_cap, bool all_split)
 {
     if (!cuda_attn_prefill_supported(d))
         CUDA_FAIL("cuda_attn_prefill: unsupported shape (heads %u, kv heads %u, head_dim %u)", d.n_heads,
@@ -469,7 +470,7 @@ extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *a
     const float scale2 = scale * LOG2E;
     /* the fast mode on a bf16 cache at head_dim 128: the unsplit spans on wgmma, the split ones (if any) below */
     const bool wg = attn_prefill_wg_takes(ctx, d, kv, exact);
-    if (wg) {
+    if (wg && !all_split) {
         attn_prefill_wg(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
         CUDA_CHECK_LAUNCH();
         if (max_splits == 1)
@@ -504,4 +505,22 @@ extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *a
                                                                                             d.n_heads, d.head_dim);
         CUDA_CHECK_LAUNCH();
     }
+}
+
+extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *att,
+                                  const struct cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n,
+                                  uint32_t max_splits, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
+                                  uint32_t window, bool exact, float *scratch, uint32_t part_cap)
+{
+    attn_prefill(ctx, q, att, spans, n_spans, max_n, max_splits, d, kv, scale, window, exact, scratch, part_cap, false);
+}
+
+extern "C" void cuda_attn_prefill_split(struct cuda_ctx *ctx, const float *q, float *att,
+                                        const struct cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n,
+                                        uint32_t max_splits, struct cuda_attn_dims d, struct cuda_attn_kv kv,
+                                        float scale, uint32_t window, bool exact, float *scratch, uint32_t part_cap)
+{
+    if (max_splits < 2)
+        CUDA_FAIL("cuda_attn_prefill_split: %u key splits (every span of the launch must be split)", max_splits);
+    attn_prefill(ctx, q, att, spans, n_spans, max_n, max_splits, d, kv, scale, window, exact, scratch, part_cap, true);
 }

@@ -12,14 +12,18 @@
  * one span (warpgroup w: rows 64w .. 64w + 63; warp i of it rows 16i .. 16i + 15); the CTAs of a span's last tiles
  * (the most keys) are scheduled first. q (f32) is pre-scaled by scale·log2(e), rounded to bf16 and stored in
  * a swizzled tile (a row's 128 dims = two column blocks of 64 rows × 128 bytes, wgmma.cuh's swz). The key tiles
- * of 64 positions from the window's start to the CTA's last token go through a two-stage cp.async ring (K and V
- * as stored in the paged cache, keys past the last token zero-filled). Per tile:
+ * of 64 positions from the window's start to the CTA's last token go through a cp.async ring of two or three
+ * stages (K and V as stored in the paged cache, keys past the last token zero-filled). Per tile:
  *   S (64 × 64 f32) = Q · Kᵀ: 8 wgmma m64n64k16, both K-major in shared memory;
  *   the causal / window mask where some key of the tile is past (or before the window of) some row of the CTA;
  *   online softmax in f32 base 2 (the mma.sync kernel's: row max over the quad, base 0 while a row has seen
  *   no key);
  *   O (64 × 128 f32) += P · V: 4 wgmma m64n128k16, A = P rounded once to bf16 from registers, B = V from shared
  *   memory, dims contiguous (MN-major: the instruction's transpose-B flag; column blocks 8192 bytes apart).
+ * Three forms of the loop (MEMRA_ATTN_PREFILL_WG): OVERLAP (the default) issues tile i's P·V with tile i + 1's
+ * Q·Kᵀ and runs tile i + 1's mask and statistics while P·V is in flight (FlashAttention-3's intra-warpgroup
+ * overlap; 4096 tokens 0.468 ms a layer on the H200), PIPE issues the next Q·Kᵀ before this tile's softmax
+ * (0.505), SERIAL awaits each product (0.518).
  * Numerics: the mma.sync kernel's fast mode (q and P rounded once to bf16, f32 accumulation), in another order
  * of the tensor cores' sums: not its bits, within the same tolerance of f64 (kernel_attn). A row's operations
  * depend only on its span: the tiles a CTA sees past a row's keys or before its window add exact zeros, so NWG 1
@@ -43,8 +47,10 @@ constexpr uint32_t HD = 128, BN = 64;
 constexpr uint32_t TILE = BN * HD * 2; /* bytes of a Q, K or V tile: two column blocks of 64 rows × 128 B */
 constexpr uint32_t CB = 64 * 128;      /* bytes between a tile's column blocks */
 
-/* Q tiles, then K and V in 2 (3: PIPE) stages, + the 1024-byte alignment */
-template <int NWG, bool PIPE> constexpr uint32_t wg_smem() { return (NWG + (PIPE ? 6 : 4)) * TILE + 1024; }
+/* The kernel's forms (enum cuda_attn_prefill_wg's PIPE, SERIAL, OVERLAP) as a template argument */
+constexpr int FORM_SERIAL = 0, FORM_PIPE = 1, FORM_OVERLAP = 2;
+/* Q tiles, then K and V in 2 (SERIAL) or 3 stages, + the 1024-byte alignment */
+template <int NWG, int FORM> constexpr uint32_t wg_smem() { return (NWG + (FORM == FORM_SERIAL ? 4 : 6)) * TILE + 1024; }
 
 /* Byte offset of 16-byte piece p (0..15) of row r in a tile: column block p / 8, swizzled within it. */
 __device__ __forceinline__ uint32_t tile_off(uint32_t r, uint32_t p) { return (p >> 3) * CB + swz(r, p & 7); }
@@ -98,15 +104,13 @@ __device__ __forceinline__ void wg_issue(uint32_t sK, uint32_t sV, const cuda_at
     cp_async_commit();
 }
 
-/* One warpgroup's online-softmax step on the S of key tile kt (this thread's rows at positions p0, p1; full: no
- * key of the tile is past or before the window of any row of the CTA): mask, running max m and sum l, O rescaled,
- * P rounded to bf16 as the A operand of P·V (a[kk]: keys 16kk .. 16kk + 15 = S's column blocks 2kk, 2kk + 1). */
-__device__ __forceinline__ void wg_softmax(float (&s)[32], float (&o)[64], uint32_t (&a)[4][4], float &m0, float &m1,
-                                           float &l0, float &l1, uint32_t kt, bool full, uint32_t p0, uint32_t p1,
-                                           uint32_t window)
+/* The causal / window mask on the S of key tile kt (this thread's rows at positions p0, p1; full: no key of the
+ * tile is past or before the window of any row of the CTA, so nothing to mask). s[4j + e]: row p0 (e < 2) or p1,
+ * key kt + 8j + 2c + (e & 1). */
+__device__ __forceinline__ void wg_mask(float (&s)[32], uint32_t kt, bool full, uint32_t p0, uint32_t p1,
+                                        uint32_t window)
 {
     const uint32_t c = threadIdx.x & 3;
-    /* s[4j + e]: row p0 (e < 2) or p1, key kt + 8j + 2c + (e & 1) */
     if (!full)
 #pragma unroll
         for (int j = 0; j < 8; j++)
@@ -116,8 +120,12 @@ __device__ __forceinline__ void wg_softmax(float (&s)[32], float (&o)[64], uint3
                 if (key > qp || (window > 0 && key + window <= qp))
                     s[4 * j + e] = -INFINITY;
             }
-    flash_softmax_step(*reinterpret_cast<float(*)[8][4]>(&s), *reinterpret_cast<float(*)[16][4]>(&o), m0, m1, l0,
-                       l1);
+}
+
+/* P (the softmax's s) rounded to bf16 as the A operand of P·V: a[kk] holds keys 16kk .. 16kk + 15 = S's column
+ * blocks 2kk, 2kk + 1 (the accumulator and A-fragment layouts agree). */
+__device__ __forceinline__ void wg_pack(const float (&s)[32], uint32_t (&a)[4][4])
+{
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {
         a[kk][0] = pack_bf16(s[8 * kk], s[8 * kk + 1]);
@@ -125,6 +133,19 @@ __device__ __forceinline__ void wg_softmax(float (&s)[32], float (&o)[64], uint3
         a[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
         a[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
     }
+}
+
+/* One warpgroup's online-softmax step on the S of key tile kt: mask, running max m and sum l, O rescaled, P
+ * packed as P·V's A operand. */
+__device__ __forceinline__ void wg_softmax(float (&s)[32], float (&o)[64], uint32_t (&a)[4][4], float &m0, float &m1,
+                                           float &l0, float &l1, uint32_t kt, bool full, uint32_t p0, uint32_t p1,
+                                           uint32_t window)
+{
+    float c0, c1;
+    wg_mask(s, kt, full, p0, p1, window);
+    flash_softmax_stats(*reinterpret_cast<float(*)[8][4]>(&s), m0, m1, l0, l1, c0, c1);
+    flash_softmax_rescale(*reinterpret_cast<float(*)[16][4]>(&o), c0, c1);
+    wg_pack(s, a);
 }
 
 /* S = Q·Kᵀ of one key tile issued (not awaited): 8 k16 steps over the two column blocks. */
@@ -152,16 +173,18 @@ __device__ __forceinline__ void wg_pv(float (&o)[64], const uint32_t (&a)[4][4],
     wgmma_commit();
 }
 
-/* PIPE: three stages, and the next tile's S = Q·Kᵀ issued before this tile's softmax, so the tensor cores work
- * while the softmax runs (FlashAttention-3's intra-warpgroup overlap); the same operations in the same order, so
- * the same bits. Else two stages, each product awaited before the next step. */
-template <int NWG, bool PIPE>
+/* FORM_PIPE: three stages, and the next tile's S = Q·Kᵀ issued before this tile's softmax, so the tensor cores
+ * work while the softmax runs. FORM_OVERLAP: FlashAttention-3's intra-warpgroup overlap — tile i's P·V and tile
+ * i + 1's Q·Kᵀ issued together, tile i + 1's softmax run while P·V is in flight (P into other registers), O
+ * rescaled once P·V is done. Each the same operations on O, l and m in the same order, so the same bits.
+ * FORM_SERIAL: two stages, each product awaited before the next step. */
+template <int NWG, int FORM>
 __global__ void __launch_bounds__(128 * NWG)
     kernel_attn_prefill_wg(const float *__restrict__ q, float *__restrict__ att,
                            const cuda_attn_span *__restrict__ spans, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                            uint32_t window)
 {
-    constexpr uint32_t NT = 128 * NWG, BM = 64 * NWG, NS = PIPE ? 3 : 2;
+    constexpr uint32_t NT = 128 * NWG, BM = 64 * NWG, NS = FORM == FORM_SERIAL ? 2 : 3;
     extern __shared__ uint8_t smem_raw[];
     const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     uint8_t *const gbase = smem_raw + (base - raw);
@@ -203,13 +226,48 @@ __global__ void __launch_bounds__(128 * NWG)
     /* the mask only where some key of the tile is past (or, with a window, before) some row of the CTA */
     auto full = [&](uint32_t kt) { return kt + BN - 1 <= pf && (window == 0 || kt + window > pl); };
 
-    float o[64], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f, s[32];
+    float o[64], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f, s[32], c0, c1;
     uint32_t a[4][4];
 #pragma unroll
     for (int i = 0; i < 64; i++)
         o[i] = 0.0f;
     issue(0);
-    if constexpr (PIPE) {
+    if constexpr (FORM == FORM_OVERLAP) {
+        if (nkt > 1) {
+            issue(1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        fence_proxy_async(); /* this thread's copies (and Q's stores) visible to the tensor cores ... */
+        __syncthreads();     /* ... and every thread's */
+        wg_qk(s, sQ, sKV);
+        wgmma_wait<0>();
+        reg_fence(s);
+        wg_softmax(s, o, a, m0, m1, l0, l1, kt_first * BN, full(kt_first * BN), p0, p1, window);
+        /* tile i < nkt − 1: its P·V beside tile i + 1's Q·Kᵀ, whose softmax runs meanwhile into an */
+        for (uint32_t i = 0; i + 1 < nkt; i++) {
+            cp_async_wait<0>(); /* tile i + 1 */
+            fence_proxy_async();
+            __syncthreads(); /* its copies visible; every warpgroup done with tile i − 1 (its stage refilled) */
+            if (i + 2 < nkt)
+                issue(i + 2);
+            wg_qk(s, sQ, sKV + 2 * ((i + 1) % NS) * TILE); /* (s held tile i's P, now in a) */
+            wg_pv(o, a, sKV + (2 * (i % NS) + 1) * TILE);
+            wgmma_wait<1>(); /* Q·Kᵀ of tile i + 1, committed first, is done; P·V of tile i may run on */
+            reg_fence(s);
+            const uint32_t kt = (kt_first + i + 1) * BN;
+            wg_mask(s, kt, full(kt), p0, p1, window);
+            flash_softmax_stats(*reinterpret_cast<float(*)[8][4]>(&s), m0, m1, l0, l1, c0, c1);
+            wgmma_wait<0>(); /* P·V of tile i done: O rescaled, a (its P) rewritten with tile i + 1's */
+            reg_fence(o);
+            flash_softmax_rescale(*reinterpret_cast<float(*)[16][4]>(&o), c0, c1);
+            wg_pack(s, a);
+        }
+        wg_pv(o, a, sKV + (2 * ((nkt - 1) % NS) + 1) * TILE); /* the last tile's */
+        wgmma_wait<0>();
+        reg_fence(o);
+    } else if constexpr (FORM == FORM_PIPE) {
         if (nkt > 1) {
             issue(1);
             cp_async_wait<1>();
@@ -282,27 +340,27 @@ __global__ void __launch_bounds__(128 * NWG)
     }
 }
 
-template <int NWG, bool PIPE>
+template <int NWG, int FORM>
 void launch_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
                uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
-    constexpr uint32_t smem = wg_smem<NWG, PIPE>();
+    constexpr uint32_t smem = wg_smem<NWG, FORM>();
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG, PIPE>,
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG, FORM>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid((max_n + 64 * NWG - 1) / (64 * NWG), d.n_heads, n_spans);
-    kernel_attn_prefill_wg<NWG, PIPE><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
+    kernel_attn_prefill_wg<NWG, FORM><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
 }
 
-template <bool PIPE>
+template <int FORM>
 void launch_pick(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
                  uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
     if (ctx->attn_prefill_bm == 128 && max_n > 64)
-        launch_wg<2, PIPE>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_wg<2, FORM>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
     else
-        launch_wg<1, PIPE>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_wg<1, FORM>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
 }
 
 } // namespace
@@ -316,7 +374,9 @@ void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda
                      uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
     if (ctx->attn_prefill_wg == CUDA_ATTN_PREFILL_WG_PIPE)
-        launch_pick<true>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_pick<FORM_PIPE>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+    else if (ctx->attn_prefill_wg == CUDA_ATTN_PREFILL_WG_OVERLAP)
+        launch_pick<FORM_OVERLAP>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
     else
-        launch_pick<false>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_pick<FORM_SERIAL>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
 }

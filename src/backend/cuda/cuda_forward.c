@@ -312,8 +312,11 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
                           false);
     for (uint32_t i = 0; i < b->n_attn_launches; i++) {
         const uint32_t *l = &b->h_attn_launch[4 * i];
-        cuda_attn_prefill(b->ctx, b->q, b->att, b->d_attn_spans + l[0], l[1], l[2], l[3], ad, *kv, scale, window,
-                          b->attn_mode == CUDA_BE_ATTN_MODE_EXACT, b->attn_part, b->attn_rows * CUDA_ATTN_SPLITS);
+        /* launch 0 holds the unsplit spans (l[3] 1), every later one split spans only (attn_plan) */
+        (l[3] > 1 ? cuda_attn_prefill_split : cuda_attn_prefill)(b->ctx, b->q, b->att, b->d_attn_spans + l[0], l[1],
+                                                                 l[2], l[3], ad, *kv, scale, window,
+                                                                 b->attn_mode == CUDA_BE_ATTN_MODE_EXACT,
+                                                                 b->attn_part, b->attn_rows * CUDA_ATTN_SPLITS);
     }
 }
 

@@ -24,7 +24,11 @@
  * - the decode step's k|v GEMV on the side stream beside q's (narrowed): the
  *   bits of the two in turn;
  * - q|k|v as one launch: each member alone with the joined shape's K slices
- *   (cuda_mmv_sliced) gives the bits of its rows in the joined launch.
+ *   (cuda_mmv_sliced) gives the bits of its rows in the joined launch;
+ * - gate|up with the activation in its epilogue (cuda_mmv_glu): down's GEMV
+ *   on the A rows it leaves gives the bits of gate|up, the activation and
+ *   down apart, silu and gelu-tanh, both activation modes; a shape it cannot
+ *   take (K slices) is declined.
  *
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
@@ -368,6 +372,71 @@ static void check_producer_split(uint64_t rows, uint64_t n, uint32_t T, bool act
     free(w), free(in), free(g), free(o1), free(o2), free(y1), free(y2);
 }
 
+/* The gate|up GEMV with the activation in its epilogue (cuda_mmv_glu: W =
+ * [gate; up], 2F rows) then down's GEMV on the A rows it left (cuda_mmv_next),
+ * against cuda_mmv into (T, 2F), cuda_fwd_glu_rows_split and cuda_mmv_next:
+ * down's outputs bit-identical (every A element meets random weights), with
+ * the scratch holding another x's rows before. want: whether cuda_mmv_glu
+ * must take the shape (else it must decline and launch nothing). */
+static void check_glu_fused(uint64_t F, uint64_t n, uint64_t down_rows, uint32_t T, bool act_bf16, bool gelu,
+                            bool want)
+{
+    const uint64_t gu_rows = 2 * F;
+    uint8_t *wgu = malloc(gu_rows * n * 2), *wdn = malloc(down_rows * F * 2);
+    float *x = malloc(sizeof(float) * n * T), *g = malloc(sizeof(float) * n);
+    float *y1 = malloc(sizeof(float) * down_rows * T), *y2 = malloc(sizeof(float) * down_rows * T);
+    MEMRA_ASSERT(wgu && wdn && x && g && y1 && y2);
+    rand_inputs(wgu, gu_rows * n * 2, x, n * T, g, n);
+    fill_random(DTYPE_BF16, wdn, down_rows * F * 2);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] *= 0.25f; /* sums of a few units: the activation's curved part */
+    cuda_ctx_set_act_bf16(g_ctx, act_bf16);
+    cuda_mmv_reserve(g_ctx, gu_rows, n);
+    cuda_mmv_reserve(g_ctx, down_rows, F);
+    void *dgu = cuda_alloc(gu_rows * n * 2), *ddn = cuda_alloc(down_rows * F * 2);
+    float *dx = cuda_alloc(sizeof(float) * n * T), *dz = cuda_alloc(sizeof(float) * n * T);
+    float *dgo = cuda_alloc(sizeof(float) * gu_rows * T), *dh = cuda_alloc(sizeof(float) * F * T);
+    float *dy = cuda_alloc(sizeof(float) * down_rows * T);
+    cuda_upload(g_ctx, dgu, wgu, gu_rows * n * 2);
+    cuda_upload(g_ctx, ddn, wdn, down_rows * F * 2);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * T);
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = -x[i];
+    cuda_upload(g_ctx, dz, x, sizeof(float) * n * T); /* another x, for the scratch */
+    /* the two launches and the activation apart */
+    cuda_mmv(g_ctx, DTYPE_BF16, dgu, gu_rows, n, dx, T, dgo, 1.0f);
+    const bool split = cuda_fwd_glu_rows_split(g_ctx, dh, dgo, T, (uint32_t)F, gelu);
+    cuda_fill_nan_f32(g_ctx, dy, down_rows * T);
+    cuda_mmv_next(g_ctx, DTYPE_BF16, ddn, down_rows, F, dh, T, dy, 1.0f);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y1, dy, sizeof(float) * down_rows * T);
+    /* fused */
+    cuda_mmv(g_ctx, DTYPE_BF16, dgu, gu_rows, n, dz, T, dgo, 1.0f); /* the scratch now holds dz's rows */
+    cuda_fill_nan_f32(g_ctx, dh, F * T);
+    const bool took = cuda_mmv_glu(g_ctx, DTYPE_BF16, dgu, gu_rows, n, dx, T, dh, 1.0f, gelu, false, 0);
+    cuda_fill_nan_f32(g_ctx, dy, down_rows * T);
+    if (took)
+        cuda_mmv_next(g_ctx, DTYPE_BF16, ddn, down_rows, F, dh, T, dy, 1.0f);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y2, dy, sizeof(float) * down_rows * T);
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    const bool same = took && split && memcmp(y1, y2, 4 * down_rows * T) == 0;
+    char label[96];
+    snprintf(label, sizeof label, "wg glu-fused %s%s %" PRIu64 "x%" PRIu64 " down %" PRIu64 " batch %u",
+             act_bf16 ? "bf16" : "f32", gelu ? " gelu" : "", gu_rows, n, down_rows, T);
+    if (want) {
+        CHECK_MSG(same, "%s: %s", label,
+                  !took ? "cuda_mmv_glu declined the shape"
+                        : !split ? "the activation wrote no A rows apart" : "down's outputs differ from apart");
+        printf("check %-48s fused vs apart: %s\n", label, same ? "same" : "DIFFER  FAIL");
+    } else {
+        CHECK_MSG(!took, "%s: cuda_mmv_glu took a shape it must decline", label);
+        printf("check %-48s declined: %s\n", label, took ? "no  FAIL" : "yes");
+    }
+    cuda_free(dgu), cuda_free(ddn), cuda_free(dx), cuda_free(dz), cuda_free(dgo), cuda_free(dh), cuda_free(dy);
+    free(wgu), free(wdn), free(x), free(g), free(y1), free(y2);
+}
+
 /* The decode step's q and k|v GEMVs (4096 and 2048 rows of the same x) with
  * k|v on the side stream beside q (cuda_ctx_side_begin, q's launch narrowed)
  * against the two one after the other: bit-identical outputs. */
@@ -602,6 +671,17 @@ int main(int argc, char **argv)
             }
             check_join_sliced(333, 96, 4096, 9, false); /* partial tiles */
             check_join_sliced(2048, 256, 2048, 64, true);
+            test_cases++;
+            const uint32_t Tg[] = {1, 2, 17, 32, 33, 64};
+            for (size_t j = 0; j < sizeof Tg / sizeof Tg[0]; j++)
+                for (int a = 0; a < 2; a++)
+                    check_glu_fused(14336, 4096, 4096, Tg[j], a == 1, false, true); /* the 8B shape */
+            check_glu_fused(14336, 4096, 4096, 64, true, true, true); /* gelu-tanh (Gemma) */
+            check_glu_fused(14336, 4096, 4096, 9, false, true, true);
+            check_glu_fused(4288, 4096, 1000, 64, true, false, true); /* 67 blocks of 64 columns (S = 1) */
+            check_glu_fused(4288, 4096, 1000, 5, false, false, true);
+            check_glu_fused(2176, 4096, 1000, 17, true, false, false); /* S = 2: declined */
+            check_glu_fused(1536, 576, 576, 8, true, false, false);   /* SmolLM2-135M: K slices, declined */
             test_cases++;
             check_side(2, false);
             check_side(32, false);

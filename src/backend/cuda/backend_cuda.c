@@ -338,6 +338,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_side = getenv("MEMRA_DECODE_SIDE"), *env_qkv = getenv("MEMRA_DECODE_QKV");
     b->dec_side = !(env_side && strcmp(env_side, "off") == 0);
     b->dec_qkv = !(env_qkv && strcmp(env_qkv, "off") == 0);
+    const char *env_glu = getenv("MEMRA_DECODE_GLU");
+    b->dec_glu = !(env_glu && strcmp(env_glu, "off") == 0);
     const char *env_xp = getenv("MEMRA_GEMM_X_PRODUCERS");
     b->x_producers = !(env_xp && strcmp(env_xp, "off") == 0);
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};

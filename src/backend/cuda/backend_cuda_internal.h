@@ -127,6 +127,8 @@ struct cuda_backend {
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
     bool dec_side;           /* MEMRA_DECODE_SIDE (default on): a batch's k|v GEMV beside q's (cuda_decode_step.c) */
     bool dec_qkv;            /* MEMRA_DECODE_QKV (default on): a batch's q|k|v as one GEMV (cuda_layer.qkv_join) */
+    bool dec_glu;            /* MEMRA_DECODE_GLU (default on): a batch's activation in the gate|up GEMV's epilogue,
+                                written as down's A rows (cuda_mmv_glu) */
     bool x_producers;        /* MEMRA_GEMM_X_PRODUCERS (default on): a prefill GEMM's bf16 parts of x written by
                                 the kernel that makes x (cuda_forward.c x_claim_ok) */
     bool attn_prep;          /* dec_fuse and cuda_attn_decode_prep_supported: the attention prepares its output */

@@ -27,6 +27,16 @@ static __device__ __forceinline__ float act_round(float v, bool rnd)
 {
     return rnd ? __bfloat162float(__float2bfloat16_rn(v)) : v;
 }
+/* act(g) · u of a gated FFN: silu, or gelu-tanh (gelu); every GLU kernel's and
+ * the gate|up GEMV's fused epilogue's (mmv_wg.cu) one expression */
+static __device__ __forceinline__ float glu_one(float g, float u, bool gelu)
+{
+    if (gelu) {
+        const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
+        return 0.5f * g * (1.0f + tanhf(k0 * (g + k1 * g * g * g))) * u;
+    }
+    return g / (1.0f + expf(-g)) * u;
+}
 static __device__ __forceinline__ float4 act_round4(float4 v, bool rnd)
 {
     return rnd ? make_float4(act_round(v.x, true), act_round(v.y, true), act_round(v.z, true), act_round(v.w, true))
@@ -80,6 +90,7 @@ struct cuda_ctx {
     enum cuda_mmv_kernel mmv_kernel; /* what cuda_mmv runs: mmv_wg.cu (default) or mmv.cu */
     bool act_bf16;       /* cuda_ctx_set_act_bf16: matmul inputs rounded to bf16 by their producers */
     void *mmv_xs;        /* mmv_wg.cu: x split into bf16 hi/lo rows (2·64, n) */
+    void *mmv_xs2;       /* the same size: the rows cuda_mmv_wg_glu writes while it reads mmv_xs (then swapped) */
     size_t mmv_xs_bytes;
     const float *mmv_xs_src; /* what it holds: the split of this x (T, n) */
     uint32_t mmv_xs_t;
@@ -286,5 +297,8 @@ static __device__ __forceinline__ void am_block_best(float &best, int &at, float
  * the shape's own, cuda_mmv_wg_slices; else a power of 2 ≤ 8: cuda_mmv_sliced). */
 extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
                                    uint32_t T, float *y, float scale, int variant, bool reuse, uint32_t slices);
+/* ... and behind cuda_mmv_glu (cuda_ops.h), the gate|up launch with the GLU epilogue */
+extern "C" bool cuda_mmv_wg_glu(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
+                                uint32_t T, const float *out, float scale, bool gelu, bool reuse, uint32_t slices);
 
 #endif

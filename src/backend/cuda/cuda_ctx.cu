@@ -184,7 +184,7 @@ extern "C" void cuda_ctx_free(struct cuda_ctx *ctx)
         CUBLAS_CHECK(cublasDestroy(ctx->blas));
     if (ctx->blas_ws)
         CUDA_CHECK(cudaFree(ctx->blas_ws));
-    void *bufs[] = {ctx->xq, ctx->mmv_part, ctx->mmv_cnt, ctx->mmv_xs};
+    void *bufs[] = {ctx->xq, ctx->mmv_part, ctx->mmv_cnt, ctx->mmv_xs, ctx->mmv_xs2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             CUDA_CHECK(cudaFree(bufs[i]));

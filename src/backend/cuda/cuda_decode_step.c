@@ -50,7 +50,10 @@
  * stride, the activation reads gate and up from one row into hb) — where one
  * launch gives every row the bits of its member's own (cuda_mmv_rows_join).
  * H200, 8B BF16, 64 rows: q|k|v 20-22 µs a layer against q beside k|v; the
- * step +3.7 % (bench/RESULTS.md, thirty-first run).
+ * step +3.7 % (bench/RESULTS.md, thirty-first run). On that path the
+ * activation runs in gate|up's epilogue, written as down's A rows
+ * (cuda_mmv_glu, MEMRA_DECODE_GLU; the same float operations, so the same
+ * bits): no activation launch and no gate|up rows in memory.
  * The attention writes its output prepared for a quantized o-projection
  * (cuda_attn_decode's prep), so no prep kernel runs before it either.
  * A step whose every row is at or past the decode attention's head-split
@@ -243,6 +246,7 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
             continue;
         }
         const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
+        bool glu_in = false; /* the gate|up GEMV wrote the activation as down's A rows (cuda_mmv_glu) */
         float *gu_out[2] = {b->hb, b->hb2};
         const bool gu_rows = !lone_fused(b, &D->gu, &D->w_gate, T) && joined(b, &D->gu_join, T);
         prep = decode_norm(b, b->xb2, D->ffn_norm, T, group_quantized(gu, 2), gu_rows ? &D->gu_join : &D->w_gate,
@@ -253,14 +257,21 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
             decode_matmul(b, &f, gu_out, 1, b->xb, T, prep, false);
         } else if (gu_rows) { /* gate | up into gu_dec's rows; the activation into hb */
             const struct cuda_weight *f = &D->gu_join;
-            decode_matmul(b, &f, &b->gu_dec, 1, b->xb, T, prep, split);
+            /* or the activation in the GEMV's epilogue, as down's A rows (the same bits) */
+            glu_in = b->dec_glu && !prep && split_for(b, &D->w_down, T) &&
+                     cuda_mmv_glu(b->ctx, f->dtype, f->d, f->rows, f->cols, b->xb, T, b->hb, f->scale, gelu, split,
+                                  f->mmv_slices);
+            if (!glu_in)
+                decode_matmul(b, &f, &b->gu_dec, 1, b->xb, T, prep, split);
         } else {
             decode_matmul(b, gu, gu_out, 2, b->xb, T, prep, split);
         }
         const struct cuda_weight *wd = &D->w_down;
         prep = b->dec_fuse && is_quantized(wd->dtype);
         split = false;
-        if (gu_rows) { /* the activation from gu_dec's rows into hb (and down's A rows when it takes them) */
+        if (glu_in) {
+            split = true, prep = false;
+        } else if (gu_rows) { /* the activation from gu_dec's rows into hb (and down's A rows when it takes them) */
             if (split_for(b, wd, T))
                 split = cuda_fwd_glu_rows_split(b->ctx, b->hb, b->gu_dec, T, c->ffn_dim, gelu);
             else

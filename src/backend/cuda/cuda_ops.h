@@ -256,6 +256,15 @@ uint8_t *cuda_mmv_split_claim(struct cuda_ctx *ctx, const float *x, uint32_t T, 
  * kernel takes all three shapes with the same K slices (a row's sum never
  * depends on its neighbours or on the number of rows otherwise). */
 bool cuda_mmv_rows_join(const struct cuda_ctx *ctx, enum dtype t, uint64_t ra, uint64_t rb, uint64_t n);
+/* The gated FFN's gate|up GEMV with the activation in its epilogue: W = [gate; up] (rows = 2F, n), and
+ * out (T, F) = act(x·gateᵀ)·(x·upᵀ) (silu, or gelu-tanh) is left as the A rows of the next wgmma GEMV of out
+ * (as cuda_mmv_split_claim records them: that GEMV's cuda_mmv_next reads them) — out itself is not written.
+ * The bits of cuda_mmv into (T, 2F) then cuda_fwd_glu_rows_split (the same float operations). same_x: the
+ * scratch holds x's rows (cuda_mmv_next's sense); slices as cuda_mmv_sliced's. Returns false, launching
+ * nothing, where it does not apply (not the wgmma kernel, F % 64, K slices, a launch shape without the
+ * epilogue): then the caller runs the two. */
+bool cuda_mmv_glu(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, const float *x,
+                  uint32_t T, const float *out, float scale, bool gelu, bool same_x, uint32_t slices);
 /* Members of other shapes (q, k and v within q|k|v) join another way: each
  * member, alone too, takes the K slices of the joined launch
  * (cuda_mmv_sliced with slices = cuda_mmv_join_slices of the joined shape;

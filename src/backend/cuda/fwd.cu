@@ -266,16 +266,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *
     }
 }
 
-/* act(g) · u: silu, or gelu-tanh (gelu) */
-__device__ __forceinline__ float glu_one(float g, float u, bool gelu)
-{
-    if (gelu) {
-        const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
-        return 0.5f * g * (1.0f + tanhf(k0 * (g + k1 * g * g * g))) * u;
-    }
-    return g / (1.0f + expf(-g)) * u;
-}
-
 __global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n, bool gelu, bool rnd)
 {
     pdl_enter();

@@ -365,7 +365,11 @@ extern "C" void cuda_mmv_reserve(struct cuda_ctx *ctx, uint64_t rows, uint64_t n
     if (cuda_mmv_wg_supported(rows, n) && xb > ctx->mmv_xs_bytes) {
         if (ctx->mmv_xs)
             CUDA_CHECK(cudaFree(ctx->mmv_xs));
+        if (ctx->mmv_xs2)
+            CUDA_CHECK(cudaFree(ctx->mmv_xs2));
         CUDA_CHECK(cudaMalloc(&ctx->mmv_xs, xb));
+        CUDA_CHECK(cudaMalloc(&ctx->mmv_xs2, xb));
+        ctx->mmv_xs_src = NULL;
         ctx->mmv_xs_bytes = xb;
     }
     if (cn > ctx->mmv_cnt_n) {
@@ -436,6 +440,13 @@ static void mmv_run(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t 
     else
         CUDA_FAIL("cuda_mmv: K slices given (%u) for a %llu×%llu weight the wgmma kernel does not take", slices,
                   (unsigned long long)rows, (unsigned long long)n);
+}
+
+extern "C" bool cuda_mmv_glu(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                             const float *x, uint32_t T, const float *out, float scale, bool gelu, bool same_x,
+                             uint32_t slices)
+{
+    return mmv_takes_wg(ctx, t, rows, n) && cuda_mmv_wg_glu(ctx, w, rows, n, x, T, out, scale, gelu, same_x, slices);
 }
 
 extern "C" void cuda_mmv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,

@@ -56,6 +56,14 @@
  * tail). S is the shape's (cuda_mmv_wg_slices) unless the caller gives one
  * (cuda_mmv_sliced: q, k and v take the joined q|k|v launch's, so that a
  * member's rows have the same bits alone and joined).
+ *
+ * Gated FFN (cuda_mmv_wg_glu, the decode step's gate|up): a block's tile
+ * rows are half gate rows and half the up rows of the same columns, so its
+ * epilogue holds both sums of a column and writes act(gate)·up straight into
+ * the A rows of the down GEMV that follows (S = 1 only) — no activation
+ * launch and no gate|up rows in memory; the float operations of the two
+ * launches apart, so their bits (kernel_mmv). H200, 8B BF16, 64 rows with
+ * bf16 activations: the decode step +4 % (bench/RESULTS.md thirty-third run).
  */
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -162,10 +170,15 @@ __device__ __forceinline__ void mmv_wg_reduce(cg::cluster_group &cluster, float 
     }
 }
 
-template <int NWG, int MT, int NS, bool MS, int WR>
-__global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__restrict__ w, uint32_t rows, uint32_t n,
-                                                           const uint8_t *__restrict__ xs, uint32_t T, uint32_t S,
-                                                           uint32_t cps, float *__restrict__ y, float scale, bool ho)
+/* GLU (cuda_mmv_wg_glu): W = [gate; up] (rows = 2F), S = 1, and instead of y the block writes act(gate)·up of
+ * its F-columns as the next GEMV's A rows into xo (F = rows / 2 wide, mmv_split_store2): a warpgroup's WR tile
+ * rows are WR / 2 gate rows and the same WR / 2 up rows, so a thread holds a column's gate sum in acc[4j + ..]
+ * and its up sum in acc[4(j + WR / 16) + ..]; the float operations of y then kernel_glu_rows4_split. */
+template <int NWG, int MT, int NS, bool MS, int WR, bool GLU>
+__global__ void __launch_bounds__(NWG * 128)
+    kernel_mmv_wg(const uint8_t *__restrict__ w, uint32_t rows, uint32_t n, const uint8_t *__restrict__ xs, uint32_t T,
+                  uint32_t S, uint32_t cps, float *__restrict__ y, float scale, bool ho, uint8_t *__restrict__ xo,
+                  bool gelu)
 {
     constexpr int NT = NWG * 128, NR = MS ? WR : NWG * WR, WBYTES = NR * 128, STAGE = WBYTES + MT * WG_TILE;
     constexpr int MA = MS ? 1 : MT;       /* A tiles a warpgroup runs (MS: warpgroup w runs tile w) */
@@ -184,6 +197,17 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
     const uint32_t s = blockIdx.y, nchunks = n / WG_CHUNK;
     const uint32_t c0 = min(nchunks, s * cps), c1 = min(nchunks, c0 + cps), nsteps = c1 - c0;
     const uint64_t row_bytes = (uint64_t)n * 2;
+    constexpr uint32_t HW = WR / 2;           /* GLU: gate (then up) rows of a warpgroup's tile */
+    const uint32_t F = rows / 2, f0 = blockIdx.x * (NR / 2); /* GLU: F-columns f0 .. of this block */
+    /* the weight row of tile row r: r0 + r, or (GLU) the gate or up row of F-column f0 + (r / WR)·HW + r % HW */
+    auto w_row = [&](uint32_t r) -> uint64_t {
+        if constexpr (GLU) {
+            const uint32_t rr = r % WR, f = min(f0 + (r / WR) * HW + rr % HW, F - 1);
+            return rr < HW ? f : F + f;
+        } else {
+            return min(r0 + r, rows - 1);
+        }
+    };
 
     /* a stage: the weight tile (NR rows), then MT A tiles; piece p = j·NT + tid:
      * row p/8, 16-byte piece p%8 of its 128 bytes; A rows past 2T (ho: T) are zero-filled */
@@ -196,7 +220,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
             for (int j = 0; j < WP; j++) {
                 const uint32_t p = j * NT + tid, r = p / 8, c = p % 8;
                 if (WP * NT == WPC || p < (uint32_t)WPC)
-                    cp_async16(base + swz(r, c), w + (uint64_t)min(r0 + r, rows - 1) * row_bytes + koff + c * 16);
+                    cp_async16(base + swz(r, c), w + w_row(r) * row_bytes + koff + c * 16);
             }
         }
     };
@@ -269,9 +293,43 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
      * the S blocks of the cluster (one row block, every slice) then add up in
      * slice order, each for NR / S of the rows. */
     __syncthreads(); /* every warpgroup is done with the stages */
-    float *red = reinterpret_cast<float *>(smem_raw + (sbase - (uint32_t)__cvta_generic_to_shared(smem_raw)));
     const uint32_t g = (lt / 32) * 16 + lane / 4, q = lane & 3;
     const bool hi_lane = ((lane >> 2) & 1) == 0;
+    if constexpr (GLU) { /* S == 1: act(gate)·up of columns f, f + 1 into xo */
+        constexpr int HJ = WR / 16;
+        /* every value first, then the stores: the activations' independent chains side by side */
+        float hv[MA][HJ][2][2];
+#pragma unroll
+        for (int m = 0; m < MA; m++)
+#pragma unroll
+            for (int j = 0; j < HJ; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const float vg = acc[m][4 * j + 2 * h + e], vu = acc[m][4 * (j + HJ) + 2 * h + e];
+                        const float og = __shfl_xor_sync(0xffffffffu, vg, 4);
+                        const float ou = __shfl_xor_sync(0xffffffffu, vu, 4);
+                        hv[m][j][h][e] =
+                            act_round(glu_one(scale * (ho ? vg : vg + og), scale * (ho ? vu : vu + ou), gelu), ho);
+                    }
+#pragma unroll
+        for (int m = 0; m < MA; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t ar = (MS ? wg : m) * 64 + g + 8 * h, t = ho ? ar : ar / 2; /* A row, token */
+                if ((!ho && !hi_lane) || t >= T)
+                    continue;
+#pragma unroll
+                for (int j = 0; j < HJ; j++) {
+                    const uint32_t f = f0 + (MS ? 0 : wg) * HW + 8 * j + 2 * q;
+                    if (f < F)
+                        mmv_split_store2(xo, hv[m][j][h][0], hv[m][j][h][1], t, f, F, ho);
+                }
+            }
+        return;
+    }
+    float *red = reinterpret_cast<float *>(smem_raw + (sbase - (uint32_t)__cvta_generic_to_shared(smem_raw)));
 #pragma unroll
     for (int m = 0; m < MA; m++)
 #pragma unroll
@@ -304,7 +362,7 @@ __global__ void __launch_bounds__(NWG * 128) kernel_mmv_wg(const uint8_t *__rest
 }
 
 typedef void (*mmv_wg_fn)(const uint8_t *, uint32_t, uint32_t, const uint8_t *, uint32_t, uint32_t, uint32_t,
-                          float *, float, bool);
+                          float *, float, bool, uint8_t *, bool);
 
 /* The launch shapes: warpgroups a block, A tiles, pipeline stages; max_t =
  * the tokens it covers. All compute the same bits. */
@@ -314,9 +372,10 @@ struct mmv_wg_variant {
     uint32_t max_t;
     mmv_wg_fn fn;
 };
-#define MMV_WG_V(NWG, MT, NS, MS) {NWG, MT, NS, WG_ROWS, MS, (uint32_t)(MT) * 32, kernel_mmv_wg<NWG, MT, NS, MS, WG_ROWS>}
-#define MMV_WG_V144(NS) {2, 2, NS, 144, true, 64, kernel_mmv_wg<2, 2, NS, true, 144>}
-#define MMV_WG_V144S(NS) {1, 1, NS, 144, false, 32, kernel_mmv_wg<1, 1, NS, false, 144>}
+#define MMV_WG_V(NWG, MT, NS, MS)                                                                                      \
+    {NWG, MT, NS, WG_ROWS, MS, (uint32_t)(MT) * 32, kernel_mmv_wg<NWG, MT, NS, MS, WG_ROWS, false>}
+#define MMV_WG_V144(NS) {2, 2, NS, 144, true, 64, kernel_mmv_wg<2, 2, NS, true, 144, false>}
+#define MMV_WG_V144S(NS) {1, 1, NS, 144, false, 32, kernel_mmv_wg<1, 1, NS, false, 144, false>}
 const mmv_wg_variant g_wg_variants[] = {
     MMV_WG_V(1, 1, 3, false), MMV_WG_V(1, 1, 4, false), MMV_WG_V(1, 1, 8, false), MMV_WG_V(2, 1, 5, false),
     MMV_WG_V(1, 2, 3, false), MMV_WG_V(1, 2, 6, false), MMV_WG_V(2, 2, 3, false), MMV_WG_V(2, 2, 4, false),
@@ -325,6 +384,21 @@ const mmv_wg_variant g_wg_variants[] = {
     MMV_WG_V144S(8),
 };
 constexpr int MMV_WG_NVARIANTS = sizeof g_wg_variants / sizeof g_wg_variants[0];
+
+/* The launch shapes of gate|up with the fused GLU epilogue (cuda_mmv_wg_glu); shape: the variant's (checked by
+ * mmv_wg_init). Where mmv_wg_pick gives gate|up variant 2 (one A tile: one warpgroup, 8 stages, one block an
+ * SM) the fused launch takes variant 1 (4 stages, two blocks an SM): the activation's latency in one block's
+ * epilogue then overlaps the other's stream. H200, 8B BF16 with bf16 activations (thirty-third run): tg32x64@d512
+ * 9541-9574 tok/s apart, 9613-9650 fused on variant 2, 9853-9908 on variant 1, 9127-9137 on variant 0 (3
+ * stages); tg32x16@d512 2771-2782 / 2721-2732 / 2853-2886 / 2628-2636. */
+struct mmv_wg_glu_variant {
+    int variant;
+    mmv_wg_variant shape;
+};
+const mmv_wg_glu_variant g_wg_glu[] = {
+    {1, {1, 1, 4, WG_ROWS, false, 32, kernel_mmv_wg<1, 1, 4, false, WG_ROWS, true>}},
+    {10, {2, 2, 6, WG_ROWS, true, 64, kernel_mmv_wg<2, 2, 6, true, WG_ROWS, true>}},
+};
 
 int mmv_wg_smem(const mmv_wg_variant &V)
 {
@@ -401,6 +475,13 @@ static void mmv_wg_init(const cuda_ctx *ctx)
     for (int v = 0; v < MMV_WG_NVARIANTS; v++)
         CUDA_CHECK(cudaFuncSetAttribute((const void *)g_wg_variants[v].fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         mmv_wg_smem(g_wg_variants[v])));
+    for (const mmv_wg_glu_variant &G : g_wg_glu) {
+        const mmv_wg_variant &V = g_wg_variants[G.variant], &U = G.shape;
+        if (V.nwg != U.nwg || V.mt != U.mt || V.ns != U.ns || V.wr != U.wr || V.ms != U.ms || V.max_t != U.max_t)
+            CUDA_FAIL("mmv_wg: the GLU form of variant %d has another shape", G.variant);
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)U.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        mmv_wg_smem(U)));
+    }
 }
 
 extern "C" int cuda_mmv_wg_variants(uint32_t *max_t)
@@ -431,6 +512,31 @@ static cudaLaunchConfig_t mmv_wg_config(const struct cuda_ctx *ctx, const mmv_wg
     return cfg;
 }
 
+/* x (T, n) split into the A rows in the scratch unless (reuse) it holds them */
+static void wg_split_x(struct cuda_ctx *ctx, const float *x, uint32_t T, uint64_t n, bool reuse)
+{
+    if (reuse && ctx->mmv_xs_src == x && ctx->mmv_xs_t == T && ctx->mmv_xs_n == n)
+        return;
+    const uint32_t n4 = (uint32_t)(T * n / 4), sb = (n4 + 255) / 256;
+    cuda_launch(ctx, kernel_mmv_wg_split, sb < 1024u ? sb : 1024u, 256, 0, x, T, (uint32_t)n, (uint8_t *)ctx->mmv_xs,
+                (bool)ctx->act_bf16);
+    ctx->mmv_xs_src = x, ctx->mmv_xs_t = T, ctx->mmv_xs_n = n;
+}
+
+/* One launch of shape V over the scratch's A rows: row_blocks × S blocks, PDL when the context has it. */
+static void wg_run(struct cuda_ctx *ctx, const mmv_wg_variant &V, uint32_t row_blocks, uint32_t S, const void *w,
+                   uint64_t rows, uint64_t n, uint32_t T, float *y, float scale, uint8_t *xo, bool gelu)
+{
+    const uint32_t nchunks = (uint32_t)(n / WG_CHUNK), cps = (nchunks + S - 1) / S;
+    cudaLaunchAttribute attr[2];
+    cudaLaunchConfig_t cfg = mmv_wg_config(ctx, V, row_blocks, S, attr);
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* cuda_common.cuh: PDL */
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.numAttrs = ctx->pdl ? 2 : 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
+                                  (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale, (bool)ctx->act_bf16, xo, gelu));
+}
+
 extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
                                    uint32_t T, float *y, float scale, int variant, bool reuse, uint32_t slices)
 {
@@ -451,22 +557,42 @@ extern "C" void cuda_mmv_wg_launch(struct cuda_ctx *ctx, const void *w, uint64_t
     if (!ctx->mmv_xs || (size_t)4 * T * n > ctx->mmv_xs_bytes)
         CUDA_FAIL("cuda_mmv_wg: n = %llu not reserved (cuda_mmv_reserve)", (unsigned long long)n);
     mmv_wg_init(ctx);
-    if (!(reuse && ctx->mmv_xs_src == x && ctx->mmv_xs_t == T && ctx->mmv_xs_n == n)) {
-        const uint32_t n4 = (uint32_t)(T * n / 4), sb = (n4 + 255) / 256;
-        cuda_launch(ctx, kernel_mmv_wg_split, sb < 1024u ? sb : 1024u, 256, 0, x, T, (uint32_t)n,
-                    (uint8_t *)ctx->mmv_xs, ho);
-        ctx->mmv_xs_src = x, ctx->mmv_xs_t = T, ctx->mmv_xs_n = n;
-    }
+    wg_split_x(ctx, x, T, n, reuse);
     const mmv_wg_variant &V = g_wg_variants[v];
-    const uint32_t nchunks = (uint32_t)(n / WG_CHUNK), cps = (nchunks + S - 1) / S;
     const uint32_t nr = (uint32_t)(V.ms ? 1 : V.nwg) * (uint32_t)V.wr;
-    cudaLaunchAttribute attr[2];
-    cudaLaunchConfig_t cfg = mmv_wg_config(ctx, V, (uint32_t)((rows + nr - 1) / nr), S, attr);
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* cuda_common.cuh: PDL */
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.numAttrs = ctx->pdl ? 2 : 1;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, V.fn, (const uint8_t *)w, (uint32_t)rows, (uint32_t)n,
-                                  (const uint8_t *)ctx->mmv_xs, T, S, cps, y, scale, ho));
+    wg_run(ctx, V, (uint32_t)((rows + nr - 1) / nr), S, w, rows, n, T, y, scale, nullptr, false);
+}
+
+extern "C" bool cuda_mmv_wg_glu(struct cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x,
+                                uint32_t T, const float *out, float scale, bool gelu, bool reuse, uint32_t slices)
+{
+    const uint64_t F = rows / 2;
+    if (!cuda_mmv_wg_supported(rows, n) || rows % 2 || !cuda_mmv_wg_supported(1, F) || T < 1 ||
+        T > CUDA_MMV_MAX_BATCH || ((uintptr_t)w | (uintptr_t)x) % 16 != 0)
+        return false;
+    if ((slices ? slices : cuda_mmv_wg_slices(rows, n, ctx->prop.multiProcessorCount)) != 1)
+        return false; /* the epilogue needs a row's whole sum in one block */
+    if (!ctx->mmv_xs || !ctx->mmv_xs2 || (size_t)4 * T * (n > F ? n : F) > ctx->mmv_xs_bytes)
+        return false;
+    const bool ho = ctx->act_bf16;
+    int v = mmv_wg_pick(ho ? (T + 1) / 2 : T, rows, ctx->mmv_narrow);
+    if (v == 2) /* one A tile: two blocks an SM (g_wg_glu) */
+        v = 1;
+    const mmv_wg_variant *V = nullptr;
+    for (const mmv_wg_glu_variant &G : g_wg_glu)
+        if (G.variant == v)
+            V = &G.shape;
+    if (!V)
+        return false;
+    mmv_wg_init(ctx);
+    wg_split_x(ctx, x, T, n, reuse);
+    const uint32_t nf = (uint32_t)(V->ms ? 1 : V->nwg) * (uint32_t)V->wr / 2; /* F-columns a block */
+    wg_run(ctx, *V, (uint32_t)((F + nf - 1) / nf), 1, w, rows, n, T, nullptr, scale, (uint8_t *)ctx->mmv_xs2, gelu);
+    /* the GLU's A rows are the scratch now (x's are read by the launch, so they were the other buffer) */
+    void *t = ctx->mmv_xs;
+    ctx->mmv_xs = ctx->mmv_xs2, ctx->mmv_xs2 = t;
+    ctx->mmv_xs_src = out, ctx->mmv_xs_t = T, ctx->mmv_xs_n = F;
+    return true;
 }
 
 extern "C" void cuda_mmv_set_narrow(struct cuda_ctx *ctx, bool on) { ctx->mmv_narrow = on; }

@@ -132,5 +132,13 @@ static __device__ __forceinline__ void mmv_split_store4(uint8_t *xs, float4 v, u
         *reinterpret_cast<uint2 *>(xs + ((2 * t + 1) * n + k) * 2) =
             make_uint2(split_pair(v.x, v.y, true), split_pair(v.z, v.w, true));
 }
+/* The same for two elements (t, k .. k + 1; k even): the gate|up GEMV's fused GLU epilogue (mmv_wg.cu). */
+static __device__ __forceinline__ void mmv_split_store2(uint8_t *xs, float a, float b, uint64_t t, uint64_t k,
+                                                        uint64_t n, bool ho)
+{
+    *reinterpret_cast<uint32_t *>(xs + ((ho ? 1 : 2) * t * n + k) * 2) = split_pair(a, b, false);
+    if (!ho)
+        *reinterpret_cast<uint32_t *>(xs + ((2 * t + 1) * n + k) * 2) = split_pair(a, b, true);
+}
 
 #endif

@@ -232,7 +232,8 @@ __global__ void __launch_bounds__(128 * NWG)
     for (int i = 0; i < 64; i++)
         o[i] = 0.0f;
     issue(0);
-    if constexpr (FORM == FORM_OVERLAP) {
+    /* PIPE and OVERLAP: the second tile asked for, then S of the first */
+    auto first_s = [&]() {
         if (nkt > 1) {
             issue(1);
             cp_async_wait<1>();
@@ -244,6 +245,9 @@ __global__ void __launch_bounds__(128 * NWG)
         wg_qk(s, sQ, sKV);
         wgmma_wait<0>();
         reg_fence(s);
+    };
+    if constexpr (FORM == FORM_OVERLAP) {
+        first_s();
         wg_softmax(s, o, a, m0, m1, l0, l1, kt_first * BN, full(kt_first * BN), p0, p1, window);
         /* tile i < nkt − 1: its P·V beside tile i + 1's Q·Kᵀ, whose softmax runs meanwhile into an */
         for (uint32_t i = 0; i + 1 < nkt; i++) {
@@ -268,17 +272,7 @@ __global__ void __launch_bounds__(128 * NWG)
         wgmma_wait<0>();
         reg_fence(o);
     } else if constexpr (FORM == FORM_PIPE) {
-        if (nkt > 1) {
-            issue(1);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        fence_proxy_async(); /* this thread's copies (and Q's stores) visible to the tensor cores ... */
-        __syncthreads();     /* ... and every thread's */
-        wg_qk(s, sQ, sKV);
-        wgmma_wait<0>();
-        reg_fence(s);
+        first_s();
         for (uint32_t i = 0; i < nkt; i++) {
             float sn[32];
             if (i + 1 < nkt) {

@@ -33,6 +33,8 @@
  * Timing: CUDA events around graph replays of launches rotating over enough
  * weight copies to make the working set ≥ 4× the L2, after a warm-up; median
  * of 15 replays; bytes counted = the weight matrix; % of the 4.3 TB/s floor.
+ * Last, the 8B gate|up with its activation: apart (the GEMV, then the
+ * activation writing down's A rows) against fused (cuda_mmv_glu).
  * Both kernels are checked: mmv.cu (mma.sync) and mmv_wg.cu (wgmma; n % 64).
  * Usage: kernel_mmv [--quick]   (--quick: checks only)
  *        kernel_mmv --one ROWS N T VARIANT   (5 launches of the wgmma kernel, for ncu)
@@ -499,6 +501,7 @@ struct timing {
     int nc;
     void **w;
     float *dx, *dy;
+    float *dh; /* (64, rows / 2): the activation of a gate|up launch (kinds 4, 5) */
 };
 
 static void timing_init(struct timing *tb, uint64_t rows, uint64_t n)
@@ -520,6 +523,7 @@ static void timing_init(struct timing *tb, uint64_t rows, uint64_t n)
     }
     tb->dx = cuda_alloc(4 * n * CUDA_MMV_MAX_BATCH);
     tb->dy = cuda_alloc(4 * rows * CUDA_MMV_MAX_BATCH);
+    tb->dh = cuda_alloc(4 * (rows / 2 + 1) * CUDA_MMV_MAX_BATCH);
     cuda_upload(g_ctx, tb->dx, x, 4 * n * CUDA_MMV_MAX_BATCH);
     cuda_mmv_reserve(g_ctx, rows, n);
     free(h), free(x);
@@ -529,13 +533,14 @@ static void timing_free(struct timing *tb)
 {
     for (int i = 0; i < tb->nc; i++)
         cuda_free(tb->w[i]);
-    cuda_free(tb->dx), cuda_free(tb->dy);
+    cuda_free(tb->dx), cuda_free(tb->dy), cuda_free(tb->dh);
     free(tb->w);
 }
 
 struct timed {
     const struct timing *tb;
-    int kind; /* 0 mma.sync mmv, 1 wgmma mmv, 2 CUDA-core GEMV (T ≤ 8), 3 wgmma with `variant` K slices */
+    int kind; /* 0 mma.sync mmv, 1 wgmma mmv, 2 CUDA-core GEMV (T ≤ 8), 3 wgmma with `variant` K slices,
+               * 4 gate|up then the activation as the next GEMV's A rows, 5 the same fused (cuda_mmv_glu) */
     int variant;
     uint32_t T;
 };
@@ -552,6 +557,12 @@ static void timed_launch(void *arg, int i)
     else if (c->kind == 3)
         cuda_mmv_sliced(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f, false,
                         (uint32_t)c->variant);
+    else if (c->kind == 4) {
+        cuda_mmv(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f);
+        cuda_fwd_glu_rows_split(g_ctx, tb->dh, tb->dy, c->T, (uint32_t)(tb->rows / 2), false);
+    } else if (c->kind == 5)
+        MEMRA_ASSERT(cuda_mmv_glu(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dh, 1.0f,
+                                  false, false, 0));
     else
         cuda_gemv(g_ctx, DTYPE_BF16, tb->w[i % tb->nc], tb->rows, tb->n, tb->dx, c->T, tb->dy, 1.0f);
 }
@@ -737,6 +748,28 @@ int main(int argc, char **argv)
             }
             fflush(stdout);
         }
+        timing_free(&tb);
+    }
+    /* the decode step's gate|up with its activation: apart (the GEMV, then the activation writing down's A rows)
+     * against fused (cuda_mmv_glu); both start from x's split rows */
+    printf("\n## gate|up 28672x4096 with the activation, µs per launch pair / fused launch (%% of the weight's "
+           "floor)\n\n| activations | T | apart µs | %% floor | fused µs | %% floor | apart/fused |\n"
+           "|---|---|---|---|---|---|---|\n");
+    {
+        struct timing tb;
+        timing_init(&tb, 28672, 4096);
+        cuda_mmv_reserve(g_ctx, 4096, 14336); /* down's: the activation's A rows */
+        const double fl = 28672.0 * 4096 * 2 / BW_REF_GBS / 1e3;
+        const uint32_t tt[] = {2, 8, 16, 32, 64};
+        for (int a = 0; a < 2; a++) {
+            cuda_ctx_set_act_bf16(g_ctx, a == 1);
+            for (size_t k = 0; k < sizeof tt / sizeof tt[0]; k++) {
+                const double ua = time_gemv(&tb, 4, -1, tt[k]), uf = time_gemv(&tb, 5, -1, tt[k]);
+                printf("| %s | %u | %.2f | %.1f | %.2f | %.1f | %.2f |\n", a ? "bf16" : "f32", tt[k], ua, 100 * fl / ua,
+                       uf, 100 * fl / uf, ua / uf);
+            }
+        }
+        cuda_ctx_set_act_bf16(g_ctx, false);
         timing_free(&tb);
     }
     cuda_ctx_free(g_ctx);

@@ -30,7 +30,7 @@
  *           shared memory) and both prefill modes on the mma.sync kernel.
  *   wgmma prefill (attn_prefill_wg.cu, the bf16 mode on a bf16 cache at
  *           head_dim 128; test_prefill_wg and test_kv_bf16's bf16 check),
- *           both forms (pipe, serial): the mma.sync kernel's bits, every
+ *           every form (overlap, pipe, serial): the mma.sync kernel's bits, every
  *           span alone (one warpgroup a CTA for ≤ 64 rows, two in the batch)
  *           the bits of its rows in the batch, split spans beside it on the
  *           mma.sync kernel.
@@ -420,10 +420,8 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
         uint32_t *dflat = cuda_alloc(nf * sizeof *dflat), *doffs = cuda_alloc(n * sizeof *doffs);
         cuda_upload(g_ctx, dflat, flat, nf * sizeof *flat);
         cuda_upload(g_ctx, doffs, offs, n * sizeof *offs);
-        const bool k16 = g_kv16_ref && p.dk16;
-        const struct cuda_attn_kv fkv = {.k = k16 ? (const void *)p.dk16 : (const void *)p.dk,
-                                         .v = k16 ? (const void *)p.dv16 : (const void *)p.dv,
-                                         .tables = dflat, .table_stride = 1, .bf16 = k16};
+        struct cuda_attn_kv fkv = pool_kv(&p); /* the same cache through the flat tables */
+        fkv.tables = dflat, fkv.table_stride = 1;
         cuda_fill_nan_f32(g_ctx, datt, (size_t)n * q_dim);
         cuda_attn_decode(g_ctx, dq, datt, n, dpos, doffs, d, fkv, scale, window, scr, false);
         cuda_download(g_ctx, hatt2, datt, (size_t)n * q_dim * sizeof(float));

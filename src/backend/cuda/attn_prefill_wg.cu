@@ -55,9 +55,6 @@ template <int NWG, int FORM> constexpr uint32_t wg_smem() { return (NWG + (FORM 
 /* Byte offset of 16-byte piece p (0..15) of row r in a tile: column block p / 8, swizzled within it. */
 __device__ __forceinline__ uint32_t tile_off(uint32_t r, uint32_t p) { return (p >> 3) * CB + swz(r, p & 7); }
 
-#define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-              "+f"(d[i + 6]), "+f"(d[i + 7])
-
 /* d (64 × 64 f32: 32 a thread) += A (64 × 16) · B (16 × 64), both K-major in shared memory. */
 __device__ __forceinline__ void wg_s(float (&d)[32], uint64_t da, uint64_t db)
 {
@@ -65,7 +62,7 @@ __device__ __forceinline__ void wg_s(float (&d)[32], uint64_t da, uint64_t db)
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
                  "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
                  "%29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : R8(0), R8(8), R8(16), R8(24)
+                 : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
                  : "l"(da), "l"(db));
 }
 
@@ -79,7 +76,6 @@ __device__ __forceinline__ void wg_o(float (&d)[64], const uint32_t (&a)[4], uin
                  : WG_D64
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
-#undef R8
 
 /* The K and V tile of keys kt .. kt + 63 (those past pl zero-filled: a masked key's P is 0, and 0 · V must not
  * meet a stale NaN) into a stage, as one cp.async group. */

@@ -1,0 +1,575 @@
+/* lab/gemm-q/gemm_q_test.cu — a standalone prototype of the GGUF prefill GEMM on the block-quantized values: one
+ * bf16 wgmma product a pair with the blocks' scales applied per 32 K ("promotion"), against cuBLAS's one-product
+ * (the BF16 ceiling) and two-product (today's GGUF path under bf16 activations) GEMMs of the same shape. Not part
+ * of the build; written in the thirty-fourth session without a GPU (lab/README.md), not yet run.
+ *
+ *   y (T, rows) f32 = Σ_kb s[r][kb] · Σ_{k in kb} q[r][k] · x[t][k]      kb = 32 consecutive k
+ *
+ * Why: a GGUF weight's value s·q (Q8_0: s = d, f16, q int8; Q4_K: s = d·sc, q 0..15) needs up to 18 significant
+ * bits, so gemm.cu multiplies its bf16 high and low parts (two GEMMs under bf16 activations, three with f32): the
+ * 8B model's pp4096 stops at 17.1 k tok/s (19.2 k at ubatch 4096) against BF16's 32.5 k (36.4 k), the issue's goal
+ * 30 k. The integer q is exact in bf16, so one product of q by x (bf16 activations) gives each 32-element block's
+ * exact-to-f32 partial sum; the scale goes on when the block is done. That is DeepGEMM's per-block promotion,
+ * here every 2 wgmma k16 steps against its every 4 fp8 k32 steps — the same ratio of promotion work to tensor
+ * work, which DeepGEMM runs at ~75 % of the fp8 peak. The floor: 2·rows·K·T FLOPs at ~790 TFLOP/s (the H200's
+ * measured bf16 rate); the bar to beat is the two-product GEMM (~380 TFLOP/s of useful work); the goal needs ≥ 600.
+ *
+ * Operands (made by tile_a / tile_b below from row-major inputs; in the product the prefill GEMM's kept copy
+ * — cuda_gemm_keep — and the x producers would write these layouts directly):
+ *   A (weights): tiles of 128 rows × 64 k, 17408 bytes each, tile (rt, kt) at (rt·KT + kt)·17408: the q values as
+ *     bf16 in the wgmma 128-byte swizzle (row r at r·128, its 16-byte piece c at (c ^ r % 8)·16: wgmma.cuh's swz),
+ *     then 1 KB of f32 scales s[r][2] (the tile's two 32-blocks). One bulk copy a stage.
+ *   B (activations, bf16): tiles of BN (128 or 192) tokens × 64 k, BN·128 bytes, tile (tt, kt) at (tt·KT + kt)·BN·128,
+ *     the same swizzle; tokens past T zero.
+ * Kernel: a CTA = 128 weight rows × BN tokens, 384 threads: warpgroups 0 and 1 compute (warpgroup w: rows
+ * 64w .. 64w + 63, warp i of it rows 16i .. 16i + 15; setmaxnreg 232), warpgroup 2's first lane issues the bulk
+ * copies into a ring of NS stages (full / empty mbarriers; setmaxnreg 40), never waiting on the products. A
+ * warpgroup's 32-block: 2 wgmma m64nBNk16 into a partial accumulator p (the first with scale-d 0: p = A·B), wait,
+ * then acc += s[row] · p (BN / 2 FFMA a thread, two scales: rows g and g + 8 of its warp); meanwhile the other
+ * warpgroup's products keep the tensor cores busy (DeepGEMM's arrangement). A second partial accumulator, so that
+ * a warpgroup's next block runs while it promotes, was tried here: an accumulator in flight across the loop's back
+ * edge makes ptxas serialize every wgmma (C7514). The y stores go straight from the accumulators (a warp's store
+ * covers four tokens' 8 consecutive rows: whole 32-byte sectors).
+ *
+ * --mins: Q4_K's (and Q5_K's, Q4_1's) form w = s·q − mn a 32-block (s = d·sc, mn = dmin·m, q 0..15): the A tile
+ * carries a second KB (the mins) and the B tile each token's Σx of its two 32-blocks (made with the tile: in the
+ * product by the x producers), and the promotion subtracts mn · Σx: 2 FFMA an accumulator instead of 1, plus a
+ * float2 load a token pair — whether that still hides behind the other warpgroup's products is the question.
+ * (Q6_K's scale a 16 would need a promotion every wgmma: it stays on the two-product path.)
+ *
+ * Check: sampled outputs against a double-precision sum of the same values, |Δ| ≤ 1e-5 · Σ|x·w| (f32 sums of
+ * exact products); cuBLAS's two-product result is measured against the same reference (its error, for the note).
+ * Timing: CUDA events around each launch after a warm-up, median of 20.
+ *
+ * Build (here): nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I src lab/gemm-q/gemm_q_test.cu \
+ *                 -lcublas -o gpu/gemm_q_test
+ * Run (the GPU): gemm_q_test [--t T] [--ns 4|5|6] [--bn 128|192] [--raster 0|1] [--mins] [--check-only]
+ *   --raster 0: consecutive CTAs walk the token tiles of one row tile; 1: the row tiles of one token tile.
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "backend/cuda/tile_copy.cuh"
+#include "backend/cuda/wgmma.cuh"
+
+namespace {
+
+constexpr uint32_t BM = 128, BK = 64, QB = 32; /* rows and k a CTA tile (its tokens: BN); k a scale block */
+constexpr uint32_t A_BYTES = BM * BK * 2, S_BYTES = BM * (BK / QB) * 4;
+/* Bytes of a stage's parts. A: the q tile, its scales, with MINS its mins (each 1 KB: 1024-aligned in all); B: the
+ * x tile, with MINS the 32-blocks' sums Σx [2][BN] after it (BG bytes copied, BR held: the next stage aligned). */
+template <int BN, bool MINS> struct lay {
+    static constexpr uint32_t AS = A_BYTES + S_BYTES * (MINS ? 2 : 1);
+    static constexpr uint32_t B = BN * BK * 2, BG = B + (MINS ? 2 * BN * 4 : 0), BR = (BG + 1023) / 1024 * 1024;
+    static constexpr uint32_t STAGE = AS + BR;
+};
+constexpr int NT = 384; /* warpgroups 0, 1 compute; warpgroup 2's first warp copies (setmaxnreg: 232 / 40) */
+
+#define CHECK(call)                                                                                            \
+    do {                                                                                                       \
+        cudaError_t e_ = (call);                                                                               \
+        if (e_ != cudaSuccess) {                                                                               \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                         \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+#define CHECK_BLAS(call)                                                                                       \
+    do {                                                                                                       \
+        cublasStatus_t s_ = (call);                                                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                     \
+            fprintf(stderr, "%s:%d: cublas status %d\n", __FILE__, __LINE__, (int)s_);                          \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+
+template <int NS, int BN, bool MINS> constexpr uint32_t smem_bytes() { return NS * lay<BN, MINS>::STAGE + 1024 + 2 * NS * 8; }
+
+/* d (64 × BN f32: BN / 2 a thread) = A · B (ACC 0) or += A · B (ACC 1), both K-major bf16 in shared memory. */
+#define GQ_R96                                                                                                    \
+    WG_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                  \
+           "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+template <int ACC> __device__ __forceinline__ void wg_mn(float (&d)[64], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : WG_D64
+                 : "l"(da), "l"(db), "n"(ACC));
+}
+template <int ACC> __device__ __forceinline__ void wg_mn(float (&d)[96], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {" GQ_R96 "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+                 : WG_D64, WG_D8(64), WG_D8(72), WG_D8(80), WG_D8(88)
+                 : "l"(da), "l"(db), "n"(ACC));
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+/* bytes global → shared on bar, no cache hint (A tiles serve every token tile, B tiles every row tile). */
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+/* Issue one 32-block of this warpgroup: k16 steps at k 32h and 32h + 16 of the stage's tiles. */
+template <int ACC0, int NA>
+__device__ __forceinline__ void issue_block(float (&p)[NA], uint32_t a, uint32_t b, uint32_t h)
+{
+    wgmma_fence();
+    wg_mn<ACC0>(p, smem_desc(a + h * 64), smem_desc(b + h * 64));
+    wg_mn<1>(p, smem_desc(a + h * 64 + 32), smem_desc(b + h * 64 + 32));
+    wgmma_commit();
+}
+
+/* acc += s · p (− m · Σx with MINS): accumulator 4j + e is row g (e < 2: s0, nm0 = −m) or g + 8 (s1, nm1), token
+ * 8j + 2c + (e & 1), whose two Σx are sx[4j + c]. */
+template <bool MINS, int NA>
+__device__ __forceinline__ void promote(float (&acc)[NA], const float (&p)[NA], float s0, float s1, float nm0,
+                                        float nm1, const float2 *sx, uint32_t c)
+{
+#pragma unroll
+    for (int j = 0; j < NA / 4; j++) {
+        float a0 = acc[4 * j + 0], a1 = acc[4 * j + 1], a2 = acc[4 * j + 2], a3 = acc[4 * j + 3];
+        if constexpr (MINS) {
+            const float2 v = sx[4 * j + c];
+            a0 = fmaf(nm0, v.x, a0), a1 = fmaf(nm0, v.y, a1), a2 = fmaf(nm1, v.x, a2), a3 = fmaf(nm1, v.y, a3);
+        }
+        acc[4 * j + 0] = fmaf(s0, p[4 * j + 0], a0);
+        acc[4 * j + 1] = fmaf(s0, p[4 * j + 1], a1);
+        acc[4 * j + 2] = fmaf(s1, p[4 * j + 2], a2);
+        acc[4 * j + 3] = fmaf(s1, p[4 * j + 3], a3);
+    }
+}
+
+template <int NS, int BN, bool MINS>
+__global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt,
+                                                       float *__restrict__ y, uint32_t rows, uint32_t T, uint32_t KT,
+                                                       uint32_t RT, uint32_t TT, int raster)
+{
+    using L = lay<BN, MINS>;
+    constexpr uint32_t STAGE = L::STAGE;
+    constexpr int NA = BN / 2; /* accumulators a thread */
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
+    uint8_t *const sp = smem_raw + (base - raw); /* the same bytes, generic */
+    const uint32_t bars = base + NS * STAGE;     /* full[NS], then empty[NS] */
+    const uint32_t bid = blockIdx.x;
+    const uint32_t rt = raster == 0 ? bid / TT : bid % RT, tt = raster == 0 ? bid % TT : bid / RT;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NS; i++) {
+            mbar_init(bars + 8 * i, 1);
+            mbar_init(bars + 8 * (NS + i), 8); /* lane 0 of each computing warp */
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp >= 8) { /* the producer: one lane issues every stage's two copies */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (warp == 8 && lane == 0) {
+            const uint8_t *a = at + (uint64_t)rt * KT * L::AS, *b = bt + (uint64_t)tt * KT * L::BG;
+            for (uint32_t kt = 0; kt < KT; kt++) {
+                const uint32_t s = kt % NS;
+                if (kt >= NS)
+                    mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
+                mbar_expect(bars + 8 * s, L::AS + L::BG);
+                bulk_g2s(base + s * STAGE, a + (uint64_t)kt * L::AS, L::AS, bars + 8 * s);
+                bulk_g2s(base + s * STAGE + L::AS, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4, c = lane % 4;
+    const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the tile: r0, r0 + 8 */
+    float acc[NA], p[NA];
+#pragma unroll
+    for (int i = 0; i < NA; i++)
+        acc[i] = 0.0f, p[i] = 0.0f;
+    /* each stage: both 32-blocks, each 2 wgmma into p (the first with scale-d 0), then acc += s · p once they are
+     * done; the other warpgroup's products keep the tensor cores busy meanwhile (an accumulator in flight across
+     * the loop's back edge makes ptxas serialize every wgmma: C7514) */
+    for (uint32_t kt = 0; kt < KT; kt++) {
+        const uint32_t s = kt % NS;
+        mbar_wait(bars + 8 * s, (kt / NS) & 1);
+        const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + L::AS;
+        const float *sc = reinterpret_cast<const float *>(sp + s * STAGE + A_BYTES), *mn = sc + 2 * BM;
+        const float2 *sx = reinterpret_cast<const float2 *>(sp + s * STAGE + L::AS + L::B);
+#pragma unroll
+        for (uint32_t h = 0; h < 2; h++) {
+            issue_block<0>(p, a, b, h);
+            const float s0 = sc[r0 * 2 + h], s1 = sc[(r0 + 8) * 2 + h];
+            const float nm0 = MINS ? -mn[r0 * 2 + h] : 0.0f, nm1 = MINS ? -mn[(r0 + 8) * 2 + h] : 0.0f;
+            wgmma_wait<0>();
+            reg_fence(p);
+            promote<MINS>(acc, p, s0, s1, nm0, nm1, sx + h * (BN / 2), c);
+        }
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(bars + 8 * (NS + s));
+    }
+
+    /* acc[4j + e]: row r0 (e < 2) or r0 + 8, token 8j + 2c + (e & 1) */
+    const uint64_t row = (uint64_t)rt * BM + r0;
+#pragma unroll
+    for (int j = 0; j < NA / 4; j++) {
+        const uint32_t t = tt * BN + 8 * j + 2 * c;
+        if (t < T) {
+            y[(uint64_t)t * rows + row] = acc[4 * j + 0];
+            y[(uint64_t)t * rows + row + 8] = acc[4 * j + 2];
+        }
+        if (t + 1 < T) {
+            y[(uint64_t)(t + 1) * rows + row] = acc[4 * j + 1];
+            y[(uint64_t)(t + 1) * rows + row + 8] = acc[4 * j + 3];
+        }
+    }
+}
+
+/* q (rows, K) int8 row-major, s and with MINS mn (rows, K / 32) f32 → A tiles; one thread a 16-byte piece. */
+template <bool MINS>
+__global__ void tile_a(const int8_t *__restrict__ q, const float *__restrict__ s, const float *__restrict__ mn,
+                       uint32_t rows, uint32_t K, uint8_t *__restrict__ at)
+{
+    constexpr uint32_t AS = lay<128, MINS>::AS;
+    const uint32_t KT = K / BK;
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, pieces = (uint64_t)rows * (K / 8);
+    if (i >= pieces)
+        return;
+    const uint32_t r = (uint32_t)(i / (K / 8)), k8 = (uint32_t)(i % (K / 8)), kt = k8 / 8, pc = k8 % 8;
+    const uint32_t rt = r / BM, rr = r % BM;
+    uint8_t *tile = at + ((uint64_t)rt * KT + kt) * AS;
+    __nv_bfloat16 v[8];
+    for (int e = 0; e < 8; e++)
+        v[e] = __float2bfloat16((float)q[(uint64_t)r * K + k8 * 8 + e]); /* exact: |q| ≤ 256 */
+    memcpy(tile + swz(rr, pc), v, 16);
+    if (pc < BK / QB) {
+        const uint64_t kb = (uint64_t)r * (K / QB) + kt * 2 + pc;
+        reinterpret_cast<float *>(tile + A_BYTES)[rr * 2 + pc] = s[kb];
+        if (MINS)
+            reinterpret_cast<float *>(tile + A_BYTES + S_BYTES)[rr * 2 + pc] = mn[kb];
+    }
+}
+
+/* x (T, K) bf16 row-major → B tiles of BN tokens (those past T zero), with MINS each 32-block's Σx [2][BN] after
+ * the tile (f32, in k order); one thread a 16-byte piece of the padded rows (the piece at 0 mod 32 sums its
+ * block). */
+template <int BN, bool MINS>
+__global__ void tile_b(const __nv_bfloat16 *__restrict__ x, uint32_t T, uint32_t K, uint32_t TT,
+                       uint8_t *__restrict__ bt)
+{
+    using L = lay<BN, MINS>;
+    const uint32_t KT = K / BK;
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, pieces = (uint64_t)TT * BN * (K / 8);
+    if (i >= pieces)
+        return;
+    const uint32_t t = (uint32_t)(i / (K / 8)), k8 = (uint32_t)(i % (K / 8)), kt = k8 / 8, pc = k8 % 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (t < T)
+        v = *reinterpret_cast<const uint4 *>(x + (uint64_t)t * K + k8 * 8);
+    uint8_t *tile = bt + ((uint64_t)(t / BN) * KT + kt) * L::BG;
+    *reinterpret_cast<uint4 *>(tile + swz(t % BN, pc)) = v;
+    if (MINS && pc % 4 == 0) {
+        float sum = 0.0f;
+        for (int e = 0; e < 32 && t < T; e++)
+            sum += __bfloat162float(x[(uint64_t)t * K + k8 * 8 + e]);
+        reinterpret_cast<float *>(tile + L::B)[(pc / 4) * BN + t % BN] = sum;
+    }
+}
+
+/* The dequantized weight as cuBLAS's two-product path holds it: w = s·q (− mn), hi = rn(w), lo = rn(w − hi). */
+__global__ void split_w(const int8_t *__restrict__ q, const float *__restrict__ s, const float *__restrict__ mn,
+                        uint64_t n, uint32_t K, __nv_bfloat16 *__restrict__ hi, __nv_bfloat16 *__restrict__ lo)
+{
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const uint64_t kb = i / K * (K / QB) + i % K / QB;
+    float w = __fmul_rn(s[kb], (float)q[i]);
+    if (mn)
+        w = __fsub_rn(w, mn[kb]);
+    hi[i] = __float2bfloat16(w);
+    lo[i] = __float2bfloat16(w - __bfloat162float(hi[i]));
+}
+
+/* One warp a sampled output: the double sum of w·x and Σ|w·x|, w = s·q (− mn). */
+__global__ void ref_dot(const int8_t *__restrict__ q, const float *__restrict__ s, const float *__restrict__ mn,
+                        const __nv_bfloat16 *__restrict__ x, uint32_t K, const uint32_t *__restrict__ tr, uint32_t n,
+                        double *__restrict__ out)
+{
+    const uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    if (w >= n)
+        return;
+    const uint32_t t = tr[2 * w], r = tr[2 * w + 1];
+    double sum = 0, abs_sum = 0;
+    for (uint32_t k = lane; k < K; k += 32) {
+        const uint64_t kb = (uint64_t)r * (K / QB) + k / QB;
+        const double wv = (double)s[kb] * (double)q[(uint64_t)r * K + k] - (mn ? (double)mn[kb] : 0.0);
+        const double v = wv * (double)__bfloat162float(x[(uint64_t)t * K + k]);
+        sum += v, abs_sum += fabs(v);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        abs_sum += __shfl_xor_sync(0xffffffffu, abs_sum, o);
+    }
+    if (lane == 0)
+        out[2 * w] = sum, out[2 * w + 1] = abs_sum;
+}
+
+uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+uint32_t rnd()
+{
+    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 11);
+}
+float rndf() { return (rnd() & 0xffffff) / 16777216.0f * 2.0f - 1.0f; } /* [-1, 1) */
+
+struct opts {
+    uint32_t T = 4096;
+    int ns = 5, bn = 128, raster = 0;
+    bool check_only = false, mins = false;
+};
+
+using kern_t = void (*)(const uint8_t *, const uint8_t *, float *, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                        int);
+/* the kernel of (ns, bn, mins) and its shared memory: 4, 5 or 6 stages at 128 tokens a tile, 4 or 5 at 192 */
+template <int NS, int BN> kern_t pick_mins(bool mins, uint32_t *smem)
+{
+    *smem = mins ? smem_bytes<NS, BN, true>() : smem_bytes<NS, BN, false>();
+    return mins ? kernel_gemm_q<NS, BN, true> : kernel_gemm_q<NS, BN, false>;
+}
+kern_t pick(int ns, int bn, bool mins, uint32_t *smem)
+{
+    if (bn == 192)
+        return ns == 4 ? pick_mins<4, 192>(mins, smem) : pick_mins<5, 192>(mins, smem);
+    return ns == 4 ? pick_mins<4, 128>(mins, smem) : ns == 6 ? pick_mins<6, 128>(mins, smem)
+                                                             : pick_mins<5, 128>(mins, smem);
+}
+
+float median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+/* Times f (one launch or two GEMMs) with events around each of 20 runs after 3 warm-ups: the median in ms. */
+template <class F> float time_ms(F f)
+{
+    cudaEvent_t e0, e1;
+    CHECK(cudaEventCreate(&e0));
+    CHECK(cudaEventCreate(&e1));
+    for (int i = 0; i < 3; i++)
+        f();
+    std::vector<float> ms;
+    for (int i = 0; i < 20; i++) {
+        CHECK(cudaEventRecord(e0));
+        f();
+        CHECK(cudaEventRecord(e1));
+        CHECK(cudaEventSynchronize(e1));
+        float m = 0;
+        CHECK(cudaEventElapsedTime(&m, e0, e1));
+        ms.push_back(m);
+    }
+    CHECK(cudaGetLastError());
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    return median(ms);
+}
+
+struct result {
+    float ms_q, ms_one, ms_two;
+    bool ok;
+};
+
+result run_shape(cublasHandle_t h, const opts &o, uint32_t rows, uint32_t K)
+{
+    const uint32_t T = o.T, KT = K / BK, RT = rows / BM, BN = (uint32_t)o.bn, TT = (T + BN - 1) / BN;
+    const uint64_t nw = (uint64_t)rows * K, nx = (uint64_t)T * K, ny = (uint64_t)T * rows;
+    std::vector<int8_t> hq(nw);
+    std::vector<float> hs(nw / QB), hm(o.mins ? nw / QB : 0);
+    std::vector<__nv_bfloat16> hx(nx);
+    if (!o.mins) { /* Q8_0: q in −127..127, an f16 scale d ~ 1/127 of the block's max |w| */
+        for (auto &v : hq)
+            v = (int8_t)((int)(rnd() % 255) - 127);
+        for (auto &v : hs)
+            v = __half2float(__float2half(0.02f * (0.5f + 0.5f * fabsf(rndf())) / 127.0f));
+    } else { /* Q4_K: q in 0..15, s = d·sc and mn = dmin·m (f16 super-block factors, 6-bit sub-block ones) */
+        for (auto &v : hq)
+            v = (int8_t)(rnd() % 16);
+        for (uint64_t i = 0; i < nw / QB; i++) {
+            const float d = __half2float(__float2half(0.02f / 15 / 63 * (0.5f + 0.5f * fabsf(rndf()))));
+            const float dmin = __half2float(__float2half(0.01f / 63 * (0.5f + 0.5f * fabsf(rndf()))));
+            hs[i] = d * (float)(rnd() % 64), hm[i] = dmin * (float)(rnd() % 64);
+        }
+    }
+    for (auto &v : hx)
+        v = __float2bfloat16(rndf());
+
+    int8_t *q;
+    float *s, *mn = nullptr, *y, *y2;
+    __nv_bfloat16 *x, *whi, *wlo;
+    uint8_t *at, *bt;
+    const uint32_t as = o.mins ? lay<128, true>::AS : lay<128, false>::AS;
+    const uint32_t bg = BN * BK * 2 + (o.mins ? 2 * BN * 4 : 0);
+    CHECK(cudaMalloc(&q, nw));
+    CHECK(cudaMalloc(&s, nw / QB * 4));
+    if (o.mins)
+        CHECK(cudaMalloc(&mn, nw / QB * 4));
+    CHECK(cudaMalloc(&x, nx * 2));
+    CHECK(cudaMalloc(&at, (uint64_t)RT * KT * as));
+    CHECK(cudaMalloc(&bt, (uint64_t)TT * KT * bg));
+    CHECK(cudaMalloc(&whi, nw * 2));
+    CHECK(cudaMalloc(&wlo, nw * 2));
+    CHECK(cudaMalloc(&y, ny * 4));
+    CHECK(cudaMalloc(&y2, ny * 4));
+    CHECK(cudaMemcpy(q, hq.data(), nw, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(s, hs.data(), nw / QB * 4, cudaMemcpyHostToDevice));
+    if (o.mins)
+        CHECK(cudaMemcpy(mn, hm.data(), nw / QB * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(x, hx.data(), nx * 2, cudaMemcpyHostToDevice));
+    const uint32_t ta_blocks = (uint32_t)((nw / 8 + 255) / 256);
+    if (o.mins)
+        tile_a<true><<<ta_blocks, 256>>>(q, s, mn, rows, K, at);
+    else
+        tile_a<false><<<ta_blocks, 256>>>(q, s, mn, rows, K, at);
+    const uint32_t tb_blocks = (uint32_t)(((uint64_t)TT * BN * (K / 8) + 255) / 256);
+    if (BN == 192)
+        (o.mins ? tile_b<192, true> : tile_b<192, false>)<<<tb_blocks, 256>>>(x, T, K, TT, bt);
+    else
+        (o.mins ? tile_b<128, true> : tile_b<128, false>)<<<tb_blocks, 256>>>(x, T, K, TT, bt);
+    split_w<<<(uint32_t)((nw + 255) / 256), 256>>>(q, s, mn, nw, K, whi, wlo);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemset(y, 0xff, ny * 4)); /* NaN: every output must be written */
+
+    uint32_t smem = 0;
+    const kern_t k = pick(o.ns, o.bn, o.mins, &smem);
+    CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    auto launch = [&]() { k<<<RT * TT, NT, smem>>>(at, bt, y, rows, T, KT, RT, TT, o.raster); };
+    const float one = 1.0f, zero = 0.0f;
+    auto gemm = [&](const __nv_bfloat16 *w, float beta) {
+        CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)T, (int)K, &one, w, CUDA_R_16BF, (int)K,
+                                x, CUDA_R_16BF, (int)K, beta == 0.0f ? &zero : &one, y2, CUDA_R_32F, (int)rows,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    };
+    launch();
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    gemm(whi, 0.0f);
+    gemm(wlo, 1.0f);
+    CHECK(cudaDeviceSynchronize());
+
+    /* the check: 4096 sampled outputs (the first and last token and row among them), and no NaN left anywhere */
+    const uint32_t n = 4096;
+    std::vector<uint32_t> tr(2 * n);
+    for (uint32_t i = 0; i < n; i++) {
+        tr[2 * i] = i == 0 ? 0 : i == 1 ? T - 1 : rnd() % T;
+        tr[2 * i + 1] = i == 0 ? 0 : i == 1 ? rows - 1 : rnd() % rows;
+    }
+    uint32_t *dtr;
+    double *dref;
+    CHECK(cudaMalloc(&dtr, tr.size() * 4));
+    CHECK(cudaMalloc(&dref, 2 * n * 8));
+    CHECK(cudaMemcpy(dtr, tr.data(), tr.size() * 4, cudaMemcpyHostToDevice));
+    ref_dot<<<(n * 32 + 255) / 256, 256>>>(q, s, mn, x, K, dtr, n, dref);
+    CHECK(cudaGetLastError());
+    std::vector<double> ref(2 * n);
+    std::vector<float> hy(ny), hy2(ny);
+    CHECK(cudaMemcpy(ref.data(), dref, 2 * n * 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(hy.data(), y, ny * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(hy2.data(), y2, ny * 4, cudaMemcpyDeviceToHost));
+    uint64_t nan = 0;
+    for (uint64_t i = 0; i < ny; i++)
+        nan += std::isnan(hy[i]) ? 1 : 0;
+    double worst = 0, worst2 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t at_i = (uint64_t)tr[2 * i] * rows + tr[2 * i + 1];
+        const double a = ref[2 * i + 1] > 0 ? ref[2 * i + 1] : 1.0;
+        worst = std::max(worst, fabs((double)hy[at_i] - ref[2 * i]) / a);
+        worst2 = std::max(worst2, fabs((double)hy2[at_i] - ref[2 * i]) / a);
+    }
+    const bool ok = nan == 0 && worst <= 1e-5;
+    printf("check %5u x %5u x %5u: %s  max|d|/sum|xw| %.3e (two-product cuBLAS %.3e), %llu NaN left\n", rows, K, T,
+           ok ? "ok" : "FAILED", worst, worst2, (unsigned long long)nan);
+
+    result res = {0, 0, 0, ok};
+    if (!o.check_only) {
+        res.ms_q = time_ms(launch);
+        res.ms_one = time_ms([&]() { gemm(whi, 0.0f); });
+        res.ms_two = time_ms([&]() {
+            gemm(whi, 0.0f);
+            gemm(wlo, 1.0f);
+        });
+        const double tf = 2.0 * rows * K * T / 1e9; /* TFLOP / ms */
+        printf("time  %5u x %5u x %5u: promoted %.3f ms (%.0f TFLOP/s)  cuBLAS one %.3f (%.0f)  two %.3f (%.0f)  "
+               "promoted/two %.2fx\n",
+               rows, K, T, res.ms_q, tf / res.ms_q, res.ms_one, tf / res.ms_one, res.ms_two, tf / res.ms_two,
+               res.ms_two / res.ms_q);
+    }
+    cudaFree(q), cudaFree(s), cudaFree(mn), cudaFree(x), cudaFree(at), cudaFree(bt), cudaFree(whi), cudaFree(wlo), cudaFree(y),
+        cudaFree(y2), cudaFree(dtr), cudaFree(dref);
+    return res;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    opts o;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--t") && i + 1 < argc)
+            o.T = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ns") && i + 1 < argc)
+            o.ns = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bn") && i + 1 < argc)
+            o.bn = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--raster") && i + 1 < argc)
+            o.raster = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--check-only"))
+            o.check_only = true;
+        else if (!strcmp(argv[i], "--mins"))
+            o.mins = true;
+        else {
+            fprintf(stderr, "usage: %s [--t T] [--ns 4|5|6] [--bn 128|192] [--raster 0|1] [--mins] [--check-only]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (o.T == 0 || o.T > 65536 || (o.bn != 128 && o.bn != 192) || o.ns < 4 || o.ns > (o.bn == 192 ? 5 : 6)) {
+        fprintf(stderr, "--t 1..65536, --bn 128 or 192, --ns 4..6 (4..5 at --bn 192)\n");
+        return 2;
+    }
+    printf("gemm_q_test: T %u, %d stages, %d tokens a tile, raster %d, %s\n", o.T, o.ns, o.bn, o.raster,
+           o.mins ? "Q4_K-like (scales and mins)" : "Q8_0-like (scales)");
+    cublasHandle_t h;
+    CHECK_BLAS(cublasCreate(&h));
+    /* the 8B layer's matrices: q|k|v, o, gate|up, down */
+    const uint32_t shapes[4][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};
+    bool ok = true;
+    float q_ms = 0, one_ms = 0, two_ms = 0;
+    for (auto &sh : shapes) {
+        const result r = run_shape(h, o, sh[0], sh[1]);
+        ok &= r.ok;
+        q_ms += r.ms_q, one_ms += r.ms_one, two_ms += r.ms_two;
+    }
+    if (!o.check_only) {
+        const double tf = 2.0 * (6144.0 * 4096 + 4096.0 * 4096 + 28672.0 * 4096 + 4096.0 * 14336) * o.T / 1e9;
+        printf("layer T %u: promoted %.3f ms (%.0f TFLOP/s)  cuBLAS one %.3f (%.0f)  two %.3f (%.0f)  "
+               "promoted/two %.2fx, promoted/one %.2fx\n",
+               o.T, q_ms, tf / q_ms, one_ms, tf / one_ms, two_ms, tf / two_ms, two_ms / q_ms, one_ms / q_ms);
+    }
+    cublasDestroy(h);
+    printf("%s\n", ok ? "all checks passed" : "CHECKS FAILED");
+    return ok ? 0 : 1;
+}

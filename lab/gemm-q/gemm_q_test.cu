@@ -31,6 +31,12 @@
  * edge makes ptxas serialize every wgmma (C7514). The y stores go straight from the accumulators (a warp's store
  * covers four tokens' 8 consecutive rows: whole 32-byte sectors).
  *
+ * The tile is bounded by registers (an accumulator and a partial a thread: 128 × 192 at most, against cuBLAS's
+ * 256 × 128 with one), so each MAC needs ~1.35× cuBLAS's bytes from L2. --cluster 2: two CTAs of one row tile
+ * and neighbouring token tiles form a cluster, and each CTA's producer multicasts half of the A tile into both
+ * (each consumer warp releases a stage in both CTAs: an empty barrier counts the cluster's 16 warps), which brings
+ * a MAC's L2 bytes to about cuBLAS's.
+ *
  * --mins: Q4_K's (and Q5_K's, Q4_1's) form w = s·q − mn a 32-block (s = d·sc, mn = dmin·m, q 0..15): the A tile
  * carries a second KB (the mins) and the B tile each token's Σx of its two 32-blocks (made with the tile: in the
  * product by the x producers), and the promotion subtracts mn · Σx: 2 FFMA an accumulator instead of 1, plus a
@@ -43,7 +49,8 @@
  *
  * Build (here): nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I src lab/gemm-q/gemm_q_test.cu \
  *                 -lcublas -o gpu/gemm_q_test
- * Run (the GPU): gemm_q_test [--t T] [--ns 4|5|6] [--bn 128|192] [--raster 0|1] [--mins] [--check-only]
+ * Run (the GPU): gemm_q_test [--t T] [--ns 4|5|6] [--bn 128|192] [--cluster 1|2] [--raster 0|1] [--mins]
+ *                             [--check-only]
  *   --raster 0: consecutive CTAs walk the token tiles of one row tile; 1: the row tiles of one token tile.
  */
 #include <algorithm>
@@ -52,6 +59,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <unistd.h>
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -124,6 +133,28 @@ __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t
                  : "memory");
 }
 
+/* The same bytes multicast to the shared memory (same offsets, same barrier) of the cluster's CTAs in mask. */
+__device__ __forceinline__ void bulk_g2s_mc(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar, uint16_t mask)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, "
+                 "[%3], %4;" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar), "h"(mask)
+                 : "memory");
+}
+
+/* An arrival on the barrier at the same offset in the cluster's CTA of rank peer. */
+__device__ __forceinline__ void mbar_arrive_peer(uint32_t bar, uint32_t peer)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(peer));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync_all()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 /* Issue one 32-block of this warpgroup: k16 steps at k 32h and 32h + 16 of the stage's tiles. */
 template <int ACC0, int NA>
 __device__ __forceinline__ void issue_block(float (&p)[NA], uint32_t a, uint32_t b, uint32_t h)
@@ -154,46 +185,16 @@ __device__ __forceinline__ void promote(float (&acc)[NA], const float (&p)[NA], 
     }
 }
 
-template <int NS, int BN, bool MINS>
-__global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt,
-                                                       float *__restrict__ y, uint32_t rows, uint32_t T, uint32_t KT,
-                                                       uint32_t RT, uint32_t TT, int raster)
+/* The computing warpgroups' part of kernel_gemm_q: the ring's stages into acc, then y. */
+template <int NS, int BN, bool MINS, int CL>
+__device__ __forceinline__ void consume(const uint8_t *sp, uint32_t base, uint32_t bars, float *__restrict__ y,
+                                        uint32_t rows, uint32_t T, uint32_t KT, uint32_t rt, uint32_t tt,
+                                        uint32_t crank)
 {
     using L = lay<BN, MINS>;
     constexpr uint32_t STAGE = L::STAGE;
     constexpr int NA = BN / 2; /* accumulators a thread */
-    extern __shared__ uint8_t smem_raw[];
-    const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
-    uint8_t *const sp = smem_raw + (base - raw); /* the same bytes, generic */
-    const uint32_t bars = base + NS * STAGE;     /* full[NS], then empty[NS] */
-    const uint32_t bid = blockIdx.x;
-    const uint32_t rt = raster == 0 ? bid / TT : bid % RT, tt = raster == 0 ? bid % TT : bid / RT;
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < NS; i++) {
-            mbar_init(bars + 8 * i, 1);
-            mbar_init(bars + 8 * (NS + i), 8); /* lane 0 of each computing warp */
-        }
-        mbar_init_fence();
-    }
-    __syncthreads();
-
-    if (warp >= 8) { /* the producer: one lane issues every stage's two copies */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (warp == 8 && lane == 0) {
-            const uint8_t *a = at + (uint64_t)rt * KT * L::AS, *b = bt + (uint64_t)tt * KT * L::BG;
-            for (uint32_t kt = 0; kt < KT; kt++) {
-                const uint32_t s = kt % NS;
-                if (kt >= NS)
-                    mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
-                mbar_expect(bars + 8 * s, L::AS + L::BG);
-                bulk_g2s(base + s * STAGE, a + (uint64_t)kt * L::AS, L::AS, bars + 8 * s);
-                bulk_g2s(base + s * STAGE + L::AS, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
-            }
-        }
-        return;
-    }
-
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4, c = lane % 4;
     const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the tile: r0, r0 + 8 */
@@ -220,8 +221,11 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
             promote<MINS>(acc, p, s0, s1, nm0, nm1, sx + h * (BN / 2), c);
         }
         __syncwarp();
-        if (lane == 0)
+        if (lane == 0) {
             mbar_arrive(bars + 8 * (NS + s));
+            for (uint32_t k = 1; k < CL; k++)
+                mbar_arrive_peer(bars + 8 * (NS + s), (crank + k) % CL);
+        }
     }
 
     /* acc[4j + e]: row r0 (e < 2) or r0 + 8, token 8j + 2c + (e & 1) */
@@ -237,6 +241,60 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
             y[(uint64_t)(t + 1) * rows + row] = acc[4 * j + 1];
             y[(uint64_t)(t + 1) * rows + row + 8] = acc[4 * j + 3];
         }
+    }
+}
+
+template <int NS, int BN, bool MINS, int CL>
+__global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt,
+                                                       float *__restrict__ y, uint32_t rows, uint32_t T, uint32_t KT,
+                                                       uint32_t RT, uint32_t TT, int raster)
+{
+    using L = lay<BN, MINS>;
+    constexpr uint32_t STAGE = L::STAGE;
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
+    uint8_t *const sp = smem_raw + (base - raw); /* the same bytes, generic */
+    const uint32_t bars = base + NS * STAGE;     /* full[NS], then empty[NS] */
+    /* CL CTAs of consecutive blockIdx.x form a cluster: one row tile, CL consecutive token tiles (TT % CL == 0) */
+    const uint32_t cid = blockIdx.x / CL, crank = blockIdx.x % CL, TTC = TT / CL;
+    const uint32_t rt = raster == 0 ? cid / TTC : cid % RT, tt = (raster == 0 ? cid % TTC : cid / RT) * CL + crank;
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NS; i++) {
+            mbar_init(bars + 8 * i, 1);
+            mbar_init(bars + 8 * (NS + i), 8 * CL); /* lane 0 of each computing warp of the cluster */
+        }
+        mbar_init_fence();
+    }
+    if constexpr (CL > 1)
+        cluster_sync_all(); /* every CTA's barriers exist before a multicast or a remote arrival reaches them */
+    else
+        __syncthreads();
+
+    if (warp >= 8) { /* the producer: one lane issues every stage's copies */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (warp == 8 && lane == 0) {
+            const uint8_t *a = at + (uint64_t)rt * KT * L::AS, *b = bt + (uint64_t)tt * KT * L::BG;
+            constexpr uint32_t AH = L::AS / CL; /* this CTA's share of the A tile, multicast to the cluster */
+            for (uint32_t kt = 0; kt < KT; kt++) {
+                const uint32_t s = kt % NS;
+                if (kt >= NS) /* stage s released by every CTA it is written into */
+                    mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
+                mbar_expect(bars + 8 * s, L::AS + L::BG);
+                if constexpr (CL == 1)
+                    bulk_g2s(base + s * STAGE, a + (uint64_t)kt * L::AS, L::AS, bars + 8 * s);
+                else
+                    bulk_g2s_mc(base + s * STAGE + crank * AH, a + (uint64_t)kt * L::AS + crank * AH, AH, bars + 8 * s,
+                                (uint16_t)((1u << CL) - 1));
+                bulk_g2s(base + s * STAGE + L::AS, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
+            }
+        }
+    } else {
+        consume<NS, BN, MINS, CL>(sp, base, bars, y, rows, T, KT, rt, tt, crank);
+    }
+    if constexpr (CL > 1) {
+        __syncwarp();
+        cluster_sync_all(); /* no CTA leaves while a peer may still arrive on its barriers */
     }
 }
 
@@ -330,6 +388,27 @@ __global__ void ref_dot(const int8_t *__restrict__ q, const float *__restrict__ 
         out[2 * w] = sum, out[2 * w + 1] = abs_sum;
 }
 
+/* The sampled outputs of both results, side by side. */
+__global__ void gather(const float *__restrict__ y, const float *__restrict__ y2, uint32_t rows,
+                       const uint32_t *__restrict__ tr, uint32_t n, float *__restrict__ out)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const uint64_t at = (uint64_t)tr[2 * i] * rows + tr[2 * i + 1];
+        out[2 * i] = y[at], out[2 * i + 1] = y2[at];
+    }
+}
+
+/* How many of y's n values are NaN (the poison left where nothing was written). */
+__global__ void count_nan(const float *__restrict__ y, uint64_t n, unsigned long long *__restrict__ count)
+{
+    unsigned long long c = 0;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        c += isnan(y[i]) ? 1 : 0;
+    if (c)
+        atomicAdd(count, c);
+}
+
 uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 uint32_t rnd()
 {
@@ -340,24 +419,28 @@ float rndf() { return (rnd() & 0xffffff) / 16777216.0f * 2.0f - 1.0f; } /* [-1, 
 
 struct opts {
     uint32_t T = 4096;
-    int ns = 5, bn = 128, raster = 0;
+    int ns = 5, bn = 128, raster = 0, cl = 1;
     bool check_only = false, mins = false;
 };
 
 using kern_t = void (*)(const uint8_t *, const uint8_t *, float *, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
                         int);
-/* the kernel of (ns, bn, mins) and its shared memory: 4, 5 or 6 stages at 128 tokens a tile, 4 or 5 at 192 */
-template <int NS, int BN> kern_t pick_mins(bool mins, uint32_t *smem)
+/* the kernel of (ns, bn, mins, cl) and its shared memory: 4, 5 or 6 stages at 128 tokens a tile, 4 or 5 at 192;
+ * clusters of 2 at 5 stages (and 4 at 192) */
+template <int NS, int BN, int CL> kern_t pick_mins(bool mins, uint32_t *smem)
 {
     *smem = mins ? smem_bytes<NS, BN, true>() : smem_bytes<NS, BN, false>();
-    return mins ? kernel_gemm_q<NS, BN, true> : kernel_gemm_q<NS, BN, false>;
+    return mins ? kernel_gemm_q<NS, BN, true, CL> : kernel_gemm_q<NS, BN, false, CL>;
 }
-kern_t pick(int ns, int bn, bool mins, uint32_t *smem)
+kern_t pick(int ns, int bn, bool mins, int cl, uint32_t *smem)
 {
+    if (cl == 2)
+        return bn == 192 ? (ns == 4 ? pick_mins<4, 192, 2>(mins, smem) : pick_mins<5, 192, 2>(mins, smem))
+                         : pick_mins<5, 128, 2>(mins, smem);
     if (bn == 192)
-        return ns == 4 ? pick_mins<4, 192>(mins, smem) : pick_mins<5, 192>(mins, smem);
-    return ns == 4 ? pick_mins<4, 128>(mins, smem) : ns == 6 ? pick_mins<6, 128>(mins, smem)
-                                                             : pick_mins<5, 128>(mins, smem);
+        return ns == 4 ? pick_mins<4, 192, 1>(mins, smem) : pick_mins<5, 192, 1>(mins, smem);
+    return ns == 4 ? pick_mins<4, 128, 1>(mins, smem) : ns == 6 ? pick_mins<6, 128, 1>(mins, smem)
+                                                             : pick_mins<5, 128, 1>(mins, smem);
 }
 
 float median(std::vector<float> v)
@@ -396,7 +479,8 @@ struct result {
 
 result run_shape(cublasHandle_t h, const opts &o, uint32_t rows, uint32_t K)
 {
-    const uint32_t T = o.T, KT = K / BK, RT = rows / BM, BN = (uint32_t)o.bn, TT = (T + BN - 1) / BN;
+    const uint32_t T = o.T, KT = K / BK, RT = rows / BM, BN = (uint32_t)o.bn, CL = (uint32_t)o.cl;
+    const uint32_t TT = ((T + BN - 1) / BN + CL - 1) / CL * CL; /* token tiles, whole clusters (the last zero-padded) */
     const uint64_t nw = (uint64_t)rows * K, nx = (uint64_t)T * K, ny = (uint64_t)T * rows;
     std::vector<int8_t> hq(nw);
     std::vector<float> hs(nw / QB), hm(o.mins ? nw / QB : 0);
@@ -455,18 +539,40 @@ result run_shape(cublasHandle_t h, const opts &o, uint32_t rows, uint32_t K)
     CHECK(cudaMemset(y, 0xff, ny * 4)); /* NaN: every output must be written */
 
     uint32_t smem = 0;
-    const kern_t k = pick(o.ns, o.bn, o.mins, &smem);
+    const kern_t k = pick(o.ns, o.bn, o.mins, o.cl, &smem);
     CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    auto launch = [&]() { k<<<RT * TT, NT, smem>>>(at, bt, y, rows, T, KT, RT, TT, o.raster); };
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CL, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(RT * TT), cfg.blockDim = dim3(NT), cfg.dynamicSmemBytes = smem;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+    const uint8_t *cat = at, *cbt = bt;
+    const int raster = o.raster;
+    auto launch = [&]() { CHECK(cudaLaunchKernelEx(&cfg, k, cat, cbt, y, rows, T, KT, RT, TT, raster)); };
     const float one = 1.0f, zero = 0.0f;
     auto gemm = [&](const __nv_bfloat16 *w, float beta) {
         CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)T, (int)K, &one, w, CUDA_R_16BF, (int)K,
                                 x, CUDA_R_16BF, (int)K, beta == 0.0f ? &zero : &one, y2, CUDA_R_32F, (int)rows,
                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     };
-    launch();
-    CHECK(cudaGetLastError());
-    CHECK(cudaDeviceSynchronize());
+    { /* the first launch under a watchdog: a barrier protocol error hangs rather than fails */
+        cudaEvent_t done;
+        CHECK(cudaEventCreate(&done));
+        launch();
+        CHECK(cudaEventRecord(done));
+        for (int i = 0; cudaEventQuery(done) == cudaErrorNotReady; i++) {
+            if (i == 10000) { /* ~10 s */
+                printf("check %5u x %5u x %5u: HUNG (the kernel did not finish in 10 s)\n", rows, K, T);
+                fflush(stdout);
+                _exit(3);
+            }
+            usleep(1000);
+        }
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        cudaEventDestroy(done);
+    }
     gemm(whi, 0.0f);
     gemm(wlo, 1.0f);
     CHECK(cudaDeviceSynchronize());
@@ -486,19 +592,26 @@ result run_shape(cublasHandle_t h, const opts &o, uint32_t rows, uint32_t K)
     ref_dot<<<(n * 32 + 255) / 256, 256>>>(q, s, mn, x, K, dtr, n, dref);
     CHECK(cudaGetLastError());
     std::vector<double> ref(2 * n);
-    std::vector<float> hy(ny), hy2(ny);
+    float *dg;
+    unsigned long long *dnan, nan = 0;
+    CHECK(cudaMalloc(&dg, 2 * n * 4));
+    CHECK(cudaMalloc(&dnan, 8));
+    CHECK(cudaMemset(dnan, 0, 8));
+    gather<<<(n + 255) / 256, 256>>>(y, y2, rows, dtr, n, dg);
+    count_nan<<<1024, 256>>>(y, ny, dnan);
+    CHECK(cudaGetLastError());
+    std::vector<float> g(2 * n);
     CHECK(cudaMemcpy(ref.data(), dref, 2 * n * 8, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(hy.data(), y, ny * 4, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(hy2.data(), y2, ny * 4, cudaMemcpyDeviceToHost));
-    uint64_t nan = 0;
-    for (uint64_t i = 0; i < ny; i++)
-        nan += std::isnan(hy[i]) ? 1 : 0;
+    CHECK(cudaMemcpy(g.data(), dg, 2 * n * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&nan, dnan, 8, cudaMemcpyDeviceToHost));
+    cudaFree(dg), cudaFree(dnan);
     double worst = 0, worst2 = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const uint64_t at_i = (uint64_t)tr[2 * i] * rows + tr[2 * i + 1];
         const double a = ref[2 * i + 1] > 0 ? ref[2 * i + 1] : 1.0;
-        worst = std::max(worst, fabs((double)hy[at_i] - ref[2 * i]) / a);
-        worst2 = std::max(worst2, fabs((double)hy2[at_i] - ref[2 * i]) / a);
+        worst = std::max(worst, fabs((double)g[2 * i] - ref[2 * i]) / a);
+        worst2 = std::max(worst2, fabs((double)g[2 * i + 1] - ref[2 * i]) / a);
+        if (std::isnan(g[2 * i]))
+            worst = INFINITY;
     }
     const bool ok = nan == 0 && worst <= 1e-5;
     printf("check %5u x %5u x %5u: %s  max|d|/sum|xw| %.3e (two-product cuBLAS %.3e), %llu NaN left\n", rows, K, T,
@@ -533,6 +646,8 @@ int main(int argc, char **argv)
             o.T = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ns") && i + 1 < argc)
             o.ns = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cluster") && i + 1 < argc)
+            o.cl = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bn") && i + 1 < argc)
             o.bn = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--raster") && i + 1 < argc)
@@ -542,16 +657,18 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--mins"))
             o.mins = true;
         else {
-            fprintf(stderr, "usage: %s [--t T] [--ns 4|5|6] [--bn 128|192] [--raster 0|1] [--mins] [--check-only]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--t T] [--ns 4|5|6] [--bn 128|192] [--cluster 1|2] [--raster 0|1] [--mins] [--check-only]\n", argv[0]);
             return 2;
         }
     }
-    if (o.T == 0 || o.T > 65536 || (o.bn != 128 && o.bn != 192) || o.ns < 4 || o.ns > (o.bn == 192 ? 5 : 6)) {
-        fprintf(stderr, "--t 1..65536, --bn 128 or 192, --ns 4..6 (4..5 at --bn 192)\n");
+    if (o.T == 0 || o.T > 65536 || (o.bn != 128 && o.bn != 192) || o.ns < 4 || o.ns > (o.bn == 192 ? 5 : 6) ||
+        (o.cl != 1 && o.cl != 2) || (o.cl == 2 && !(o.ns == 5 || (o.ns == 4 && o.bn == 192)))) {
+        fprintf(stderr, "--t 1..65536, --bn 128 or 192, --ns 4..6 (4..5 at --bn 192), --cluster 1 or 2 (2: --ns 5, "
+                        "or 4 at --bn 192)\n");
         return 2;
     }
-    printf("gemm_q_test: T %u, %d stages, %d tokens a tile, raster %d, %s\n", o.T, o.ns, o.bn, o.raster,
-           o.mins ? "Q4_K-like (scales and mins)" : "Q8_0-like (scales)");
+    printf("gemm_q_test: T %u, %d stages, %d tokens a tile, clusters of %d, raster %d, %s\n", o.T, o.ns, o.bn, o.cl,
+           o.raster, o.mins ? "Q4_K-like (scales and mins)" : "Q8_0-like (scales)");
     cublasHandle_t h;
     CHECK_BLAS(cublasCreate(&h));
     /* the 8B layer's matrices: q|k|v, o, gate|up, down */

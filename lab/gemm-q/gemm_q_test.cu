@@ -150,6 +150,20 @@ __device__ __forceinline__ void mbar_arrive_peer(uint32_t bar, uint32_t peer)
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
+/* mbar_wait with cluster-scope acquire: the empty barriers of a cluster also take the peer's (release.cluster)
+ * arrivals. */
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
 __device__ __forceinline__ void cluster_sync_all()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -266,8 +280,10 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
         }
         mbar_init_fence();
     }
-    if constexpr (CL > 1)
+    if constexpr (CL > 1) {
+        __syncwarp(); /* warp 0 converged again after thread 0's inits: the barrier is .aligned */
         cluster_sync_all(); /* every CTA's barriers exist before a multicast or a remote arrival reaches them */
+    }
     else
         __syncthreads();
 
@@ -278,8 +294,12 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
             constexpr uint32_t AH = L::AS / CL; /* this CTA's share of the A tile, multicast to the cluster */
             for (uint32_t kt = 0; kt < KT; kt++) {
                 const uint32_t s = kt % NS;
-                if (kt >= NS) /* stage s released by every CTA it is written into */
-                    mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
+                if (kt >= NS) { /* stage s released by every CTA it is written into */
+                    if constexpr (CL > 1)
+                        mbar_wait_cluster(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
+                    else
+                        mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
+                }
                 mbar_expect(bars + 8 * s, L::AS + L::BG);
                 if constexpr (CL == 1)
                     bulk_g2s(base + s * STAGE, a + (uint64_t)kt * L::AS, L::AS, bars + 8 * s);

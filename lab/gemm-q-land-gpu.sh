@@ -1,20 +1,27 @@
 #!/bin/bash
-# lab/gemm-q-land-gpu.sh NAME [checks|bench] — the promoted GGUF prefill GEMM in the product (lab/gemm-q.patch:
-# gemm_q.cu, MEMRA_GEMM_PROMOTE), after lab/gemm-q-gpu.sh showed the standalone kernel right and fast.
-#   checks (~4 min): kernel_gemm (its checks — every GGUF type promoted and not, kept copies, batch invariance,
-#     the producers' claims — then its timing tables with the promoted rows), kernel_forward's fixtures with every
-#     prefill span on the GEMM and MEMRA_GEMM_PROMOTE=on (the llamaq GGUF fixtures' 256-wide matrices take it),
-#     f32 and bf16 activations.
+# lab/gemm-q-land-gpu.sh NAME [checks|timing|bench] — the promoted GGUF prefill GEMM in the product
+# (lab/gemm-q.patch: gemm_q.cu, MEMRA_GEMM_PROMOTE), after lab/gemm-q-gpu.sh showed the standalone kernel right
+# and fast.
+#   checks (~3 min): kernel_gemm --quick (every GGUF type promoted and not, which weights take it, kept copies,
+#     batch invariance, x tiles across types and new contents, the producers' claims), kernel_forward's fixtures
+#     with every prefill span on the GEMM and MEMRA_GEMM_PROMOTE=on (the llamaq GGUF fixtures' 256-wide matrices
+#     take it), f32 and bf16 activations.
+#   timing (~6 min): kernel_gemm in full (its tables with the promoted and kept rows).
 #   bench (~7 min): random 8B Q8_0 and Q4_K_M, memra-bench pp512,pp4096 and pp4096 at --ubatch 4096 with bf16
 #     activations, promote off / on / off / on alternated in one call; then f32 activations (exact) off / on.
 # Prepare: `git apply lab/gemm-q.patch && make build -j2 JOBS=2 && bash lab/final-pack.sh NAME && git checkout src
 #   tests docs && git clean -fq src`, then rebuild main; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
-PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/gemm-q-land-gpu.sh NAME [checks|bench]}"
+PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/gemm-q-land-gpu.sh NAME [checks|timing|bench]}"
 PART=${2:-checks}
-if [ "$PART" = checks ]; then
-  ts "kernel_gemm"
-  timeout 420 $B/kernels/kernel_gemm > $OUT/kernel_gemm.log 2>&1; echo "kernel_gemm rc $?"
+if [ "$PART" = timing ]; then
+  ts "kernel_gemm (checks and timing)"
+  timeout 560 $B/kernels/kernel_gemm > $OUT/kernel_gemm.log 2>&1; echo "kernel_gemm rc $?"
+  grep -E "FAIL|cases," $OUT/kernel_gemm.log | head -10
+  sed -n '/^## /,$p' $OUT/kernel_gemm.log
+elif [ "$PART" = checks ]; then
+  ts "kernel_gemm --quick"
+  timeout 240 $B/kernels/kernel_gemm --quick > $OUT/kernel_gemm.log 2>&1; echo "kernel_gemm rc $?"
   grep -E "FAIL|cases," $OUT/kernel_gemm.log | head -30
   grep -E "promoted" $OUT/kernel_gemm.log | grep -v "^|" | head -60
   sed -n '/^## /,$p' $OUT/kernel_gemm.log

@@ -7,8 +7,9 @@
 #     with every prefill span on the GEMM and MEMRA_GEMM_PROMOTE=on (the llamaq GGUF fixtures' 256-wide matrices
 #     take it), f32 and bf16 activations.
 #   timing (~6 min): kernel_gemm in full (its tables with the promoted and kept rows).
-#   bench (~7 min): random 8B Q8_0 and Q4_K_M, memra-bench pp512,pp4096 and pp4096 at --ubatch 4096 with bf16
-#     activations, promote off / on / off / on alternated in one call; then f32 activations (exact) off / on.
+#   bench (~8 min): random 8B Q8_0 and Q4_K_M, memra-bench pp512,pp4096 with bf16 activations, promote off / on /
+#     off / on alternated in one call, and pp4096 at --ubatch 4096 off / on; Q4_K_M with f32 activations (exact)
+#     off / on.
 # Prepare: `git apply lab/gemm-q.patch && make build -j2 JOBS=2 && bash lab/final-pack.sh NAME && git checkout src
 #   tests docs && git clean -fq src`, then rebuild main; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
@@ -39,10 +40,12 @@ else
     for p in off on off on; do
       MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p timeout 100 $B/bin/memra-bench $M --backend cuda --tests pp512,pp4096 \
         --reps 3 2>&1 | grep -E "^\| .*pp|rror" | sed "s/^/$f bf16 promote $p: /"
+    done
+    for p in off on; do
       MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p timeout 100 $B/bin/memra-bench $M --backend cuda --tests pp4096 \
         --ubatch 4096 --reps 3 2>&1 | grep -E "^\| .*pp|rror" | sed "s/^/$f bf16 promote $p ub4096: /"
     done
-    for p in off on; do
+    [ $f = q4_k_m ] && for p in off on; do
       MEMRA_GEMM_PROMOTE=$p timeout 100 $B/bin/memra-bench $M --backend cuda --tests pp512,pp4096 --reps 3 2>&1 |
         grep -E "^\| .*pp|rror" | sed "s/^/$f exact promote $p: /"
     done

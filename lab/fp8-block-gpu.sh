@@ -1,16 +1,19 @@
 #!/bin/bash
-# lab/fp8-block-gpu.sh NAME — one GPU call (~3 min): FP8 layer weights with 128 × 128 block scales kept as stored
-# (lab/fp8-block.patch: cuda_gemv_bs, cuda_gemm_run_bs, MEMRA_FP8_BLOCK) instead of expanded to f32 (4× the bytes).
-# kernel_gemv --quick and kernel_gemm --quick (their new block-scale checks: against the CPU's expanded values, a
-# vector alone = its batch's bits, the kept copy = the dequantizing call), kernel_forward's fixtures (llamaq-fp8block
+# lab/fp8-block-gpu.sh NAME — one GPU call (~4 min): FP8 layer weights with 128 × 128 block scales kept as stored
+# (lab/fp8-block.patch: cuda_gemv_bs, cuda_gemm_run_bs, MEMRA_FP8_BLOCK) instead of expanded to f32 (4× the bytes),
+# and MoE experts so (lab/fp8-block-moe.patch, applied after it). kernel_gemv, kernel_gemm and kernel_moe --quick
+# (their new block-scale checks: against the expanded values, a vector / token alone = its batch's bits, the kept
+# copy = the dequantizing call, the experts' grouped GEMVs and GEMM form), kernel_forward's fixtures (llamaq-fp8block
 # now native: GPU vs CPU, greedy, batch vs alone, rollback, paged, chunked) with MEMRA_FP8_BLOCK native and f32, and
 # with every prefill span on the GEMM (MEMRA_GEMM_MIN_TOKENS=4); then kernel_gemv's timing (the block-scale GEMV's GB/s
 # beside the tensor-scale one at the 8B shapes).
-# Prepare: `git apply lab/fp8-block.patch && make build -j2 JOBS=2 && bash lab/final-pack.sh NAME && git checkout src
-#   tests docs`, then rebuild main; carry ["gpu/NAME.tar.xz", ".whl"].
+# Prepare: `git apply lab/fp8-block.patch lab/fp8-block-moe.patch && make build -j2 JOBS=2 && bash lab/final-pack.sh
+#   NAME && git checkout src tests docs && git clean -fq tests/kernels`, then rebuild main; carry ["gpu/NAME.tar.xz",
+#   ".whl"].
 cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/fp8-block-gpu.sh NAME}"
-for k in kernel_gemv kernel_gemm; do
+for k in kernel_gemv kernel_gemm kernel_moe; do
+  [ -x $B/kernels/$k ] || { echo "$k: not in the pack"; continue; }
   ts "$k --quick"
   timeout 240 $B/kernels/$k --quick > $OUT/$k.log 2>&1; echo "$k rc $?"
   grep -E "FAIL|cases,|block scales" $OUT/$k.log | head -30

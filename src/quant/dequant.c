@@ -3,6 +3,7 @@
  * block formulas and layouts). The plain types convert element by element with
  * branch-light inline conversions that the compiler vectorises.
  */
+#include "core/cpu_simd.h"
 #include "quant/quant_internal.h"
 
 bool quant_can_compute(enum dtype t)
@@ -26,7 +27,7 @@ bool quant_can_compute(enum dtype t)
  * the shape gcc -O2 vectorises (its cheap cost model skips loops that would
  * need a runtime alias check or an unknown trip count). */
 #define DEQ_PLAIN(name, esize, expand)                                                 \
-    static void name(const uint8_t *restrict s, float *restrict dst, uint64_t n)      \
+    QUANT_INLINE void name(const uint8_t *restrict s, float *restrict dst, uint64_t n)     \
     {                                                                                 \
         uint64_t i = 0;                                                               \
         for (; i + 16 <= n; i += 16)                                                  \
@@ -47,7 +48,7 @@ static inline float load_bf16(const uint8_t *p)
 
 /* f16: the halves are copied out 16 at a time (a little-endian load), which
  * gcc vectorises where the byte-pair loads of quant_load_f16 defeat it. */
-static void deq_f16(const uint8_t *restrict s, float *restrict dst, uint64_t n)
+QUANT_INLINE void deq_f16(const uint8_t *restrict s, float *restrict dst, uint64_t n)
 {
     uint64_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -63,7 +64,12 @@ DEQ_PLAIN(deq_bf16, 2, load_bf16(p))
 DEQ_PLAIN(deq_f8e4m3, 1, quant_e4m3_table[*p])
 DEQ_PLAIN(deq_f8e5m2, 1, quant_e5m2_table[*p])
 
-int quant_dequantize_row(enum dtype t, const void *src, float *dst, uint64_t n)
+/* One body, compiled for each SIMD level (core/cpu_simd.h): the block
+ * expanders are inlined into each copy, so they run at the CPU's widest
+ * vectors; every level does the same IEEE operations (no contraction,
+ * CMakeLists.txt), so the same bits. */
+static inline __attribute__((always_inline)) int quant_dequantize_row_body(enum dtype t, const void *src,
+                                                                          float *dst, uint64_t n)
 {
     if ((unsigned)t >= DTYPE_COUNT || !quant_can_compute(t) || n % dtype_info(t)->block_size != 0)
         return -1;
@@ -93,3 +99,6 @@ int quant_dequantize_row(enum dtype t, const void *src, float *dst, uint64_t n)
     }
     return 0;
 }
+
+CPU_SIMD_DISPATCH(int, quant_dequantize_row, (enum dtype t, const void *src, float *dst, uint64_t n),
+                  (t, src, dst, n))

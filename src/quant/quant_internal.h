@@ -36,6 +36,12 @@
 #error "quant: the model formats are little-endian and so is this code (memcpy'd loads)"
 #endif
 
+/* Forced inlining for the block expanders and what they call: they are
+ * inlined into quant_dequantize_row's SIMD clones (dequant.c) and the fused
+ * dots (dot.c), where gcc's size limits would otherwise leave calls to the
+ * baseline (SSE2) copies. */
+#define QUANT_INLINE static inline __attribute__((always_inline))
+
 #define QUANT_QK 32   /* elements of a Q*_0 / Q*_1 / IQ4_NL block */
 #define QUANT_QK_K 256 /* elements of a K / IQ4_XS super-block */
 
@@ -66,7 +72,7 @@ static inline uint32_t quant_mask(int cond)
 }
 
 /* IEEE binary16 → f32, exact; NaN payloads kept (as numpy). */
-static inline float quant_f16_to_f32_inline(uint16_t h)
+QUANT_INLINE float quant_f16_to_f32_inline(uint16_t h)
 {
     const uint32_t mag = (uint32_t)(h & 0x7fffu) << 13; /* exponent at f32's place, bias 15 */
     const uint32_t e = h & 0x7c00u;
@@ -125,7 +131,7 @@ static inline float quant_f8e5m2_to_f32_inline(uint8_t v)
 static const float quant_e4m3_table[256] = {QUANT_R256(QUANT_E4M3)};
 static const float quant_e5m2_table[256] = {QUANT_R256(QUANT_E5M2)};
 
-static inline float quant_load_f16(const uint8_t *p)
+QUANT_INLINE float quant_load_f16(const uint8_t *p)
 {
     return quant_f16_to_f32_inline((uint16_t)(p[0] | (p[1] << 8)));
 }
@@ -140,7 +146,7 @@ static inline uint32_t quant_load_u32(const uint8_t *p)
 static const float quant_iq4_values_f[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                              1,    13,   25,  38,  53,  69,  89,  113};
 
-static inline void quant_block_q4_0(const uint8_t *b, float *restrict y /* (32) */)
+QUANT_INLINE void quant_block_q4_0(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b);
     const uint8_t *qs = b + 2;
@@ -150,7 +156,7 @@ static inline void quant_block_q4_0(const uint8_t *b, float *restrict y /* (32) 
         y[i + 16] = d * (float)((int)(qs[i] >> 4) - 8);
 }
 
-static inline void quant_block_q4_1(const uint8_t *b, float *restrict y /* (32) */)
+QUANT_INLINE void quant_block_q4_1(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b), m = quant_load_f16(b + 2);
     const uint8_t *qs = b + 4;
@@ -170,7 +176,7 @@ static const uint32_t quant_bit[32] = {
     1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28, 1u << 29, 1u << 30, 1u << 31,
 };
 
-static inline void quant_block_q5_0(const uint8_t *b, float *restrict y /* (32) */)
+QUANT_INLINE void quant_block_q5_0(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b);
     const uint32_t qh = quant_load_u32(b + 2);
@@ -181,7 +187,7 @@ static inline void quant_block_q5_0(const uint8_t *b, float *restrict y /* (32) 
         y[i + 16] = d * (float)((int)((qs[i] >> 4) | (uint32_t)((qh & quant_bit[i + 16]) != 0) << 4) - 16);
 }
 
-static inline void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) */)
+QUANT_INLINE void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b), m = quant_load_f16(b + 2);
     const uint32_t qh = quant_load_u32(b + 4);
@@ -192,7 +198,7 @@ static inline void quant_block_q5_1(const uint8_t *b, float *restrict y /* (32) 
         y[i + 16] = d * (float)(int)((qs[i] >> 4) | (uint32_t)((qh & quant_bit[i + 16]) != 0) << 4) + m;
 }
 
-static inline void quant_block_q8_0(const uint8_t *b, float *restrict y /* (32) */)
+QUANT_INLINE void quant_block_q8_0(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b);
     const int8_t *qs = (const int8_t *)(b + 2);
@@ -200,7 +206,7 @@ static inline void quant_block_q8_0(const uint8_t *b, float *restrict y /* (32) 
         y[i] = (float)qs[i] * d;
 }
 
-static inline void quant_block_iq4_nl(const uint8_t *b, float *restrict y /* (32) */)
+QUANT_INLINE void quant_block_iq4_nl(const uint8_t *b, float *restrict y /* (32) */)
 {
     const float d = quant_load_f16(b);
     const uint8_t *qs = b + 2;
@@ -212,7 +218,7 @@ static inline void quant_block_iq4_nl(const uint8_t *b, float *restrict y /* (32
 
 /* Q2_K: element e = 128h + 32k + i takes bits 2k..2k+1 of qs[32h + i]; its
  * 16-element group e/16 has scale byte s: dl = d·(s & 15), ml = dmin·(s >> 4). */
-static inline void quant_block_q2_k(const uint8_t *b, float *restrict y /* (256) */)
+QUANT_INLINE void quant_block_q2_k(const uint8_t *b, float *restrict y /* (256) */)
 {
     const uint8_t *sc = b, *qs = b + 16;
     const float d = quant_load_f16(b + 80), dmin = quant_load_f16(b + 82);
@@ -234,7 +240,7 @@ static inline void quant_block_q2_k(const uint8_t *b, float *restrict y /* (256)
  * hmask[e % 32], and q = low − 4 when that bit is 0. The 16 6-bit scales
  * (minus 32): low nibble from scales[s % 8] (>> 4 for s ≥ 8), high 2 bits from
  * scales[8 + s % 4] >> 2·(s / 4). */
-static inline void quant_block_q3_k(const uint8_t *b, float *restrict y /* (256) */)
+QUANT_INLINE void quant_block_q3_k(const uint8_t *b, float *restrict y /* (256) */)
 {
     const uint8_t *hm = b, *qs = b + 32, *sc = b + 96;
     const float d = quant_load_f16(b + 108);
@@ -260,7 +266,7 @@ static inline void quant_block_q3_k(const uint8_t *b, float *restrict y /* (256)
 /* Q4_K / Q5_K 6-bit scales and mins of the 8 sub-blocks, packed in 12 bytes:
  * j < 4: sc = s[j] & 63, mn = s[j+4] & 63;
  * j ≥ 4: sc = (s[j+4] & 15) | (s[j−4] >> 6) << 4, mn = (s[j+4] >> 4) | (s[j] >> 6) << 4. */
-static inline void quant_k_scale_min(const uint8_t *s, int j, int *sc, int *mn)
+QUANT_INLINE void quant_k_scale_min(const uint8_t *s, int j, int *sc, int *mn)
 {
     if (j < 4) {
         *sc = s[j] & 63;
@@ -272,7 +278,7 @@ static inline void quant_k_scale_min(const uint8_t *s, int j, int *sc, int *mn)
 }
 
 /* Q4_K: sub-block 2c takes the low nibbles of qs[32c..32c+31], 2c+1 the high. */
-static inline void quant_block_q4_k(const uint8_t *b, float *restrict y /* (256) */)
+QUANT_INLINE void quant_block_q4_k(const uint8_t *b, float *restrict y /* (256) */)
 {
     const float d = quant_load_f16(b), dmin = quant_load_f16(b + 2);
     const uint8_t *sc = b + 4, *qs = b + 16;
@@ -292,7 +298,7 @@ static inline void quant_block_q4_k(const uint8_t *b, float *restrict y /* (256)
 }
 
 /* Q5_K: Q4_K's nibbles plus bit j of qh[i] as bit 4 of element i of sub-block j. */
-static inline void quant_block_q5_k(const uint8_t *b, float *restrict y /* (256) */)
+QUANT_INLINE void quant_block_q5_k(const uint8_t *b, float *restrict y /* (256) */)
 {
     const float d = quant_load_f16(b), dmin = quant_load_f16(b + 2);
     const uint8_t *sc = b + 4, *qh = b + 16, *qs = b + 48;
@@ -314,7 +320,7 @@ static inline void quant_block_q5_k(const uint8_t *b, float *restrict y /* (256)
 /* Q6_K: element e = 128h + 32k + i: low 4 bits from ql[64h + 32(k & 1) + i]
  * (>> 4 when k ≥ 2), high 2 bits from qh[32h + i] >> 2k; q − 32 times
  * d·scales[e / 16]. */
-static inline void quant_block_q6_k(const uint8_t *b, float *restrict y /* (256) */)
+QUANT_INLINE void quant_block_q6_k(const uint8_t *b, float *restrict y /* (256) */)
 {
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *sc = (const int8_t *)(b + 192);
@@ -336,7 +342,7 @@ static inline void quant_block_q6_k(const uint8_t *b, float *restrict y /* (256)
 
 /* IQ4_XS: sub-block j has scale ((scales_l[j/2] >> 4(j%2)) & 15 | ((scales_h >> 2j) & 3) << 4) − 32
  * and 16 bytes qs[16j..]: low nibbles are its elements 0..15, high ones 16..31. */
-static inline void quant_block_iq4_xs(const uint8_t *b, float *restrict y /* (256) */)
+QUANT_INLINE void quant_block_iq4_xs(const uint8_t *b, float *restrict y /* (256) */)
 {
     const float d = quant_load_f16(b);
     const uint32_t sh = (uint32_t)b[2] | (uint32_t)b[3] << 8;

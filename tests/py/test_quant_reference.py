@@ -16,6 +16,10 @@ bf16 rounding on every f16/bf16 value, every midpoint between neighbours and
 its f32 neighbours (the round-to-nearest-even ties), and a million random f32
 bit patterns.
 
+The dequantization is compiled once per SIMD level (core/cpu_simd.h) and every
+level must give these bits: the block and exhaustive tests run at the CPU's own
+level and again capped by MEMRA_CPU_SIMD=avx2 and =base.
+
 Needs MEMRA_BUILD (the build folder holding bin/memra-quant-check).
 """
 import os
@@ -43,16 +47,23 @@ BLOCK_TYPES = {
 N_BLOCKS = 4096
 
 
-def run_tool(*args):
+# the SIMD levels the dequantization runs at: the CPU's own (None), then capped
+SIMD_LEVELS = [None, "avx2", "base"]
+
+
+def run_tool(*args, simd=None):
     if not TOOL.exists():
         pytest.fail(f"{TOOL} not built (set MEMRA_BUILD to the build folder)")
-    subprocess.run([str(TOOL), *map(str, args)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "MEMRA_CPU_SIMD"}
+    if simd:
+        env["MEMRA_CPU_SIMD"] = simd
+    subprocess.run([str(TOOL), *map(str, args)], check=True, env=env)
 
 
-def memra_dequantize(tmp_path, type_name, data: np.ndarray) -> np.ndarray:
+def memra_dequantize(tmp_path, type_name, data: np.ndarray, simd=None) -> np.ndarray:
     src, dst = tmp_path / f"{type_name}.in", tmp_path / f"{type_name}.out"
     src.write_bytes(np.ascontiguousarray(data).tobytes())
-    run_tool(type_name, src, dst)
+    run_tool(type_name, src, dst, simd=simd)
     return np.fromfile(dst, dtype="<u4")
 
 
@@ -72,9 +83,10 @@ def random_f16_fields(rng, n, mode):
     return bits
 
 
+@pytest.mark.parametrize("simd", SIMD_LEVELS)
 @pytest.mark.parametrize("mode", ["typical", "any_finite"])
 @pytest.mark.parametrize("type_name", sorted(BLOCK_TYPES))
-def test_block_dequantize_bit_exact(tmp_path, type_name, mode):
+def test_block_dequantize_bit_exact(tmp_path, type_name, mode, simd):
     qtype = GQ[type_name]
     block_size, type_size = gguf.GGML_QUANT_SIZES[qtype]
     seed = (sorted(BLOCK_TYPES).index(type_name) * 2 + (mode == "typical")) + 1234
@@ -85,7 +97,7 @@ def test_block_dequantize_bit_exact(tmp_path, type_name, mode):
         blocks[:, off:off + 2] = f.view(np.uint8).reshape(N_BLOCKS, 2)
     want = dequantize(blocks.reshape(-1), qtype).astype(np.float32, copy=False).view(np.uint32).reshape(-1)
     assert want.size == N_BLOCKS * block_size
-    got = memra_dequantize(tmp_path, type_name, blocks)
+    got = memra_dequantize(tmp_path, type_name, blocks, simd)
     assert got.size == want.size
     bad = np.nonzero(got != want)[0]
     assert bad.size == 0, (
@@ -93,28 +105,31 @@ def test_block_dequantize_bit_exact(tmp_path, type_name, mode):
         f"memra {got[bad[0]]:#010x} vs gguf {want[bad[0]]:#010x}")
 
 
-def test_f16_to_f32_exhaustive(tmp_path):
+@pytest.mark.parametrize("simd", SIMD_LEVELS)
+def test_f16_to_f32_exhaustive(tmp_path, simd):
     allh = np.arange(1 << 16, dtype=np.uint16)
     want = dequantize(allh.view(np.uint8), GQ.F16).view(np.uint32)  # numpy float16 → float32
     assert np.array_equal(want, allh.view(np.float16).astype(np.float32).view(np.uint32))
-    got = memra_dequantize(tmp_path, "F16", allh)
+    got = memra_dequantize(tmp_path, "F16", allh, simd)
     assert np.array_equal(got, want)
 
 
-def test_bf16_to_f32_exhaustive(tmp_path):
+@pytest.mark.parametrize("simd", SIMD_LEVELS)
+def test_bf16_to_f32_exhaustive(tmp_path, simd):
     allh = np.arange(1 << 16, dtype=np.uint16)
     want = allh.view(ml_dtypes.bfloat16).astype(np.float32).view(np.uint32)
     assert np.array_equal(want, dequantize(allh.view(np.uint8), GQ.BF16).view(np.uint32))
-    got = memra_dequantize(tmp_path, "BF16", allh)
+    got = memra_dequantize(tmp_path, "BF16", allh, simd)
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("simd", SIMD_LEVELS)
 @pytest.mark.parametrize("type_name,np_type", [("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2")])
-def test_fp8_to_f32_exhaustive(tmp_path, type_name, np_type):
+def test_fp8_to_f32_exhaustive(tmp_path, type_name, np_type, simd):
     allb = np.arange(256, dtype=np.uint8)
     with np.errstate(invalid="ignore"):
         want = allb.view(getattr(ml_dtypes, np_type)).astype(np.float32).view(np.uint32)
-    got = memra_dequantize(tmp_path, type_name, allb)
+    got = memra_dequantize(tmp_path, type_name, allb, simd)
     assert np.array_equal(got, want), [(hex(i), hex(g), hex(w)) for i, (g, w) in enumerate(zip(got, want)) if g != w]
 
 

@@ -102,7 +102,7 @@ static int cpu_init(struct backend **out, const struct model *m, const struct ba
     b->rowbuf_len = c->dim > b->q_dim ? c->dim : b->q_dim;
     if (b->ffn_max > b->rowbuf_len)
         b->rowbuf_len = b->ffn_max;
-    b->rowbuf = alloc4(bc->n_threads, b->rowbuf_len, &ok);
+    b->rowbuf = alloc4((uint64_t)bc->n_threads * 4, b->rowbuf_len, &ok); /* four rows a thread (cpu_ops.c) */
     if (c->n_experts > 0) {
         const uint64_t K = c->n_experts_used;
         b->router = alloc4(T, c->n_experts, &ok);

@@ -1,6 +1,6 @@
 /* backend/cpu/cpu_internal.h — the CPU backend's state, shared by its files
  * (cpu_backend.c: lifecycle and the forward driver; cpu_ops.c: the threaded
- * kernels; cpu_moe.c: the expert FFN). Not for use outside src/backend/cpu/. */
+ * kernels; cpu_dot.c: the f32 dots they are made of; cpu_moe.c: the expert FFN). Not for use outside src/backend/cpu/. */
 #ifndef MEMRA_BACKEND_CPU_CPU_INTERNAL_H
 #define MEMRA_BACKEND_CPU_CPU_INTERNAL_H
 
@@ -32,7 +32,7 @@ struct cpu_backend {
     float *hb;              /* (T, ffn_max) gate / activation */
     float *hb2;             /* (T, ffn_max) up */
     float *scores;          /* (n_threads, max_ctx) attention weights, one row per thread */
-    float *rowbuf;          /* (n_threads, rowbuf_len) one weight row expanded to float32 */
+    float *rowbuf;          /* (n_threads, 4, rowbuf_len) four weight rows expanded to float32 */
     uint64_t rowbuf_len;    /* the widest matrix row */
 
     /* MoE scratch (n_experts > 0), E = n_experts, K = n_experts_used */
@@ -61,8 +61,15 @@ static inline float *cpu_kv_row(const struct cpu_backend *b, const uint32_t *blo
            (uint64_t)(pos % BACKEND_KV_BLOCK) * b->kv_dim;
 }
 
-/* Σ a[i]·b[i], a fixed summation order (AVX2 when the CPU has it, same bits). */
+/* Σ a[i]·b[i] in a fixed summation order (cpu_dot.c; the widest SIMD the CPU
+ * has, same bits). */
 float cpu_dot_f32(const float *a, const float *b, uint64_t n);
+/* out[r] = cpu_dot_f32(a[r], b, n) for r < 4, bit for bit, in one pass. */
+void cpu_dot4_f32(const float *const a[4], const float *b, uint64_t n, float out[4]);
+/* y[i] += a·x[i] for i < n. */
+void cpu_axpy_f32(float *y, float a, const float *x, uint64_t n);
+/* Four cpu_axpy_f32 calls (a[0], x[0]) .. (a[3], x[3]) in order, bit for bit, in one pass. */
+void cpu_axpy4_f32(float *y, const float a[4], const float *const x[4], uint64_t n);
 /* y (T, w->rows) = x (T, w->cols) · wᵀ, rows split across the pool; with
  * cfg.act_type BF16, x is first rounded to bf16 in place. */
 void cpu_matmul(struct cpu_backend *b, const struct model_weight *w, float *x, float *y, uint32_t T);

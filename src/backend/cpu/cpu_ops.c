@@ -15,61 +15,53 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- dot ------------------------------------------------------------------- */
-
-/* Σ a·b in 16 lanes (element i → lane i mod 16), folded pairwise: the order of
- * the float operations is fixed by this source, so the AVX2 and the baseline
- * clone give the same bits (no FMA contraction: ISO C mode). */
-#define DOT_LANES 16
-__attribute__((target_clones("avx2", "default"))) float cpu_dot_f32(const float *restrict a,
-                                                                    const float *restrict b, uint64_t n)
-{
-    float acc[DOT_LANES] = {0};
-    uint64_t i = 0;
-    for (; i + DOT_LANES <= n; i += DOT_LANES)
-        for (int l = 0; l < DOT_LANES; l++)
-            acc[l] += a[i + l] * b[i + l];
-    for (; i < n; i++)
-        acc[i % DOT_LANES] += a[i] * b[i];
-    for (int s = DOT_LANES / 2; s > 0; s /= 2)
-        for (int l = 0; l < s; l++)
-            acc[l] += acc[l + s];
-    return acc[0];
-}
-
 /* ---- matmul ---------------------------------------------------------------- */
 
-/* Rows [r0, r1) of w for T tokens. Each row is expanded to float32 once into
- * the thread's row buffer, then dotted with every token's input by the same
- * f32 dot — one arithmetic path whatever T is, so the result of a token does
- * not depend on the batch, and prefill amortises the dequantization. */
+/* Rows [r0, r1) of w for T tokens, four rows at a time: each row is expanded
+ * to float32 once into the thread's row buffers, then the four are dotted with
+ * every token's input by cpu_dot4_f32, which gives each (row, token) the bits
+ * of one cpu_dot_f32 — one arithmetic path whatever T is or where a thread's
+ * range starts, so the result of a token does not depend on the batch, and
+ * prefill amortises the dequantization. A last group of fewer than four rows
+ * repeats its last row and keeps only the real results. */
 static void matmul_rows(const struct model_weight *w, const float *x, float *y, uint32_t T, uint64_t r0,
-                        uint64_t r1, float *rowbuf /* (cols) */)
+                        uint64_t r1, float *rowbuf /* (4, cols) */)
 {
     const uint64_t nbc = (w->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
-    for (uint64_t r = r0; r < r1; r++) {
-        const float *row = (const float *)(const void *)(w->data + r * w->row_bytes);
-        if (w->dtype != DTYPE_F32) {
-            int rc = quant_dequantize_row(w->dtype, w->data + r * w->row_bytes, rowbuf, w->cols);
-            MEMRA_ASSERT(rc == 0);
-            row = rowbuf;
+    for (uint64_t g = r0; g < r1; g += 4) {
+        const int nr = r1 - g < 4 ? (int)(r1 - g) : 4;
+        const float *rows[4];
+        for (int i = 0; i < 4; i++) {
+            const uint64_t r = g + (uint64_t)(i < nr ? i : nr - 1);
+            rows[i] = (const float *)(const void *)(w->data + r * w->row_bytes);
+            if (w->dtype != DTYPE_F32 && i < nr) {
+                int rc = quant_dequantize_row(w->dtype, w->data + r * w->row_bytes, rowbuf + i * w->cols,
+                                              w->cols);
+                MEMRA_ASSERT(rc == 0);
+            }
+            if (w->dtype != DTYPE_F32)
+                rows[i] = rowbuf + (i < nr ? i : nr - 1) * w->cols;
         }
-        if (w->block_scale) {
-            const float *s = w->block_scale + (r / MODEL_FP8_BLOCK) * nbc;
-            for (uint32_t t = 0; t < T; t++) {
-                const float *xt = x + (uint64_t)t * w->cols;
-                float acc = 0.0f;
+        for (uint32_t t = 0; t < T; t++) {
+            const float *xt = x + (uint64_t)t * w->cols;
+            float d[4];
+            if (w->block_scale) {
+                float acc[4] = {0};
                 for (uint64_t kb = 0; kb < nbc; kb++) {
                     const uint64_t c0 = kb * MODEL_FP8_BLOCK;
                     const uint64_t n = w->cols - c0 < MODEL_FP8_BLOCK ? w->cols - c0 : MODEL_FP8_BLOCK;
-                    acc += s[kb] * cpu_dot_f32(row + c0, xt + c0, n);
+                    const float *sub[4] = {rows[0] + c0, rows[1] + c0, rows[2] + c0, rows[3] + c0};
+                    cpu_dot4_f32(sub, xt + c0, n, d);
+                    for (int i = 0; i < nr; i++)
+                        acc[i] += w->block_scale[((g + i) / MODEL_FP8_BLOCK) * nbc + kb] * d[i];
                 }
-                y[(uint64_t)t * w->rows + r] = acc;
+                for (int i = 0; i < nr; i++)
+                    y[(uint64_t)t * w->rows + g + i] = acc[i];
+            } else {
+                cpu_dot4_f32(rows, xt, w->cols, d);
+                for (int i = 0; i < nr; i++)
+                    y[(uint64_t)t * w->rows + g + i] = w->scale * d[i];
             }
-        } else {
-            for (uint32_t t = 0; t < T; t++)
-                y[(uint64_t)t * w->rows + r] =
-                    w->scale * cpu_dot_f32(row, x + (uint64_t)t * w->cols, w->cols);
         }
     }
 }
@@ -80,7 +72,7 @@ struct mm_job {
     int n;
     const float *x;
     uint32_t T;
-    float *rowbuf;       /* (n_threads, rowbuf_len) */
+    float *rowbuf;       /* (n_threads, 4, rowbuf_len) */
     uint64_t rowbuf_len;
 };
 
@@ -88,7 +80,7 @@ struct mm_job {
 static void mm_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 {
     const struct mm_job *j = ctx;
-    float *rowbuf = j->rowbuf + (uint64_t)thread * j->rowbuf_len;
+    float *rowbuf = j->rowbuf + (uint64_t)thread * 4 * j->rowbuf_len;
     uint64_t base = 0;
     for (int i = 0; i < j->n; i++) {
         const struct model_weight *w = j->ws[i];
@@ -234,11 +226,18 @@ static void sdpa_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
             p0 = p + 1 - c->sliding_window;
         const float *q = b->q + (uint64_t)t * b->q_dim + (uint64_t)h * hd;
         float mx = -INFINITY;
-        for (uint32_t s = p0; s <= p; s++) {
-            const float *k = cpu_kv_row(b, blocks, j->layer, 0, s) + (uint64_t)kvh * hd;
-            const float d = cpu_dot_f32(k, q, hd) * c->attn_scale;
-            sc[s - p0] = d;
-            mx = d > mx ? d : mx;
+        for (uint32_t s = p0; s <= p; s += 4) { /* four keys a pass (cpu_dot4_f32: cpu_dot_f32's bits) */
+            const uint32_t nk = p - s + 1 < 4 ? p - s + 1 : 4;
+            const float *k[4];
+            for (uint32_t i = 0; i < 4; i++)
+                k[i] = cpu_kv_row(b, blocks, j->layer, 0, s + (i < nk ? i : nk - 1)) + (uint64_t)kvh * hd;
+            float d[4];
+            cpu_dot4_f32(k, q, hd, d);
+            for (uint32_t i = 0; i < nk; i++) {
+                d[i] *= c->attn_scale;
+                sc[s + i - p0] = d[i];
+                mx = d[i] > mx ? d[i] : mx;
+            }
         }
         float sum = 0.0f;
         for (uint32_t s = 0; s <= p - p0; s++) {
@@ -248,12 +247,18 @@ static void sdpa_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
         const float inv = 1.0f / sum;
         float *out = b->att + (uint64_t)t * b->q_dim + (uint64_t)h * hd;
         memset(out, 0, hd * sizeof(float));
-        for (uint32_t s = p0; s <= p; s++) {
-            const float *v = cpu_kv_row(b, blocks, j->layer, 1, s) + (uint64_t)kvh * hd;
-            const float a = sc[s - p0] * inv;
-            for (uint32_t i = 0; i < hd; i++)
-                out[i] += a * v[i];
+        uint32_t s = p0;
+        for (; s + 4 <= p + 1; s += 4) { /* four values a pass, in position order (cpu_axpy4_f32) */
+            const float *v[4];
+            float a[4];
+            for (uint32_t i = 0; i < 4; i++) {
+                v[i] = cpu_kv_row(b, blocks, j->layer, 1, s + i) + (uint64_t)kvh * hd;
+                a[i] = sc[s + i - p0] * inv;
+            }
+            cpu_axpy4_f32(out, a, v, hd);
         }
+        for (; s <= p; s++)
+            cpu_axpy_f32(out, sc[s - p0] * inv, cpu_kv_row(b, blocks, j->layer, 1, s) + (uint64_t)kvh * hd, hd);
     }
 }
 

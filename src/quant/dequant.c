@@ -41,26 +41,37 @@ bool quant_can_compute(enum dtype t)
         }                                                                             \
     }
 
-static inline float load_bf16(const uint8_t *p)
+/* f16 / bf16: each half read with its own 2-byte memcpy (a little-endian
+ * load the vectoriser turns into vector loads); copying 16 halves into a local
+ * array first made gcc store and reload them through the stack, and byte-pair
+ * loads defeat vectorisation. */
+QUANT_INLINE uint16_t deq_u16(const uint8_t *p)
 {
-    return quant_bits_f32((uint32_t)p[0] << 16 | (uint32_t)p[1] << 24);
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
 }
 
-/* f16: the halves are copied out 16 at a time (a little-endian load), which
- * gcc vectorises where the byte-pair loads of quant_load_f16 defeat it. */
+/* chunks of 16 (a known trip count, which gcc -O2's cheap cost model wants) */
 QUANT_INLINE void deq_f16(const uint8_t *restrict s, float *restrict dst, uint64_t n)
 {
     uint64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        uint16_t h[16];
-        memcpy(h, s + 2 * i, sizeof(h));
+    for (; i + 16 <= n; i += 16)
         for (size_t k = 0; k < 16; k++)
-            dst[i + k] = quant_f16_to_f32_inline(h[k]);
-    }
+            dst[i + k] = quant_f16_to_f32_inline(deq_u16(s + 2 * (i + k)));
     for (; i < n; i++)
-        dst[i] = quant_load_f16(s + 2 * i);
+        dst[i] = quant_f16_to_f32_inline(deq_u16(s + 2 * i));
 }
-DEQ_PLAIN(deq_bf16, 2, load_bf16(p))
+
+QUANT_INLINE void deq_bf16(const uint8_t *restrict s, float *restrict dst, uint64_t n)
+{
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t k = 0; k < 16; k++)
+            dst[i + k] = quant_bits_f32((uint32_t)deq_u16(s + 2 * (i + k)) << 16);
+    for (; i < n; i++)
+        dst[i] = quant_bits_f32((uint32_t)deq_u16(s + 2 * i) << 16);
+}
 DEQ_PLAIN(deq_f8e4m3, 1, quant_e4m3_table[*p])
 DEQ_PLAIN(deq_f8e5m2, 1, quant_e5m2_table[*p])
 

@@ -32,15 +32,17 @@ static void matmul_rows(const struct model_weight *w, const float *x, float *y, 
         const int nr = r1 - g < 4 ? (int)(r1 - g) : 4;
         const float *rows[4];
         for (int i = 0; i < 4; i++) {
-            const uint64_t r = g + (uint64_t)(i < nr ? i : nr - 1);
-            rows[i] = (const float *)(const void *)(w->data + r * w->row_bytes);
-            if (w->dtype != DTYPE_F32 && i < nr) {
-                int rc = quant_dequantize_row(w->dtype, w->data + r * w->row_bytes, rowbuf + i * w->cols,
-                                              w->cols);
+            const int ri = i < nr ? i : nr - 1; /* a short last group repeats its last row */
+            const uint8_t *src = w->data + (g + (uint64_t)ri) * w->row_bytes;
+            if (w->dtype == DTYPE_F32) {
+                rows[i] = (const float *)(const void *)src;
+                continue;
+            }
+            if (i == ri) {
+                int rc = quant_dequantize_row(w->dtype, src, rowbuf + (uint64_t)i * w->cols, w->cols);
                 MEMRA_ASSERT(rc == 0);
             }
-            if (w->dtype != DTYPE_F32)
-                rows[i] = rowbuf + (i < nr ? i : nr - 1) * w->cols;
+            rows[i] = rowbuf + (uint64_t)ri * w->cols;
         }
         for (uint32_t t = 0; t < T; t++) {
             const float *xt = x + (uint64_t)t * w->cols;

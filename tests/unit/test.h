@@ -13,10 +13,20 @@
 #define MEMRA_TEST_H
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* xorshift64*: the tests' fixed-seed random numbers (each file keeps its own state) */
+static inline uint64_t test_rand64(uint64_t *state)
+{
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 0x2545F4914F6CDD1DULL;
+}
 
 static int test_checks, test_failures, test_cases;
 static const char *test_current;

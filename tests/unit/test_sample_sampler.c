@@ -16,10 +16,7 @@
 static uint64_t trng_state = 12345;
 static double trng(void) /* test data only: xorshift64* → [0, 1) */
 {
-    trng_state ^= trng_state >> 12;
-    trng_state ^= trng_state << 25;
-    trng_state ^= trng_state >> 27;
-    return (double)((trng_state * 0x2545F4914F6CDD1DULL) >> 11) * 0x1p-53;
+    return (double)(test_rand64(&trng_state) >> 11) * 0x1p-53;
 }
 
 static void random_logits(float *l, uint32_t n, double scale)

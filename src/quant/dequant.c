@@ -75,6 +75,25 @@ QUANT_INLINE void deq_bf16(const uint8_t *restrict s, float *restrict dst, uint6
 DEQ_PLAIN(deq_f8e4m3, 1, quant_e4m3_table[*p])
 DEQ_PLAIN(deq_f8e5m2, 1, quant_e5m2_table[*p])
 
+#if defined(__x86_64__) || defined(__i386__)
+/* The AVX2 forms of the hot block types (dequant_avx2.c); 0 when t has none. */
+static int deq_avx2(enum dtype t, const uint8_t *s, float *dst, uint64_t n)
+{
+    switch (t) {
+    case DTYPE_Q4_0: quant_deq_q4_0_avx2(s, dst, n / 32); return 1;
+    case DTYPE_Q4_1: quant_deq_q4_1_avx2(s, dst, n / 32); return 1;
+    case DTYPE_Q8_0: quant_deq_q8_0_avx2(s, dst, n / 32); return 1;
+    case DTYPE_Q4_K: quant_deq_q4_k_avx2(s, dst, n / 256); return 1;
+    case DTYPE_Q5_K: quant_deq_q5_k_avx2(s, dst, n / 256); return 1;
+    case DTYPE_Q6_K: quant_deq_q6_k_avx2(s, dst, n / 256); return 1;
+    default: return 0;
+    }
+}
+#define DEQ_AVX2(t, s, dst, n) (cpu_simd_level() >= CPU_SIMD_AVX2 && deq_avx2((t), (s), (dst), (n)))
+#else
+#define DEQ_AVX2(t, s, dst, n) 0
+#endif
+
 /* One body, compiled for each SIMD level (core/cpu_simd.h): the block
  * expanders are inlined into each copy, so they run at the CPU's widest
  * vectors; every level does the same IEEE operations (no contraction,
@@ -85,6 +104,8 @@ static inline __attribute__((always_inline)) int quant_dequantize_row_body(enum 
     if ((unsigned)t >= DTYPE_COUNT || !quant_can_compute(t) || n % dtype_info(t)->block_size != 0)
         return -1;
     const uint8_t *s = src;
+    if (DEQ_AVX2(t, s, dst, n))
+        return 0;
     switch (t) {
     case DTYPE_F32:
         memcpy(dst, s, n * 4);

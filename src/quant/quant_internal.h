@@ -367,4 +367,16 @@ QUANT_INLINE void quant_block_iq4_xs(const uint8_t *b, float *restrict y /* (256
     }
 }
 
+
+#if defined(__x86_64__) || defined(__i386__)
+/* dequant_avx2.c: nb whole blocks from s expanded into y, the same bits as the
+ * quant_block_* above; to be called only when the CPU has AVX2. */
+void quant_deq_q4_0_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q4_1_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q8_0_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q4_k_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q5_k_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q6_k_avx2(const uint8_t *s, float *y, uint64_t nb);
+#endif
+
 #endif

@@ -1,0 +1,168 @@
+/* quant/dequant_avx2.c — AVX2 forms of the block types a CPU decode spends its
+ * time expanding (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K), 8 floats a register.
+ *
+ * The compiler vectorises the portable expanders of quant_internal.h only 4
+ * floats wide (their loops mix bytes and floats, and a 16-byte vector of bytes
+ * sets the width), so a Q4_1 row expanded at ~4 GB/s of weights on one core;
+ * these run the same per-element formula — the integer made exactly, converted,
+ * then multiplied and added with one rounding each (never a fused multiply-add)
+ * — so they give the same bits. tests/py/test_quant_reference.py holds them to
+ * gguf-py's bits (they run at the avx2 and avx512 levels, core/cpu_simd.h).
+ * Only quant_dequantize_row calls them, after checking the CPU has AVX2.
+ */
+#include "quant/quant_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* 8 bytes (the low 8 of v) → 8 floats, unsigned / signed */
+AVX2 static inline __m256 u8_f32(__m128i v)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+}
+
+AVX2 static inline __m256 i8_f32(__m128i v)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+}
+
+/* y[0..16) = a·f(q[0..16)) + c for the 16 byte values of q (elementwise:
+ * multiply, then add, rounded apart); signed bytes when sgn. */
+AVX2 static inline void put16(float *y, __m128i q, __m256 a, int add, __m256 c, int sgn)
+{
+    __m256 f0 = sgn ? i8_f32(q) : u8_f32(q);
+    __m256 f1 = sgn ? i8_f32(_mm_srli_si128(q, 8)) : u8_f32(_mm_srli_si128(q, 8));
+    f0 = _mm256_mul_ps(a, f0);
+    f1 = _mm256_mul_ps(a, f1);
+    if (add) {
+        f0 = _mm256_add_ps(f0, c);
+        f1 = _mm256_add_ps(f1, c);
+    }
+    _mm256_storeu_ps(y, f0);
+    _mm256_storeu_ps(y + 8, f1);
+}
+
+/* y[0..16) = a·f(q) − c (the K types' min term) */
+AVX2 static inline void put16_sub(float *y, __m128i q, __m256 a, __m256 c)
+{
+    __m256 f0 = _mm256_mul_ps(a, u8_f32(q));
+    __m256 f1 = _mm256_mul_ps(a, u8_f32(_mm_srli_si128(q, 8)));
+    _mm256_storeu_ps(y, _mm256_sub_ps(f0, c));
+    _mm256_storeu_ps(y + 8, _mm256_sub_ps(f1, c));
+}
+
+AVX2 void quant_deq_q4_0_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    const __m256 zero = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 18, y += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s));
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 2));
+        /* (q & 15) − 8 and (q >> 4) − 8 as signed bytes: exact, −8..7 */
+        put16(y, _mm_sub_epi8(_mm_and_si128(q, m4), eight), d, 0, zero, 1);
+        put16(y + 16, _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight), d, 0, zero, 1);
+    }
+}
+
+AVX2 void quant_deq_q4_1_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15);
+    for (uint64_t b = 0; b < nb; b++, s += 20, y += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s)), m = _mm256_set1_ps(quant_load_f16(s + 2));
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 4));
+        put16(y, _mm_and_si128(q, m4), d, 1, m, 0);
+        put16(y + 16, _mm_and_si128(_mm_srli_epi16(q, 4), m4), d, 1, m, 0);
+    }
+}
+
+/* Q8_0: the reference computes (float)q · d; the product commutes exactly */
+AVX2 void quant_deq_q8_0_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 34, y += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s));
+        put16(y, _mm_loadu_si128((const __m128i *)(const void *)(s + 2)), d, 0, zero, 1);
+        put16(y + 16, _mm_loadu_si128((const __m128i *)(const void *)(s + 18)), d, 0, zero, 1);
+    }
+}
+
+/* Q4_K / Q5_K: sub-block pair c of 64 elements, scales as quant_block_q4_k */
+AVX2 void quant_deq_q4_k_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15);
+    for (uint64_t b = 0; b < nb; b++, s += 144, y += 256) {
+        const float d = quant_load_f16(s), dmin = quant_load_f16(s + 2);
+        for (int c = 0; c < 4; c++) {
+            int s0, m0, s1, m1;
+            quant_k_scale_min(s + 4, 2 * c, &s0, &m0);
+            quant_k_scale_min(s + 4, 2 * c + 1, &s1, &m1);
+            const __m256 d0 = _mm256_set1_ps(d * (float)s0), dm0 = _mm256_set1_ps(dmin * (float)m0);
+            const __m256 d1 = _mm256_set1_ps(d * (float)s1), dm1 = _mm256_set1_ps(dmin * (float)m1);
+            const uint8_t *q = s + 16 + 32 * c;
+            float *o = y + 64 * c;
+            for (int h = 0; h < 32; h += 16) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(q + h));
+                put16_sub(o + h, _mm_and_si128(v, m4), d0, dm0);
+                put16_sub(o + 32 + h, _mm_and_si128(_mm_srli_epi16(v, 4), m4), d1, dm1);
+            }
+        }
+    }
+}
+
+AVX2 void quant_deq_q5_k_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), one = _mm_set1_epi8(1);
+    for (uint64_t b = 0; b < nb; b++, s += 176, y += 256) {
+        const float d = quant_load_f16(s), dmin = quant_load_f16(s + 2);
+        const uint8_t *qh = s + 16;
+        for (int c = 0; c < 4; c++) {
+            int s0, m0, s1, m1;
+            quant_k_scale_min(s + 4, 2 * c, &s0, &m0);
+            quant_k_scale_min(s + 4, 2 * c + 1, &s1, &m1);
+            const __m256 d0 = _mm256_set1_ps(d * (float)s0), dm0 = _mm256_set1_ps(dmin * (float)m0);
+            const __m256 d1 = _mm256_set1_ps(d * (float)s1), dm1 = _mm256_set1_ps(dmin * (float)m1);
+            const uint8_t *q = s + 48 + 32 * c;
+            float *o = y + 64 * c;
+            const __m128i sh0 = _mm_cvtsi32_si128(2 * c), sh1 = _mm_cvtsi32_si128(2 * c + 1);
+            for (int h = 0; h < 32; h += 16) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(q + h));
+                const __m128i hb = _mm_loadu_si128((const __m128i *)(const void *)(qh + h));
+                /* bit 2c (2c+1) of qh[i] → bit 4: shifting 16-bit lanes right keeps each byte's own
+                 * bit after the mask, as no count reaches 8 */
+                const __m128i b0 = _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hb, sh0), one), 4);
+                const __m128i b1 = _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hb, sh1), one), 4);
+                put16_sub(o + h, _mm_or_si128(_mm_and_si128(v, m4), b0), d0, dm0);
+                put16_sub(o + 32 + h, _mm_or_si128(_mm_and_si128(_mm_srli_epi16(v, 4), m4), b1), d1, dm1);
+            }
+        }
+    }
+}
+
+AVX2 void quant_deq_q6_k_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), m2 = _mm_set1_epi8(3), k32 = _mm_set1_epi8(32);
+    const __m256 zero = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 210, y += 256) {
+        const uint8_t *ql = s, *qh = s + 128;
+        const int8_t *sc = (const int8_t *)(const void *)(s + 192);
+        const float d = quant_load_f16(s + 208);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++) {
+                const __m128i shl = _mm_cvtsi32_si128(4 * (k >> 1)), shh = _mm_cvtsi32_si128(2 * k);
+                for (int g = 0; g < 2; g++) {
+                    const __m256 dl = _mm256_set1_ps(d * (float)sc[h * 8 + k * 2 + g]);
+                    const __m128i l = _mm_loadu_si128((const __m128i *)(const void *)(ql + h * 64 + (k & 1) * 32 + g * 16));
+                    const __m128i hh = _mm_loadu_si128((const __m128i *)(const void *)(qh + h * 32 + g * 16));
+                    /* low 4 bits | high 2 bits << 4, minus 32: −32..31 as signed bytes */
+                    const __m128i lo = _mm_and_si128(_mm_srl_epi16(l, shl), m4);
+                    const __m128i hi = _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hh, shh), m2), 4);
+                    put16(y + h * 128 + k * 32 + g * 16, _mm_sub_epi8(_mm_or_si128(lo, hi), k32), dl, 0, zero, 1);
+                }
+            }
+    }
+}
+#else
+typedef int quant_dequant_avx2_empty; /* ISO C: a translation unit is not empty */
+#endif

@@ -36,12 +36,18 @@ def eog_bias(s, key):
     return {str(t): -100 for t in data["tokens"]}
 
 
+# tokens a Hold may generate: it must outlast every check made while it runs, however fast the backend
+# decodes (~100 tok/s on the CPU since 2026-12-05; 200 was enough at 50), so the servers that hold have a
+# context of at least 1024
+HOLD_TOKENS = 960
+
+
 class Hold:
     """A streamed chat request that generates until close()."""
 
     def __init__(self, s, key, bias):
         self.conn = http.client.HTTPConnection(s.host, s.port, timeout=120)
-        body = {"model": ALIAS, "messages": MSG, "max_tokens": 200, "stream": True, "logit_bias": bias}
+        body = {"model": ALIAS, "messages": MSG, "max_tokens": HOLD_TOKENS, "stream": True, "logit_bias": bias}
         self.conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
                           headers={"Content-Type": "application/json", **auth(key)})
         self.resp = self.conn.getresponse()
@@ -87,7 +93,7 @@ def tenants(tmp_path_factory):
         entries.append(e)
     ring = tmp_path_factory.mktemp("ring") / "keys.json"
     write_ring(ring, entries)
-    s = Server("--slots", "4", "--ctx", "256", "--log-level", "debug", env={"MEMRA_API_KEYS": str(ring)})
+    s = Server("--slots", "4", "--ctx", "1024", "--log-level", "debug", env={"MEMRA_API_KEYS": str(ring)})
     yield s, keys, eog_bias(s, keys["free"])
     assert s.stop() == 0, s.log
 
@@ -139,7 +145,7 @@ def test_tenant_queue(tenants):
         t0 = time.time()
         status, _, data = chat_raw(s, keys["queued"], max_tokens=100000)
         assert status == 400 and data["error"]["code"] == "context_length_exceeded", data
-        long_prompt = "word " * 400  # > 256 positions
+        long_prompt = "word " * 1200  # > 1024 positions
         status, _, data = s.request("POST", "/v1/completions", {"model": ALIAS, "prompt": long_prompt,
                                                                 "max_tokens": 2}, headers=auth(keys["queued"]))
         assert status == 400 and data["error"]["code"] == "context_length_exceeded", data
@@ -159,7 +165,7 @@ def test_interactive_before_batch():
     with tempfile.TemporaryDirectory() as d:
         ring = os.path.join(d, "keys.json")
         write_ring(ring, [eb, ei])
-        s = Server("--slots", "2", "--ctx", "256", "--max-running", "1", "--log-level", "debug",
+        s = Server("--slots", "2", "--ctx", "1024", "--max-running", "1", "--log-level", "debug",
                    env={"MEMRA_API_KEYS": ring})
         try:
             bias = eog_bias(s, ki)
@@ -190,7 +196,7 @@ def test_bounded_flood():
     """Open server, --max-running 1 --max-queue 4: while one request runs, a
     flood of 300 requests gets 4 places in the queue and 296 answers of 429,
     and the server's resident memory grows by less than 16 MiB."""
-    s = Server("--slots", "2", "--ctx", "1024", "--max-running", "1", "--max-queue", "4")
+    s = Server("--slots", "2", "--ctx", "2048", "--max-running", "1", "--max-queue", "4")
     try:
         bias = eog_bias(s, None)
         content = "x" * 2000

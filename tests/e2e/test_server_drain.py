@@ -17,7 +17,9 @@ import pytest
 from memra_server import ALIAS, Server, wait_until
 
 N_STREAMS = 4
-MAX_TOKENS = 64
+# long enough that streams outlast the checks made while they run, however fast the backend
+# (64 was, until the CPU backend decoded SmolLM2 at ~100 tok/s: then a stream could end within the 1 s drain)
+MAX_TOKENS = 200
 
 
 def ban_eog(srv):
@@ -30,16 +32,16 @@ def ban_eog(srv):
 class Stream(threading.Thread):
     """One streamed completion read over raw HTTP, so "data: [DONE]" is seen as sent."""
 
-    def __init__(self, srv, bias, i):
+    def __init__(self, srv, bias, i, max_tokens=MAX_TOKENS):
         super().__init__(daemon=True)
-        self.srv, self.bias, self.i = srv, bias, i
+        self.srv, self.bias, self.i, self.max_tokens = srv, bias, i, max_tokens
         self.first = threading.Event()
         self.status, self.finish, self.done, self.n_chunks, self.error = None, None, False, 0, None
 
     def run(self):
         try:
             conn = http.client.HTTPConnection(self.srv.host, self.srv.port, timeout=120)
-            body = {"model": ALIAS, "prompt": f"Story {self.i}:", "max_tokens": MAX_TOKENS, "stream": True,
+            body = {"model": ALIAS, "prompt": f"Story {self.i}:", "max_tokens": self.max_tokens, "stream": True,
                     "logit_bias": self.bias, "temperature": 0.8, "seed": self.i}
             conn.request("POST", "/v1/completions", body=json.dumps(body),
                          headers={"Content-Type": "application/json"})
@@ -124,7 +126,7 @@ def test_drain_deadline():
     srv = Server("--slots", "2", "--ctx", "512", env={"MEMRA_DRAIN_S": "1"})
     try:
         bias = ban_eog(srv)
-        s = Stream(srv, bias, 0)
+        s = Stream(srv, bias, 0, max_tokens=480)  # still running when the 1 s drain runs out
         s.start()
         assert s.first.wait(60)
         t0 = time.time()

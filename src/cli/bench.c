@@ -36,7 +36,8 @@
  * counts its active experts), and % of --flops; attention FLOPs are not
  * counted. tg reports GB/s = model_decode_bytes() · steps/s (the weight bytes one
  * step reads, once for all B sequences; the KV cache is not counted) and % of --bw. The defaults are the
- * ceilings measured on one H200 of the device machine (bench/RESULTS.md).
+ * ceilings measured on one H200 of the device machine (bench/RESULTS.md), so on another backend (the CPU) the
+ * % column is "—" (JSON: limit and pct_limit null) unless --bw / --flops give that machine's own.
  * The KV cache's type comes from MEMRA_KV_TYPE (bf16 unless set; the banner
  * and the JSON's kv_type say which), the matmuls' activations from
  * MEMRA_ACT_TYPE (f32 unless set; act_type).
@@ -301,6 +302,7 @@ int main(int argc, char **argv)
     uint32_t reps = 3, ubatch = 512, threads = 0, sample_rows = 0, vocab = 0;
     int json = 0;
     double bw = 4300.0, flops = 790.0, spread = 5.0;
+    int bw_given = 0, flops_given = 0; /* the defaults are an H200's: no % on another backend without these */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
@@ -315,9 +317,9 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--backend") == 0 && i + 1 < argc)
             backend_name = argv[++i];
         else if (strcmp(a, "--bw") == 0)
-            bad = i + 1 >= argc || parse_pos_double(argv[++i], &bw);
+            bad = i + 1 >= argc || parse_pos_double(argv[++i], &bw), bw_given = 1;
         else if (strcmp(a, "--flops") == 0)
-            bad = i + 1 >= argc || parse_pos_double(argv[++i], &flops);
+            bad = i + 1 >= argc || parse_pos_double(argv[++i], &flops), flops_given = 1;
         else if (strcmp(a, "--json") == 0)
             json = 1;
         else if (strcmp(a, "--sample") == 0)
@@ -413,6 +415,7 @@ int main(int argc, char **argv)
         toks[i] = (int32_t)(x % m.cfg.vocab);
     }
     const uint64_t params = bench_params(&m), dbytes = model_decode_bytes(&m);
+    const int on_cuda = strcmp(b->ops->name, "cuda") == 0; /* the default limits are an H200's */
     const char *fmt = mf_format_name(m.file.format), *wtype = dtype_name(m.layers[0].wq.dtype);
     fprintf(stderr, "memra-bench: %s (%s, %s, %.3f B params multiplied per token, %.3f GB read per decoded token) "
             "on %s, ubatch %u, KV %s, %s activations, loaded in %.2f s\n", m.arch_name, fmt, wtype, params / 1e9,
@@ -443,6 +446,7 @@ int main(int argc, char **argv)
         /* decode: the weights are read once a step, whatever B */
         const double rate = t->is_pp ? 2.0 * (double)params * tps / 1e12 : (double)dbytes * tps / t->batch / 1e9;
         const double pct = 100.0 * rate / (t->is_pp ? flops : bw);
+        const int have_limit = on_cuda || (t->is_pp ? flops_given : bw_given);
         json_t *o = json_object(), *jt = json_array();
         for (uint32_t r = 0; r < reps; r++)
             json_array_append_new(jt, json_real(t->times[r]));
@@ -455,15 +459,18 @@ int main(int argc, char **argv)
         json_object_set_new(o, "median_s", json_real(t->median_s));
         json_object_set_new(o, "tok_s", json_real(tps));
         json_object_set_new(o, t->is_pp ? "tflops" : "gbs", json_real(rate));
-        json_object_set_new(o, "limit", json_real(t->is_pp ? flops : bw));
-        json_object_set_new(o, "pct_limit", json_real(pct));
+        json_object_set_new(o, "limit", have_limit ? json_real(t->is_pp ? flops : bw) : json_null());
+        json_object_set_new(o, "pct_limit", have_limit ? json_real(pct) : json_null());
         json_array_append_new(jres, o);
+        char pcts[32] = "—";
+        if (have_limit)
+            snprintf(pcts, sizeof pcts, "%.2f %%", pct);
         if (!json)
-            printf("| %s | %s | %s | %s | %s | %.2f | %.2f %s | %.2f %% |\n", m.arch_name, fmt, wtype, b->ops->name,
-                   t->name, tps, rate, t->is_pp ? "TFLOP/s" : "GB/s", pct);
+            printf("| %s | %s | %s | %s | %s | %.2f | %.2f %s | %s |\n", m.arch_name, fmt, wtype, b->ops->name,
+                   t->name, tps, rate, t->is_pp ? "TFLOP/s" : "GB/s", pcts);
         else
-            fprintf(stderr, "memra-bench: %s: %.2f tok/s, %.2f %s, %.2f %% of limit\n", t->name, tps, rate,
-                    t->is_pp ? "TFLOP/s" : "GB/s", pct);
+            fprintf(stderr, "memra-bench: %s: %.2f tok/s, %.2f %s, %s of limit\n", t->name, tps, rate,
+                    t->is_pp ? "TFLOP/s" : "GB/s", pcts);
         fflush(stdout);
     }
     if (json) {
@@ -479,8 +486,8 @@ int main(int argc, char **argv)
         json_object_set_new(o, "kv_type", json_string(backend_kv_type_name(b->cfg.kv_type))); /* MEMRA_KV_TYPE */
         json_object_set_new(o, "act_type", json_string(backend_act_type_name(b->cfg.act_type))); /* MEMRA_ACT_TYPE */
         json_object_set_new(o, "reps", json_integer(reps));
-        json_object_set_new(o, "bw_gbs", json_real(bw));
-        json_object_set_new(o, "flops_tflops", json_real(flops));
+        json_object_set_new(o, "bw_gbs", on_cuda || bw_given ? json_real(bw) : json_null());
+        json_object_set_new(o, "flops_tflops", on_cuda || flops_given ? json_real(flops) : json_null());
         json_object_set_new(o, "load_s", json_real(load_s));
         json_object_set_new(o, "results", jres);
         char *s = json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(10));

@@ -77,13 +77,25 @@ def test_bench_json_figures_consistent():
 
 
 def test_bench_table_output():
-    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg2", "--reps", "1")
+    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg2,pp8", "--reps", "1", "--bw", "20")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
-    assert lines[0].startswith("| model | format |") and len(lines) == 3
+    assert lines[0].startswith("| model | format |") and len(lines) == 4
     cells = [c.strip() for c in lines[2].strip("|").split("|")]
     assert cells[:5] == ["llama", "gguf", "Q4_1", "cpu", "tg2"]
     assert float(cells[5]) > 0 and cells[6].endswith("GB/s") and cells[7].endswith("%")
+    # the default limits are an H200's: on the CPU no % unless this machine's own is given (--bw only here)
+    cells = [c.strip() for c in lines[3].strip("|").split("|")]
+    assert cells[4] == "pp8" and cells[6].endswith("TFLOP/s") and cells[7] == "—"
+
+
+def test_bench_json_no_limit_on_cpu_by_default():
+    out = bench(MODEL, "--backend", "cpu", "--threads", "2", "--tests", "tg2", "--reps", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    j = json.loads(out.stdout)
+    assert j["bw_gbs"] is None and j["flops_tflops"] is None
+    r = j["results"][0]
+    assert r["limit"] is None and r["pct_limit"] is None and r["gbs"] > 0
 
 
 @pytest.mark.parametrize("args", [["--tests", "xx12"], ["--tests", "pp0"], ["--tests", "tg8@4"], ["--reps", "0"],

@@ -86,6 +86,12 @@ static int deq_avx2(enum dtype t, const uint8_t *s, float *dst, uint64_t n)
     case DTYPE_Q4_K: quant_deq_q4_k_avx2(s, dst, n / 256); return 1;
     case DTYPE_Q5_K: quant_deq_q5_k_avx2(s, dst, n / 256); return 1;
     case DTYPE_Q6_K: quant_deq_q6_k_avx2(s, dst, n / 256); return 1;
+    case DTYPE_IQ4_NL: quant_deq_iq4_nl_avx2(s, dst, n / 32); return 1;
+    case DTYPE_Q5_0: quant_deq_q5_0_avx2(s, dst, n / 32); return 1;
+    case DTYPE_Q5_1: quant_deq_q5_1_avx2(s, dst, n / 32); return 1;
+    case DTYPE_Q2_K: quant_deq_q2_k_avx2(s, dst, n / 256); return 1;
+    case DTYPE_Q3_K: quant_deq_q3_k_avx2(s, dst, n / 256); return 1;
+    case DTYPE_IQ4_XS: quant_deq_iq4_xs_avx2(s, dst, n / 256); return 1;
     default: return 0;
     }
 }

@@ -163,6 +163,126 @@ AVX2 void quant_deq_q6_k_avx2(const uint8_t *s, float *y, uint64_t nb)
             }
     }
 }
+/* 16 bits of v (bit i for byte i) → 16 bytes of 16 where the bit is set: Q5's fifth bit */
+AVX2 static inline __m128i bit4_bytes(uint32_t v)
+{
+    const __m128i bm = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    __m128i x = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)(v & 0xffffu)),
+                                 _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+    x = _mm_cmpeq_epi8(_mm_and_si128(x, bm), bm);
+    return _mm_and_si128(x, _mm_set1_epi8(16));
+}
+
+AVX2 void quant_deq_q5_0_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), k16 = _mm_set1_epi8(16);
+    const __m256 zero = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 22, y += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s));
+        const uint32_t qh = quant_load_u32(s + 2);
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 6));
+        /* ((q & 15) | bit << 4) − 16: −16..15 as signed bytes */
+        const __m128i lo = _mm_or_si128(_mm_and_si128(q, m4), bit4_bytes(qh));
+        const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m4), bit4_bytes(qh >> 16));
+        put16(y, _mm_sub_epi8(lo, k16), d, 0, zero, 1);
+        put16(y + 16, _mm_sub_epi8(hi, k16), d, 0, zero, 1);
+    }
+}
+
+AVX2 void quant_deq_q5_1_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15);
+    for (uint64_t b = 0; b < nb; b++, s += 24, y += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s)), m = _mm256_set1_ps(quant_load_f16(s + 2));
+        const uint32_t qh = quant_load_u32(s + 4);
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 8));
+        put16(y, _mm_or_si128(_mm_and_si128(q, m4), bit4_bytes(qh)), d, 1, m, 0);
+        put16(y + 16, _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m4), bit4_bytes(qh >> 16)), d, 1, m, 0);
+    }
+}
+
+/* Q2_K: element 128h + 32k + 16g + i is bits 2k..2k+1 of qs[32h + 16g + i] */
+AVX2 void quant_deq_q2_k_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m2 = _mm_set1_epi8(3);
+    for (uint64_t b = 0; b < nb; b++, s += 84, y += 256) {
+        const float d = quant_load_f16(s + 80), dmin = quant_load_f16(s + 82);
+        for (int h = 0; h < 2; h++)
+            for (int g = 0; g < 2; g++) {
+                const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 + h * 32 + g * 16));
+                for (int k = 0; k < 4; k++) {
+                    const uint8_t sc = s[h * 8 + k * 2 + g];
+                    const __m256 dl = _mm256_set1_ps(d * (float)(sc & 15)), ml = _mm256_set1_ps(dmin * (float)(sc >> 4));
+                    const __m128i v = _mm_and_si128(_mm_srl_epi16(q, _mm_cvtsi32_si128(2 * k)), m2);
+                    put16_sub(y + h * 128 + k * 32 + g * 16, v, dl, ml);
+                }
+            }
+    }
+}
+
+/* Q3_K: Q2_K's two bits, minus 4 where bit j = 4h + k of hmask[16g + i] is clear */
+AVX2 void quant_deq_q3_k_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m2 = _mm_set1_epi8(3), one = _mm_set1_epi8(1);
+    const __m256 zero = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 110, y += 256) {
+        const uint8_t *sc = s + 96;
+        const float d = quant_load_f16(s + 108);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++) {
+                const int j = h * 4 + k;
+                for (int g = 0; g < 2; g++) {
+                    const int si = h * 8 + k * 2 + g;
+                    const int lo = (sc[si % 8] >> (4 * (si / 8))) & 15, hi = (sc[8 + si % 4] >> (2 * (si / 4))) & 3;
+                    const __m256 dl = _mm256_set1_ps(d * (float)((lo | hi << 4) - 32));
+                    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 32 + h * 32 + g * 16));
+                    const __m128i m = _mm_loadu_si128((const __m128i *)(const void *)(s + g * 16));
+                    const __m128i v = _mm_and_si128(_mm_srl_epi16(q, _mm_cvtsi32_si128(2 * k)), m2);
+                    const __m128i hb = _mm_and_si128(_mm_srl_epi16(m, _mm_cvtsi32_si128(j)), one);
+                    /* −4..3 as signed bytes */
+                    put16(y + h * 128 + k * 32 + g * 16, _mm_sub_epi8(v, _mm_slli_epi16(_mm_xor_si128(hb, one), 2)), dl,
+                          0, zero, 1);
+                }
+            }
+    }
+}
+
+/* IQ4_NL / IQ4_XS: the codebook's 16 values are small integers, so a byte
+ * shuffle looks them up and the float is exact; dl · value as the reference */
+AVX2 static inline __m128i iq4_table(void)
+{
+    return _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+}
+
+AVX2 void quant_deq_iq4_nl_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), tab = iq4_table();
+    const __m256 zero = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 18, y += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s));
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 2));
+        put16(y, _mm_shuffle_epi8(tab, _mm_and_si128(q, m4)), d, 0, zero, 1);
+        put16(y + 16, _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(q, 4), m4)), d, 0, zero, 1);
+    }
+}
+
+AVX2 void quant_deq_iq4_xs_avx2(const uint8_t *s, float *y, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), tab = iq4_table();
+    const __m256 zero = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 136, y += 256) {
+        const float d = quant_load_f16(s);
+        const uint32_t sh = (uint32_t)s[2] | (uint32_t)s[3] << 8;
+        for (int j = 0; j < 8; j++) {
+            const int ls = (s[4 + j / 2] >> (4 * (j % 2))) & 15;
+            const int hs = (int)((sh >> (2 * j)) & 3);
+            const __m256 dl = _mm256_set1_ps(d * (float)((ls | hs << 4) - 32));
+            const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 8 + 16 * j));
+            put16(y + 32 * j, _mm_shuffle_epi8(tab, _mm_and_si128(q, m4)), dl, 0, zero, 1);
+            put16(y + 32 * j + 16, _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(q, 4), m4)), dl, 0, zero, 1);
+        }
+    }
+}
 #else
 typedef int quant_dequant_avx2_empty; /* ISO C: a translation unit is not empty */
 #endif

@@ -377,6 +377,12 @@ void quant_deq_q8_0_avx2(const uint8_t *s, float *y, uint64_t nb);
 void quant_deq_q4_k_avx2(const uint8_t *s, float *y, uint64_t nb);
 void quant_deq_q5_k_avx2(const uint8_t *s, float *y, uint64_t nb);
 void quant_deq_q6_k_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_iq4_nl_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q5_0_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q5_1_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q2_k_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_q3_k_avx2(const uint8_t *s, float *y, uint64_t nb);
+void quant_deq_iq4_xs_avx2(const uint8_t *s, float *y, uint64_t nb);
 #endif
 
 #endif

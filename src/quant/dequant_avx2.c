@@ -283,6 +283,134 @@ AVX2 void quant_deq_iq4_xs_avx2(const uint8_t *s, float *y, uint64_t nb)
         }
     }
 }
+/* ---- fused dequantize + dot (the decode of one token) --------------------
+ * Σ w·x in quant.h's order — element i in lane i mod 16 (elements 0-7 and
+ * 16-23 of a block in the low 8 lanes, 8-15 and 24-31 in the high ones), each
+ * lane adding w·x in element order, then the pairwise fold — without writing
+ * the expanded row: the same bits as quant_dequantize_row and an f32 dot. */
+AVX2 static inline void dot_acc4(__m256 *lo, __m256 *hi, __m256 f0, __m256 f1, __m256 f2, __m256 f3, const float *x)
+{
+    *lo = _mm256_add_ps(*lo, _mm256_mul_ps(f0, _mm256_loadu_ps(x)));
+    *hi = _mm256_add_ps(*hi, _mm256_mul_ps(f1, _mm256_loadu_ps(x + 8)));
+    *lo = _mm256_add_ps(*lo, _mm256_mul_ps(f2, _mm256_loadu_ps(x + 16)));
+    *hi = _mm256_add_ps(*hi, _mm256_mul_ps(f3, _mm256_loadu_ps(x + 24)));
+}
+
+/* acc[l] += acc[l + 8], acc[l] += acc[l + 4], then (acc[0] + acc[2]) + (acc[1] + acc[3]) */
+AVX2 static inline float dot_fold8(__m256 lo, __m256 hi)
+{
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    float q[4];
+    _mm_storeu_ps(q, s4);
+    return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+AVX2 float quant_dot_q4_0_avx2(const uint8_t *s, const float *x, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 18, x += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s));
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 2));
+        const __m128i l = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
+        const __m128i h = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
+        dot_acc4(&lo, &hi, _mm256_mul_ps(d, i8_f32(l)), _mm256_mul_ps(d, i8_f32(_mm_srli_si128(l, 8))),
+                 _mm256_mul_ps(d, i8_f32(h)), _mm256_mul_ps(d, i8_f32(_mm_srli_si128(h, 8))), x);
+    }
+    return dot_fold8(lo, hi);
+}
+
+AVX2 float quant_dot_q4_1_avx2(const uint8_t *s, const float *x, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15);
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 20, x += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s)), m = _mm256_set1_ps(quant_load_f16(s + 2));
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 4));
+        const __m128i l = _mm_and_si128(q, m4), h = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+        dot_acc4(&lo, &hi, _mm256_add_ps(_mm256_mul_ps(d, u8_f32(l)), m),
+                 _mm256_add_ps(_mm256_mul_ps(d, u8_f32(_mm_srli_si128(l, 8))), m),
+                 _mm256_add_ps(_mm256_mul_ps(d, u8_f32(h)), m),
+                 _mm256_add_ps(_mm256_mul_ps(d, u8_f32(_mm_srli_si128(h, 8))), m), x);
+    }
+    return dot_fold8(lo, hi);
+}
+
+AVX2 float quant_dot_q8_0_avx2(const uint8_t *s, const float *x, uint64_t nb)
+{
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 34, x += 32) {
+        const __m256 d = _mm256_set1_ps(quant_load_f16(s));
+        const __m128i q0 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2));
+        const __m128i q1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 18));
+        dot_acc4(&lo, &hi, _mm256_mul_ps(d, i8_f32(q0)), _mm256_mul_ps(d, i8_f32(_mm_srli_si128(q0, 8))),
+                 _mm256_mul_ps(d, i8_f32(q1)), _mm256_mul_ps(d, i8_f32(_mm_srli_si128(q1, 8))), x);
+    }
+    return dot_fold8(lo, hi);
+}
+/* Q4_K: a sub-block pair c is 64 consecutive elements, the low nibbles of
+ * qs[32c..32c+31] (scale d0, min dm0) then their high nibbles (d1, dm1) */
+AVX2 static inline __m256 k_val(__m128i q, __m256 d, __m256 dm)
+{
+    return _mm256_sub_ps(_mm256_mul_ps(d, u8_f32(q)), dm);
+}
+
+AVX2 float quant_dot_q4_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15);
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 144, x += 256) {
+        const float d = quant_load_f16(s), dmin = quant_load_f16(s + 2);
+        for (int c = 0; c < 4; c++) {
+            int s0, m0, s1, m1;
+            quant_k_scale_min(s + 4, 2 * c, &s0, &m0);
+            quant_k_scale_min(s + 4, 2 * c + 1, &s1, &m1);
+            const __m256 d0 = _mm256_set1_ps(d * (float)s0), dm0 = _mm256_set1_ps(dmin * (float)m0);
+            const __m256 d1 = _mm256_set1_ps(d * (float)s1), dm1 = _mm256_set1_ps(dmin * (float)m1);
+            const __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 + 32 * c));
+            const __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 + 32 * c + 16));
+            const __m128i l0 = _mm_and_si128(v0, m4), l1 = _mm_and_si128(v1, m4);
+            const __m128i h0 = _mm_and_si128(_mm_srli_epi16(v0, 4), m4), h1 = _mm_and_si128(_mm_srli_epi16(v1, 4), m4);
+            dot_acc4(&lo, &hi, k_val(l0, d0, dm0), k_val(_mm_srli_si128(l0, 8), d0, dm0), k_val(l1, d0, dm0),
+                     k_val(_mm_srli_si128(l1, 8), d0, dm0), x + 64 * c);
+            dot_acc4(&lo, &hi, k_val(h0, d1, dm1), k_val(_mm_srli_si128(h0, 8), d1, dm1), k_val(h1, d1, dm1),
+                     k_val(_mm_srli_si128(h1, 8), d1, dm1), x + 64 * c + 32);
+        }
+    }
+    return dot_fold8(lo, hi);
+}
+
+/* Q6_K: for each (h, k) the 32 elements 128h + 32k + [0, 32), two halves of 16 with their own scale */
+AVX2 static inline __m128i q6_bytes(const uint8_t *ql, const uint8_t *qh, __m128i shl, __m128i shh)
+{
+    const __m128i l = _mm_loadu_si128((const __m128i *)(const void *)ql);
+    const __m128i hh = _mm_loadu_si128((const __m128i *)(const void *)qh);
+    const __m128i lo = _mm_and_si128(_mm_srl_epi16(l, shl), _mm_set1_epi8(15));
+    const __m128i hi = _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hh, shh), _mm_set1_epi8(3)), 4);
+    return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
+}
+
+AVX2 float quant_dot_q6_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
+{
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 210, x += 256) {
+        const int8_t *sc = (const int8_t *)(const void *)(s + 192);
+        const float d = quant_load_f16(s + 208);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++) {
+                const __m128i shl = _mm_cvtsi32_si128(4 * (k >> 1)), shh = _mm_cvtsi32_si128(2 * k);
+                const uint8_t *ql = s + h * 64 + (k & 1) * 32, *qh = s + 128 + h * 32;
+                const __m256 dl0 = _mm256_set1_ps(d * (float)sc[h * 8 + k * 2]);
+                const __m256 dl1 = _mm256_set1_ps(d * (float)sc[h * 8 + k * 2 + 1]);
+                const __m128i v0 = q6_bytes(ql, qh, shl, shh), v1 = q6_bytes(ql + 16, qh + 16, shl, shh);
+                dot_acc4(&lo, &hi, _mm256_mul_ps(dl0, i8_f32(v0)), _mm256_mul_ps(dl0, i8_f32(_mm_srli_si128(v0, 8))),
+                         _mm256_mul_ps(dl1, i8_f32(v1)), _mm256_mul_ps(dl1, i8_f32(_mm_srli_si128(v1, 8))),
+                         x + h * 128 + k * 32);
+            }
+    }
+    return dot_fold8(lo, hi);
+}
 #else
 typedef int quant_dequant_avx2_empty; /* ISO C: a translation unit is not empty */
 #endif

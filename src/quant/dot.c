@@ -11,6 +11,7 @@
  * bound stated in quant.h follows from the summation shape: each lane sums
  * n/QUANT_LANES products, then log2(QUANT_LANES) pairwise levels.
  */
+#include "core/cpu_simd.h"
 #include "core/log.h"
 #include "quant/quant_internal.h"
 
@@ -149,11 +150,46 @@ static dot_fn dot_select(enum dtype t)
     }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* The fused AVX2 forms (dequant_avx2.c), the same bits as the kernels above. */
+static float dot_q4_0_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q4_0_avx2(row, x, n / 32); }
+static float dot_q4_1_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q4_1_avx2(row, x, n / 32); }
+static float dot_q8_0_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q8_0_avx2(row, x, n / 32); }
+static float dot_q4_k_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q4_k_avx2(row, x, n / 256); }
+static float dot_q6_k_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q6_k_avx2(row, x, n / 256); }
+
+static dot_fn dot_select_avx2(enum dtype t)
+{
+    switch (t) {
+    case DTYPE_Q4_0: return dot_q4_0_avx2;
+    case DTYPE_Q4_1: return dot_q4_1_avx2;
+    case DTYPE_Q8_0: return dot_q8_0_avx2;
+    case DTYPE_Q4_K: return dot_q4_k_avx2;
+    case DTYPE_Q6_K: return dot_q6_k_avx2;
+    default: return NULL;
+    }
+}
+#endif
+
+bool quant_dot_fused_fast(enum dtype t)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return (unsigned)t < DTYPE_COUNT && cpu_simd_level() >= CPU_SIMD_AVX2 && dot_select_avx2(t) != NULL;
+#else
+    (void)t;
+    return false;
+#endif
+}
+
 /* Checks the preconditions of quant.h and returns the row kernel. */
 static dot_fn dot_prepare(enum dtype t, uint64_t n, uint64_t *row_bytes)
 {
     MEMRA_ASSERT((unsigned)t < DTYPE_COUNT);
     dot_fn fn = dot_select(t);
+#if defined(__x86_64__) || defined(__i386__)
+    if (fn && cpu_simd_level() >= CPU_SIMD_AVX2 && dot_select_avx2(t))
+        fn = dot_select_avx2(t);
+#endif
     if (!fn)
         die("quant: type %s is not computed", dtype_name(t));
     if (dtype_row_bytes(t, n, row_bytes) != 0)

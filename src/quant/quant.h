@@ -96,4 +96,9 @@ float quant_dot_row_f32(enum dtype t, const void *row, const float *x /* (n) */,
 void quant_matvec_f32(enum dtype t, const void *w /* (rows, n) row-major */, uint64_t rows, uint64_t n,
                       const float *x /* (n) */, float *y /* (rows) */);
 
+/* Whether quant_dot_row_f32 / quant_matvec_f32 run a fused SIMD form for t on
+ * this CPU (AVX2: Q4_0, Q4_1, Q8_0, Q4_K, Q6_K), so that they beat quant_dequantize_row and
+ * a separate dot for one input vector (the CPU backend's one-token decode). */
+bool quant_dot_fused_fast(enum dtype t);
+
 #endif

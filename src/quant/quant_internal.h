@@ -382,6 +382,12 @@ void quant_deq_q5_0_avx2(const uint8_t *s, float *y, uint64_t nb);
 void quant_deq_q5_1_avx2(const uint8_t *s, float *y, uint64_t nb);
 void quant_deq_q2_k_avx2(const uint8_t *s, float *y, uint64_t nb);
 void quant_deq_q3_k_avx2(const uint8_t *s, float *y, uint64_t nb);
+/* Σ of nb blocks from s times x, quant.h's summation order (the bits of quant_dot_row_f32) */
+float quant_dot_q4_0_avx2(const uint8_t *s, const float *x, uint64_t nb);
+float quant_dot_q4_1_avx2(const uint8_t *s, const float *x, uint64_t nb);
+float quant_dot_q8_0_avx2(const uint8_t *s, const float *x, uint64_t nb);
+float quant_dot_q4_k_avx2(const uint8_t *s, const float *x, uint64_t nb);
+float quant_dot_q6_k_avx2(const uint8_t *s, const float *x, uint64_t nb);
 void quant_deq_iq4_xs_avx2(const uint8_t *s, float *y, uint64_t nb);
 #endif
 

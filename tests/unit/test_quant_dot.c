@@ -3,7 +3,10 @@
  * double-precision dot of the dequantized row, and the exact summation order
  * (bit for bit) that quant.h promises; matvec rows equal single-row dots;
  * unsupported types and bad row lengths are refused. Dequantization itself is
- * checked bit for bit against gguf-py by tests/py/test_quant_reference.py. */
+ * checked bit for bit against gguf-py by tests/py/test_quant_reference.py.
+ * ctest runs this again capped by MEMRA_CPU_SIMD=avx2 and =base, so the fused
+ * AVX2 forms (src/quant/dequant_avx2.c) and the portable kernels are each held
+ * to the same bits. */
 #include "quant/quant.h"
 #include "test.h"
 

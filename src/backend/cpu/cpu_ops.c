@@ -28,6 +28,13 @@ static void matmul_rows(const struct model_weight *w, const float *x, float *y, 
                         uint64_t r1, float *rowbuf /* (4, cols) */)
 {
     const uint64_t nbc = (w->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
+    if (T == 1 && !w->block_scale && quant_dot_fused_fast(w->dtype)) {
+        /* one token: the fused dequantize + dot, row by row (quant.h's order: the bits of cpu_dot_f32) */
+        quant_matvec_f32(w->dtype, w->data + r0 * w->row_bytes, r1 - r0, w->cols, x, y + r0);
+        for (uint64_t r = r0; r < r1; r++)
+            y[r] = w->scale * y[r];
+        return;
+    }
     for (uint64_t g = r0; g < r1; g += 4) {
         const int nr = r1 - g < 4 ? (int)(r1 - g) : 4;
         const float *rows[4];

@@ -88,6 +88,18 @@ AVX2 void quant_deq_q8_0_avx2(const uint8_t *s, float *y, uint64_t nb)
     }
 }
 
+/* The scales and mins of sub-blocks 2c and 2c + 1 of a Q4_K / Q5_K block
+ * (packed scales at sc), times d and dmin, as quant_block_q4_k computes them */
+AVX2 static inline void k_pair_scales(const uint8_t *sc, int c, float d, float dmin, __m256 *d0, __m256 *dm0,
+                                      __m256 *d1, __m256 *dm1)
+{
+    int s0, m0, s1, m1;
+    quant_k_scale_min(sc, 2 * c, &s0, &m0);
+    quant_k_scale_min(sc, 2 * c + 1, &s1, &m1);
+    *d0 = _mm256_set1_ps(d * (float)s0), *dm0 = _mm256_set1_ps(dmin * (float)m0);
+    *d1 = _mm256_set1_ps(d * (float)s1), *dm1 = _mm256_set1_ps(dmin * (float)m1);
+}
+
 /* Q4_K / Q5_K: sub-block pair c of 64 elements, scales as quant_block_q4_k */
 AVX2 void quant_deq_q4_k_avx2(const uint8_t *s, float *y, uint64_t nb)
 {
@@ -95,11 +107,8 @@ AVX2 void quant_deq_q4_k_avx2(const uint8_t *s, float *y, uint64_t nb)
     for (uint64_t b = 0; b < nb; b++, s += 144, y += 256) {
         const float d = quant_load_f16(s), dmin = quant_load_f16(s + 2);
         for (int c = 0; c < 4; c++) {
-            int s0, m0, s1, m1;
-            quant_k_scale_min(s + 4, 2 * c, &s0, &m0);
-            quant_k_scale_min(s + 4, 2 * c + 1, &s1, &m1);
-            const __m256 d0 = _mm256_set1_ps(d * (float)s0), dm0 = _mm256_set1_ps(dmin * (float)m0);
-            const __m256 d1 = _mm256_set1_ps(d * (float)s1), dm1 = _mm256_set1_ps(dmin * (float)m1);
+            __m256 d0, dm0, d1, dm1;
+            k_pair_scales(s + 4, c, d, dmin, &d0, &dm0, &d1, &dm1);
             const uint8_t *q = s + 16 + 32 * c;
             float *o = y + 64 * c;
             for (int h = 0; h < 32; h += 16) {
@@ -118,11 +127,8 @@ AVX2 void quant_deq_q5_k_avx2(const uint8_t *s, float *y, uint64_t nb)
         const float d = quant_load_f16(s), dmin = quant_load_f16(s + 2);
         const uint8_t *qh = s + 16;
         for (int c = 0; c < 4; c++) {
-            int s0, m0, s1, m1;
-            quant_k_scale_min(s + 4, 2 * c, &s0, &m0);
-            quant_k_scale_min(s + 4, 2 * c + 1, &s1, &m1);
-            const __m256 d0 = _mm256_set1_ps(d * (float)s0), dm0 = _mm256_set1_ps(dmin * (float)m0);
-            const __m256 d1 = _mm256_set1_ps(d * (float)s1), dm1 = _mm256_set1_ps(dmin * (float)m1);
+            __m256 d0, dm0, d1, dm1;
+            k_pair_scales(s + 4, c, d, dmin, &d0, &dm0, &d1, &dm1);
             const uint8_t *q = s + 48 + 32 * c;
             float *o = y + 64 * c;
             const __m128i sh0 = _mm_cvtsi32_si128(2 * c), sh1 = _mm_cvtsi32_si128(2 * c + 1);
@@ -363,11 +369,8 @@ AVX2 float quant_dot_q4_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
     for (uint64_t b = 0; b < nb; b++, s += 144, x += 256) {
         const float d = quant_load_f16(s), dmin = quant_load_f16(s + 2);
         for (int c = 0; c < 4; c++) {
-            int s0, m0, s1, m1;
-            quant_k_scale_min(s + 4, 2 * c, &s0, &m0);
-            quant_k_scale_min(s + 4, 2 * c + 1, &s1, &m1);
-            const __m256 d0 = _mm256_set1_ps(d * (float)s0), dm0 = _mm256_set1_ps(dmin * (float)m0);
-            const __m256 d1 = _mm256_set1_ps(d * (float)s1), dm1 = _mm256_set1_ps(dmin * (float)m1);
+            __m256 d0, dm0, d1, dm1;
+            k_pair_scales(s + 4, c, d, dmin, &d0, &dm0, &d1, &dm1);
             const __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 + 32 * c));
             const __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 + 32 * c + 16));
             const __m128i l0 = _mm_and_si128(v0, m4), l1 = _mm_and_si128(v1, m4);

@@ -1,13 +1,15 @@
 /* core/cpu_simd.h — which SIMD level the CPU kernels run at, and the macro
  * that compiles one kernel body once per level.
  *
- * The CPU backend is the exact reference: its dequantization (quant/dequant.c)
- * and its dots (backend/cpu/cpu_dot.c) do the same IEEE operations in the same
- * order at every level — lane-wise adds and multiplies, never contracted — so
+ * The CPU backend is the exact reference: its dequantization (quant/dequant.c,
+ * with the AVX2 forms of quant/dequant_avx2.c), its fused quantized dots
+ * (quant/dot.c) and its f32 dots (backend/cpu/cpu_dot.c) do the same IEEE
+ * operations in the same order at every level — lane-wise adds and multiplies, never contracted — so
  * every level gives the same bits; the wider ones are only faster. The level is
  * the widest the CPU has (AVX-512 F+BW, AVX2, else the x86-64 / other baseline),
  * capped by MEMRA_CPU_SIMD=base|avx2|avx512 — what the tests use to run every
- * level on one machine (tests/unit/test_backend_cpu_dot.c, test_quant_reference.py).
+ * level on one machine (tests/unit/test_backend_cpu_dot.c, test_quant_dot.c,
+ * tests/py/test_quant_reference.py).
  */
 #ifndef MEMRA_CORE_CPU_SIMD_H
 #define MEMRA_CORE_CPU_SIMD_H

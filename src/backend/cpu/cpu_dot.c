@@ -11,11 +11,13 @@
  * bound: ~3 cycles per 16 products), while four rows make eight independent
  * chains and share each load of the vector.
  *
- * The 16 lanes are a GCC vector of 16 floats: one register with AVX-512, two
- * with AVX2, four with SSE2; each function is compiled for every level and
- * picked by cpu_simd_level() (core/cpu_simd.h), and every level computes the
- * same lane-wise IEEE operations, so the same bits
- * (tests/unit/test_backend_cpu_dot.c runs each level against a scalar model).
+ * The 16 lanes are two GCC vectors of 8 floats (one register each with AVX2 or
+ * AVX-512) at the wide levels and four of 4 at the baseline (SSE2, NEON); each
+ * function is compiled for every level and picked by cpu_simd_level()
+ * (core/cpu_simd.h), and every level computes the same lane-wise IEEE
+ * operations, so the same bits (tests/unit/test_backend_cpu_dot.c runs each
+ * level against a scalar model). A one-token matmul on a GGUF type mostly runs
+ * src/quant's fused dots instead (cpu_ops.c), which keep this order too.
  */
 #include "backend/cpu/cpu_internal.h"
 #include "core/cpu_simd.h"

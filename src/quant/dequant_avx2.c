@@ -384,6 +384,57 @@ AVX2 float quant_dot_q4_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
     return dot_fold8(lo, hi);
 }
 
+/* Q5_K: Q4_K's order, each nibble with its fifth bit from qh (bit 2c / 2c + 1 of qh[i]) */
+AVX2 float quant_dot_q5_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), one = _mm_set1_epi8(1);
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 176, x += 256) {
+        const float d = quant_load_f16(s), dmin = quant_load_f16(s + 2);
+        for (int c = 0; c < 4; c++) {
+            __m256 d0, dm0, d1, dm1;
+            k_pair_scales(s + 4, c, d, dmin, &d0, &dm0, &d1, &dm1);
+            const __m128i sh0 = _mm_cvtsi32_si128(2 * c), sh1 = _mm_cvtsi32_si128(2 * c + 1);
+            __m128i l[2], h[2];
+            for (int k = 0; k < 2; k++) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 48 + 32 * c + 16 * k));
+                const __m128i hb = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 + 16 * k));
+                l[k] = _mm_or_si128(_mm_and_si128(v, m4), _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hb, sh0), one), 4));
+                h[k] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(v, 4), m4),
+                                    _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hb, sh1), one), 4));
+            }
+            dot_acc4(&lo, &hi, k_val(l[0], d0, dm0), k_val(_mm_srli_si128(l[0], 8), d0, dm0), k_val(l[1], d0, dm0),
+                     k_val(_mm_srli_si128(l[1], 8), d0, dm0), x + 64 * c);
+            dot_acc4(&lo, &hi, k_val(h[0], d1, dm1), k_val(_mm_srli_si128(h[0], 8), d1, dm1), k_val(h[1], d1, dm1),
+                     k_val(_mm_srli_si128(h[1], 8), d1, dm1), x + 64 * c + 32);
+        }
+    }
+    return dot_fold8(lo, hi);
+}
+
+/* IQ4_XS: sub-block j is 32 consecutive elements, the codebook values of the
+ * low then the high nibbles of qs[16j..16j+15], times its scale */
+AVX2 float quant_dot_iq4_xs_avx2(const uint8_t *s, const float *x, uint64_t nb)
+{
+    const __m128i m4 = _mm_set1_epi8(15), tab = iq4_table();
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint64_t b = 0; b < nb; b++, s += 136, x += 256) {
+        const float d = quant_load_f16(s);
+        const uint32_t sh = (uint32_t)s[2] | (uint32_t)s[3] << 8;
+        for (int j = 0; j < 8; j++) {
+            const int ls = (s[4 + j / 2] >> (4 * (j % 2))) & 15;
+            const int hs = (int)((sh >> (2 * j)) & 3);
+            const __m256 dl = _mm256_set1_ps(d * (float)((ls | hs << 4) - 32));
+            const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 8 + 16 * j));
+            const __m128i l = _mm_shuffle_epi8(tab, _mm_and_si128(q, m4));
+            const __m128i h = _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
+            dot_acc4(&lo, &hi, _mm256_mul_ps(dl, i8_f32(l)), _mm256_mul_ps(dl, i8_f32(_mm_srli_si128(l, 8))),
+                     _mm256_mul_ps(dl, i8_f32(h)), _mm256_mul_ps(dl, i8_f32(_mm_srli_si128(h, 8))), x + 32 * j);
+        }
+    }
+    return dot_fold8(lo, hi);
+}
+
 /* Q6_K: for each (h, k) the 32 elements 128h + 32k + [0, 32), two halves of 16 with their own scale */
 AVX2 static inline __m128i q6_bytes(const uint8_t *ql, const uint8_t *qh, __m128i shl, __m128i shh)
 {

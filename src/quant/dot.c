@@ -157,6 +157,8 @@ static float dot_q4_1_avx2(const uint8_t *row, const float *x, uint64_t n) { ret
 static float dot_q8_0_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q8_0_avx2(row, x, n / 32); }
 static float dot_q4_k_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q4_k_avx2(row, x, n / 256); }
 static float dot_q6_k_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q6_k_avx2(row, x, n / 256); }
+static float dot_q5_k_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_q5_k_avx2(row, x, n / 256); }
+static float dot_iq4_xs_avx2(const uint8_t *row, const float *x, uint64_t n) { return quant_dot_iq4_xs_avx2(row, x, n / 256); }
 
 static dot_fn dot_select_avx2(enum dtype t)
 {
@@ -165,7 +167,9 @@ static dot_fn dot_select_avx2(enum dtype t)
     case DTYPE_Q4_1: return dot_q4_1_avx2;
     case DTYPE_Q8_0: return dot_q8_0_avx2;
     case DTYPE_Q4_K: return dot_q4_k_avx2;
+    case DTYPE_Q5_K: return dot_q5_k_avx2;
     case DTYPE_Q6_K: return dot_q6_k_avx2;
+    case DTYPE_IQ4_XS: return dot_iq4_xs_avx2;
     default: return NULL;
     }
 }

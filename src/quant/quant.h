@@ -97,7 +97,7 @@ void quant_matvec_f32(enum dtype t, const void *w /* (rows, n) row-major */, uin
                       const float *x /* (n) */, float *y /* (rows) */);
 
 /* Whether quant_dot_row_f32 / quant_matvec_f32 run a fused SIMD form for t on
- * this CPU (AVX2: Q4_0, Q4_1, Q8_0, Q4_K, Q6_K), so that they beat quant_dequantize_row and
+ * this CPU (AVX2: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS), so that they beat quant_dequantize_row and
  * a separate dot for one input vector (the CPU backend's one-token decode). */
 bool quant_dot_fused_fast(enum dtype t);
 

@@ -388,6 +388,8 @@ float quant_dot_q4_1_avx2(const uint8_t *s, const float *x, uint64_t nb);
 float quant_dot_q8_0_avx2(const uint8_t *s, const float *x, uint64_t nb);
 float quant_dot_q4_k_avx2(const uint8_t *s, const float *x, uint64_t nb);
 float quant_dot_q6_k_avx2(const uint8_t *s, const float *x, uint64_t nb);
+float quant_dot_q5_k_avx2(const uint8_t *s, const float *x, uint64_t nb);
+float quant_dot_iq4_xs_avx2(const uint8_t *s, const float *x, uint64_t nb);
 void quant_deq_iq4_xs_avx2(const uint8_t *s, float *y, uint64_t nb);
 #endif
 

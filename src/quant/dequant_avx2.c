@@ -272,23 +272,30 @@ AVX2 void quant_deq_iq4_nl_avx2(const uint8_t *s, float *y, uint64_t nb)
     }
 }
 
+/* IQ4_XS sub-block j's scale, d · (6-bit scale − 32), as quant_block_iq4_xs */
+AVX2 static inline __m256 iq4xs_scale(const uint8_t *s, uint32_t sh, int j, float d)
+{
+    const int ls = (s[4 + j / 2] >> (4 * (j % 2))) & 15;
+    const int hs = (int)((sh >> (2 * j)) & 3);
+    return _mm256_set1_ps(d * (float)((ls | hs << 4) - 32));
+}
+
 AVX2 void quant_deq_iq4_xs_avx2(const uint8_t *s, float *y, uint64_t nb)
 {
     const __m128i m4 = _mm_set1_epi8(15), tab = iq4_table();
     const __m256 zero = _mm256_setzero_ps();
     for (uint64_t b = 0; b < nb; b++, s += 136, y += 256) {
         const float d = quant_load_f16(s);
-        const uint32_t sh = (uint32_t)s[2] | (uint32_t)s[3] << 8;
+        const uint32_t sh = (uint32_t)s[2] | (uint32_t)s[3] << 8; /* scales_h */
         for (int j = 0; j < 8; j++) {
-            const int ls = (s[4 + j / 2] >> (4 * (j % 2))) & 15;
-            const int hs = (int)((sh >> (2 * j)) & 3);
-            const __m256 dl = _mm256_set1_ps(d * (float)((ls | hs << 4) - 32));
+            const __m256 dl = iq4xs_scale(s, sh, j, d);
             const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 8 + 16 * j));
             put16(y + 32 * j, _mm_shuffle_epi8(tab, _mm_and_si128(q, m4)), dl, 0, zero, 1);
             put16(y + 32 * j + 16, _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(q, 4), m4)), dl, 0, zero, 1);
         }
     }
 }
+
 /* ---- fused dequantize + dot (the decode of one token) --------------------
  * Σ w·x in quant.h's order — element i in lane i mod 16 (elements 0-7 and
  * 16-23 of a block in the low 8 lanes, 8-15 and 24-31 in the high ones), each
@@ -420,11 +427,9 @@ AVX2 float quant_dot_iq4_xs_avx2(const uint8_t *s, const float *x, uint64_t nb)
     __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
     for (uint64_t b = 0; b < nb; b++, s += 136, x += 256) {
         const float d = quant_load_f16(s);
-        const uint32_t sh = (uint32_t)s[2] | (uint32_t)s[3] << 8;
+        const uint32_t sh = (uint32_t)s[2] | (uint32_t)s[3] << 8; /* scales_h */
         for (int j = 0; j < 8; j++) {
-            const int ls = (s[4 + j / 2] >> (4 * (j % 2))) & 15;
-            const int hs = (int)((sh >> (2 * j)) & 3);
-            const __m256 dl = _mm256_set1_ps(d * (float)((ls | hs << 4) - 32));
+            const __m256 dl = iq4xs_scale(s, sh, j, d);
             const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(s + 8 + 16 * j));
             const __m128i l = _mm_shuffle_epi8(tab, _mm_and_si128(q, m4));
             const __m128i h = _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(q, 4), m4));

@@ -41,10 +41,10 @@ bool quant_can_compute(enum dtype t)
         }                                                                             \
     }
 
-/* f16 / bf16: each half read with its own 2-byte memcpy (a little-endian
- * load the vectoriser turns into vector loads); copying 16 halves into a local
- * array first made gcc store and reload them through the stack, and byte-pair
- * loads defeat vectorisation. */
+/* f16 / bf16: each half read with its own 2-byte memcpy (a little-endian load
+ * the vectoriser turns into vector loads); byte-pair loads defeat it, and
+ * copying 16 halves into a local array first made gcc store and reload them
+ * through the stack. */
 QUANT_INLINE uint16_t deq_u16(const uint8_t *p)
 {
     uint16_t h;
@@ -52,26 +52,8 @@ QUANT_INLINE uint16_t deq_u16(const uint8_t *p)
     return h;
 }
 
-/* chunks of 16 (a known trip count, which gcc -O2's cheap cost model wants) */
-QUANT_INLINE void deq_f16(const uint8_t *restrict s, float *restrict dst, uint64_t n)
-{
-    uint64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (size_t k = 0; k < 16; k++)
-            dst[i + k] = quant_f16_to_f32_inline(deq_u16(s + 2 * (i + k)));
-    for (; i < n; i++)
-        dst[i] = quant_f16_to_f32_inline(deq_u16(s + 2 * i));
-}
-
-QUANT_INLINE void deq_bf16(const uint8_t *restrict s, float *restrict dst, uint64_t n)
-{
-    uint64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (size_t k = 0; k < 16; k++)
-            dst[i + k] = quant_bits_f32((uint32_t)deq_u16(s + 2 * (i + k)) << 16);
-    for (; i < n; i++)
-        dst[i] = quant_bits_f32((uint32_t)deq_u16(s + 2 * i) << 16);
-}
+DEQ_PLAIN(deq_f16, 2, quant_f16_to_f32_inline(deq_u16(p)))
+DEQ_PLAIN(deq_bf16, 2, quant_bits_f32((uint32_t)deq_u16(p) << 16))
 DEQ_PLAIN(deq_f8e4m3, 1, quant_e4m3_table[*p])
 DEQ_PLAIN(deq_f8e5m2, 1, quant_e5m2_table[*p])
 

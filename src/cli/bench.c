@@ -316,11 +316,13 @@ int main(int argc, char **argv)
             bad = i + 1 >= argc || checked_parse_u32(argv[++i], 0, 1024, &threads);
         else if (strcmp(a, "--backend") == 0 && i + 1 < argc)
             backend_name = argv[++i];
-        else if (strcmp(a, "--bw") == 0)
-            bad = i + 1 >= argc || parse_pos_double(argv[++i], &bw), bw_given = 1;
-        else if (strcmp(a, "--flops") == 0)
-            bad = i + 1 >= argc || parse_pos_double(argv[++i], &flops), flops_given = 1;
-        else if (strcmp(a, "--json") == 0)
+        else if (strcmp(a, "--bw") == 0) {
+            bad = i + 1 >= argc || parse_pos_double(argv[++i], &bw);
+            bw_given = 1;
+        } else if (strcmp(a, "--flops") == 0) {
+            bad = i + 1 >= argc || parse_pos_double(argv[++i], &flops);
+            flops_given = 1;
+        } else if (strcmp(a, "--json") == 0)
             json = 1;
         else if (strcmp(a, "--sample") == 0)
             bad = i + 1 >= argc || checked_parse_u32(argv[++i], 1, BENCH_MAX_BATCH, &sample_rows);

@@ -191,8 +191,9 @@ static dot_fn dot_prepare(enum dtype t, uint64_t n, uint64_t *row_bytes)
     MEMRA_ASSERT((unsigned)t < DTYPE_COUNT);
     dot_fn fn = dot_select(t);
 #if defined(__x86_64__) || defined(__i386__)
-    if (fn && cpu_simd_level() >= CPU_SIMD_AVX2 && dot_select_avx2(t))
-        fn = dot_select_avx2(t);
+    dot_fn fused = fn && cpu_simd_level() >= CPU_SIMD_AVX2 ? dot_select_avx2(t) : NULL;
+    if (fused)
+        fn = fused;
 #endif
     if (!fn)
         die("quant: type %s is not computed", dtype_name(t));

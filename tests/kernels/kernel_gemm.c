@@ -3,7 +3,7 @@
  *
  * Checks (exit status 1 if any fails), both modes, every weight type the GEMM
  * takes (BF16, F16, F8_E4M3 with a tensor scale, F32, Q8_0, Q4_0, Q4_1, Q4_K,
- * Q5_K, Q6_K, IQ4_XS), fresh random inputs each time (weights: random valid
+ * Q5_K, Q6_K, IQ4_XS, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K), fresh random inputs each time (weights: random valid
  * blocks as in kernel_gemv.c; x uniform in [-1, 1)), output NaN-poisoned first,
  * against quant_dequantize_row + a double-precision dot. Metric max|Δ| /
  * max|ref| over the output, every output finite. Shapes: 256×4096 at T = 64,
@@ -53,8 +53,9 @@
 
 static struct cuda_ctx *g_ctx;
 
-static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16, DTYPE_F8_E4M3, DTYPE_F32,  DTYPE_Q8_0,  DTYPE_Q4_0,
-                                   DTYPE_Q4_1, DTYPE_Q4_K, DTYPE_Q5_K,    DTYPE_Q6_K, DTYPE_IQ4_XS};
+static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16,  DTYPE_F8_E4M3, DTYPE_F32,    DTYPE_Q8_0, DTYPE_Q4_0,
+                                   DTYPE_Q4_1, DTYPE_Q4_K, DTYPE_Q5_K,    DTYPE_Q6_K,   DTYPE_IQ4_XS, DTYPE_Q5_0,
+                                   DTYPE_Q5_1, DTYPE_IQ4_NL, DTYPE_Q2_K,  DTYPE_Q3_K};
 #define NTYPES (sizeof types / sizeof types[0])
 
 static double tolerance(enum cuda_gemm_mode mode, enum dtype t)

@@ -532,8 +532,9 @@ static const struct shape {
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
-static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16, DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q6_K,
-                                   DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_K, DTYPE_IQ4_XS, DTYPE_F8_E4M3};
+static const enum dtype types[] = {DTYPE_BF16, DTYPE_F16,  DTYPE_Q8_0, DTYPE_Q4_K,   DTYPE_Q6_K,
+                                   DTYPE_Q4_0, DTYPE_Q4_1,  DTYPE_Q5_K, DTYPE_IQ4_XS, DTYPE_F8_E4M3,
+                                   DTYPE_Q5_0, DTYPE_Q5_1,  DTYPE_IQ4_NL, DTYPE_Q2_K, DTYPE_Q3_K};
 #define NTYPES (sizeof types / sizeof types[0])
 
 static double pct(double gbs) { return 100.0 * gbs / BW_REF_GBS; }

@@ -52,11 +52,13 @@ static inline uint16_t rng_scale_f16(void)
 /* Offsets of the f16 fields inside one GGUF block of t (-1 ends the list). */
 static inline const int *f16_fields(enum dtype t)
 {
-    static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, d208[] = {208, -1};
+    static const int d0[] = {0, -1}, d02[] = {0, 2, -1}, d208[] = {208, -1}, d80[] = {80, 82, -1}, d108[] = {108, -1};
     switch (t) {
-    case DTYPE_Q8_0: case DTYPE_Q4_0: case DTYPE_IQ4_XS: return d0;
-    case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: return d02;
+    case DTYPE_Q8_0: case DTYPE_Q4_0: case DTYPE_IQ4_XS: case DTYPE_Q5_0: case DTYPE_IQ4_NL: return d0;
+    case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: case DTYPE_Q5_1: return d02;
     case DTYPE_Q6_K: return d208;
+    case DTYPE_Q2_K: return d80;
+    case DTYPE_Q3_K: return d108;
     default: die("kernel_rng: no f16 fields known for %s", dtype_name(t));
     }
 }

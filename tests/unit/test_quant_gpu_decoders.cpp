@@ -104,6 +104,11 @@ void test_q4_k() { check_both<qt_q4_k>(DTYPE_Q4_K, {0, 2, -1}); }
 void test_q5_k() { check_both<qt_q5_k>(DTYPE_Q5_K, {0, 2, -1}); }
 void test_q6_k() { check_both<qt_q6_k>(DTYPE_Q6_K, {208, -1, -1}); }
 void test_iq4_xs() { check_both<qt_iq4_xs>(DTYPE_IQ4_XS, {0, -1, -1}); }
+void test_q5_0() { check_both<qt_q5_0>(DTYPE_Q5_0, {0, -1, -1}); }
+void test_q5_1() { check_both<qt_q5_1>(DTYPE_Q5_1, {0, 2, -1}); }
+void test_iq4_nl() { check_both<qt_iq4_nl>(DTYPE_IQ4_NL, {0, -1, -1}); }
+void test_q2_k() { check_both<qt_q2_k>(DTYPE_Q2_K, {80, 82, -1}); }
+void test_q3_k() { check_both<qt_q3_k>(DTYPE_Q3_K, {108, -1, -1}); }
 
 } // namespace
 
@@ -116,5 +121,10 @@ int main()
     RUN(test_q5_k);
     RUN(test_q6_k);
     RUN(test_iq4_xs);
+    RUN(test_q5_0);
+    RUN(test_q5_1);
+    RUN(test_iq4_nl);
+    RUN(test_q2_k);
+    RUN(test_q3_k);
     return test_summary();
 }

@@ -126,8 +126,8 @@ void cuda_graph_free(struct cuda_graph *g);
  */
 #define CUDA_GEMV_MAX_BATCH 8
 
-/* Types with a GEMV kernel: BF16, F16, F8_E4M3, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
- * Q6_K, IQ4_XS. n must be a multiple of the block size (8 for BF16/F16, 16 for
+/* Types with a GEMV kernel: BF16, F16, F8_E4M3, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS. n must be a multiple of the block size (8 for BF16/F16, 16 for
  * F8_E4M3, 32 / 256 for the block types); rows ≥ 1, rows·n < 2^40. */
 bool cuda_gemv_supported(enum dtype t, uint64_t rows, uint64_t n);
 

@@ -29,7 +29,7 @@
  *    f32 weights: plain f32 GEMM (CUBLAS_COMPUTE_32F, no TF32).
  * Weights: BF16 and F16 are read as stored. FP8 E4M3 is widened to bf16 into a
  * scratch (exact: 3 mantissa bits), its per-tensor scale goes into alpha. The
- * GGUF block types (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, IQ4_XS) are
+ * GGUF block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) are
  * dequantized (decoders of gemv_quant_types.cuh, f32 values as the CPU
  * computes them, no contracted FMA) into a bf16 scratch, one matrix at a time,
  * then multiplied. bf16 holds 8 significant bits and a dequantized value up to
@@ -421,6 +421,11 @@ static void dequant_to(const struct cuda_gemm *g, enum dtype t, const void *w, u
     case DTYPE_Q5_K: launch_dequant_q<qt_q5_k>(g, w, rows, n, hi, lo); break;
     case DTYPE_Q6_K: launch_dequant_q<qt_q6_k>(g, w, rows, n, hi, lo); break;
     case DTYPE_IQ4_XS: launch_dequant_q<qt_iq4_xs>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q5_0: launch_dequant_q<qt_q5_0>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q5_1: launch_dequant_q<qt_q5_1>(g, w, rows, n, hi, lo); break;
+    case DTYPE_IQ4_NL: launch_dequant_q<qt_iq4_nl>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q2_K: launch_dequant_q<qt_q2_k>(g, w, rows, n, hi, lo); break;
+    case DTYPE_Q3_K: launch_dequant_q<qt_q3_k>(g, w, rows, n, hi, lo); break;
     default: CUDA_FAIL("cuda_gemm_dequant: %s is not dequantized", dtype_name(t));
     }
 }

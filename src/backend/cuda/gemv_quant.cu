@@ -1,5 +1,6 @@
 /* backend/cuda/gemv_quant.cu — decode GEMV reading GGUF block-quantized weights
- * as stored in the model file: Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, IQ4_XS.
+ * as stored in the model file: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K,
+ * Q4_K, Q5_K, Q6_K, IQ4_XS.
  *
  *   y[b][r] = Σ_i dequant(W)[r, i] · x[b][i]      (f32 activations, f32 result)
  *
@@ -80,7 +81,8 @@ static __device__ __forceinline__ void q_step(const uint32_t (&q)[R][8], const f
                 const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
                 const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
                 a = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), a);
-                a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
+                if constexpr (Q::HAS_M) /* Q3_K has none */
+                    a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
             } else {
                 a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), a);
                 if constexpr (Q::HAS_M)
@@ -402,7 +404,8 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
 /* The quantized types with a kernel: X(enum dtype, its gemv_quant_types.cuh struct). */
 #define QUANT_TYPES(X)                                                                                         \
     X(DTYPE_Q8_0, qt_q8_0) X(DTYPE_Q4_0, qt_q4_0) X(DTYPE_Q4_1, qt_q4_1) X(DTYPE_Q4_K, qt_q4_k)                    \
-    X(DTYPE_Q5_K, qt_q5_k) X(DTYPE_Q6_K, qt_q6_k) X(DTYPE_IQ4_XS, qt_iq4_xs)
+    X(DTYPE_Q5_K, qt_q5_k) X(DTYPE_Q6_K, qt_q6_k) X(DTYPE_IQ4_XS, qt_iq4_xs) X(DTYPE_Q5_0, qt_q5_0)                \
+    X(DTYPE_Q5_1, qt_q5_1) X(DTYPE_IQ4_NL, qt_iq4_nl) X(DTYPE_Q2_K, qt_q2_k) X(DTYPE_Q3_K, qt_q3_k)
 
 bool gemv_quant_has(enum dtype t)
 {

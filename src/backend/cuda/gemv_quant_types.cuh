@@ -194,6 +194,54 @@ struct qt_q4_1 { /* f16 d | f16 m | qs[16]: x = d·q + m */
     }
 };
 
+/* The 4 bits v & 15 as bit 0 of the word's 4 bytes (b0 → byte 0, ..., b3 → byte 3). */
+static __device__ __forceinline__ uint32_t bits_to_bytes(uint32_t v) { return ((v & 15u) * 0x00204081u) & 0x01010101u; }
+
+struct qt_q5_0 { /* f16 d | u32 qh | qs[16]: el i<16 = qs[i]&15 | bit i of qh << 4, i≥16 = qs[i-16]>>4 | …; x = d·(q−16) */
+    static constexpr int QK = 32, BS = 22;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
+    struct lane_t {};
+    static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    template <bool SH = false>
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        uint32_t w[4];
+        ld_a2<4, SH>(b + 6, w);
+        const uint32_t qh = (uint32_t)ldq<SH>(reinterpret_cast<const unsigned short *>(b + 2)) |
+                            (uint32_t)ldq<SH>(reinterpret_cast<const unsigned short *>(b + 4)) << 16;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = lo_nib(w[i]) | bits_to_bytes(qh >> (4 * i)) << 4;
+            q[4 + i] = hi_nib(w[i]) | bits_to_bytes(qh >> (16 + 4 * i)) << 4;
+        }
+        d[0] = d[1] = ld_f16<SH>(b);
+        m[0] = m[1] = -16.0f * d[0];
+    }
+};
+
+struct qt_q5_1 { /* f16 d | f16 m | u32 qh | qs[16]: q as Q5_0's; x = d·q + m */
+    static constexpr int QK = 32, BS = 24;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
+    struct lane_t {};
+    static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    template <bool SH = false>
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        const uint32_t *wb = reinterpret_cast<const uint32_t *>(b); /* 8-aligned blocks */
+        const uint32_t dm = ldq<SH>(wb), qh = ldq<SH>(wb + 1);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t v = ldq<SH>(wb + 2 + i);
+            q[i] = lo_nib(v) | bits_to_bytes(qh >> (4 * i)) << 4;
+            q[4 + i] = hi_nib(v) | bits_to_bytes(qh >> (16 + 4 * i)) << 4;
+        }
+        d[0] = d[1] = f16_lo(dm);
+        m[0] = m[1] = f16_hi(dm);
+    }
+};
+
 struct qt_q4_k { /* f16 d | f16 dmin | scales[12] | qs[128]; sub-block j: x = d·sc_j·q − dmin·m_j */
     static constexpr int QK = 256, BS = 144;
     static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
@@ -321,6 +369,92 @@ struct qt_iq4_xs { /* f16 d | u16 scales_h | scales_l[4] | qs[128]; sub-block ib
         const int sl = (ldq<SH>(b + L.soff) >> L.lsh) & 0xF;
         const int sh = (int)(h >> L.hsh) & 3;
         d[0] = d[1] = f16_lo(h) * (float)((sl | sh << 4) - 32);
+        m[0] = m[1] = 0.0f;
+    }
+};
+
+struct qt_iq4_nl { /* f16 d | qs[16]: el i<16 = kv[qs[i]&15], i≥16 = kv[qs[i-16]>>4]; x = d·kv */
+    static constexpr int QK = 32, BS = 18;
+    static constexpr bool QSIGNED = true, HAS_M = false, TWO_SCALES = false;
+    struct lane_t {};
+    static __device__ __forceinline__ lane_t lane(int) { return {}; }
+    template <bool SH = false>
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        uint32_t w[4];
+        ld_a2<4, SH>(b + 2, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            q[i] = qt_iq4_xs::lookup4(lo_nib(w[i]));
+            q[4 + i] = qt_iq4_xs::lookup4(hi_nib(w[i]));
+        }
+        d[0] = d[1] = ld_f16<SH>(b);
+        m[0] = m[1] = 0.0f;
+    }
+};
+
+struct qt_q2_k { /* scales[16] | qs[64] | f16 d | f16 dmin; a scale and a min per 16 (TWO_SCALES) */
+    static constexpr int QK = 256, BS = 84;
+    static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = true;
+    /* segment seg: elements 128h + 32k + i (h = seg/4, k = seg%4, i < 32) are bits 2k..2k+1 of qs[32h + i];
+     * group g = i/16 has scale byte scales[8h + 2k + g]: d·(s & 15), min dmin·(s >> 4) */
+    struct lane_t { int qoff, soff; uint32_t sh; };
+    static __device__ __forceinline__ lane_t lane(int seg)
+    {
+        const int h = seg >> 2, k = seg & 3;
+        return {16 + 32 * h, 8 * h + 2 * k, 2u * (uint32_t)k};
+    }
+    template <bool SH = false>
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        const uint32_t *wq = reinterpret_cast<const uint32_t *>(b + L.qoff); /* 4-aligned blocks */
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            q[i] = (ldq<SH>(wq + i) >> L.sh) & 0x03030303u;
+        const uint32_t dd = ldq<SH>(reinterpret_cast<const uint32_t *>(b + 80));
+        const uint32_t sc = ldq<SH>(reinterpret_cast<const unsigned short *>(b + L.soff)); /* the 2 groups' bytes */
+        const float dv = f16_lo(dd), mv = f16_hi(dd);
+        d[0] = dv * (float)(sc & 15u);
+        d[1] = dv * (float)((sc >> 8) & 15u);
+        m[0] = -(mv * (float)((sc >> 4) & 15u));
+        m[1] = -(mv * (float)((sc >> 12) & 15u));
+    }
+};
+
+struct qt_q3_k { /* hmask[32] | qs[64] | scales[12] | f16 d; a 6-bit scale (−32) per 16 (TWO_SCALES) */
+    static constexpr int QK = 256, BS = 110;
+    static constexpr bool QSIGNED = true, HAS_M = false, TWO_SCALES = true;
+    /* segment seg (h = seg/4, k = seg%4, j = seg): element 128h + 32k + i has low bits 2k..2k+1 of qs[32h + i]
+     * and q = low − 4 where bit j of hmask[i] is 0 (the byte low | 0xFC); group s = 8h + 2k + g takes the low
+     * nibble of scales[2k + g] (>> 4h) and 2 bits of scales[8 + 2(k%2) + g] >> (4h + 2(k/2)) */
+    struct lane_t { int qoff, loff, hoff; uint32_t sh, j, lsh, hsh; };
+    static __device__ __forceinline__ lane_t lane(int seg)
+    {
+        const int h = seg >> 2, k = seg & 3;
+        return {32 + 32 * h, 96 + 2 * k, 104 + 2 * (k & 1), 2u * (uint32_t)k, (uint32_t)seg, 4u * (uint32_t)h,
+                4u * (uint32_t)h + 2u * (uint32_t)(k >> 1)};
+    }
+    template <bool SH = false>
+    static __device__ __forceinline__ void get(const uint8_t *b, const lane_t &L, uint32_t (&q)[8], float (&d)[2],
+                                               float (&m)[2])
+    {
+        uint32_t w[8], hm[8];
+        ld_a2<8, SH>(b + L.qoff, w);
+        ld_a2<8, SH>(b, hm);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const uint32_t neg = ((hm[i] >> L.j) & 0x01010101u) ^ 0x01010101u; /* 1 where the byte is q − 4 */
+            q[i] = ((w[i] >> L.sh) & 0x03030303u) | neg * 0xFCu;
+        }
+        const uint32_t lo = ldq<SH>(reinterpret_cast<const unsigned short *>(b + L.loff));
+        const uint32_t hi = ldq<SH>(reinterpret_cast<const unsigned short *>(b + L.hoff));
+        const float dv = ld_f16<SH>(b + 108);
+        const int s0 = (int)(((lo >> L.lsh) & 15u) | ((hi >> L.hsh) & 3u) << 4) - 32;
+        const int s1 = (int)(((lo >> (8 + L.lsh)) & 15u) | ((hi >> (8 + L.hsh)) & 3u) << 4) - 32;
+        d[0] = dv * (float)s0;
+        d[1] = dv * (float)s1;
         m[0] = m[1] = 0.0f;
     }
 };

@@ -150,14 +150,13 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
     free(w), free(x), free(y), free(row);
 }
 
-/* 40 tokens alone vs the same tokens at rows 23..62 of an 80-row buffer, run
- * as a 40-token GEMM there and as part of one GEMM over all 80 rows (the
- * backend's GEMM over a step's consecutive spans: no split K, so the same
- * bits). */
-static void check_invariance(struct cuda_gemm *g, enum dtype t)
+/* T tokens alone vs the same tokens at rows off.. of a TB-row buffer, run
+ * as a T-token GEMM there and as part of one GEMM over all TB rows (the
+ * backend's GEMM over a step's consecutive spans: no split K, and for f32
+ * weights one algorithm for every n, so the same bits). */
+static void check_invariance(struct cuda_gemm *g, enum dtype t, uint32_t T, uint32_t off, uint32_t TB)
 {
     const uint64_t rows = 300, n = 4096, rb = row_bytes_of(t, n);
-    const uint32_t T = 40, off = 23, TB = 80;
     uint8_t *w = malloc(rows * rb);
     float *x = malloc(4 * n * TB), *y1 = malloc(4 * rows * T), *y2 = malloc(4 * rows * T), *y3 = malloc(4 * rows * T);
     MEMRA_ASSERT(w && x && y1 && y2 && y3);
@@ -182,12 +181,12 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t)
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y3, dy2 + (uint64_t)off * rows, 4 * rows * T);
     const bool same = memcmp(y1, y2, 4 * rows * T) == 0, same_in = memcmp(y1, y3, 4 * rows * T) == 0;
-    CHECK_MSG(same, "%s %s: a span at row %u differs from the same span alone", mode_name(cuda_gemm_mode_of(g)),
-              dtype_name(t), off);
-    CHECK_MSG(same_in, "%s %s: a span's rows inside a GEMM of %u rows differ from the span alone",
-              mode_name(cuda_gemm_mode_of(g)), dtype_name(t), TB);
-    printf("check %-5s %-7s span alone vs at row %u: %s; inside a GEMM of %u rows: %s\n",
-           mode_name(cuda_gemm_mode_of(g)), dtype_name(t), off, same ? "bit-identical" : "DIFFERENT", TB,
+    CHECK_MSG(same, "%s %s: a span of %u at row %u differs from the same span alone", mode_name(cuda_gemm_mode_of(g)),
+              dtype_name(t), T, off);
+    CHECK_MSG(same_in, "%s %s: a span of %u's rows inside a GEMM of %u rows differ from the span alone",
+              mode_name(cuda_gemm_mode_of(g)), dtype_name(t), T, TB);
+    printf("check %-5s %-7s span of %3u alone vs at row %3u: %s; inside a GEMM of %3u rows: %s\n",
+           mode_name(cuda_gemm_mode_of(g)), dtype_name(t), T, off, same ? "bit-identical" : "DIFFERENT", TB,
            same_in ? "bit-identical" : "DIFFERENT");
     cuda_free(dw), cuda_free(dx1), cuda_free(dx2), cuda_free(dy1), cuda_free(dy2);
     free(w), free(x), free(y1), free(y2), free(y3);
@@ -295,9 +294,11 @@ static void run_checks(void)
         }
         test_current = "invariance";
         test_cases++;
-        check_invariance(g, DTYPE_BF16);
-        check_invariance(g, DTYPE_Q4_K);
-        check_invariance(g, DTYPE_F32);
+        check_invariance(g, DTYPE_BF16, 40, 23, 80);
+        check_invariance(g, DTYPE_Q4_K, 40, 23, 80);
+        check_invariance(g, DTYPE_F32, 40, 23, 80);
+        check_invariance(g, DTYPE_F32, 9, 100, 420); /* spans far apart in length: the f32 algorithm fixed */
+        check_invariance(g, DTYPE_F32, 33, 7, 130);
         test_current = "x producers";
         test_cases++;
         check_x_producers(g, DTYPE_BF16, 1024);

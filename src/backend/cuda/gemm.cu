@@ -65,6 +65,7 @@
 #define GEMM_WS_BYTES ((size_t)32 << 20)
 #define GEMM_PLANS 128
 #define GEMM_HEUR 8 /* heuristic results asked for: the first without a split K is taken */
+#define GEMM_F32_PLAN_N 256u /* f32 weights: the n their algorithm is asked for at (plan_get) */
 #define GEMM_STACK_T 64u                   /* exact mode: spans up to this take one stacked GEMM */
 #define GEMM_STACK_FLOATS ((size_t)16 << 20) /* its (2T, rows) f32 result scratch: 64 MB */
 
@@ -510,6 +511,37 @@ static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k
     const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
     CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                                         &no_reduction, sizeof no_reduction));
+    /* f32 weights (cuBLAS's CUDA-core kernels, whose choice moves with n): the algorithm is asked for at one n and
+     * checked at the call's, so every span length runs the same kernel and a column's K loop — its bits — depends
+     * on the span alone, as the bf16 tensor-core GEMMs' already did (kernel_gemm's invariance check; kernel_forward's
+     * batch-vs-alone under MEMRA_DECODE_MMV=all on the F32 fixtures) */
+    if (k->at == CUDA_R_32F) {
+        cublasLtMatrixLayout_t bc, dc;
+        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&bc, k->bt, k->k, GEMM_F32_PLAN_N, (int64_t)k->k));
+        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&dc, CUDA_R_32F, k->m, GEMM_F32_PLAN_N, (int64_t)k->m));
+        cublasLtMatmulHeuristicResult_t rc[GEMM_HEUR];
+        int nf = 0;
+        if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, bc, dc, dc, pref, GEMM_HEUR, rc, &nf) !=
+            CUBLAS_STATUS_SUCCESS)
+            nf = 0;
+        cublasLtMatrixLayoutDestroy(bc);
+        cublasLtMatrixLayoutDestroy(dc);
+        for (int i = 0; i < nf; i++) {
+            int splitk = 1;
+            size_t len = 0;
+            cublasLtMatmulAlgoConfigGetAttribute(&rc[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+                                                 &len);
+            cublasLtMatmulHeuristicResult_t chk;
+            if (splitk <= 1 &&
+                cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &rc[i].algo, &chk) ==
+                    CUBLAS_STATUS_SUCCESS &&
+                chk.workspaceSize <= GEMM_WS_BYTES) {
+                p->algo = rc[i].algo;
+                cublasLtMatmulPreferenceDestroy(pref);
+                return p;
+            }
+        }
+    }
     cublasLtMatmulHeuristicResult_t res[GEMM_HEUR];
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->d, p->d, pref, GEMM_HEUR, res, &found) !=

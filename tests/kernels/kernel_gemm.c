@@ -45,6 +45,7 @@
 
 #define KERNEL_RNG_SEED 0xD1B54A32D192ED03ull
 #include "kernel_rng.h"
+#include "kernel_ref.h"
 #define KERNEL_NAME "kernel_gemm"
 #include "kernel_util.h"
 #include "kernel_time.h"
@@ -87,8 +88,8 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
     const enum cuda_gemm_mode mode = cuda_gemm_mode_of(g);
     const uint64_t rb = row_bytes_of(t, n);
     uint8_t *w = malloc(rows * rb);
-    float *x = malloc(4 * n * T), *y = malloc(4 * rows * T), *row = malloc(4 * n);
-    MEMRA_ASSERT(w && x && y && row);
+    float *x = malloc(4 * n * T), *y = malloc(4 * rows * T);
+    MEMRA_ASSERT(w && x && y);
     fill_random(t, w, rows * rb);
     for (uint64_t i = 0; i < n * T; i++)
         x[i] = rand_x(mode);
@@ -101,23 +102,9 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
     cuda_gemm_run(g, t, dw, rows, n, dx, T, dy, scale, 0);
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y, dy, 4 * rows * T);
-    double maxref = 0, maxdiff = 0;
+    double maxref, maxdiff;
     int bad = 0;
-    for (uint64_t r = 0; r < rows; r++) {
-        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
-        for (uint32_t b = 0; b < T; b++) {
-            double s = 0;
-            for (uint64_t i = 0; i < n; i++)
-                s += (double)row[i] * (double)x[b * n + i];
-            s *= scale;
-            maxref = fmax(maxref, fabs(s));
-            const double got = y[b * rows + r];
-            if (!isfinite(got))
-                bad++;
-            else
-                maxdiff = fmax(maxdiff, fabs(got - s));
-        }
-    }
+    kernel_ref_compare(t, w, NULL, rows, n, x, T, scale, y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff, tol = tolerance(mode, t);
     g_worst[mode][ti] = fmax(g_worst[mode][ti], bad ? INFINITY : rel);
     CHECK_MSG(bad == 0 && rel <= tol, "%s %s %" PRIu64 "x%" PRIu64 " T=%u: %d not finite, max|d|/max|ref| %.3g (tol %.0e)",
@@ -147,7 +134,7 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
         free(w2), free(y2);
     }
     cuda_free(dw), cuda_free(dx), cuda_free(dy);
-    free(w), free(x), free(y), free(row);
+    free(w), free(x), free(y);
 }
 
 /* T tokens alone vs the same tokens at rows off.. of a TB-row buffer, run
@@ -278,6 +265,53 @@ static void check_x_producers(struct cuda_gemm *g, enum dtype t, uint64_t n)
     free(w), free(hx), free(hr), free(hn), free(y1), free(y2), free(r1), free(r2);
 }
 
+/* FP8 E4M3 with 128 × 128 block scales (cuda_gemm_run_bs): against the expanded values (e4m3 · s rounded
+ * once) and a double dot, the tolerance of a GGUF weight in the mode (the value's hi + lo parts; FAST hi only);
+ * its kept copy (cuda_gemm_keep_bs) gives the dequantizing call's bits. */
+static void check_gemm_bs(struct cuda_gemm *g, uint64_t rows, uint64_t n, uint32_t T)
+{
+    const enum cuda_gemm_mode mode = cuda_gemm_mode_of(g);
+    const uint64_t nbr = (rows + 127) / 128, nbc = (n + 127) / 128;
+    uint8_t *w = malloc(rows * n);
+    float *bs = malloc(4 * nbr * nbc), *x = malloc(4 * n * T), *y = malloc(4 * rows * T), *y2 = malloc(4 * rows * T);
+    MEMRA_ASSERT(w && bs && x && y && y2);
+    fill_random(DTYPE_F8_E4M3, w, rows * n);
+    for (uint64_t i = 0; i < nbr * nbc; i++)
+        bs[i] = (0.25f + fabsf(rng_unit())) * 0x1p-8f;
+    for (uint64_t i = 0; i < n * T; i++)
+        x[i] = rand_x(mode);
+    const float scale = 0.5f + fabsf(rng_unit());
+    void *dw = cuda_alloc(rows * n);
+    float *dbs = cuda_alloc(4 * nbr * nbc), *dx = cuda_alloc(4 * n * T), *dy = cuda_alloc(4 * rows * T);
+    cuda_upload(g_ctx, dw, w, rows * n);
+    cuda_upload(g_ctx, dbs, bs, 4 * nbr * nbc);
+    cuda_upload(g_ctx, dx, x, 4 * n * T);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_gemm_run_bs(g, dw, dbs, NULL, rows, n, dx, T, dy, scale, 0);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, 4 * rows * T);
+    double maxref, maxdiff;
+    int bad = 0;
+    kernel_ref_compare(DTYPE_F8_E4M3, w, bs, rows, n, x, T, scale, y, &maxref, &maxdiff, &bad);
+    const double rel = maxref > 0 ? maxdiff / maxref : maxdiff, tol = tolerance(mode, DTYPE_Q8_0);
+    CHECK_MSG(bad == 0 && rel <= tol, "%s F8_E4M3 block scales %" PRIu64 "x%" PRIu64 " T=%u: %d not finite, "
+              "max|d|/max|ref| %.3g (tol %.0e)", mode_name(mode), rows, n, T, bad, rel, tol);
+    void *kept = cuda_alloc(cuda_gemm_kept_bytes_bs(mode, rows, n));
+    cuda_gemm_keep_bs(g, dw, dbs, rows, n, kept);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_gemm_run_bs(g, dw, dbs, kept, rows, n, dx, T, dy, scale, 0);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y2, dy, 4 * rows * T);
+    const bool same = memcmp(y, y2, 4 * rows * T) == 0;
+    CHECK_MSG(same, "%s F8_E4M3 block scales %" PRIu64 "x%" PRIu64 " T=%u: the kept copy's GEMM differs",
+              mode_name(mode), rows, n, T);
+    printf("check %-5s F8_E4M3 block scales %5" PRIu64 "x%-5" PRIu64 " T=%-4u rel err %.2e (tol %.0e), kept copy %s%s\n",
+           mode_name(mode), rows, n, T, rel, tol, same ? "bit-identical" : "DIFFERENT",
+           bad || rel > tol || !same ? "  FAIL" : "");
+    cuda_free(kept), cuda_free(dw), cuda_free(dbs), cuda_free(dx), cuda_free(dy);
+    free(w), free(bs), free(x), free(y), free(y2);
+}
+
 static void run_checks(void)
 {
     for (int mode = 0; mode < 3; mode++) {
@@ -292,6 +326,11 @@ static void run_checks(void)
             check_gemm(g, k, 300, n_odd, 17);
             check_gemm(g, k, 96, 1024, 130);
         }
+        test_current = "fp8 block scales";
+        test_cases++;
+        check_gemm_bs(g, 256, 4096, 64);
+        check_gemm_bs(g, 300, 4112, 17); /* partial row and column blocks */
+        check_gemm_bs(g, 96, 1024, 130);
         test_current = "invariance";
         test_cases++;
         check_invariance(g, DTYPE_BF16, 40, 23, 80);

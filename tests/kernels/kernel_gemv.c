@@ -47,6 +47,7 @@
 
 #define KERNEL_RNG_SEED 0x9E3779B97F4A7C15ull
 #include "kernel_rng.h"
+#include "kernel_ref.h"
 #include "kernel_time.h"
 
 #define BW_REF_GBS 4300.0 /* measured H200 device-to-device copy rate, GB/s */
@@ -62,31 +63,6 @@ static bool is_quant_block(enum dtype t) { return dtype_info(t)->block_size > 1;
  * each row of w dotted with x in double, times scale. The largest |ref| and
  * |y − ref| over the finite outputs into *maxref / *maxdiff, the outputs that
  * are not finite added to *bad. */
-static void ref_compare(enum dtype t, const uint8_t *w, uint64_t rows, uint64_t n, const float *x, uint32_t nvec,
-                        float scale, const float *y, double *maxref, double *maxdiff, int *bad)
-{
-    const uint64_t rb = row_bytes_of(t, n);
-    float *row = malloc(sizeof(float) * n);
-    MEMRA_ASSERT(row);
-    *maxref = 0, *maxdiff = 0;
-    for (uint64_t r = 0; r < rows; r++) {
-        MEMRA_ASSERT(quant_dequantize_row(t, w + r * rb, row, n) == 0);
-        for (uint32_t b = 0; b < nvec; b++) {
-            double s = 0;
-            for (uint64_t i = 0; i < n; i++)
-                s += (double)row[i] * (double)x[b * n + i];
-            s *= scale;
-            *maxref = fmax(*maxref, fabs(s));
-            const double got = y[b * rows + r];
-            if (!isfinite(got))
-                (*bad)++;
-            else
-                *maxdiff = fmax(*maxdiff, fabs(got - s));
-        }
-    }
-    free(row);
-}
-
 static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, int rpb, int ks, bool prepared)
 {
     const uint64_t rb = row_bytes_of(t, n);
@@ -127,7 +103,7 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
 
     double maxref, maxdiff;
     int bad = 0;
-    ref_compare(t, w, rows, n, x, batch, scale, y, &maxref, &maxdiff, &bad);
+    kernel_ref_compare(t, w, NULL, rows, n, x, batch, scale, y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     char label[128];
     snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d ks %d%s", dtype_name(t), rows, n, batch,
@@ -141,6 +117,54 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     cuda_free(dx);
     cuda_free(dy);
     free(w), free(x), free(y);
+}
+
+/* FP8 E4M3 with 128 × 128 block scales (cuda_gemv_bs): against the expanded values (e4m3 · s rounded once,
+ * then · scale: backend_cuda.c's expand_rows) and a double dot, the check_gemv tolerance; every batch size's
+ * rows the bits of the same rows alone (the kernel's shape depends on the batch only through its column count, a
+ * row's sum order not at all: batch 1 and 8 compared). Shapes with partial row and column blocks too. */
+static void check_gemv_bs(uint64_t rows, uint64_t n, uint32_t batch)
+{
+    const uint64_t nbr = (rows + 127) / 128, nbc = (n + 127) / 128;
+    uint8_t *w = malloc(rows * n);
+    float *bs = malloc(4 * nbr * nbc), *x = malloc(4 * n * batch), *y = malloc(4 * rows * batch);
+    float *y1 = malloc(4 * rows * batch);
+    MEMRA_ASSERT(w && bs && x && y && y1);
+    fill_random(DTYPE_F8_E4M3, w, rows * n);
+    for (uint64_t i = 0; i < nbr * nbc; i++)
+        bs[i] = (0.25f + fabsf(rng_unit())) * 0x1p-8f;
+    for (uint64_t i = 0; i < n * batch; i++)
+        x[i] = rng_unit();
+    const float scale = 0.5f + fabsf(rng_unit());
+    void *dw = cuda_alloc(rows * n);
+    float *dbs = cuda_alloc(4 * nbr * nbc), *dx = cuda_alloc(4 * n * batch), *dy = cuda_alloc(4 * rows * batch);
+    cuda_upload(g_ctx, dw, w, rows * n);
+    cuda_upload(g_ctx, dbs, bs, 4 * nbr * nbc);
+    cuda_upload(g_ctx, dx, x, 4 * n * batch);
+    cuda_fill_nan_f32(g_ctx, dy, rows * batch);
+    cuda_gemv_bs(g_ctx, dw, dbs, rows, n, dx, batch, dy, scale);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y, dy, 4 * rows * batch);
+    bool same = true; /* each vector alone: the batch's bits */
+    for (uint32_t b = 0; b < batch && batch > 1; b++) {
+        cuda_fill_nan_f32(g_ctx, dy, rows);
+        cuda_gemv_bs(g_ctx, dw, dbs, rows, n, dx + (uint64_t)b * n, 1, dy, scale);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y1, dy, 4 * rows);
+        same &= memcmp(y1, y + (uint64_t)b * rows, 4 * rows) == 0;
+    }
+    double maxref, maxdiff;
+    int bad = 0;
+    kernel_ref_compare(DTYPE_F8_E4M3, w, bs, rows, n, x, batch, scale, y, &maxref, &maxdiff, &bad);
+    const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
+    CHECK_MSG(bad == 0 && rel <= TOL, "F8_E4M3 block scales %" PRIu64 "x%" PRIu64 " batch %u: %d not finite, "
+              "max|d|/max|ref| %.3g (tol %.0e)", rows, n, batch, bad, rel, TOL);
+    CHECK_MSG(same, "F8_E4M3 block scales %" PRIu64 "x%" PRIu64 " batch %u: a vector alone differs from the batch",
+              rows, n, batch);
+    printf("check F8_E4M3 block scales %5" PRIu64 "x%-5" PRIu64 " batch %u rel err %.2e%s%s\n", rows, n, batch, rel,
+           batch > 1 ? (same ? "  alone = batch bits" : "  alone DIFFERS") : "", bad || rel > TOL ? "  FAIL" : "");
+    cuda_free(dw), cuda_free(dbs), cuda_free(dx), cuda_free(dy);
+    free(w), free(bs), free(x), free(y), free(y1);
 }
 
 /* The tensor-core GEMV (Q4_K, Q6_K) with K split ks (0: by shape): a batch of 8, then
@@ -181,7 +205,7 @@ static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
     double maxref, maxdiff;
     int bad = 0;
-    ref_compare(t, w, rows, n, x, NB, 1.0f, y, &maxref, &maxdiff, &bad);
+    kernel_ref_compare(t, w, NULL, rows, n, x, NB, 1.0f, y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
               "mma %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ",
@@ -337,7 +361,7 @@ static void check_fused(enum dtype t, bool swiglu, uint32_t nvec, uint32_t n, ui
     cuda_download(g_ctx, y2, dy, 4 * rows * nvec);
     double maxref, maxdiff;
     int bad = 0;
-    ref_compare(t, w, rows, n, act, nvec, 1.0f, y1, &maxref, &maxdiff, &bad);
+    kernel_ref_compare(t, w, NULL, rows, n, act, nvec, 1.0f, y1, &maxref, &maxdiff, &bad);
     const double rel = maxdiff / maxref;
     const bool same = memcmp(y1, y2, 4 * rows * nvec) == 0;
     CHECK_MSG(bad == 0 && rel <= TOL && same, "%s_prep + %s %" PRIu64 "x%u batch %u: %d bad, rel %.3g, %s",
@@ -390,7 +414,7 @@ static void check_glu_split(enum dtype t, bool gelu, uint32_t nvec, uint32_t n, 
             adiff = fmax(adiff, fabs(act[i] - ref));
     }
     double maxref, maxdiff;
-    ref_compare(t, w, rows, n, act, nvec, 1.0f, y1, &maxref, &maxdiff, &bad);
+    kernel_ref_compare(t, w, NULL, rows, n, act, nvec, 1.0f, y1, &maxref, &maxdiff, &bad);
     const double arel = adiff / amax, rel = maxdiff / maxref;
     const bool same = memcmp(y1, y2, 4 * rows * nvec) == 0;
     CHECK_MSG(bad == 0 && arel <= TOL && rel <= TOL && same,
@@ -454,12 +478,15 @@ struct bench {
     uint32_t batch;
     int rpb, ks;    /* variant; rpb -1: cuBLAS */
     unsigned flags; /* CUDA_GEMV_X_PREPARED: time the GEMV alone */
+    float *bs;      /* F8_E4M3: 128 × 128 block scales (cuda_gemv_bs), or NULL */
 };
 
 static void bench_launch(struct bench *b, int copy)
 {
     if (b->rpb < 0)
         cuda_blas_gemv_bf16(g_ctx, b->w[copy], b->rows, b->n, b->xb, b->y);
+    else if (b->bs)
+        cuda_gemv_bs(g_ctx, b->w[copy], b->bs, b->rows, b->n, b->x, b->batch, b->y, 1.0f);
     else
         cuda_gemv_variant(g_ctx, b->t, b->w[copy], b->rows, b->n, b->x, b->batch, b->y, 1.0f, b->rpb, b->ks, b->flags);
 }
@@ -652,6 +679,12 @@ int main(int argc, char **argv)
         test_cases++;
         check_type(types[k]);
     }
+    test_current = "fp8 block scales";
+    test_cases++;
+    check_gemv_bs(256, 4096, 1);
+    check_gemv_bs(300, 4112, 1); /* partial row and column blocks */
+    check_gemv_bs(1024, 14336, 3);
+    check_gemv_bs(257, 4096, 8);
     test_current = "mma";
     test_cases++;
     for (int ks = 0; ks <= 8; ks += ks ? ks : 1) { /* 0 (by shape), 1, 2, 4, 8 */
@@ -772,6 +805,26 @@ int main(int argc, char **argv)
         printf("cuBLAS bf16 %-8s %6" PRIu64 "x%-6" PRIu64 " %8.2f us  %6.0f GB/s\n", shapes[s].name, shapes[s].rows,
                shapes[s].n, cublas_us[s], (double)shapes[s].rows * shapes[s].n * 2 / cublas_us[s] / 1e3);
         fflush(stdout);
+    }
+    /* FP8 with 128 × 128 block scales (cuda_gemv_bs) beside the tensor-scale kernel, a lone token */
+    for (size_t s = 0; s < NSHAPES; s++) {
+        struct bench b;
+        bench_alloc(&b, DTYPE_F8_E4M3, shapes[s].rows, shapes[s].n);
+        const double plain = bench_time(&b);
+        const uint64_t nbs = (shapes[s].rows + 127) / 128 * ((shapes[s].n + 127) / 128);
+        float *h = malloc(4 * nbs);
+        MEMRA_ASSERT(h);
+        for (uint64_t i = 0; i < nbs; i++)
+            h[i] = 0x1p-8f * (0.5f + fabsf(rng_unit()));
+        b.bs = cuda_alloc(4 * nbs);
+        cuda_upload(g_ctx, b.bs, h, 4 * nbs);
+        free(h);
+        const double bsu = bench_time(&b);
+        printf("F8_E4M3 %-8s tensor scale %8.2f us %6.0f GB/s, block scales %8.2f us %6.0f GB/s (%.1f %% of the floor)\n",
+               shapes[s].name, plain, b.bytes / plain / 1e3, bsu, b.bytes / bsu / 1e3, pct(b.bytes / bsu / 1e3));
+        fflush(stdout);
+        cuda_free(b.bs);
+        bench_free(&b);
     }
 
     /* rmsnorm / swiglu at decode sizes (activations L2-resident, as in a forward pass) */

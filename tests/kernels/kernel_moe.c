@@ -19,7 +19,9 @@
  *   same reference, same tolerance, for 8 tokens or more.
  * Types: every plain and quantized GEMV type and F32 (the expanded form), as
  * gate/up and down (mixed, as Q4_K_M files mix Q4_K and Q6_K); 4..128
- * experts, 1..8 a token, 1..200 tokens (several slots an expert).
+ * experts, 1..8 a token, 1..200 tokens (several slots an expert); FP8 with
+ * 128 × 128 block scales (each expert's tables; the reference applies them
+ * as the f32 path expands them), partial blocks included.
  *
  * Timing (not with --quick): one FFN layer of Qwen3-30B-A3B (128 experts, 8 a
  * token, hidden 2048, expert size 768) at 1, 8 and 64 tokens, through
@@ -44,6 +46,7 @@
 #define KERNEL_NAME "kernel_moe"
 #define KERNEL_RNG_SEED 0xB7E151628AED2A6Bull
 #include "kernel_rng.h"
+#include "kernel_ref.h"
 #include "kernel_time.h"
 #include "kernel_util.h"
 
@@ -60,7 +63,15 @@ struct experts {
     struct cuda_moe_weights w; /* device pointers */
     uint8_t *h_gu, *h_down;    /* host copies of the stacks */
     float *f_gu, *f_down;      /* dequantized: (E, 2F, dim), (E, dim, F) */
+    float *h_gu_bs, *h_down_bs; /* FP8 with block scales: the experts' scale tables, as w's gu_bs / down_bs */
 };
+
+/* The 128 × 128 block scales of a (rows, n) matrix applied to its dequantized rows (the f32 path's expand_rows). */
+static void apply_blocks(float *m, const float *bs, uint64_t rows, uint64_t n)
+{
+    for (uint64_t r = 0; r < rows; r++)
+        kernel_ref_scale_row(m + r * n, bs, r, n);
+}
 
 static void fill_type(enum dtype t, uint8_t *p, uint64_t bytes)
 {
@@ -86,7 +97,7 @@ static void dequant_rows(enum dtype t, const uint8_t *src, uint64_t rows, uint64
 }
 
 static void experts_init(struct experts *X, enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint32_t dim,
-                         uint32_t F, bool norm, bool host_ref)
+                         uint32_t F, bool norm, bool host_ref, bool blocks)
 {
     memset(X, 0, sizeof(*X));
     struct cuda_moe_weights *w = &X->w;
@@ -109,6 +120,22 @@ static void experts_init(struct experts *X, enum dtype gt, enum dtype dt, uint32
     cuda_upload(g_ctx, dgu, X->h_gu, w->gu_stride * E);
     cuda_upload(g_ctx, ddown, X->h_down, w->down_stride * E);
     w->gate_up = dgu, w->down = ddown;
+    if (blocks) { /* FP8 with block scales (gt = dt = F8_E4M3, F % 128 == 0): tables per expert, gate's then up's */
+        MEMRA_ASSERT(gt == DTYPE_F8_E4M3 && dt == DTYPE_F8_E4M3 && F % 128 == 0);
+        w->gu_bs_stride = 2 * (uint64_t)F / 128 * ((dim + 127) / 128);
+        w->down_bs_stride = ((uint64_t)dim + 127) / 128 * ((F + 127) / 128);
+        X->h_gu_bs = xmalloc(sizeof(float) * E * w->gu_bs_stride);
+        X->h_down_bs = xmalloc(sizeof(float) * E * w->down_bs_stride);
+        for (uint64_t i = 0; i < E * w->gu_bs_stride; i++)
+            X->h_gu_bs[i] = (0.25f + fabsf(rng_unit())) * 0x1p-4f;
+        for (uint64_t i = 0; i < E * w->down_bs_stride; i++)
+            X->h_down_bs[i] = (0.25f + fabsf(rng_unit())) * 0x1p-4f;
+        float *gbs = cuda_alloc(sizeof(float) * E * w->gu_bs_stride);
+        float *dbs = cuda_alloc(sizeof(float) * E * w->down_bs_stride);
+        cuda_upload(g_ctx, gbs, X->h_gu_bs, sizeof(float) * E * w->gu_bs_stride);
+        cuda_upload(g_ctx, dbs, X->h_down_bs, sizeof(float) * E * w->down_bs_stride);
+        w->gu_bs = gbs, w->down_bs = dbs;
+    }
     if (host_ref) {
         X->f_gu = xmalloc(sizeof(float) * E * 2 * F * dim);
         X->f_down = xmalloc(sizeof(float) * E * dim * F);
@@ -116,6 +143,11 @@ static void experts_init(struct experts *X, enum dtype gt, enum dtype dt, uint32
             dequant_rows(gt, X->h_gu + e * w->gu_stride, 2 * (uint64_t)F, dim, w->gu_scale,
                          X->f_gu + (uint64_t)e * 2 * F * dim);
             dequant_rows(dt, X->h_down + e * w->down_stride, dim, F, w->down_scale, X->f_down + (uint64_t)e * dim * F);
+            if (blocks) {
+                apply_blocks(X->f_gu + (uint64_t)e * 2 * F * dim, X->h_gu_bs + e * w->gu_bs_stride, 2 * (uint64_t)F,
+                             dim);
+                apply_blocks(X->f_down + (uint64_t)e * dim * F, X->h_down_bs + e * w->down_bs_stride, dim, F);
+            }
         }
     }
 }
@@ -124,6 +156,10 @@ static void experts_free(struct experts *X)
 {
     cuda_free((void *)X->w.gate_up);
     cuda_free((void *)X->w.down);
+    if (X->w.gu_bs)
+        cuda_free((void *)X->w.gu_bs), cuda_free((void *)X->w.down_bs);
+    free(X->h_gu_bs);
+    free(X->h_down_bs);
     free(X->h_gu);
     free(X->h_down);
     free(X->f_gu);
@@ -169,10 +205,10 @@ static void ffn_ref(const struct experts *X, const float *x, const uint32_t *idx
 }
 
 static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint32_t dim, uint32_t F, uint32_t T,
-                      bool norm)
+                      bool norm, bool blocks)
 {
     struct experts X;
-    experts_init(&X, gt, dt, E, K, dim, F, norm, true);
+    experts_init(&X, gt, dt, E, K, dim, F, norm, true, blocks);
     struct cuda_moe_scratch *s = cuda_moe_scratch_init(g_ctx, &X.w, T);
     float *x = xmalloc(sizeof(float) * T * dim), *lg = xmalloc(sizeof(float) * T * E);
     for (uint64_t i = 0; i < (uint64_t)T * dim; i++)
@@ -268,9 +304,9 @@ static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint
               "moe %s/%s E=%u K=%u dim=%u F=%u T=%u norm=%d: %u expert ids differ, weights %.2e, finite %d, "
               "max|d|/max|ref| %.2e, %u rows alone / prepared differ",
               dtype_name(gt), dtype_name(dt), E, K, dim, F, T, norm, bad_ids, max_wd, finite, rel, bad_rows);
-    printf("moe %-7s / %-7s E=%3u K=%u dim=%u F=%u T=%3u: rel %.2e (GEMM form %.2e), routing %s, alone %s\n",
-           dtype_name(gt), dtype_name(dt), E, K, dim, F, T, rel, rel_g, bad_ids ? "DIFFERS" : "same",
-           bad_rows ? "DIFFERS" : "same bits");
+    printf("moe %-7s / %-7s%s E=%3u K=%u dim=%u F=%u T=%3u: rel %.2e (GEMM form %.2e), routing %s, alone %s\n",
+           dtype_name(gt), dtype_name(dt), blocks ? " block scales" : "", E, K, dim, F, T, rel, rel_g,
+           bad_ids ? "DIFFERS" : "same", bad_rows ? "DIFFERS" : "same bits");
     free(x), free(lg), free(y), free(gw), free(gi), free(ref);
     cuda_free(dx), cuda_free(dy), cuda_free(dl);
     cuda_moe_scratch_free(s);
@@ -286,14 +322,18 @@ static void test_moe(void)
         {DTYPE_BF16, DTYPE_Q8_0}, {DTYPE_Q6_K, DTYPE_F32},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        check_moe(types[i][0], types[i][1], 16, 4, 512, 256, 1, true);
-        check_moe(types[i][0], types[i][1], 16, 4, 512, 256, 37, i % 2 == 0);
+        check_moe(types[i][0], types[i][1], 16, 4, 512, 256, 1, true, false);
+        check_moe(types[i][0], types[i][1], 16, 4, 512, 256, 37, i % 2 == 0, false);
     }
-    check_moe(DTYPE_BF16, DTYPE_BF16, 128, 8, 256, 256, 200, true); /* Qwen3's 128 / 8, many slots */
-    check_moe(DTYPE_Q4_K, DTYPE_Q6_K, 128, 8, 256, 256, 64, true);
-    check_moe(DTYPE_F16, DTYPE_F16, 4, 2, 64, 32, 9, true); /* the fixture's shape */
-    check_moe(DTYPE_F32, DTYPE_F32, 4, 1, 64, 32, 5, false);
-    check_moe(DTYPE_Q8_0, DTYPE_Q8_0, 8, 8, 256, 256, 3, false); /* k = every expert */
+    check_moe(DTYPE_BF16, DTYPE_BF16, 128, 8, 256, 256, 200, true, false); /* Qwen3's 128 / 8, many slots */
+    check_moe(DTYPE_Q4_K, DTYPE_Q6_K, 128, 8, 256, 256, 64, true, false);
+    check_moe(DTYPE_F16, DTYPE_F16, 4, 2, 64, 32, 9, true, false); /* the fixture's shape */
+    check_moe(DTYPE_F32, DTYPE_F32, 4, 1, 64, 32, 5, false, false);
+    check_moe(DTYPE_Q8_0, DTYPE_Q8_0, 8, 8, 256, 256, 3, false, false); /* k = every expert */
+    /* FP8 with 128 × 128 block scales (Qwen3-30B-A3B-FP8's experts): the grouped GEMVs and the GEMM form */
+    check_moe(DTYPE_F8_E4M3, DTYPE_F8_E4M3, 16, 4, 512, 256, 1, true, true);
+    /* partial blocks: down's rows and gate / up's columns (544 = 4·128 + 32: the MoE scratch asks multiples of 32) */
+    check_moe(DTYPE_F8_E4M3, DTYPE_F8_E4M3, 16, 4, 544, 384, 37, true, true);
 }
 
 /* ---- timing ------------------------------------------------------------------ */
@@ -316,7 +356,7 @@ static void bench_moe(enum dtype gt, enum dtype dt, uint32_t T)
 {
     const uint32_t E = 128, K = 8, dim = 2048, F = 768;
     struct experts X;
-    experts_init(&X, gt, dt, E, K, dim, F, true, false);
+    experts_init(&X, gt, dt, E, K, dim, F, true, false, false);
     struct bench_arg b = {.X = &X, .s = cuda_moe_scratch_init(g_ctx, &X.w, T), .T = T};
     float *h = xmalloc(sizeof(float) * T * E > sizeof(float) * T * dim ? sizeof(float) * T * E : sizeof(float) * T * dim);
     double distinct = 0.0; /* mean distinct experts a launch */
@@ -362,7 +402,7 @@ static void profile_moe(void)
     for (int i = 0; i < 2; i++)
         for (uint32_t T = 1; T <= 8; T *= 8) {
             struct experts X;
-            experts_init(&X, types[i][0], types[i][1], 128, 8, 2048, 768, true, false);
+            experts_init(&X, types[i][0], types[i][1], 128, 8, 2048, 768, true, false, false);
             struct cuda_moe_scratch *s = cuda_moe_scratch_init(g_ctx, &X.w, T);
             float *h = xmalloc(sizeof(float) * T * 2048);
             float *dl = cuda_alloc(sizeof(float) * T * 128), *dx = cuda_alloc(sizeof(float) * T * 2048),

@@ -338,6 +338,12 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_side = getenv("MEMRA_DECODE_SIDE"), *env_qkv = getenv("MEMRA_DECODE_QKV");
     b->dec_side = !(env_side && strcmp(env_side, "off") == 0);
     b->dec_qkv = !(env_qkv && strcmp(env_qkv, "off") == 0);
+    const char *env_fp8b = getenv("MEMRA_FP8_BLOCK");
+    if (env_fp8b && *env_fp8b && strcmp(env_fp8b, "native") != 0 && strcmp(env_fp8b, "f32") != 0) {
+        cuda_be_free(&b->base);
+        return err_set(err, errlen, "cuda backend: MEMRA_FP8_BLOCK=%s: expected native or f32", env_fp8b);
+    }
+    b->fp8_block = !(env_fp8b && strcmp(env_fp8b, "f32") == 0);
     const char *env_glu = getenv("MEMRA_DECODE_GLU");
     b->dec_glu = !(env_glu && strcmp(env_glu, "off") == 0);
     const char *env_xp = getenv("MEMRA_GEMM_X_PRODUCERS");
@@ -399,6 +405,7 @@ static void weight_init(struct cuda_backend *b, const struct model_weight *w, st
     o->dtype = w->dtype;
     o->scale = w->scale;
     o->d = d;
+    o->bs = NULL;
     cuda_upload(b->ctx, o->d, w->data, w->rows * w->row_bytes);
     o->mmv = b->mmv_mode != MMV_OFF && model_weight_mmv(w);
     o->mmv_slices = 0; /* the shape's own (join_qkv may give the joined launch's) */
@@ -483,8 +490,19 @@ static bool join_qkv(struct cuda_backend *b, struct cuda_layer *D)
     return true;
 }
 
-static int upload_weight(struct cuda_backend *b, const struct model_weight *w, struct cuda_weight *o, char *err,
-                         size_t errlen)
+/* Whether w is FP8 E4M3 with 128 × 128 block scales that the GEMV and GEMM read as stored (cuda_gemv_bs,
+ * cuda_gemm_run_bs: the decode GEMV reads a byte a weight, against 4 expanded; a prefill copy kept by
+ * MEMRA_GEMM_KEEP adds 4) — layer matrices and MoE experts (upload_expert_kind), MEMRA_FP8_BLOCK=native. */
+static bool weight_fp8_block(const struct cuda_backend *b, const struct model_weight *w)
+{
+    return b->fp8_block && w->block_scale && w->dtype == DTYPE_F8_E4M3 &&
+           cuda_gemv_supported(DTYPE_F8_E4M3, w->rows, w->cols) && cuda_gemm_supported(DTYPE_F8_E4M3, w->rows, w->cols);
+}
+
+/* w on the device: as stored (a GEMV type; with layer set, FP8 with block scales too: weight_fp8_block), else
+ * expanded to float32. */
+static int upload_weight(struct cuda_backend *b, const struct model_weight *w, struct cuda_weight *o, bool layer,
+                         char *err, size_t errlen)
 {
     if (w->rows > UINT32_MAX / 4 || w->cols > UINT32_MAX / 4)
         return err_set(err, errlen, "cuda backend: tensor '%s' too large", w->name);
@@ -492,6 +510,16 @@ static int upload_weight(struct cuda_backend *b, const struct model_weight *w, s
         weight_init(b, w, o, dev_alloc(b, w->rows * w->row_bytes));
         return 0;
     }
+    if (layer && weight_fp8_block(b, w)) {
+        weight_init(b, w, o, dev_alloc(b, w->rows * w->row_bytes));
+        const uint64_t nbs = (w->rows + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK *
+                             ((w->cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK);
+        float *bs = dev_alloc(b, nbs * 4);
+        cuda_upload(b->ctx, bs, w->block_scale, nbs * 4);
+        o->bs = bs;
+        return 0;
+    }
+    o->bs = NULL;
     o->rows = (uint32_t)w->rows;
     o->cols = (uint32_t)w->cols;
     o->gemm_min = 0; /* set by gemm_setup, with kept */
@@ -531,7 +559,7 @@ static int upload_expert_kind(struct cuda_backend *b, const struct model_layer *
     const struct model_config *c = &b->base.model->cfg;
     const uint32_t E = c->n_experts, per = kind == 0 ? 2 : 1;
     const struct model_weight *w0 = kind == 0 ? &L->experts[0].gate : &L->experts[0].down;
-    bool stored = true;
+    bool stored = true, blocks = true; /* blocks: every one FP8 with block scales, whole 128-row blocks */
     for (uint32_t e = 0; e < E; e++)
         for (uint32_t i = 0; i < per; i++) {
             const struct model_weight *w = kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
@@ -540,7 +568,27 @@ static int upload_expert_kind(struct cuda_backend *b, const struct model_layer *
                                "%llu×%llu", w->name, (unsigned long long)w->rows, (unsigned long long)w->cols,
                                (unsigned long long)w0->rows, (unsigned long long)w0->cols);
             stored = stored && weight_as_stored(w) && w->dtype == w0->dtype && w->scale == w0->scale;
+            blocks = blocks && weight_fp8_block(b, w) && w->scale == w0->scale && w->rows % MODEL_FP8_BLOCK == 0;
         }
+    if (blocks) { /* as stored, a byte a weight, and each expert's scale tables (gate's then up's) */
+        const uint64_t rows = w0->rows, cols = w0->cols, nbc = (cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
+        const uint64_t stride = (rows * per * cols + 255) & ~(uint64_t)255, tab = rows / MODEL_FP8_BLOCK * nbc;
+        uint8_t *d = dev_alloc(b, stride * E);
+        float *bs = dev_alloc(b, E * per * tab * 4);
+        for (uint32_t e = 0; e < E; e++)
+            for (uint32_t i = 0; i < per; i++) {
+                const struct model_weight *w = kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
+                cuda_upload(b->ctx, d + e * stride + i * rows * cols, w->data, rows * cols);
+                cuda_upload(b->ctx, bs + (e * per + i) * tab, w->block_scale, tab * 4);
+            }
+        if (kind == 0)
+            o->gate_up = d, o->gu_stride = stride, o->gu_type = DTYPE_F8_E4M3, o->gu_scale = w0->scale,
+            o->gu_bs = bs, o->gu_bs_stride = per * tab;
+        else
+            o->down = d, o->down_stride = stride, o->down_type = DTYPE_F8_E4M3, o->down_scale = w0->scale,
+            o->down_bs = bs, o->down_bs_stride = tab;
+        return 0;
+    }
     const uint64_t rows = w0->rows, cols = w0->cols, row_bytes = stored ? w0->row_bytes : cols * 4;
     if (rows * per > UINT32_MAX / 4 || cols > UINT32_MAX / 4)
         return err_set(err, errlen, "cuda backend: tensor '%s' too large", w0->name);
@@ -581,7 +629,7 @@ static int upload_moe(struct cuda_backend *b, const struct model_layer *L, struc
     D->moe = (struct cuda_moe_weights){.n_experts = c->n_experts, .k = c->n_experts_used, .dim = c->dim,
                                        .ffn = c->moe_ffn_dim, .norm_topk = c->moe_norm_topk};
     char why[128];
-    if (upload_weight(b, &L->router, &D->router, err, errlen) != 0 ||
+    if (upload_weight(b, &L->router, &D->router, false, err, errlen) != 0 ||
         upload_expert_kind(b, L, 0, &D->moe, err, errlen) != 0 || upload_expert_kind(b, L, 1, &D->moe, err, errlen) != 0)
         return -1;
     if (!cuda_moe_supported(&D->moe, why, sizeof(why)))
@@ -710,7 +758,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
                           : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
-            kept_bytes += cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols); /* 0 exactly where e is */
+            kept_bytes += w->bs ? cuda_gemm_kept_bytes_bs(gm, w->rows, w->cols)
+                                : cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols); /* 0 exactly where e is */
         }
     }
     bool keep;
@@ -738,10 +787,15 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
         for (int i = 0; i < 7; i++) {
             struct cuda_weight *w = ws[i];
-            const uint64_t kb = w->gemm_min ? cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols) : 0;
+            const uint64_t kb = !w->gemm_min ? 0
+                                : w->bs      ? cuda_gemm_kept_bytes_bs(gm, w->rows, w->cols)
+                                             : cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols);
             if (kb) {
                 w->kept = dev_alloc(b, kb);
-                cuda_gemm_keep(b->gemm, w->dtype, w->d, w->rows, w->cols, w->kept);
+                if (w->bs)
+                    cuda_gemm_keep_bs(b->gemm, w->d, w->bs, w->rows, w->cols, w->kept);
+                else
+                    cuda_gemm_keep(b->gemm, w->dtype, w->d, w->rows, w->cols, w->kept);
             }
         }
     }
@@ -783,7 +837,7 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
         for (int i = 0; i < (moe ? 4 : 7); i++) {
             if (i < fq || (fg && (i == 4 || i == 5)))
                 continue;
-            if (upload_weight(b, src[i], dst[i], err, errlen) != 0)
+            if (upload_weight(b, src[i], dst[i], true, err, errlen) != 0)
                 return -1;
         }
         if (moe && upload_moe(b, L, D, err, errlen) != 0)
@@ -795,7 +849,7 @@ static int cuda_be_load_weights(struct backend *base, char *err, size_t errlen)
             cuda_moe_reserve(b->ctx, &b->layers[l].moe, base->cfg.max_batch_tokens);
     }
     b->out_norm = upload_vec(b, m->out_norm, c->dim);
-    if (upload_weight(b, &m->output, &b->output, err, errlen) != 0)
+    if (upload_weight(b, &m->output, &b->output, false, err, errlen) != 0)
         return -1;
     /* the embedding for the decode step's device gather: the output weight's
      * bytes when tied and stored as in the file, else a copy */

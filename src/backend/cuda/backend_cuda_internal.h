@@ -29,6 +29,8 @@ struct cuda_weight {
     bool mmv;          /* the tensor-core batched GEMV takes it (BF16, cols % 32 == 0) */
     uint8_t mmv_slices; /* its K slices there (0: its shape's; q, k, v: q|k|v's, cuda_layer.qkv_join) */
     void *d; /* (rows, row bytes) */
+    const float *bs; /* F8_E4M3 with a scale a 128 × 128 block: ((rows + 127) / 128, (cols + 127) / 128) f32, else
+                      * NULL (cuda_gemv_bs, cuda_gemm_run_bs) */
     void *kept; /* FP8 / GGUF: the prefill GEMM's dequantized copy (cuda_gemm_keep; MEMRA_GEMM_KEEP), or NULL */
 };
 
@@ -126,6 +128,8 @@ struct cuda_backend {
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
     bool dec_side;           /* MEMRA_DECODE_SIDE (default on): a batch's k|v GEMV beside q's (cuda_decode_step.c) */
+    bool fp8_block;          /* MEMRA_FP8_BLOCK (default native): FP8 layer weights with 128 × 128 block scales kept
+                              * as stored (cuda_gemv_bs, cuda_gemm_run_bs); f32: expanded as before */
     bool dec_qkv;            /* MEMRA_DECODE_QKV (default on): a batch's q|k|v as one GEMV (cuda_layer.qkv_join) */
     bool dec_glu;            /* MEMRA_DECODE_GLU (default on): a batch's activation in the gate|up GEMV's epilogue,
                                 written as down's A rows (cuda_mmv_glu) */

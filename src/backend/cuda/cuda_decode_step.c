@@ -111,6 +111,10 @@ static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *cons
             cuda_fwd_matmul_f32(b->ctx, w->d, w->rows, w->cols, x, T, ys[i], w->scale);
             continue;
         }
+        if (w->bs) { /* FP8 with block scales: 8 tokens a launch at most (the decode step's groups of 8) */
+            cuda_gemv_bs(b->ctx, w->d, w->bs, w->rows, w->cols, x, T, ys[i], w->scale);
+            continue;
+        }
         if (use_mmv(b, w, T)) { /* the weights of a group read the same x */
             const bool same_x = i > 0 ? use_mmv(b, ws[i - 1], T) : split;
             cuda_mmv_sliced(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale, same_x, w->mmv_slices);

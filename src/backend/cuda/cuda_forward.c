@@ -42,6 +42,10 @@ static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const 
             const struct cuda_weight *w = ws[i];
             if (w->dtype == DTYPE_F32 || use_mmv(b, w, T))
                 continue;
+            if (w->bs) {
+                cuda_gemv_bs(b->ctx, w->d, w->bs, w->rows, cols, xc, nb, ys[i] + (uint64_t)c0 * w->rows, w->scale);
+                continue;
+            }
             const bool q = is_quantized(w->dtype);
             /* ksplit 1 for quantized types: batch-independent summation order */
             cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, cols, xc, nb, ys[i] + (uint64_t)c0 * w->rows,
@@ -76,8 +80,14 @@ static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const 
     if (converted) /* the producer wrote the parts only: x itself is not there to convert again */
         MEMRA_ASSERT(cuda_gemm_x_ready(b->gemm, ws[0]->dtype, x, cols, T));
     for (int i = 0; i < n; i++) {
-        cuda_gemm_run_kept(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->kept, ws[i]->rows, cols, x + (uint64_t)t0 * cols,
-                           T, ys[i] + (uint64_t)t0 * ws[i]->rows, ws[i]->scale, converted ? CUDA_GEMM_X_PREPARED : 0);
+        const unsigned fl = converted ? CUDA_GEMM_X_PREPARED : 0;
+        float *y = ys[i] + (uint64_t)t0 * ws[i]->rows;
+        if (ws[i]->bs) /* FP8 with block scales */
+            cuda_gemm_run_bs(b->gemm, ws[i]->d, ws[i]->bs, ws[i]->kept, ws[i]->rows, cols, x + (uint64_t)t0 * cols, T, y,
+                             ws[i]->scale, fl);
+        else
+            cuda_gemm_run_kept(b->gemm, ws[i]->dtype, ws[i]->d, ws[i]->kept, ws[i]->rows, cols,
+                               x + (uint64_t)t0 * cols, T, y, ws[i]->scale, fl);
         converted |= ws[i]->dtype != DTYPE_F32;
     }
 }

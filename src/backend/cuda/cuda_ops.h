@@ -133,6 +133,12 @@ bool cuda_gemv_supported(enum dtype t, uint64_t rows, uint64_t n);
 
 void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                const float *x /* (batch, n) */, uint32_t batch, float *y /* (batch, rows) */, float scale);
+/* FP8 E4M3 with a scale a 128 × 128 block (model_weight.block_scale: Qwen3's and DeepSeek's FP8 checkpoints):
+ *   y[b][r] = scale · Σ_cb bs[r / 128][cb] · Σ_{i in cb} W[r, i] · x[b][i]
+ * bs ((rows + 127) / 128, (n + 127) / 128) f32 on the device; the fp8 kernel's shape (gemv_plain.cu), each 16-value
+ * chunk's dot scaled by its block's scale: a row's bits depend on the shape only, not the batch. */
+void cuda_gemv_bs(struct cuda_ctx *ctx, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                  const float *x /* (batch, n) */, uint32_t batch, float *y /* (batch, rows) */, float scale);
 
 /* Quantized types (Q*, IQ4_XS) do not read x directly: cuda_gemv first
  * converts it (one small kernel, kernel_gemv_prep_x: 24-bit integers in byte
@@ -188,6 +194,10 @@ struct cuda_moe_weights {
     const void *gate_up, *down;
     uint64_t gu_stride, down_stride; /* bytes from one expert's matrix to the next */
     float gu_scale, down_scale;      /* per-tensor FP8 scales, else 1 */
+    /* F8_E4M3 with 128 × 128 block scales (cuda_gemv_bs): each expert's scale table (gate|up: gate's rows' then up's,
+     * whole 128-row blocks), gu_bs_stride / down_bs_stride floats apart; NULL otherwise */
+    const float *gu_bs, *down_bs;
+    uint64_t gu_bs_stride, down_bs_stride;
 };
 struct cuda_moe_scratch; /* device buffers for max_tokens tokens (token × k rows), made at load */
 /* Whether a step of max_tokens tokens fits the grouped launches (token × k
@@ -387,6 +397,14 @@ bool cuda_gemm_x_ready(const struct cuda_gemm *g, enum dtype t, const float *x, 
  * instead of dequantizing w again (kept NULL: as cuda_gemm_run) — the same
  * values, the same algorithm, so the same bits (kernel_gemm checks). */
 uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, enum dtype t, uint64_t rows, uint64_t n);
+/* The same for FP8 E4M3 with 128 × 128 block scales bs (cuda_gemv_bs): dequantized once per call (or kept) as
+ * value = e4m3 · s rounded once (the f32 path's expanded values; the CPU scales each block's dot instead) split
+ * into bf16 hi + lo as a GGUF weight (FAST: hi only), so
+ * the same GEMMs as GGUF's; scale is the tensor's own (alpha). */
+uint64_t cuda_gemm_kept_bytes_bs(enum cuda_gemm_mode mode, uint64_t rows, uint64_t n);
+void cuda_gemm_keep_bs(struct cuda_gemm *g, const void *w, const float *bs, uint64_t rows, uint64_t n, void *kept);
+void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float *bs, const void *kept, uint64_t rows, uint64_t n,
+                      const float *x /* (T, n) */, uint32_t T, float *y /* (T, rows) */, float scale, unsigned flags);
 void cuda_gemm_keep(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n, void *kept);
 void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept, uint64_t rows, uint64_t n,
                         const float *x /* (T, n) */, uint32_t T, float *y /* (T, rows) */, float scale,

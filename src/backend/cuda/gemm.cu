@@ -197,6 +197,15 @@ __global__ void __launch_bounds__(DQ_THREADS) kernel_dequant_q(const uint8_t *__
     }
 }
 
+/* The two e4m3 values of word's low 16 bits, as floats (exact). */
+static __device__ __forceinline__ float2 f8x2_float(uint32_t word)
+{
+    __nv_fp8_e4m3 e0, e1;
+    e0.__x = (__nv_fp8_storage_t)(word & 0xFF);
+    e1.__x = (__nv_fp8_storage_t)((word >> 8) & 0xFF);
+    return make_float2(float(e0), float(e1));
+}
+
 /* FP8 E4M3 → bf16, exact (every e4m3 value is a bf16 value); 8 a thread. */
 __global__ void kernel_dequant_f8(const uint2 *__restrict__ w, uint64_t n8, uint4 *__restrict__ out)
 {
@@ -206,16 +215,38 @@ __global__ void kernel_dequant_f8(const uint2 *__restrict__ w, uint64_t n8, uint
         uint32_t o[4];
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            const uint32_t word = b[k / 2] >> (16 * (k % 2));
-            __nv_fp8_e4m3 e0, e1;
-            e0.__x = (__nv_fp8_storage_t)(word & 0xFF);
-            e1.__x = (__nv_fp8_storage_t)((word >> 8) & 0xFF);
-            o[k] = pack_bf16(float(e0), float(e1));
+            const float2 e = f8x2_float(b[k / 2] >> (16 * (k % 2)));
+            o[k] = pack_bf16(e.x, e.y);
         }
         out[i] = make_uint4(o[0], o[1], o[2], o[3]);
     }
 }
 
+/* FP8 E4M3 with 128 × 128 block scales → bf16 hi (+ lo): value = e4m3 · s rounded once (backend_cuda.c's expand_rows),
+ * hi = bf16(value), lo = bf16(value − hi); 8 a thread (n % 8 == 0: a thread's 8 never straddle a row or a block). */
+__global__ void kernel_dequant_f8bs(const uint2 *__restrict__ w, const float *__restrict__ bs, uint64_t rows,
+                                    uint64_t n, uint4 *__restrict__ hi, uint4 *__restrict__ lo)
+{
+    const uint64_t n8 = rows * n / 8, nbc = (n + 127) / 128;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n8; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t r = 8 * i / n, c = 8 * i % n;
+        const float s = bs[(r / 128) * nbc + c / 128];
+        const uint2 v = w[i];
+        const uint32_t b[2] = {v.x, v.y};
+        uint32_t h[4], l[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float2 e = f8x2_float(b[k / 2] >> (16 * (k % 2)));
+            const float a0 = __fmul_rn(e.x, s), a1 = __fmul_rn(e.y, s);
+            h[k] = pack_bf16(a0, a1);
+            const float2 hf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&h[k]));
+            l[k] = pack_bf16(__fsub_rn(a0, hf.x), __fsub_rn(a1, hf.y));
+        }
+        hi[i] = make_uint4(h[0], h[1], h[2], h[3]);
+        if (lo)
+            lo[i] = make_uint4(l[0], l[1], l[2], l[3]);
+    }
+}
 
 enum xkind xkind_of(enum dtype t)
 {
@@ -431,6 +462,14 @@ static void dequant_to(const struct cuda_gemm *g, enum dtype t, const void *w, u
     }
 }
 
+static void dequant_f8bs(const struct cuda_gemm *g, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                         uint16_t *hi, uint16_t *lo)
+{
+    kernel_dequant_f8bs<<<grid_for(rows * n / 8, 256), 256, 0, g->ctx->stream>>>((const uint2 *)w, bs, rows, n,
+                                                                                  (uint4 *)hi, (uint4 *)lo);
+    CUDA_CHECK_LAUNCH();
+}
+
 extern "C" void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n)
 {
     if (rows * n > g->max_w)
@@ -461,6 +500,22 @@ extern "C" void cuda_gemm_keep(struct cuda_gemm *g, enum dtype t, const void *w,
     uint8_t *k = (uint8_t *)kept;
     uint16_t *lo = kept_has_lo(g->mode, t) ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL;
     dequant_to(g, t, w, rows, n, (uint16_t *)k, lo);
+}
+
+extern "C" uint64_t cuda_gemm_kept_bytes_bs(enum cuda_gemm_mode mode, uint64_t rows, uint64_t n)
+{
+    return mode != CUDA_GEMM_FAST ? kept_lo_offset(rows, n) + rows * n * 2 : rows * n * 2;
+}
+
+extern "C" void cuda_gemm_keep_bs(struct cuda_gemm *g, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                                  void *kept)
+{
+    if (!cuda_gemm_supported(DTYPE_F8_E4M3, rows, n) || !bs || (uintptr_t)kept % 256)
+        CUDA_FAIL("cuda_gemm_keep_bs: F8_E4M3 %llu×%llu not supported, no block scales, or the buffer is not "
+                  "256-byte aligned", (unsigned long long)rows, (unsigned long long)n);
+    uint8_t *k = (uint8_t *)kept;
+    dequant_f8bs(g, w, bs, rows, n, (uint16_t *)k,
+                 g->mode != CUDA_GEMM_FAST ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL);
 }
 
 /* The cached plan for a key, made (descriptors + heuristic's first choice) on
@@ -601,6 +656,30 @@ static void gemm_one(struct cuda_gemm *g, cudaDataType_t at, const void *a, cuda
                                   GEMM_WS_BYTES, g->ctx->stream));
 }
 
+/* The GEMMs of x's prepared parts (kind xk) by a weight's bf16 (f16) values a and, unless wlo is NULL, their low
+ * part wlo (GGUF, block-scaled FP8): y = scale · (a·x_hi + a·x_lo + wlo·x_hi), x_lo where the mode splits x. */
+static void run_parts(struct cuda_gemm *g, enum xkind xk, const void *a, const void *wlo, uint64_t rows, uint64_t n,
+                      uint32_t T, float *y, float scale)
+{
+    const cudaDataType_t dt = xk == XK_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    const bool xlo = x_has_lo(g, xk);
+    if (xlo && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
+        /* x_hi and x_lo as one B of 2T columns: the weight is read once */
+        gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, 2 * T, g->ystack, scale, 0.0f, 256);
+        const uint64_t half = (uint64_t)T * rows;
+        kernel_add_halves<<<grid_for(half, 256), 256, 0, g->ctx->stream>>>(g->ystack, half, y);
+        CUDA_CHECK_LAUNCH();
+        if (wlo) /* the weight's own low part */
+            gemm_one(g, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+        return;
+    }
+    gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
+    if (xlo)
+        gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, align_of((uint64_t)T * n * 2));
+    if (wlo) /* the weight's own low part */
+        gemm_one(g, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+}
+
 extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept,
                                    uint64_t rows, uint64_t n, const float *x, uint32_t T, float *y, float scale,
                                    unsigned flags)
@@ -620,7 +699,6 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
     }
     const enum xkind xk = xkind_of(t);
     prep_x(g, xk, x, n, T, (flags & CUDA_GEMM_X_PREPARED) != 0);
-    const cudaDataType_t dt = xk == XK_F16 ? CUDA_R_16F : CUDA_R_16BF;
     const void *a = w, *wlo = g->wlo;
     const bool deq = t != DTYPE_BF16 && t != DTYPE_F16;
     if (deq && kept) { /* cuda_gemm_keep's copy: the values the scratch would get */
@@ -630,22 +708,33 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
         cuda_gemm_dequant(g, t, w, rows, n);
         a = g->whi;
     }
-    const bool xlo = x_has_lo(g, xk);
-    if (xlo && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
-        /* x_hi and x_lo as one B of 2T columns: the weight is read once */
-        gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, 2 * T, g->ystack, scale, 0.0f, 256);
-        const uint64_t half = (uint64_t)T * rows;
-        kernel_add_halves<<<grid_for(half, 256), 256, 0, g->ctx->stream>>>(g->ystack, half, y);
-        CUDA_CHECK_LAUNCH();
-        if (gemv_quant_has(t)) /* the weight's own low part */
-            gemm_one(g, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+    run_parts(g, xk, a, exact && gemv_quant_has(t) ? wlo : NULL, rows, n, T, y, scale);
+}
+
+extern "C" void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float *bs, const void *kept, uint64_t rows,
+                                 uint64_t n, const float *x, uint32_t T, float *y, float scale, unsigned flags)
+{
+    if (!cuda_gemm_supported(DTYPE_F8_E4M3, rows, n) || !bs)
+        CUDA_FAIL("cuda_gemm_run_bs: F8_E4M3 %llu×%llu not supported, or no block scales", (unsigned long long)rows,
+                  (unsigned long long)n);
+    if (T == 0)
         return;
+    if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
+        CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
+    const bool exact = g->mode != CUDA_GEMM_FAST;
+    prep_x(g, XK_BF16, x, n, T, (flags & CUDA_GEMM_X_PREPARED) != 0);
+    const void *a = kept, *wlo = NULL;
+    if (kept) {
+        wlo = exact ? (const uint8_t *)kept + kept_lo_offset(rows, n) : NULL;
+    } else {
+        if (rows * n > g->max_w)
+            CUDA_FAIL("cuda_gemm: weight %llu×%llu exceeds the dequantization scratch (%llu elements)",
+                      (unsigned long long)rows, (unsigned long long)n, (unsigned long long)g->max_w);
+        dequant_f8bs(g, w, bs, rows, n, g->whi, exact ? g->wlo : NULL);
+        a = g->whi;
+        wlo = exact ? g->wlo : NULL;
     }
-    gemm_one(g, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
-    if (xlo)
-        gemm_one(g, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, align_of((uint64_t)T * n * 2));
-    if (exact && gemv_quant_has(t)) /* the weight's own low part */
-        gemm_one(g, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+    run_parts(g, XK_BF16, a, wlo, rows, n, T, y, scale);
 }
 
 extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,

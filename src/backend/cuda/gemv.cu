@@ -46,6 +46,19 @@ extern "C" void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void
     gemv_quant_launch(ctx, t, w, rows, n, batch, y, scale, rpb, ksplit);
 }
 
+extern "C" void cuda_gemv_bs(struct cuda_ctx *ctx, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                             const float *x, uint32_t batch, float *y, float scale)
+{
+    if (!cuda_gemv_supported(DTYPE_F8_E4M3, rows, n) || !bs)
+        CUDA_FAIL("cuda_gemv_bs: F8_E4M3 %llu×%llu not supported, or no block scales", (unsigned long long)rows,
+                  (unsigned long long)n);
+    if (batch < 1 || batch > CUDA_GEMV_MAX_BATCH)
+        CUDA_FAIL("cuda_gemv_bs: batch %u not in 1..%d", batch, CUDA_GEMV_MAX_BATCH);
+    if (((uintptr_t)w | (uintptr_t)x) % 16 != 0)
+        CUDA_FAIL("cuda_gemv_bs: w and x must be 16-byte aligned");
+    gemv_plain_launch_bs(ctx, w, bs, rows, n, x, batch, y, scale, 0);
+}
+
 extern "C" void cuda_gemv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                           const float *x, uint32_t batch, float *y, float scale)
 {

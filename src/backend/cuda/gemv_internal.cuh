@@ -57,6 +57,8 @@ struct gemv_group {
     const uint32_t *xrow; /* NULL: x's rows are y's */
     uint64_t w_stride;
     uint32_t max_slots, max_rows;
+    uint64_t bs_stride; /* FP8 with block scales (gemv_plain_launch_grouped_bs): floats from one matrix's scale
+                         * table to the next (last: the positional initializers before it stay as they are) */
 };
 
 /* The prologue of a grouped kernel (after pdl_wait): moves w to the slot's
@@ -98,6 +100,9 @@ static __device__ __forceinline__ void gemv_store_rows(float *__restrict__ y, co
  * ks: warps per row group (quantized), 0 = heuristic. */
 void gemv_plain_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                        const float *x, uint32_t nb, float *y, float scale, int rpb);
+/* FP8 E4M3 with 128 × 128 block scales bs ((rows + 127) / 128, (n + 127) / 128), f32 (cuda_gemv_bs). */
+void gemv_plain_launch_bs(struct cuda_ctx *ctx, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                          const float *x, uint32_t nb, float *y, float scale, int rpb);
 bool gemv_quant_has(enum dtype t);
 /* Quantized GEMVs read the activations prepared by gemv_quant_prep_x (in the
  * context's scratch buffer), not x itself. */
@@ -178,6 +183,9 @@ void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t
  * at least the largest first + rows of its slots (gemv_quant_prep_x). */
 void gemv_plain_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                                const float *x, float *y, float scale, const gemv_group &grp);
+/* The same for FP8 E4M3 with 128 × 128 block scales: matrix m's scale table at bs + m · grp.bs_stride. */
+void gemv_plain_launch_grouped_bs(struct cuda_ctx *ctx, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                                  const float *x, float *y, float scale, const gemv_group &grp);
 void fwd_matmul_f32_grouped(struct cuda_ctx *ctx, const float *w, uint32_t rows, uint32_t n, const float *x, float *y,
                             float scale, const gemv_group &grp); /* fwd.cu */
 void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,

@@ -1,5 +1,6 @@
 /* backend/cuda/gemv_plain.cu — decode GEMV for the plain float weight types:
- * BF16, F16 (2 bytes an element) and FP8 E4M3 (1 byte, per-tensor scale).
+ * BF16, F16 (2 bytes an element) and FP8 E4M3 (1 byte, per-tensor scale; or
+ * a scale a 128 × 128 block besides, cuda_gemv_bs: plain_f8e4m3_bs).
  *
  *   y[b][r] = scale · Σ_i W[r, i] · x[b][i]      W (rows, n) row-major in device memory
  *
@@ -30,6 +31,7 @@ constexpr int NT = 256; /* threads per block */
 
 struct plain_bf16 {
     static constexpr int EPC = 8; /* elements per 16-byte chunk */
+    static constexpr bool BSC = false; /* block scales (plain_f8e4m3_bs) */
     static __device__ __forceinline__ void decode(uint4 v, float (&f)[EPC])
     {
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -43,6 +45,7 @@ struct plain_bf16 {
 
 struct plain_f16 {
     static constexpr int EPC = 8;
+    static constexpr bool BSC = false;
     static __device__ __forceinline__ void decode(uint4 v, float (&f)[EPC])
     {
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -60,9 +63,11 @@ struct plain_f16 {
 
 struct plain_f8e4m3 {
     static constexpr int EPC = 16;
+    static constexpr bool BSC = false;
     static __device__ __forceinline__ void decode(uint4 v, float (&f)[EPC])
     {
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll
@@ -77,6 +82,13 @@ struct plain_f8e4m3 {
     }
 };
 
+/* FP8 E4M3 with a scale a 128 × 128 block (model_weight.block_scale, the format of Qwen3's and DeepSeek's FP8
+ * checkpoints): the chunk's 16 values as plain_f8e4m3, their dot with x multiplied by the block's scale before it
+ * joins the row's sum (a chunk never straddles two column blocks: 128 = 8 chunks). */
+struct plain_f8e4m3_bs : plain_f8e4m3 {
+    static constexpr bool BSC = true;
+};
+
 /* G (grouped, gemv_group in gemv_internal.cuh): blockIdx.y is a work slot,
  * which names the matrix (expert), the ≤ NB consecutive rows of y it writes
  * and x's rows it reads; the slots are written by an earlier kernel, so they are read after
@@ -86,7 +98,8 @@ template <class P, int R, int NB, int U, bool G, int NTB>
 __global__ void __launch_bounds__(NTB) kernel_gemv_plain(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                         uint32_t rows, uint32_t nchunks, uint32_t n,
                                                         const float *__restrict__ x, uint32_t nb,
-                                                        float *__restrict__ y, float scale, gemv_group grp)
+                                                        float *__restrict__ y, float scale, gemv_group grp,
+                                                        const float *__restrict__ bs, uint32_t nbc)
 {
     constexpr int EPC = P::EPC;
     __shared__ float red[NTB / 32 * R * NB];
@@ -99,6 +112,8 @@ __global__ void __launch_bounds__(NTB) kernel_gemv_plain(const uint8_t *__restri
         pdl_wait();
         if (!gemv_group_slot(grp, w, y, rows, nb, xr))
             return;
+        if constexpr (P::BSC) /* the slot's matrix's scale table */
+            bs += (uint64_t)__ldg(grp.slots + 1 + 3 * blockIdx.y) * grp.bs_stride;
     }
     const uint8_t *wr[R];
 #pragma unroll
@@ -130,10 +145,13 @@ __global__ void __launch_bounds__(NTB) kernel_gemv_plain(const uint8_t *__restri
             const uint32_t c = c0 + u * NTB;
             if (c >= nchunks)
                 break;
-            float wf[R][EPC];
+            float wf[R][EPC], sb[R];
 #pragma unroll
-            for (int r = 0; r < R; r++)
+            for (int r = 0; r < R; r++) {
                 P::decode(v[u][r], wf[r]);
+                if constexpr (P::BSC) /* the block scale of the chunk's 128 × 128 block (tail rows: the last row's) */
+                    sb[r] = __ldg(bs + (uint64_t)(min(row0 + r, rows - 1) / 128) * nbc + c / (128 / EPC));
+            }
 #pragma unroll
             for (int b = 0; b < NB; b++) {
                 if (b >= (int)nb)
@@ -154,7 +172,10 @@ __global__ void __launch_bounds__(NTB) kernel_gemv_plain(const uint8_t *__restri
 #pragma unroll
                     for (int i = 0; i < EPC; i++)
                         s = fmaf(wf[r][i], xv[i], s);
-                    acc[r * NB + b] += s;
+                    if constexpr (P::BSC)
+                        acc[r * NB + b] = fmaf(s, sb[r], acc[r * NB + b]);
+                    else
+                        acc[r * NB + b] += s;
                 }
             }
         }
@@ -169,33 +190,34 @@ __global__ void __launch_bounds__(NTB) kernel_gemv_plain(const uint8_t *__restri
 
 template <class P, int R, int NB, bool G = false, int NTB = NT>
 void launch_plain(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb, float *y,
-                  float scale, gemv_group grp = {})
+                  float scale, gemv_group grp = {}, const float *bs = nullptr)
 {
     constexpr int U = R >= 4 ? 1 : 4 / R;
     const uint64_t row_bytes = n / P::EPC * 16;
     const dim3 grid((uint32_t)((rows + R - 1) / R), G ? grp.max_slots : 1);
     cuda_launch(ctx, kernel_gemv_plain<P, R, NB, U, G, NTB>, grid, NTB, 0, (const uint8_t *)w, row_bytes,
-                (uint32_t)rows, (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale, grp);
+                (uint32_t)rows, (uint32_t)(n / P::EPC), (uint32_t)n, x, nb, y, scale, grp, bs,
+                (uint32_t)((n + 127) / 128));
 }
 
 template <class P>
 void dispatch_plain(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint64_t n, const float *x, uint32_t nb,
-                    float *y, float scale, int rpb)
+                    float *y, float scale, int rpb, const float *bs = nullptr)
 {
     if (nb > 4) {
-        launch_plain<P, 2, 8>(ctx, w, rows, n, x, nb, y, scale);
+        launch_plain<P, 2, 8>(ctx, w, rows, n, x, nb, y, scale, {}, bs);
         return;
     }
     if (nb > 1) {
-        launch_plain<P, 2, 4>(ctx, w, rows, n, x, nb, y, scale);
+        launch_plain<P, 2, 4>(ctx, w, rows, n, x, nb, y, scale, {}, bs);
         return;
     }
     if (rpb == 0) /* FP8: a 4096 row is one 16-byte chunk a thread, so R rows = R loads in flight: 4 */
         rpb = P::EPC == 16 ? 4 : gemv_pick_rows_per_block(rows, sms);
     switch (rpb) {
-    case 1: launch_plain<P, 1, 1>(ctx, w, rows, n, x, nb, y, scale); break;
-    case 2: launch_plain<P, 2, 1>(ctx, w, rows, n, x, nb, y, scale); break;
-    case 4: launch_plain<P, 4, 1>(ctx, w, rows, n, x, nb, y, scale); break;
+    case 1: launch_plain<P, 1, 1>(ctx, w, rows, n, x, nb, y, scale, {}, bs); break;
+    case 2: launch_plain<P, 2, 1>(ctx, w, rows, n, x, nb, y, scale, {}, bs); break;
+    case 4: launch_plain<P, 4, 1>(ctx, w, rows, n, x, nb, y, scale, {}, bs); break;
     default: CUDA_FAIL("gemv: rows_per_block %d not in {1,2,4}", rpb);
     }
 }
@@ -207,18 +229,18 @@ void dispatch_plain(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, 
  * on the batch. */
 template <class P>
 void dispatch_plain_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const float *x, float *y,
-                            float scale, const gemv_group &grp)
+                            float scale, const gemv_group &grp, const float *bs = nullptr)
 {
     constexpr uint32_t B = CUDA_GEMV_MAX_BATCH;
     const bool one = grp.max_rows == 1, narrow = n / P::EPC <= 128;
     if (one && narrow)
-        launch_plain<P, 8, 1, true, 128>(ctx, w, rows, n, x, 1, y, scale, grp);
+        launch_plain<P, 8, 1, true, 128>(ctx, w, rows, n, x, 1, y, scale, grp, bs);
     else if (one)
-        launch_plain<P, 8, 1, true>(ctx, w, rows, n, x, 1, y, scale, grp);
+        launch_plain<P, 8, 1, true>(ctx, w, rows, n, x, 1, y, scale, grp, bs);
     else if (narrow)
-        launch_plain<P, 4, B, true, 128>(ctx, w, rows, n, x, B, y, scale, grp);
+        launch_plain<P, 4, B, true, 128>(ctx, w, rows, n, x, B, y, scale, grp, bs);
     else
-        launch_plain<P, 4, B, true>(ctx, w, rows, n, x, B, y, scale, grp);
+        launch_plain<P, 4, B, true>(ctx, w, rows, n, x, B, y, scale, grp, bs);
 }
 
 } // namespace
@@ -244,4 +266,16 @@ void gemv_plain_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
     case DTYPE_F8_E4M3: dispatch_plain<plain_f8e4m3>(ctx, sms, w, rows, n, x, nb, y, scale, rpb); break;
     default: CUDA_FAIL("gemv_plain: type %s has no plain kernel", dtype_name(t));
     }
+}
+
+void gemv_plain_launch_bs(struct cuda_ctx *ctx, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                          const float *x, uint32_t nb, float *y, float scale, int rpb)
+{
+    dispatch_plain<plain_f8e4m3_bs>(ctx, ctx->prop.multiProcessorCount, w, rows, n, x, nb, y, scale, rpb, bs);
+}
+
+void gemv_plain_launch_grouped_bs(struct cuda_ctx *ctx, const void *w, const float *bs, uint64_t rows, uint64_t n,
+                                  const float *x, float *y, float scale, const gemv_group &grp)
+{
+    dispatch_plain_grouped<plain_f8e4m3_bs>(ctx, w, rows, n, x, y, scale, grp, bs);
 }

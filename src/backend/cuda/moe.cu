@@ -277,10 +277,14 @@ bool type_ok(enum dtype t, uint64_t rows, uint64_t n)
 /* y (rows of the slots, rows) = the slots' matrices · x's rows (g.xrow); a
  * quantized type reads x's nx rows prepared, here unless prepared is set. */
 void grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t stride, uint32_t rows, uint32_t n,
-             const float *x, uint32_t nx, float *y, float scale, gemv_group g, bool prepared)
+             const float *x, uint32_t nx, float *y, float scale, gemv_group g, bool prepared,
+             const float *bs = nullptr, uint64_t bs_stride = 0)
 {
     g.w_stride = stride;
-    if (t == DTYPE_F32) {
+    g.bs_stride = bs_stride;
+    if (bs) { /* FP8 with block scales */
+        gemv_plain_launch_grouped_bs(ctx, w, bs, rows, n, x, y, scale, g);
+    } else if (t == DTYPE_F32) {
         fwd_matmul_f32_grouped(ctx, (const float *)w, rows, n, x, y, scale, g);
     } else if (is_plain(t)) {
         gemv_plain_launch_grouped(ctx, t, w, rows, n, x, y, scale, g);
@@ -404,18 +408,19 @@ extern "C" void cuda_moe_ffn(struct cuda_ctx *ctx, const struct cuda_moe_weights
     if (((uintptr_t)x | (uintptr_t)y) % 16)
         CUDA_FAIL("cuda_moe_ffn: x and y must be 16-byte aligned");
     const uint32_t E = w->n_experts, K = w->k, P = T * K, F = w->ffn;
-    const gemv_group g = {s->slots, NULL, 0, moe_max_slots(P, E), T == 1 ? 1u : SLOT_ROWS};
+    const gemv_group g = {s->slots, NULL, 0, moe_max_slots(P, E), T == 1 ? 1u : SLOT_ROWS, 0};
     gemv_group gx = g; /* gate|up reads each row's token in place */
     gx.xrow = s->src;
     route(ctx, logits, T, w, s);
     grouped(ctx, w->gu_type, w->gate_up, w->gu_stride, 2 * F, w->dim, x, T, s->h, w->gu_scale, gx,
-            flags & CUDA_GEMV_X_PREPARED);
+            flags & CUDA_GEMV_X_PREPARED, w->gu_bs, w->gu_bs_stride);
     const bool down_q = gemv_quant_has(w->down_type);
     if (down_q)
         cuda_swiglu_prep(ctx, s->h, s->a, P, F);
     else
         cuda_swiglu(ctx, s->h, s->a, P, F);
-    grouped(ctx, w->down_type, w->down, w->down_stride, w->dim, F, s->a, P, s->ys, w->down_scale, g, down_q);
+    grouped(ctx, w->down_type, w->down, w->down_stride, w->dim, F, s->a, P, s->ys, w->down_scale, g, down_q,
+            w->down_bs, w->down_bs_stride);
     combine(ctx, w, s, T, y);
 }
 
@@ -450,14 +455,25 @@ extern "C" void cuda_moe_ffn_gemm(struct cuda_ctx *ctx, struct cuda_gemm *gemm, 
     }
     for (uint32_t j = 0; j < n; j++) { /* {expert, first row, rows} */
         const uint32_t e = r[3 * j], first = r[3 * j + 1];
-        cuda_gemm_run(gemm, w->gu_type, (const uint8_t *)w->gate_up + e * w->gu_stride, 2 * (uint64_t)F, dim,
-                      s->xs + (uint64_t)first * dim, r[3 * j + 2], s->h + (uint64_t)first * 2 * F, w->gu_scale, 0);
+        const void *we = (const uint8_t *)w->gate_up + e * w->gu_stride;
+        if (w->gu_bs)
+            cuda_gemm_run_bs(gemm, we, w->gu_bs + e * w->gu_bs_stride, NULL, 2 * (uint64_t)F, dim,
+                             s->xs + (uint64_t)first * dim, r[3 * j + 2], s->h + (uint64_t)first * 2 * F, w->gu_scale,
+                             0);
+        else
+            cuda_gemm_run(gemm, w->gu_type, we, 2 * (uint64_t)F, dim, s->xs + (uint64_t)first * dim, r[3 * j + 2],
+                          s->h + (uint64_t)first * 2 * F, w->gu_scale, 0);
     }
     cuda_swiglu(ctx, s->h, s->a, P, F); /* (the GEMM converts its x itself: no preparation) */
     for (uint32_t j = 0; j < n; j++) {
         const uint32_t e = r[3 * j], first = r[3 * j + 1];
-        cuda_gemm_run(gemm, w->down_type, (const uint8_t *)w->down + e * w->down_stride, dim, F,
-                      s->a + (uint64_t)first * F, r[3 * j + 2], s->ys + (uint64_t)first * dim, w->down_scale, 0);
+        const void *we = (const uint8_t *)w->down + e * w->down_stride;
+        if (w->down_bs)
+            cuda_gemm_run_bs(gemm, we, w->down_bs + e * w->down_bs_stride, NULL, dim, F, s->a + (uint64_t)first * F,
+                             r[3 * j + 2], s->ys + (uint64_t)first * dim, w->down_scale, 0);
+        else
+            cuda_gemm_run(gemm, w->down_type, we, dim, F, s->a + (uint64_t)first * F, r[3 * j + 2],
+                          s->ys + (uint64_t)first * dim, w->down_scale, 0);
     }
     combine(ctx, w, s, T, y);
 }

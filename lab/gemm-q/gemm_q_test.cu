@@ -50,8 +50,9 @@
  * Build (here): nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I src lab/gemm-q/gemm_q_test.cu \
  *                 -lcublas -o gpu/gemm_q_test
  * Run (the GPU): gemm_q_test [--t T] [--ns 4|5|6] [--bn 128|192] [--cluster 1|2] [--raster 0|1] [--mins]
- *                             [--check-only]
+ *                             [--check-only] [--diag worst|unit-scales|probe]
  *   --raster 0: consecutive CTAs walk the token tiles of one row tile; 1: the row tiles of one token tile.
+ *   --diag: isolates a failed check (DIAG_WORST, DIAG_UNIT, DIAG_PROBE below).
  */
 #include <algorithm>
 #include <cmath>
@@ -437,9 +438,16 @@ uint32_t rnd()
 }
 float rndf() { return (rnd() & 0xffffff) / 16777216.0f * 2.0f - 1.0f; } /* [-1, 1) */
 
+/* --diag (isolating a failed check): DIAG_WORST the data as they are; DIAG_UNIT every scale 1 and every min 0 (the products alone); DIAG_PROBE one
+ * 128 × 64 shape, q[r][k] = 1 at k = probe_k(r) only, s = 1 (block 0) and 4096 (block 1), x[t][k] = (k + 1) / 64: y
+ * names the k and the scale each row's product met. Either prints the worst samples. */
+enum { DIAG_NONE, DIAG_WORST, DIAG_UNIT, DIAG_PROBE };
+uint32_t probe_k(uint32_t r) { return (r * 37 + 11) % 64; }
+int probe_q(uint32_t r) { return r < 64 ? 1 : (int)(2 * r) - 255; } /* rows 64 ..: −127, −125, .., 1 */
+
 struct opts {
     uint32_t T = 4096;
-    int ns = 5, bn = 128, raster = 0, cl = 1;
+    int ns = 5, bn = 128, raster = 0, cl = 1, diag = DIAG_NONE;
     bool check_only = false, mins = false;
 };
 
@@ -521,6 +529,18 @@ result run_shape(cublasHandle_t h, const opts &o, uint32_t rows, uint32_t K)
     }
     for (auto &v : hx)
         v = __float2bfloat16(rndf());
+    if (o.diag == DIAG_UNIT) {
+        std::fill(hs.begin(), hs.end(), 1.0f);
+        std::fill(hm.begin(), hm.end(), 0.0f);
+    } else if (o.diag == DIAG_PROBE) {
+        for (uint64_t i = 0; i < nw; i++)
+            hq[i] = (int8_t)(i % K == probe_k((uint32_t)(i / K)) ? probe_q((uint32_t)(i / K)) : 0);
+        for (uint64_t i = 0; i < nw / QB; i++)
+            hs[i] = i % 2 ? 4096.0f : 1.0f;
+        std::fill(hm.begin(), hm.end(), 0.0f);
+        for (uint64_t i = 0; i < nx; i++)
+            hx[i] = __float2bfloat16((float)(i % K + 1) / 64.0f);
+    }
 
     int8_t *q;
     float *s, *mn = nullptr, *y, *y2;
@@ -636,6 +656,51 @@ result run_shape(cublasHandle_t h, const opts &o, uint32_t rows, uint32_t K)
     const bool ok = nan == 0 && worst <= 1e-5;
     printf("check %5u x %5u x %5u: %s  max|d|/sum|xw| %.3e (two-product cuBLAS %.3e), %llu NaN left\n", rows, K, T,
            ok ? "ok" : "FAILED", worst, worst2, (unsigned long long)nan);
+    if (o.diag != DIAG_NONE) { /* the 8 worst samples: where they lie in their tiles */
+        std::vector<uint32_t> idx(n);
+        for (uint32_t i = 0; i < n; i++)
+            idx[i] = i;
+        auto err = [&](uint32_t i) { return fabs((double)g[2 * i] - ref[2 * i]) / (ref[2 * i + 1] > 0 ? ref[2 * i + 1] : 1.0); };
+        std::partial_sort(idx.begin(), idx.begin() + 8, idx.end(), [&](uint32_t a, uint32_t b) { return err(a) > err(b); });
+        for (int j = 0; j < 8; j++) {
+            const uint32_t i = idx[j], t = tr[2 * i], r = tr[2 * i + 1];
+            printf("  diag worst t %u (t %% BN %u) r %u (r %% 128 %u: wg %u warp %u g %u%s)  y %.6e ref %.6e cuBLAS %.6e "
+                   "err %.3e\n",
+                   t, t % BN, r, r % 128, r % 128 / 64, r % 64 / 16, r % 8, r % 16 >= 8 ? " +8" : "", g[2 * i], ref[2 * i],
+                   g[2 * i + 1], err(i));
+        }
+    }
+    if (o.diag == DIAG_PROBE) { /* y[t][r] = s · (k + 1) / 64: the k and the 32-block (scale 1 or 4096) row r met */
+        std::vector<float> hy(ny);
+        CHECK(cudaMemcpy(hy.data(), y, ny * 4, cudaMemcpyDeviceToHost));
+        uint32_t bad = 0, tok = 0;
+        for (uint32_t t = 1; t < T; t++)
+            for (uint32_t r = 0; r < rows; r++)
+                tok += hy[(uint64_t)t * rows + r] != hy[r];
+        printf("  probe: %u outputs of tokens 1.. differ from token 0's\n", tok);
+        std::vector<uint8_t> ha(lay<128, false>::AS);
+        CHECK(cudaMemcpy(ha.data(), at, ha.size(), cudaMemcpyDeviceToHost));
+        for (uint32_t r = 0; r < 2; r++) { /* the A tile's row r as stored (q at k probe_k(r): piece k / 8 ^ r % 8) */
+            printf("  probe A tile row %u (q %d at k %u):", r, probe_q(r), probe_k(r));
+            for (uint32_t b = 0; b < 128; b += 2)
+                printf("%s%02x%02x", b % 16 ? "" : " |", ha[r * 128 + b + 1], ha[r * 128 + b]);
+            printf("\n");
+        }
+        printf("  probe scales row 0: %g %g\n", reinterpret_cast<float *>(ha.data() + A_BYTES)[0],
+               reinterpret_cast<float *>(ha.data() + A_BYTES)[1]);
+        for (uint32_t r = 0; r < rows; r++) {
+            const uint32_t kp = probe_k(r), kb = kp / QB;
+            const float v = hy[r], want = (kb ? 4096.0f : 1.0f) * (float)probe_q(r) * (float)(kp + 1) / 64.0f;
+            const float u = v * 64.0f / (float)probe_q(r), k1 = fabsf(u) >= 4096.0f ? u / 4096.0f : u; /* k + 1 */
+            if (v != want || bad < 4 || r < 2)
+                printf("  probe r %3u (g %u%s, warp %u, wg %u): q %4d at k %2u (block %u) -> y*64/q %.6g = %s(k %g)  "
+                       "y/want %.8g%s\n",
+                       r, r % 8, r % 16 >= 8 ? " +8" : "", r % 64 / 16, r / 64, probe_q(r), kp, kb, u,
+                       fabsf(u) >= 4096.0f ? "4096 * " : "", k1 - 1, v / want, v == want ? "" : "  WRONG");
+            bad += v != want;
+        }
+        printf("  probe: %u of %u rows wrong\n", bad, rows);
+    }
 
     result res = {0, 0, 0, ok};
     if (!o.check_only) {
@@ -676,8 +741,14 @@ int main(int argc, char **argv)
             o.check_only = true;
         else if (!strcmp(argv[i], "--mins"))
             o.mins = true;
+        else if (!strcmp(argv[i], "--diag") && i + 1 < argc && !strcmp(argv[i + 1], "worst"))
+            o.diag = DIAG_WORST, i++;
+        else if (!strcmp(argv[i], "--diag") && i + 1 < argc && !strcmp(argv[i + 1], "unit-scales"))
+            o.diag = DIAG_UNIT, i++;
+        else if (!strcmp(argv[i], "--diag") && i + 1 < argc && !strcmp(argv[i + 1], "probe"))
+            o.diag = DIAG_PROBE, i++;
         else {
-            fprintf(stderr, "usage: %s [--t T] [--ns 4|5|6] [--bn 128|192] [--cluster 1|2] [--raster 0|1] [--mins] [--check-only]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--t T] [--ns 4|5|6] [--bn 128|192] [--cluster 1|2] [--raster 0|1] [--mins] [--check-only] [--diag worst|unit-scales|probe]\n", argv[0]);
             return 2;
         }
     }
@@ -696,7 +767,9 @@ int main(int argc, char **argv)
     bool ok = true;
     float q_ms = 0, one_ms = 0, two_ms = 0;
     for (auto &sh : shapes) {
-        const result r = run_shape(h, o, sh[0], sh[1]);
+        if (o.diag == DIAG_PROBE && sh != shapes[0])
+            break;
+        const result r = o.diag == DIAG_PROBE ? run_shape(h, o, 128, 64) : run_shape(h, o, sh[0], sh[1]);
         ok &= r.ok;
         q_ms += r.ms_q, one_ms += r.ms_one, two_ms += r.ms_two;
     }

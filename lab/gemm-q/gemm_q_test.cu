@@ -332,10 +332,16 @@ __global__ void tile_a(const int8_t *__restrict__ q, const float *__restrict__ s
     const uint32_t r = (uint32_t)(i / (K / 8)), k8 = (uint32_t)(i % (K / 8)), kt = k8 / 8, pc = k8 % 8;
     const uint32_t rt = r / BM, rr = r % BM;
     uint8_t *tile = at + ((uint64_t)rt * KT + kt) * AS;
-    __nv_bfloat16 v[8];
-    for (int e = 0; e < 8; e++)
-        v[e] = __float2bfloat16((float)q[(uint64_t)r * K + k8 * 8 + e]); /* exact: |q| ≤ 256 */
-    memcpy(tile + swz(rr, pc), v, 16);
+    /* q as bf16 (exact: |q| ≤ 256), two a word, one 16-byte store. Not a memcpy of a __nv_bfloat16[8]: nvcc 13.0
+     * made that 16 byte stores, each low byte through F2I.U8.F16 (the bf16's bits read as an f16 value, truncated
+     * to an integer): 1 became 0x3f01 (0.504), −127 0xc200 (−32) — every check failed by ~5e-2 (H200). */
+    const int8_t *qr = q + (uint64_t)r * K + k8 * 8;
+    uint32_t w[4];
+    for (int e = 0; e < 4; e++) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn((float)qr[2 * e], (float)qr[2 * e + 1]);
+        w[e] = *reinterpret_cast<const uint32_t *>(&h);
+    }
+    *reinterpret_cast<uint4 *>(tile + swz(rr, pc)) = make_uint4(w[0], w[1], w[2], w[3]);
     if (pc < BK / QB) {
         const uint64_t kb = (uint64_t)r * (K / QB) + kt * 2 + pc;
         reinterpret_cast<float *>(tile + A_BYTES)[rr * 2 + pc] = s[kb];
@@ -438,12 +444,13 @@ uint32_t rnd()
 }
 float rndf() { return (rnd() & 0xffffff) / 16777216.0f * 2.0f - 1.0f; } /* [-1, 1) */
 
-/* --diag (isolating a failed check): DIAG_WORST the data as they are; DIAG_UNIT every scale 1 and every min 0 (the products alone); DIAG_PROBE one
- * 128 × 64 shape, q[r][k] = 1 at k = probe_k(r) only, s = 1 (block 0) and 4096 (block 1), x[t][k] = (k + 1) / 64: y
- * names the k and the scale each row's product met. Either prints the worst samples. */
+/* --diag (isolating a failed check; each prints the 8 worst samples): DIAG_WORST the data as they are; DIAG_UNIT
+ * every scale 1 and every min 0 (the products alone); DIAG_PROBE one 128 × 64 shape, q[r][k] = probe_q(r) at k =
+ * probe_k(r) only, s = 1 (block 0) and 4096 (block 1), x[t][k] = (k + 1) / 64: y names the k, the scale and the q
+ * value each row's product met, and the A tile's first rows are printed as stored. */
 enum { DIAG_NONE, DIAG_WORST, DIAG_UNIT, DIAG_PROBE };
 uint32_t probe_k(uint32_t r) { return (r * 37 + 11) % 64; }
-int probe_q(uint32_t r) { return r < 64 ? 1 : (int)(2 * r) - 255; } /* rows 64 ..: −127, −125, .., 1 */
+int probe_q(uint32_t r) { return r < 64 ? 1 : (int)(2 * r) - 255; } /* rows 64 ..: −127, −125, .., −1 */
 
 struct opts {
     uint32_t T = 4096;

@@ -12,9 +12,9 @@ scales, or GGUF-quantized then dequantized with gguf.quants.dequantize), and a
 64-token greedy continuation. tests/unit/test_backend_cpu_fixtures.c compares
 memra against these.
 
-gguf.quants.quantize implements Q8_0, Q4_0 and Q4_1 but not Q4_K, Q5_K, Q6_K or
-IQ4_XS; for those this script has its own simple (round-to-nearest, min/max
-scale) encoders, checked here by decoding them back with gguf.quants.dequantize.
+gguf.quants.quantize implements Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 but not Q2_K,
+Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS; for those this script has its own
+simple (round-to-nearest, min/max scale) encoders, checked here by decoding them back with gguf.quants.dequantize.
 The reference for a quantized file is always transformers on gguf-py's
 dequantization of that file's bytes, so encoder quality does not matter for
 exactness — only validity.
@@ -223,7 +223,7 @@ def save_hf(out_dir, model, sd, kind):
     return eff
 
 
-# ---- GGUF encoders gguf-py lacks (row-wise, blocks of 256) -------------------------------------------
+# ---- GGUF encoders gguf-py lacks (row-wise, blocks of 256; IQ4_NL 32) -------------------------------
 
 KVALUES_IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.float32)
 
@@ -314,7 +314,63 @@ def enc_iq4_xs(x):
     return np.concatenate([d.view(np.uint8).reshape(-1, 2), scales_h.view(np.uint8).reshape(-1, 2), scales_l, qs], 1)
 
 
-OWN_ENCODERS = {QT.Q4_K: enc_q4_k, QT.Q5_K: enc_q5_k, QT.Q6_K: enc_q6_k, QT.IQ4_XS: enc_iq4_xs}
+def _pack_2bit(q):
+    """(nb, 256) values 0..3 → qs (nb, 64): qs[32·n + l] bits 2j..2j+1 hold element 128·n + 32·j + l (Q2_K, Q3_K)."""
+    qs = np.zeros((len(q), 64), np.uint8)
+    for n in range(2):
+        for j in range(4):
+            qs[:, 32 * n:32 * n + 32] |= (q[:, 128 * n + 32 * j:128 * n + 32 * j + 32] & 3) << (2 * j)
+    return qs
+
+
+def enc_q2_k(x):
+    """scales[16] (low nibble the scale, high the min of each 16) | qs[64] | f16 d | f16 dmin; w = d·sc·q − dmin·m."""
+    xs = x.reshape(len(x), 16, 16)
+    lo = np.minimum(xs.min(-1), 0.0)
+    scale_f, min_f = (xs.max(-1) - lo) / 3.0, -lo
+    d, dmin = f16(scale_f.max(-1) / 15.0), f16(min_f.max(-1) / 15.0)
+    dd, dm = d.astype(np.float32)[:, None], dmin.astype(np.float32)[:, None]
+    sc = np.clip(np.round(np.divide(scale_f, dd, out=np.zeros_like(scale_f), where=dd > 0)), 0, 15).astype(np.uint8)
+    m = np.clip(np.round(np.divide(min_f, dm, out=np.zeros_like(min_f), where=dm > 0)), 0, 15).astype(np.uint8)
+    es, em = (dd * sc)[..., None], (dm * m)[..., None]
+    q = np.clip(np.round(np.divide(xs + em, es, out=np.zeros_like(xs), where=es > 0)), 0, 3).astype(np.uint8)
+    return np.concatenate([sc | (m << 4), _pack_2bit(q.reshape(len(x), 256)), d.view(np.uint8).reshape(-1, 2),
+                           dmin.view(np.uint8).reshape(-1, 2)], 1)
+
+
+def enc_q3_k(x):
+    """hmask[32] | qs[64] | scales[12] (16 six-bit scales, s − 32) | f16 d; w = d·(s − 32)·(q − 4), q 0..7 with its
+    high bit in hmask (element 128·n + 32·j + l: bit 4·n + j of hmask[l])."""
+    xs = x.reshape(len(x), 16, 16)
+    scale_f = np.maximum(xs.max(-1) / 3.0, -xs.min(-1) / 4.0)  # q − 4 in −4..3: no value clipped
+    d = f16(scale_f.max(-1) / 31.0)
+    dd = d.astype(np.float32)[:, None]
+    s = np.clip(np.round(np.divide(scale_f, dd, out=np.zeros_like(scale_f), where=dd > 0)), 0, 31)
+    es = (dd * s)[..., None]
+    q = np.clip(np.round(np.divide(xs, es, out=np.zeros_like(xs), where=es > 0)), -4, 3) + 4
+    q = q.astype(np.uint8).reshape(len(x), 256)
+    hmask = np.zeros((len(x), 32), np.uint8)
+    for n in range(2):
+        for j in range(4):
+            hmask |= (q[:, 128 * n + 32 * j:128 * n + 32 * j + 32] >> 2) << (4 * n + j)
+    sv = (s + 32).astype(np.uint8)  # 32..63
+    packed = np.zeros((len(x), 12), np.uint8)
+    for j in range(16):  # low nibble: byte j % 8 (high nibble from 8 on); top 2 bits: byte 8 + j % 4, shift 2·(j / 4)
+        packed[:, j % 8] |= (sv[:, j] & 0xF) << (4 * (j // 8))
+        packed[:, 8 + j % 4] |= (sv[:, j] >> 4) << (2 * (j // 4))
+    return np.concatenate([hmask, _pack_2bit(q), packed, d.view(np.uint8).reshape(-1, 2)], 1)
+
+
+def enc_iq4_nl(x):
+    """Blocks of 32: f16 d | qs[16] (element i < 16 the low nibble of qs[i], else the high of qs[i − 16]); w = d·kv."""
+    d = f16(np.abs(x).max(-1) / 127.0)
+    cand = d.astype(np.float32)[:, None, None] * KVALUES_IQ4NL  # (nb, 1, 16)
+    q = np.abs(x[..., None] - cand).argmin(-1).astype(np.uint8)  # (nb, 32)
+    return np.concatenate([d.view(np.uint8).reshape(-1, 2), q[:, :16] | (q[:, 16:] << 4)], 1)
+
+
+OWN_ENCODERS = {QT.Q2_K: enc_q2_k, QT.Q3_K: enc_q3_k, QT.Q4_K: enc_q4_k, QT.Q5_K: enc_q5_k, QT.Q6_K: enc_q6_k,
+                QT.IQ4_XS: enc_iq4_xs, QT.IQ4_NL: enc_iq4_nl}
 
 
 def quantize(w, qt):
@@ -328,11 +384,11 @@ def quantize(w, qt):
         i = np.round(w * 100).astype(np.int32)
         return i, i.astype(np.float32)
     if qt in OWN_ENCODERS:
-        blocks = w.reshape(-1, 256).astype(np.float32)
+        blocks = w.reshape(-1, 32 if qt == QT.IQ4_NL else 256).astype(np.float32)
         q = OWN_ENCODERS[qt](blocks).reshape(w.shape[0], -1)
         deq = gguf.quants.dequantize(q, qt)
         err = np.abs(deq - w).max() / max(np.abs(w).max(), 1e-30)
-        assert err < 0.2, f"{qt.name} encoder round trip error {err}"
+        assert err < (0.35 if qt in (QT.Q2_K, QT.Q3_K) else 0.2), f"{qt.name} encoder round trip error {err}"
         return q, deq
     q = gguf.quants.quantize(w.astype(np.float32), qt)
     return q, gguf.quants.dequantize(q, qt)
@@ -532,7 +588,8 @@ def main():
     sd = state_np(model)
     eff = save_hf(os.path.join(out, "llamaq", "hf-fp8block"), model, sd, "fp8block")
     add_model("llamaq/hf-fp8block", add_ref("llamaq-fp8block", model, eff), "hf", "F8_E4M3 block-128")
-    for qt in [QT.Q8_0, QT.Q4_0, QT.Q4_1, QT.Q4_K, QT.Q5_K, QT.Q6_K, QT.IQ4_XS]:
+    for qt in [QT.Q8_0, QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, QT.IQ4_NL, QT.Q2_K, QT.Q3_K, QT.Q4_K, QT.Q5_K, QT.Q6_K,
+               QT.IQ4_XS]:
         fn = f"llamaq/{qt.name.lower()}.gguf"
         eff = save_gguf(os.path.join(out, fn), model, sd, qt)
         add_model(fn, add_ref(f"llamaq-{qt.name.lower()}", model, eff), "gguf", qt.name)

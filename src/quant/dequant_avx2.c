@@ -369,6 +369,13 @@ AVX2 static inline __m256 k_val(__m128i q, __m256 d, __m256 dm)
     return _mm256_sub_ps(_mm256_mul_ps(d, u8_f32(q)), dm);
 }
 
+/* The 32 elements of a K sub-block, q's 16 + 16 values (q0, q1) with scale d and min dm, into lo / hi */
+AVX2 static inline void k_dot32(__m256 *lo, __m256 *hi, __m128i q0, __m128i q1, __m256 d, __m256 dm, const float *x)
+{
+    dot_acc4(lo, hi, k_val(q0, d, dm), k_val(_mm_srli_si128(q0, 8), d, dm), k_val(q1, d, dm),
+             k_val(_mm_srli_si128(q1, 8), d, dm), x);
+}
+
 AVX2 float quant_dot_q4_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
 {
     const __m128i m4 = _mm_set1_epi8(15);
@@ -382,10 +389,8 @@ AVX2 float quant_dot_q4_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
             const __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 + 32 * c + 16));
             const __m128i l0 = _mm_and_si128(v0, m4), l1 = _mm_and_si128(v1, m4);
             const __m128i h0 = _mm_and_si128(_mm_srli_epi16(v0, 4), m4), h1 = _mm_and_si128(_mm_srli_epi16(v1, 4), m4);
-            dot_acc4(&lo, &hi, k_val(l0, d0, dm0), k_val(_mm_srli_si128(l0, 8), d0, dm0), k_val(l1, d0, dm0),
-                     k_val(_mm_srli_si128(l1, 8), d0, dm0), x + 64 * c);
-            dot_acc4(&lo, &hi, k_val(h0, d1, dm1), k_val(_mm_srli_si128(h0, 8), d1, dm1), k_val(h1, d1, dm1),
-                     k_val(_mm_srli_si128(h1, 8), d1, dm1), x + 64 * c + 32);
+            k_dot32(&lo, &hi, l0, l1, d0, dm0, x + 64 * c);
+            k_dot32(&lo, &hi, h0, h1, d1, dm1, x + 64 * c + 32);
         }
     }
     return dot_fold8(lo, hi);
@@ -410,10 +415,8 @@ AVX2 float quant_dot_q5_k_avx2(const uint8_t *s, const float *x, uint64_t nb)
                 h[k] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(v, 4), m4),
                                     _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(hb, sh1), one), 4));
             }
-            dot_acc4(&lo, &hi, k_val(l[0], d0, dm0), k_val(_mm_srli_si128(l[0], 8), d0, dm0), k_val(l[1], d0, dm0),
-                     k_val(_mm_srli_si128(l[1], 8), d0, dm0), x + 64 * c);
-            dot_acc4(&lo, &hi, k_val(h[0], d1, dm1), k_val(_mm_srli_si128(h[0], 8), d1, dm1), k_val(h[1], d1, dm1),
-                     k_val(_mm_srli_si128(h[1], 8), d1, dm1), x + 64 * c + 32);
+            k_dot32(&lo, &hi, l[0], l[1], d0, dm0, x + 64 * c);
+            k_dot32(&lo, &hi, h[0], h[1], d1, dm1, x + 64 * c + 32);
         }
     }
     return dot_fold8(lo, hi);

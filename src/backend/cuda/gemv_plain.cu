@@ -67,7 +67,6 @@ struct plain_f8e4m3 {
     static __device__ __forceinline__ void decode(uint4 v, float (&f)[EPC])
     {
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-
 #pragma unroll
         for (int i = 0; i < 4; i++) {
 #pragma unroll

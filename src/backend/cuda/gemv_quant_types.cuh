@@ -197,6 +197,17 @@ struct qt_q4_1 { /* f16 d | f16 m | qs[16]: x = d·q + m */
 /* The 4 bits v & 15 as bit 0 of the word's 4 bytes (b0 → byte 0, ..., b3 → byte 3). */
 static __device__ __forceinline__ uint32_t bits_to_bytes(uint32_t v) { return ((v & 15u) * 0x00204081u) & 0x01010101u; }
 
+/* Q5_0 / Q5_1's 32 values: element i < 16 the low nibble of qs[i] with bit i of qh as its fifth, i ≥ 16 the high
+ * nibble of qs[i − 16] with bit i of qh (w: qs as 4 words). */
+static __device__ __forceinline__ void q5_values(const uint32_t (&w)[4], uint32_t qh, uint32_t (&q)[8])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        q[i] = lo_nib(w[i]) | bits_to_bytes(qh >> (4 * i)) << 4;
+        q[4 + i] = hi_nib(w[i]) | bits_to_bytes(qh >> (16 + 4 * i)) << 4;
+    }
+}
+
 struct qt_q5_0 { /* f16 d | u32 qh | qs[16]: el i<16 = qs[i]&15 | bit i of qh << 4, i≥16 = qs[i-16]>>4 | …; x = d·(q−16) */
     static constexpr int QK = 32, BS = 22;
     static constexpr bool QSIGNED = false, HAS_M = true, TWO_SCALES = false;
@@ -210,11 +221,7 @@ struct qt_q5_0 { /* f16 d | u32 qh | qs[16]: el i<16 = qs[i]&15 | bit i of qh <<
         ld_a2<4, SH>(b + 6, w);
         const uint32_t qh = (uint32_t)ldq<SH>(reinterpret_cast<const unsigned short *>(b + 2)) |
                             (uint32_t)ldq<SH>(reinterpret_cast<const unsigned short *>(b + 4)) << 16;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            q[i] = lo_nib(w[i]) | bits_to_bytes(qh >> (4 * i)) << 4;
-            q[4 + i] = hi_nib(w[i]) | bits_to_bytes(qh >> (16 + 4 * i)) << 4;
-        }
+        q5_values(w, qh, q);
         d[0] = d[1] = ld_f16<SH>(b);
         m[0] = m[1] = -16.0f * d[0];
     }
@@ -231,12 +238,11 @@ struct qt_q5_1 { /* f16 d | f16 m | u32 qh | qs[16]: q as Q5_0's; x = d·q + m *
     {
         const uint32_t *wb = reinterpret_cast<const uint32_t *>(b); /* 8-aligned blocks */
         const uint32_t dm = ldq<SH>(wb), qh = ldq<SH>(wb + 1);
+        uint32_t w[4];
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t v = ldq<SH>(wb + 2 + i);
-            q[i] = lo_nib(v) | bits_to_bytes(qh >> (4 * i)) << 4;
-            q[4 + i] = hi_nib(v) | bits_to_bytes(qh >> (16 + 4 * i)) << 4;
-        }
+        for (int i = 0; i < 4; i++)
+            w[i] = ldq<SH>(wb + 2 + i);
+        q5_values(w, qh, q);
         d[0] = d[1] = f16_lo(dm);
         m[0] = m[1] = f16_hi(dm);
     }

@@ -1,12 +1,12 @@
-/* lab/gemv-q/gemv_q_test.cu — a standalone prototype of the batch-1 decode GEMV for GGUF Q4_K and Q6_K weights
+/* lab/gemv-q/gemv_q_test.cu — a standalone prototype of the batch-1 decode GEMV for GGUF Q4_K, Q6_K and Q8_0 weights
  * as a weight stream: one CTA an SM (or two), persistent over a contiguous range of the matrix, a producer warp
  * bulk-copying (TMA) that range through a shared-memory ring without ever waiting on activations, consumer warps
  * running the product's own block decoders and dp4a dot products on it. Every variant is checked against a
  * double-precision CPU reference, then timed against the product's kernels (cuda_gemv, linked from
- * build/libmemra_backend_cuda.a) at the Llama-3-8B shapes, in one run. Not part of the build; written in a session
+ * build/libmemra_backend_cuda.a) at the Llama-3-8B shapes, in one run. Not part of the build; written in sessions
  * without a GPU (lab/README.md), not yet run.
  *
- *   y[r] = Σ_i dequant(W)[r, i] · x[i]      W (rows, n) Q4_K / Q6_K as stored in the GGUF file, x f32, prepared
+ *   y[r] = Σ_i dequant(W)[r, i] · x[i]      W (rows, n) Q4_K / Q6_K / Q8_0 as stored in the GGUF file, x f32, prepared
  *                                            by cuda_gemv_prep_x (three signed byte planes, gemv_internal.cuh)
  *
  * Why (issue 5): the product reaches 84-85 % of 4.3 TB/s on lm_head but 22-64 % on the 2-66 MB matrices of a
@@ -44,8 +44,8 @@
  * against cuda_gemv_variant(rows a warp 4, ksplit 1)). With kc > 1 each chunk is summed over the warp before the
  * chunks are added: another order, the same f32 error bound (checked against the double reference).
  *
- * Variants (three instantiations a type: NC 16 with up to 227 KB; NC 8 within half an SM — 113 KB, 96 registers
- * — with x in shared memory, or through L1 within 80 KB, leaving L1 ≥ 92 KB for x):
+ * Variants (five instantiations a type, three streams and two carried: NC 16 with up to 227 KB; NC 8 within half an
+ * SM — 113 KB, 96 registers — with x in shared memory, or through L1 within 80 KB, leaving L1 ≥ 92 KB for x):
  *   big     1 CTA/SM, 16 consumer warps, the largest ring; dependents triggered after the CTA's work
  *   half    1 CTA/SM, 8 consumer warps, ≤ 113 KB: the next kernel's CTA fits beside it; trigger after the work
  *   half-e  the same, dependents triggered at the top: the next GEMV streams its ring while this one runs
@@ -54,14 +54,20 @@
  *           and CTAs
  *   e-cb4   half-e with chunks of 4 superblocks
  *   e-xl1   half-e with x through L1 (__ldg) instead of shared memory
+ *   carry   half-e's stream scheduled so that a row's sums keep the product's order (stream_carry.cuh: a warp
+ *           owns whole row groups and carries their sums over the chunks): the engine's bits, checked bitwise —
+ *           Q6_K / Q8_0 the staged dp4a kernel's (ksplit 1, as the engine runs them), Q4_K the tensor-core
+ *           GEMV's (gemv_mma.cu) through a dp4a consumer that does its float operations in its order ("mq")
+ *   carry16 carry on 16 consumer warps and all of the SM's shared memory
+ *   carry-cb8  carry with chunks of 8 superblocks (Q8_0: 64 blocks)
  * The chunk, unless the variant fixes it: of 16, 12, 8, 4 superblocks the largest that fits a slot a warp, unless
  * a smaller one gives ≥ 10 % more ring; up to 4 slots a warp. Each variant's "cfg" line says what it ran (grid,
  * cb, kc, slots × KB, shared memory, CTAs an SM that fit), its "place" line where the CTAs of three launches
  * chained with PDL ran (the static split assumes one CTA an SM: "at most 2 a SM" on a 1-CTA/SM variant means an
  * SM streamed two ranges while another idled).
  *
- * Product forms timed beside (x prepared, the GEMV alone): "engine" = cuda_gemv as the engine calls it (Q4_K on
- * the int8 tensor cores, gemv_mma.cu; Q6_K the staged dp4a kernel), and the dp4a kernels at rows a warp 1/2/4 ×
+ * Product forms timed beside (x prepared, the GEMV alone): "engine" = cuda_gemv_variant as the engine calls it
+ * (ksplit 1; Q4_K on the int8 tensor cores, gemv_mma.cu; Q6_K and Q8_0 the staged dp4a kernel), and the dp4a kernels at rows a warp 1/2/4 ×
  * ksplit 1/4 and (Q6_K) the tensor cores in MEMRA_GEMV_MMA=all mode; "best product" is the fastest of them.
  *
  * Checks (before any timing of a shape): random valid blocks (tests/kernels/kernel_rng.h fill_random), x uniform in
@@ -123,7 +129,7 @@ namespace {
 
 /* ---- the streamed kernel (device) ---------------------------------------------------------------------------- */
 
-constexpr uint32_t QK = 256, SEGS = 8, BPS = 4; /* lanes: 8 segments of 32 a superblock, 4 superblocks a step */
+constexpr uint32_t QK = 256;                    /* a superblock (stream_mq.cuh); the stream itself takes any Q::QK */
 constexpr uint32_t R = 4;                       /* rows a stage; each x load serves all of them */
 constexpr uint32_t NSLOT_MAX = 64;              /* ring slots (their mbarriers are static shared memory) */
 constexpr uint32_t KC_MAX = 16;                 /* chunks a row at most */
@@ -243,18 +249,21 @@ __device__ __forceinline__ void sv_dot_step(const uint32_t (&q)[R][8], const flo
             const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
             const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
             v = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), v);
-            v = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, v));
+            if constexpr (Q::HAS_M)
+                v = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, v));
         } else {
             v = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), v);
-            v = fmaf(m[r][0], xs.x + xs.y, v);
+            if constexpr (Q::HAS_M)
+                v = fmaf(m[r][0], xs.x + xs.y, v);
         }
         acc[r] = v;
     }
 }
 
-/* A lane's sums of stage s (in the slot at st) for the R rows of its group, over the chunk's superblocks. */
+/* A lane's sums of stage s (in the slot at st) for the R rows of its group, over the chunk's blocks, added to acc
+ * (the carried stream, stream_carry.cuh, adds a row's chunks in one chain). */
 template <class Q, bool XS>
-__device__ void sv_stage_dot(const sv_args &a, uint32_t s, const uint8_t *st, const uint8_t *x, uint32_t lane,
+__device__ void sv_stage_acc(const sv_args &a, uint32_t s, const uint8_t *st, const uint8_t *x, uint32_t lane,
                              const typename Q::lane_t &L, float (&acc)[R])
 {
     const uint32_t g = s / a.kc, b0 = s % a.kc * a.cb, nbk = min(a.cb, a.nblk - b0);
@@ -262,20 +271,31 @@ __device__ void sv_stage_dot(const sv_args &a, uint32_t s, const uint8_t *st, co
 #pragma unroll
     for (uint32_t r = 0; r < R; r++) {
         rp[r] = st + sv_row_offset(a, g, r, b0, Q::BS);
-        acc[r] = 0.0f;
     }
-    const uint32_t e0 = b0 * QK + 32 * (lane % SEGS);
+    constexpr uint32_t S = Q::QK / 32, BPS = 32 / S; /* lanes: S segments of 32 a block, BPS blocks a step */
+    const uint32_t e0 = b0 * Q::QK + 32 * (lane % S);
     /* two steps a trip (the next step's loads beside this one's dp4a) within the 96 registers a thread that 5
      * warps a sub-partition leave; with x through L1 (more address registers) that spilled: one */
 #pragma unroll(XS ? 2 : 1)
-    for (uint32_t b = lane / SEGS; b < nbk; b += BPS) {
+    for (uint32_t b = lane / S; b < nbk; b += BPS) {
         uint32_t q[R][8];
         float d[R][2], m[R][2];
 #pragma unroll
         for (uint32_t r = 0; r < R; r++)
             Q::template get<true>(rp[r] + b * Q::BS, L, q[r], d[r], m[r]);
-        sv_dot_step<Q, XS>(q, d, m, x, a.n, e0 + b * QK, acc);
+        sv_dot_step<Q, XS>(q, d, m, x, a.n, e0 + b * Q::QK, acc);
     }
+}
+
+/* The same from zero: a stage's own sums. */
+template <class Q, bool XS>
+__device__ __forceinline__ void sv_stage_dot(const sv_args &a, uint32_t s, const uint8_t *st, const uint8_t *x,
+                                             uint32_t lane, const typename Q::lane_t &L, float (&acc)[R])
+{
+#pragma unroll
+    for (uint32_t r = 0; r < R; r++)
+        acc[r] = 0.0f;
+    sv_stage_acc<Q, XS>(a, s, st, x, lane, L, acc);
 }
 
 /* The warp's sums of local stage j (global s): y directly (kc = 1), else its partials. */
@@ -385,7 +405,7 @@ __device__ void sv_consume(const sv_args &a, uint32_t s0, uint32_t s1, uint8_t *
         x = sm + a.x_off;
     }
     float *part = reinterpret_cast<float *>(sm + a.part_off);
-    const typename Q::lane_t L = Q::lane((int)(lane % SEGS));
+    const typename Q::lane_t L = Q::lane((int)(lane % (Q::QK / 32)));
     for (uint32_t j = warp; j < nloc; j += NC) {
         const uint32_t slot = j % a.nslot;
         mbar_wait(full_s + 8 * slot, (j / a.nslot) & 1);
@@ -407,7 +427,6 @@ __device__ void sv_consume(const sv_args &a, uint32_t s0, uint32_t s1, uint8_t *
 template <class Q, int NC, int MINB, bool XS>
 __global__ void __launch_bounds__((NC + 1) * 32, MINB) kernel_gemv_stream(const sv_args a)
 {
-    static_assert(Q::QK == (int)QK, "superblock formats only");
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ __align__(8) uint64_t bars[2 * NSLOT_MAX]; /* full[slot], then empty[slot] */
     const uint32_t s0 = stage_begin(blockIdx.x, a.nst, gridDim.x), s1 = stage_begin(blockIdx.x + 1, a.nst, gridDim.x);
@@ -438,11 +457,14 @@ __global__ void __launch_bounds__((NC + 1) * 32, MINB) kernel_gemv_stream(const 
         pdl_trigger();
 }
 
+#include "stream_carry.cuh" /* kernel_gemv_carry: the stream in the product's order (its bits; Q4_K: mq) */
+
 /* ---- host: the variants and their launch plans ---------------------------------------------------------------- */
 
 #define CK(call) CUDA_CHECK(call)
 
-enum kind { K_BIG, K_HALF, K_HALF_L1, NKIND };
+enum kind { K_BIG, K_HALF, K_HALF_L1, K_C16, K_C8, NKIND }; /* K_C*: kernel_gemv_carry (stream_carry.cuh) */
+bool is_carry(int kind) { return kind == K_C16 || kind == K_C8; }
 typedef void (*sv_kernel)(const sv_args);
 
 struct kern_info {
@@ -456,19 +478,31 @@ struct kern_info {
 struct type_info {
     enum dtype t;
     const char *name;
-    uint32_t bs;
+    uint32_t qk, bs; /* elements and bytes a block */
     kern_info k[NKIND];
 };
 
-type_info g_types[2] = {
-    {DTYPE_Q4_K, "Q4_K", 144,
+constexpr int NTYPE = 3;
+type_info g_types[NTYPE] = {
+    {DTYPE_Q4_K, "Q4_K", 256, 144,
      {{"NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_stream<qt_q4_k, 16, 1, true>, {}},
       {"NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_stream<qt_q4_k, 8, 2, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q4_k, 8, 2, false>, {}}}},
-    {DTYPE_Q6_K, "Q6_K", 210,
+      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q4_k, 8, 2, false>, {}},
+      {"carry mq: NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_carry<cc_mq, 16, 1, true>, {}},
+      {"carry mq: NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_carry<cc_mq, 8, 2, true>, {}}}},
+    {DTYPE_Q6_K, "Q6_K", 256, 210,
      {{"NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_stream<qt_q6_k, 16, 1, true>, {}},
       {"NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_stream<qt_q6_k, 8, 2, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q6_k, 8, 2, false>, {}}}},
+      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q6_k, 8, 2, false>, {}},
+      {"carry: NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_carry<cc_dp4a<qt_q6_k>, 16, 1, true>, {}},
+      {"carry: NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_carry<cc_dp4a<qt_q6_k>, 8, 2, true>, {}}}},
+    /* Q8_0 (blocks of 32: a lane a block, 32 blocks a step, as the product's staged kernel) */
+    {DTYPE_Q8_0, "Q8_0", 32, 34,
+     {{"NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_stream<qt_q8_0, 16, 1, true>, {}},
+      {"NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_stream<qt_q8_0, 8, 2, true>, {}},
+      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q8_0, 8, 2, false>, {}},
+      {"carry: NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_carry<cc_dp4a<qt_q8_0>, 16, 1, true>, {}},
+      {"carry: NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_carry<cc_dp4a<qt_q8_0>, 8, 2, true>, {}}}},
 };
 
 struct variant {
@@ -482,6 +516,9 @@ const variant g_variants[] = {
     {"big", K_BIG, 1, 0, false},     {"half", K_HALF, 1, 0, false}, {"half-e", K_HALF, 1, 0, true},
     {"two", K_HALF, 2, 0, false},    {"e-cb8", K_HALF, 1, 8, true}, {"e-cb4", K_HALF, 1, 4, true},
     {"e-xl1", K_HALF_L1, 1, 0, true},
+    /* the product's order (stream_carry.cuh; Q4_K: the tensor-core GEMV's), NC 8 within half an SM, NC 16 on all
+     * of it, chunks of 8 superblocks (Q8_0: 64 blocks) */
+    {"carry", K_C8, 1, 0, true},     {"carry16", K_C16, 1, 0, true}, {"carry-cb8", K_C8, 1, 8, true},
 };
 constexpr int NVAR = sizeof g_variants / sizeof g_variants[0];
 constexpr uint32_t L1_KEEP = 32 * 1024; /* x through L1: each of the two CTAs leaves this much of the SM to L1 */
@@ -509,7 +546,9 @@ uint32_t round16(uint64_t v) { return (uint32_t)((v + 15) & ~(uint64_t)15); }
  * less the per-block reserve (two CTAs fit: this kernel's and the next one's); with x through L1, 32 KB less. */
 uint32_t smem_budget(int kind, const kern_info &k, const dev_info &dv)
 {
-    const int total = kind == K_BIG ? dv.optin : dv.per_sm / 2 - dv.reserved - (kind == K_HALF_L1 ? (int)L1_KEEP : 0);
+    const int total = kind == K_BIG || kind == K_C16
+                          ? dv.optin
+                          : dv.per_sm / 2 - dv.reserved - (kind == K_HALF_L1 ? (int)L1_KEEP : 0);
     return (uint32_t)(total - (int)k.fa.sharedSizeBytes);
 }
 
@@ -518,18 +557,20 @@ plan plan_for_cb(const type_info &ti, const variant &v, const dev_info &dv, uint
 {
     const kern_info &k = ti.k[v.kind];
     plan p = {};
-    const uint32_t nblk = (uint32_t)(n / QK), G = (uint32_t)dv.sms * v.cps, groups = (uint32_t)((rows + R - 1) / R);
+    const uint32_t nblk = (uint32_t)(n / ti.qk), G = (uint32_t)dv.sms * v.cps, groups = (uint32_t)((rows + R - 1) / R);
     const uint64_t rb = (uint64_t)nblk * ti.bs;
     const uint32_t budget = smem_budget(v.kind, k, dv), xb = k.xs ? (uint32_t)xq_stride(n) : 0;
     const uint32_t kc = (nblk + cb - 1) / cb, pitch = kc == 1 ? 0 : round16((uint64_t)cb * ti.bs) + 32;
     const uint32_t slot = kc == 1 ? round16(R * rb) + 32 : R * pitch;
-    const uint32_t part = kc == 1 ? 0 : round16(((uint64_t)groups * kc + G - 1) / G * R * 4);
+    /* carry: whole groups a CTA (no partials), chunks of whole warp steps (a lane's blocks continue) */
+    const bool carry = is_carry(v.kind);
+    const uint32_t part = kc == 1 || carry ? 0 : round16(((uint64_t)groups * kc + G - 1) / G * R * 4);
     const uint32_t depth = std::min(4u, (budget > xb + part ? budget - xb - part : 0) / (k.nc * slot));
-    if (depth < 1 || kc > KC_MAX)
+    if (depth < 1 || kc > KC_MAX || !k.fn || (carry && kc > 1 && cb % (32 / (ti.qk / 32)) != 0))
         return p;
     sv_args &a = p.a;
     a.rb = rb, a.rows = (uint32_t)rows, a.n = (uint32_t)n, a.nblk = nblk;
-    a.cb = cb, a.kc = kc, a.nst = groups * kc;
+    a.cb = cb, a.kc = kc, a.nst = carry ? groups : groups * kc;
     a.nslot = k.nc * depth, a.slot_bytes = slot, a.pitch = pitch;
     a.x_off = a.nslot * slot, a.part_off = a.x_off + xb;
     a.early = v.early;
@@ -538,27 +579,32 @@ plan plan_for_cb(const type_info &ti, const variant &v, const dev_info &dv, uint
     return p;
 }
 
+bool g_no_device; /* --plans: the plans printed from the H200's limits, no device touched */
+
 /* The launch plan of variant v on a (rows, n) matrix: the variant's chunk, or (cb 0) of the chunks of 16, 12, ...
  * superblocks (at most KC_MAX a row) the largest that fits at least one slot a warp, unless a smaller one gives
  * ≥ 10 % more ring; up to 4 slots a warp. */
 plan make_plan(const type_info &ti, const variant &v, const dev_info &dv, const scratch &sc, uint64_t rows,
                uint64_t n, const uint8_t *xq, float *y)
 {
-    const uint32_t nblk = (uint32_t)(n / QK), cb_min = std::max(1u, (nblk + KC_MAX - 1) / KC_MAX);
+    /* cb in blocks, in steps of a warp step's blocks u (4 superblocks; 32 blocks of 32); a variant's cb is in
+     * superblocks (× u / 4) */
+    const uint32_t u = 32 / (ti.qk / 32), nblk = (uint32_t)(n / ti.qk), cb_min = std::max(1u, (nblk + KC_MAX - 1) / KC_MAX);
     plan best = {};
     uint64_t best_ring = 0;
-    for (uint32_t cb = std::min(v.cb ? v.cb : 16u, nblk); cb >= cb_min; cb = (cb - 1) & ~3u) {
+    for (uint32_t cb = std::min(v.cb ? v.cb * u / 4 : 4 * u, nblk); cb >= cb_min; cb = (cb - 1) / u * u) {
         const plan p = plan_for_cb(ti, v, dv, rows, n, std::max(cb, cb_min));
         const uint64_t ring = p.ok ? (uint64_t)p.a.nslot * p.a.slot_bytes : 0;
         if (ring * 10 > best_ring * 11)
             best = p, best_ring = ring;
-        if (v.cb || cb <= 4)
+        if (v.cb || cb <= u)
             break;
     }
     if (!best.ok || (uint64_t)best.a.nst * R > sc.gpart_n || best.a.nst / best.a.kc > sc.gcnt_n)
         return plan{};
     best.a.xq = xq, best.a.y = y, best.a.gpart = sc.gpart, best.a.gcnt = sc.gcnt;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best.fit, ti.k[v.kind].fn, (int)best.threads, best.smem));
+    if (!g_no_device)
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&best.fit, ti.k[v.kind].fn, (int)best.threads, best.smem));
     return best;
 }
 
@@ -748,11 +794,12 @@ double rel_err(const mat &m, const std::vector<float> &y, int &bad)
 
 struct pform {
     const char *name;
-    int rpb, ks; /* cuda_gemv_variant's rows a warp and ksplit (0, 0: the engine's choice) */
+    int rpb, ks; /* cuda_gemv_variant's rows a warp and ksplit (0, 1: the engine's call, cuda_decode_step.c: rows a
+                  * warp by shape, ksplit 1 — Q4_K's tensor-core kernel takes its K split by n) */
     bool mma_all; /* MEMRA_GEMV_MMA=all for this launch (Q6_K on the tensor cores) */
 };
 const pform g_pforms[] = {
-    {"engine", 0, 0, false},     {"dp4a R1 ks1", 1, 1, false}, {"dp4a R2 ks1", 2, 1, false},
+    {"engine", 0, 1, false},     {"dp4a R1 ks1", 1, 1, false}, {"dp4a R2 ks1", 2, 1, false},
     {"dp4a R4 ks1", 4, 1, false}, {"dp4a R1 ks4", 1, 4, false}, {"dp4a R2 ks4", 2, 4, false},
     {"dp4a R4 ks4", 4, 4, false}, {"mma all", 0, 0, true},
 };
@@ -787,14 +834,14 @@ const shape g_shapes[] = {
 };
 constexpr int NSHAPE = sizeof g_shapes / sizeof g_shapes[0];
 const shape g_odd[] = {{"odd", 5, 4096}, {"odd", 37, 4352}, {"odd", 257, 14336}, {"odd", 1031, 4096},
-                       {"odd", 300, 2048}};
+                       {"odd", 300, 2048}, {"odd", 40, 768}}; /* n < 1024: the tensor-core GEMV's K split 1 */
 
 struct result {
     double pdl[NPF + NVAR], serial[1 + NVAR]; /* µs: product forms then variants; engine then variants */
     double mb;
     int best_pf;
 };
-result g_res[2][NSHAPE];
+result g_res[NTYPE][NSHAPE];
 
 dev_info g_dev;
 scratch g_sc;
@@ -832,19 +879,19 @@ void probe_placement(const plan &p, const kern_info &k, const mat &m, const char
  * variant on m; fills plans. */
 void check_shape(const type_info &ti, const mat &m, const char *sname, plan (&plans)[NVAR])
 {
-    std::vector<float> yp, y;
+    std::vector<float> ye, yp, y; /* the engine's y (the mq variants' bits), dp4a R4 ks1's (kc = 1's), a variant's */
     char label[160];
     for (int f : {0, PF_DP4A_R4}) {
         snprintf(label, sizeof label, "%s %s %" PRIu64 "x%" PRIu64 " product %s", ti.name, sname, m.rows, m.n,
                  g_pforms[f].name);
-        run_once(m, prod_fn(m, g_pforms[f]), f == 0 ? y : yp, label);
+        run_once(m, prod_fn(m, g_pforms[f]), f == 0 ? ye : yp, label);
         int bad;
-        const double rel = rel_err(m, f == 0 ? y : yp, bad);
+        const double rel = rel_err(m, f == 0 ? ye : yp, bad);
         const bool ok = bad == 0 && rel <= 1e-4;
         g_fail += !ok;
         printf("check %-40s rel %.2e%s\n", label, rel, ok ? "" : "  FAIL");
     }
-    std::map<uint32_t, std::vector<float>> by_cb; /* the first variant's y at each cb */
+    std::map<uint32_t, std::vector<float>> by_cb; /* the first variant's y at each cb (the mq ones: one key) */
     for (int v = 0; v < NVAR; v++) {
         const variant &vr = g_variants[v];
         const kern_info &k = ti.k[vr.kind];
@@ -852,7 +899,8 @@ void check_shape(const type_info &ti, const mat &m, const char *sname, plan (&pl
         const plan &p = plans[v];
         snprintf(label, sizeof label, "%s %s %" PRIu64 "x%" PRIu64 " %s", ti.name, sname, m.rows, m.n, vr.name);
         if (skipped(vr.name) || !p.ok) {
-            printf("check %-40s %s\n", label, skipped(vr.name) ? "skipped" : "n/a (no plan fits)");
+            printf("check %-40s %s\n", label,
+                   skipped(vr.name) ? "skipped" : !k.fn ? "n/a (no kernel of this type)" : "n/a (no plan fits)");
             continue;
         }
         printf("cfg   %-40s grid %u x %u thr, cb %u kc %u, %u stages (%.1f a CTA), %u slots x %.1f KB, smem %.1f KB,"
@@ -864,18 +912,22 @@ void check_shape(const type_info &ti, const mat &m, const char *sname, plan (&pl
         run_once(m, [&p, &k, &m](int c, bool pdl) { sv_launch(p, k, m.w[(size_t)c], pdl); }, y, wl);
         int bad;
         const double rel = rel_err(m, y, bad);
-        const bool same_p = memcmp(y.data(), yp.data(), 4 * m.rows) == 0;
-        std::vector<float> &first = by_cb[p.a.cb];
+        /* carry: the engine's bits (Q4_K's tensor-core kernel; the other types' ksplit-1 dp4a) */
+        const bool carry = is_carry(vr.kind), mq = carry && ti.t == DTYPE_Q4_K;
+        const bool same_p = memcmp(y.data(), (carry ? ye : yp).data(), 4 * m.rows) == 0;
+        std::vector<float> &first = by_cb[carry ? ~0u : p.a.cb];
         const bool same_cb = first.empty() || memcmp(y.data(), first.data(), 4 * m.rows) == 0;
         if (first.empty())
             first = y;
         if (m.ncopies > 1)
             probe_placement(p, k, m, label, g_smid);
-        const bool ok = bad == 0 && rel <= 1e-4 && (p.a.kc > 1 || same_p) && same_cb;
+        const bool ok = bad == 0 && rel <= 1e-4 && (p.a.kc > 1 || same_p) && (!carry || same_p) && same_cb;
         g_fail += !ok;
         printf("check %-40s rel %.2e, %d not finite, %s, %s%s\n", label, rel, bad,
-               p.a.kc == 1 ? (same_p ? "= product dp4a bits" : "DIFFERS from product dp4a bits")
-                           : (same_p ? "= product dp4a bits (kc > 1)" : "own order (kc > 1)"),
+               mq ? (same_p ? "= engine (tensor-core) bits" : "DIFFERS from the engine's tensor-core bits")
+               : carry ? (same_p ? "= product dp4a bits (carried)" : "DIFFERS from product dp4a bits (carried)")
+               : p.a.kc == 1 ? (same_p ? "= product dp4a bits" : "DIFFERS from product dp4a bits")
+                             : (same_p ? "= product dp4a bits (kc > 1)" : "own order (kc > 1)"),
                same_cb ? "same bits as the other variants of its cb" : "DIFFERS from another variant of its cb",
                ok ? "" : "  FAIL");
     }
@@ -937,7 +989,7 @@ void cell(double us, double mb, const char *note = nullptr)
 
 void print_tables(bool pdl)
 {
-    for (int ti = 0; ti < 2; ti++) {
+    for (int ti = 0; ti < NTYPE; ti++) {
         printf("\n## %s, batch 1, x prepared, %s: us a GEMV (%% of %.1f TB/s)\n\n| shape | MB | engine | %s",
                g_types[ti].name, pdl ? "PDL between launches (as the product launches)" : "serial (no PDL)",
                BW_GBS / 1000, pdl ? "best product (form) |" : "");
@@ -979,13 +1031,15 @@ void setup_kernels()
            "| type | instantiation | threads | regs | local B | static smem B |\n|---|---|---|---|---|---|\n");
     for (auto &ti : g_types)
         for (auto &k : ti.k) {
+            if (!k.fn)
+                continue;
             CK(cudaFuncGetAttributes(&k.fa, k.fn));
             CK(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     g_dev.optin - (int)k.fa.sharedSizeBytes));
             /* two CTAs' shared memory (the big one: all of it), the rest L1 */
             const int kind = (int)(&k - ti.k);
             const int two = 2 * ((int)smem_budget(kind, k, g_dev) + (int)k.fa.sharedSizeBytes + g_dev.reserved);
-            const int pct = kind == K_BIG ? 100 : std::min(100, (100 * two + g_dev.per_sm - 1) / g_dev.per_sm);
+            const int pct = kind == K_BIG || kind == K_C16 ? 100 : std::min(100, (100 * two + g_dev.per_sm - 1) / g_dev.per_sm);
             CK(cudaFuncSetAttribute(k.fn, cudaFuncAttributePreferredSharedMemoryCarveout, pct));
             printf("| %s | %s | %d | %d | %zu | %zu |\n", ti.name, k.what, (k.nc + 1) * 32, k.fa.numRegs,
                    k.fa.localSizeBytes, k.fa.sharedSizeBytes);
@@ -1086,7 +1140,7 @@ void run_odd_checks()
 void run_shapes(bool quick)
 {
     printf("\n## the 8B shapes: checks on the timed data%s\n", quick ? "" : ", then timings (us)");
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < NTYPE; t++)
         for (int s = 0; s < NSHAPE; s++) {
             const type_info &ti = g_types[t];
             const shape &sh = g_shapes[s];
@@ -1103,8 +1157,38 @@ void run_shapes(bool quick)
 
 } // namespace
 
+/* --plans (no device needed): every variant's plan at the odd and 8B shapes from the H200's limits (132 SMs,
+ * 227 KB a block, 228 KB an SM, 1 KB reserved a block; static shared memory as ptxas reports it) — a dry run. */
+int print_plans()
+{
+    g_no_device = true;
+    g_dev = {132, 232448, 233472, 1024};
+    for (auto &ti : g_types)
+        for (auto &k : ti.k)
+            k.fa.sharedSizeBytes = is_carry((int)(&k - ti.k)) ? 1024 : 1152;
+    g_sc.gpart_n = 1u << 22, g_sc.gcnt_n = 1u << 17;
+    std::vector<shape> all(g_odd, g_odd + sizeof g_odd / sizeof g_odd[0]);
+    all.insert(all.end(), g_shapes, g_shapes + NSHAPE);
+    for (auto &ti : g_types)
+        for (auto &sh : all)
+            for (auto &vr : g_variants) {
+                const plan p = make_plan(ti, vr, g_dev, g_sc, sh.rows, sh.n, nullptr, nullptr);
+                printf("plan %s %-7s %6" PRIu64 "x%-5" PRIu64 " %-6s", ti.name, sh.name, sh.rows, sh.n, vr.name);
+                if (!p.ok) {
+                    printf(" n/a\n");
+                    continue;
+                }
+                printf(" grid %u x %u, cb %u kc %u, %u %s (%.1f a CTA), %u slots x %.1f KB (%u a warp), smem %.1f KB\n",
+                       p.grid, p.threads, p.a.cb, p.a.kc, p.a.nst, is_carry(vr.kind) ? "groups" : "stages",
+                       (double)p.a.nst / p.grid, p.a.nslot, p.a.slot_bytes / 1024.0, p.depth, p.smem / 1024.0);
+            }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--plans"))
+        return print_plans();
     bool quick = false;
     if (!parse_args(argc, argv, quick))
         return 2;

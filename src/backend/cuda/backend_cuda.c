@@ -548,21 +548,28 @@ static int upload_weight(struct cuda_backend *b, const struct model_weight *w, s
     return 0;
 }
 
+/* Expert e's matrix i of one kind: kind 0 gate (i 0) or up (i 1), kind 1 down. */
+static const struct model_weight *expert_weight(const struct model_layer *L, int kind, uint32_t e, uint32_t i)
+{
+    return kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
+}
+
 /* One kind of a MoE layer's experts (kind 0: gate and up, 1: down) stacked
  * for the grouped GEMVs (cuda_ops.h): expert e's rows at base + e·stride
  * (gate rows, then up rows). As stored when every expert's matrices of the
- * kind share type, width and scale and have a GEMV kernel; else all expanded
- * to float32. */
+ * kind share type, width and scale and have a GEMV kernel — FP8 with block
+ * scales too (weight_fp8_block, whole 128-row blocks), each matrix's scale
+ * table then at bs + (e·per + i)·tab; else all expanded to float32. */
 static int upload_expert_kind(struct cuda_backend *b, const struct model_layer *L, int kind,
                               struct cuda_moe_weights *o, char *err, size_t errlen)
 {
     const struct model_config *c = &b->base.model->cfg;
     const uint32_t E = c->n_experts, per = kind == 0 ? 2 : 1;
-    const struct model_weight *w0 = kind == 0 ? &L->experts[0].gate : &L->experts[0].down;
-    bool stored = true, blocks = true; /* blocks: every one FP8 with block scales, whole 128-row blocks */
+    const struct model_weight *w0 = expert_weight(L, kind, 0, 0);
+    bool stored = true, blocks = true;
     for (uint32_t e = 0; e < E; e++)
         for (uint32_t i = 0; i < per; i++) {
-            const struct model_weight *w = kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
+            const struct model_weight *w = expert_weight(L, kind, e, i);
             if (w->rows != w0->rows || w->cols != w0->cols)
                 return err_set(err, errlen, "cuda backend: expert tensor '%s' is %llu×%llu, its layer's first is "
                                "%llu×%llu", w->name, (unsigned long long)w->rows, (unsigned long long)w->cols,
@@ -570,38 +577,22 @@ static int upload_expert_kind(struct cuda_backend *b, const struct model_layer *
             stored = stored && weight_as_stored(w) && w->dtype == w0->dtype && w->scale == w0->scale;
             blocks = blocks && weight_fp8_block(b, w) && w->scale == w0->scale && w->rows % MODEL_FP8_BLOCK == 0;
         }
-    if (blocks) { /* as stored, a byte a weight, and each expert's scale tables (gate's then up's) */
-        const uint64_t rows = w0->rows, cols = w0->cols, nbc = (cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK;
-        const uint64_t stride = (rows * per * cols + 255) & ~(uint64_t)255, tab = rows / MODEL_FP8_BLOCK * nbc;
-        uint8_t *d = dev_alloc(b, stride * E);
-        float *bs = dev_alloc(b, E * per * tab * 4);
-        for (uint32_t e = 0; e < E; e++)
-            for (uint32_t i = 0; i < per; i++) {
-                const struct model_weight *w = kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
-                cuda_upload(b->ctx, d + e * stride + i * rows * cols, w->data, rows * cols);
-                cuda_upload(b->ctx, bs + (e * per + i) * tab, w->block_scale, tab * 4);
-            }
-        if (kind == 0)
-            o->gate_up = d, o->gu_stride = stride, o->gu_type = DTYPE_F8_E4M3, o->gu_scale = w0->scale,
-            o->gu_bs = bs, o->gu_bs_stride = per * tab;
-        else
-            o->down = d, o->down_stride = stride, o->down_type = DTYPE_F8_E4M3, o->down_scale = w0->scale,
-            o->down_bs = bs, o->down_bs_stride = tab;
-        return 0;
-    }
-    const uint64_t rows = w0->rows, cols = w0->cols, row_bytes = stored ? w0->row_bytes : cols * 4;
+    const bool raw = stored || blocks; /* the file's bytes, a byte a weight for block-scaled FP8 */
+    const uint64_t rows = w0->rows, cols = w0->cols, row_bytes = raw ? w0->row_bytes : cols * 4;
     if (rows * per > UINT32_MAX / 4 || cols > UINT32_MAX / 4)
         return err_set(err, errlen, "cuda backend: tensor '%s' too large", w0->name);
     const uint64_t stride = (rows * per * row_bytes + 255) & ~(uint64_t)255;
+    const uint64_t tab = blocks ? rows / MODEL_FP8_BLOCK * ((cols + MODEL_FP8_BLOCK - 1) / MODEL_FP8_BLOCK) : 0;
     uint8_t *d = dev_alloc(b, stride * E);
-    float *tmp = stored ? NULL : malloc(rows * cols * 4);
-    if (!stored && !tmp)
+    float *bs = blocks ? dev_alloc(b, E * per * tab * 4) : NULL;
+    float *tmp = raw ? NULL : malloc(rows * cols * 4);
+    if (!raw && !tmp)
         return err_set(err, errlen, "cuda backend: out of host memory expanding '%s'", w0->name);
     for (uint32_t e = 0; e < E; e++)
         for (uint32_t i = 0; i < per; i++) {
-            const struct model_weight *w = kind ? &L->experts[e].down : i ? &L->experts[e].up : &L->experts[e].gate;
+            const struct model_weight *w = expert_weight(L, kind, e, i);
             uint8_t *dst = d + e * stride + i * rows * row_bytes;
-            if (stored) {
+            if (raw) {
                 cuda_upload(b->ctx, dst, w->data, rows * row_bytes);
             } else if (expand_rows(w, 0, rows, tmp) == 0) {
                 cuda_upload(b->ctx, dst, tmp, rows * row_bytes);
@@ -610,14 +601,18 @@ static int upload_expert_kind(struct cuda_backend *b, const struct model_layer *
                 return err_set(err, errlen, "cuda backend: tensor '%s': type %s cannot be expanded", w->name,
                                dtype_name(w->dtype));
             }
+            if (blocks)
+                cuda_upload(b->ctx, bs + (e * per + i) * tab, w->block_scale, tab * 4);
         }
     free(tmp);
-    const enum dtype t = stored ? w0->dtype : DTYPE_F32;
-    const float scale = stored ? w0->scale : 1.0f;
+    const enum dtype t = raw ? w0->dtype : DTYPE_F32;
+    const float scale = raw ? w0->scale : 1.0f;
     if (kind == 0)
-        o->gate_up = d, o->gu_stride = stride, o->gu_type = t, o->gu_scale = scale;
+        o->gate_up = d, o->gu_stride = stride, o->gu_type = t, o->gu_scale = scale, o->gu_bs = bs,
+        o->gu_bs_stride = per * tab;
     else
-        o->down = d, o->down_stride = stride, o->down_type = t, o->down_scale = scale;
+        o->down = d, o->down_stride = stride, o->down_type = t, o->down_scale = scale, o->down_bs = bs,
+        o->down_bs_stride = tab;
     return 0;
 }
 

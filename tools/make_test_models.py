@@ -6,6 +6,9 @@ Meta-Llama-3.1-8B configuration (hidden 4096, 32 layers, 32 heads / 8 KV heads, 
 rope_theta 500000, llama3 RoPE scaling), initialised by transformers from a fixed seed, in bf16, and writes
 it as
   OUT/hf-bf16/         save_pretrained: config.json + sharded safetensors (BF16); no tokenizer
+  OUT/hf-fp8block/     the same model with its layer matrices in FP8 E4M3 and a float32 scale a 128 × 128 block
+                       (weight_scale_inv, quantization_config.weight_block_size [128, 128]: the layout of Qwen3 /
+                       DeepSeek FP8 checkpoints), embeddings, output and norms in BF16; sharded safetensors + index
   OUT/llama8b-f16.gguf GGUF F16 (vectors F32), llama arch metadata, Q/K rows permuted as llama.cpp does
   OUT/llama8b-q8_0.gguf GGUF Q8_0
   OUT/llama8b-q4_k_m.gguf GGUF "Q4_K_M": llama.cpp's type mix (Q6_K for output.weight and for the attn_v /
@@ -15,7 +18,7 @@ it as
 No file holds a tokenizer: memra-bench opens models without one (it feeds random token ids).
 
 Run it on the GPU machine (quantization runs in torch on the GPU; it also runs on the CPU, slowly):
-  python3 tools/make_test_models.py OUT [--formats bf16,f16,q8_0,q4_k_m] [--seed 0] [--tiny]
+  python3 tools/make_test_models.py OUT [--formats bf16,f16,q8_0,q4_k_m,fp8block] [--seed 0] [--tiny]
 --tiny builds a 2-layer model of width 256 (vocab 1024) instead, to check the script and the files here
 (--tiny-head-dim 128: 2 heads of 128 instead of 4 of 64).
 --arch qwen3moe builds Qwen3MoeForCausalLM at Qwen3-30B-A3B's shape instead (128 experts, 8 a token, hidden 2048,
@@ -25,7 +28,7 @@ at least 99.9 % of the bytes must equal the reference encoder's (Q8_0: gguf.quan
 tools/make_fixtures.py's numpy encoders) and the dequantized rows (gguf.quants.dequantize) must stay within 0.2 of
 max|w|. In the 2026-11-30 H200 run Q4_K and Q6_K matched byte for byte and Q8_0 in 99.9957 % of the bytes (torch on
 the GPU against numpy; the few differing bytes were not looked into).
-Disk: BF16 16.1 GB + F16 16.1 GB + Q8_0 8.5 GB + Q4_K_M 4.9 GB.
+Disk: BF16 16.1 GB + F16 16.1 GB + Q8_0 8.5 GB + Q4_K_M 4.9 GB + FP8 block 9.1 GB.
 """
 import argparse
 import json
@@ -254,6 +257,68 @@ def save_gguf(path, cfg, sd, fmt):
     log(f"wrote {path}: {os.path.getsize(path) / 1e9:.2f} GB, matrices {counts}")
 
 
+def fp8_block(w):
+    """w (r, c) → (q (r, c) float8_e4m3fn, s (⌈r/128⌉, ⌈c/128⌉) float32) with w ≈ q · s blockwise: s = max|w| of
+    the block / 448 (E4M3's largest finite value; 1 for an all-zero block), q = w / s rounded to nearest by torch."""
+    r, c = w.shape
+    br, bc = -(-r // 128), -(-c // 128)
+    wp = torch.zeros(br * 128, bc * 128, dtype=torch.float32, device=w.device)
+    wp[:r, :c] = w.float()
+    blocks = wp.view(br, 128, bc, 128)
+    s = blocks.abs().amax(dim=(1, 3)) / 448.0
+    s = torch.where(s > 0, s, torch.ones_like(s))
+    q = (blocks / s[:, None, :, None]).view(br * 128, bc * 128)[:r, :c].to(torch.float8_e4m3fn)
+    return q.contiguous(), s.contiguous()
+
+
+def save_fp8block(out, model, sd):
+    """OUT/hf-fp8block: every layer matrix (2-D, not the embeddings or the output) in block FP8 with its
+    weight_scale_inv, the rest in BF16; shards of ≤ 4 GB and model.safetensors.index.json, as published FP8
+    checkpoints are laid out. Checks each block's dequantization against the BF16 weight on the first matrix."""
+    from safetensors.torch import save_file
+    os.makedirs(out, exist_ok=True)
+    tensors = {}
+    checked = False
+    for name, t in sd.items():
+        if t.ndim == 2 and "embed_tokens" not in name and "lm_head" not in name:
+            q, s = fp8_block(t)
+            if not checked:  # |q·s − w| ≤ half E4M3's spacing at the top of its range (32 between 416 and 448)
+                se = s.repeat_interleave(128, 0).repeat_interleave(128, 1)[:t.shape[0], :t.shape[1]]
+                err = float(((q.float() * se - t.float()).abs() / se).max())
+                if not err <= 16.0:
+                    sys.exit(f"make_test_models: fp8 block check failed on {name}: |q·s − w| = {err} s > 16 s")
+                log(f"fp8 block check on {name}: max |q·s − w| = {err:.3g} s (≤ 16 s: E4M3's rounding)")
+                checked = True
+            tensors[name] = q.cpu()
+            tensors[name.replace(".weight", ".weight_scale_inv")] = s.cpu()
+        else:
+            tensors[name] = t.to(torch.bfloat16).cpu()
+    shards, cur, size = [], {}, 0
+    for name, t in tensors.items():
+        nb = t.numel() * t.element_size()
+        if cur and size + nb > 4 << 30:
+            shards.append(cur)
+            cur, size = {}, 0
+        cur[name] = t
+        size += nb
+    shards.append(cur)
+    wmap = {}
+    for i, sh in enumerate(shards):
+        fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file({k: v.contiguous() for k, v in sh.items()}, os.path.join(out, fn), metadata={"format": "pt"})
+        wmap.update({k: fn for k in sh})
+    total = sum(t.numel() * t.element_size() for t in tensors.values())
+    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f, indent=1)
+    c = model.config.to_dict()
+    c["architectures"] = [type(model).__name__]
+    c["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
+                                "weight_block_size": [128, 128]}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=1, sort_keys=True)
+    log(f"wrote {out}: {total / 1e9:.2f} GB in {len(shards)} shards")
+
+
 def qwen3moe_config(tiny, layers):
     """Qwen3-30B-A3B's configuration (128 experts, 8 a token, expert size 768), with `layers` of its 48."""
     kw = dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768,
@@ -288,7 +353,7 @@ def main():
     SEED = a.seed
     fmts = a.formats.split(",")
     for f in fmts:
-        if f not in ("bf16", "f16", "q8_0", "q4_k_m"):
+        if f not in ("bf16", "f16", "q8_0", "q4_k_m", "fp8block"):
             sys.exit(f"make_test_models: unknown format {f}")
     log(f"torch {torch.__version__}, transformers {transformers.__version__}, gguf {gguf.__file__}")
     os.makedirs(a.out, exist_ok=True)
@@ -317,8 +382,10 @@ def main():
         with open(os.path.join(p, "config.json")) as f:
             c = json.load(f)
         log(f"wrote {p}: {sorted(os.listdir(p))}, dtype {c.get('dtype', c.get('torch_dtype'))}")
+    if "fp8block" in fmts:
+        save_fp8block(os.path.join(a.out, "hf-fp8block"), model, sd)
     for f in fmts:
-        if f != "bf16":
+        if f not in ("bf16", "fp8block"):
             save_gguf(os.path.join(a.out, f"llama8b-{f}.gguf"), cfg, sd, f)
 
 

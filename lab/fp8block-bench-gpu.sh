@@ -1,0 +1,27 @@
+#!/bin/bash
+# lab/fp8block-bench-gpu.sh NAME — one GPU call (~4 min): the first real-size figures for FP8 checkpoints with
+# 128 × 128 block scales (Qwen3 / DeepSeek FP8; read as stored on the GPU since the thirty-sixth session, where only
+# the kernel tables were measured: make_test_models had no block-FP8 writer). Makes the random Llama-3-8B in BF16
+# and as hf-fp8block (tools/make_test_models.py --formats bf16,fp8block: layer matrices FP8 E4M3 + a scale a block,
+# embeddings / output BF16; ~8.1 GB read a decoded token → floor 1.88 ms, 530 tok/s at 4.3 TB/s), then memra-bench
+# tg128, pp512 and pp4096 on it with MEMRA_FP8_BLOCK=native (the default) and =f32 (expanded to float32, the
+# path before), and BF16's tg128 / pp4096 beside them as the baseline of the same call.
+# What to look for: native's tg128 GB/s and % of limit (the GEMVs' 70-79 % of the kernel tables, plus the small
+# kernels), native against f32 (4× fewer bytes), pp4096 against BF16's (the block-scaled GEMM against bf16's).
+# Prepare: lab/prepare-gpu.sh (gpu/NAME.tar.xz, .whl); carry ["gpu/NAME.tar.xz", ".whl"].
+cd "$(dirname "$0")/.."
+PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/fp8block-bench-gpu.sh NAME}"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
+python3 tools/make_test_models.py /tmp/m8f --formats bf16,fp8block > $OUT/make.log 2>&1; ts "models: rc $?"
+grep -E "fp8 block check|wrote" $OUT/make.log
+bench() { # label, model, tests, env...
+  local l=$1 m=$2 t=$3; shift 3
+  env "$@" timeout 150 $B/bin/memra-bench $m --backend cuda --tests $t --reps 3 2>&1 | grep -E "^\| .*(tg|pp)|rror" |
+    sed "s/^/$l: /"
+}
+bench "fp8block native" /tmp/m8f/hf-fp8block tg128,pp512,pp4096 MEMRA_FP8_BLOCK=native
+bench "fp8block native bf16-act" /tmp/m8f/hf-fp8block pp4096 MEMRA_FP8_BLOCK=native MEMRA_ACT_TYPE=bf16
+bench "fp8block f32" /tmp/m8f/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=f32
+bench "bf16" /tmp/m8f/hf-bf16 tg128,pp4096 X=0
+bench "bf16 bf16-act" /tmp/m8f/hf-bf16 pp4096 MEMRA_ACT_TYPE=bf16
+ts "done"

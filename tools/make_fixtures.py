@@ -22,7 +22,11 @@ exactness — only validity.
 Also writes a few broken models (missing tensor, wrong shape, unsupported
 dtype, unsupported architecture, missing config field) that memra must refuse.
 
-Usage: python3 tools/make_fixtures.py [OUT_DIR]   (default tests/fixtures/engine)
+Usage: python3 tools/make_fixtures.py [--only GROUP,...] [OUT_DIR]   (default tests/fixtures/engine)
+A full run makes the folder anew; a regenerated ref moves by torch's last bits, so --only makes just the named
+groups (a model, "bad" or "cli") again in the existing folder and keeps the other files and manifest entries
+as they are (the manifest's prompts and torch / transformers versions must be this run's; the groups' new
+entries go last, where a full run puts them for the last group, qwen3_moe_fp8).
 Needs: torch, transformers (tools/requirements.txt), numpy, gguf, safetensors.
 """
 import json
@@ -82,6 +86,14 @@ def configs():
                                        num_key_value_heads=2,
                                        head_dim=64, intermediate_size=256, tie_word_embeddings=True,
                                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "llama"),
+        # Qwen3-MoE in block FP8 as Qwen3-30B-A3B-FP8 stores it: hidden 128 and expert size 256, so every expert
+        # matrix is whole 128 × 128 blocks, two along one axis (the CUDA backend keeps such experts as stored,
+        # with their scale tables)
+        "qwen3_moe_fp8": ("Qwen3MoeConfig", dict(common, hidden_size=128, intermediate_size=128,
+                                                 moe_intermediate_size=256, num_experts=4, num_experts_per_tok=2,
+                                                 norm_topk_prob=True, tie_word_embeddings=False,
+                                                 rope_parameters={"rope_type": "default",
+                                                                  "rope_theta": 1000000.0}), "qwen3moe"),
         # the broken-model fixtures start from this one
         "tiny": ("LlamaConfig", dict(common, vocab_size=64, hidden_size=32, num_hidden_layers=2,
                                      num_attention_heads=2, num_key_value_heads=1, intermediate_size=32,
@@ -183,36 +195,50 @@ def is_matrix(name, arr):
 
 
 def save_hf(out_dir, model, sd, kind):
-    """HF folder with weights as F32/BF16/F16, or F8_E4M3 (+ scales) for the linear layers."""
+    """HF folder with weights as F32/BF16/F16, or F8_E4M3 (+ scales) for the linear layers. A kind ending in
+    "-split" ("f32-split", "fp8block-split") stores the MoE experts as one 2-D tensor per expert and projection,
+    the layout of checkpoints saved before transformers 5 (the published Qwen3-MoE, Qwen3-30B-A3B-FP8), each
+    in the kind's format (block FP8: its own block scales)."""
     os.makedirs(out_dir, exist_ok=True)
     cfg = model.config.to_dict()
+    split = kind.endswith("-split")
+    fmt = kind[:-len("-split")] if split else kind
     tensors, eff = {}, {}
+
+    def expert(name, w):
+        """one expert's projection (rows, cols) in fmt; returns what the file holds, as float32"""
+        if fmt == "fp8block":
+            q, s, e = fp8_block(w)
+            tensors[name], tensors[name + "_scale_inv"] = q, s
+            return e
+        assert fmt == "f32", kind
+        tensors[name] = np.ascontiguousarray(w)
+        return w
+
     for k, v in sd.items():
-        if kind == "f32-split" and k.endswith("mlp.experts.gate_up_proj"):
-            # the per-expert layout of checkpoints saved before transformers 5 (e.g. the published Qwen3-MoE)
+        if split and k.endswith("mlp.experts.gate_up_proj"):
+            # (n_expert, 2·ffn, dim), gate rows first
             f = v.shape[1] // 2
-            for e in range(v.shape[0]):
-                tensors[k.replace("gate_up_proj", f"{e}.gate_proj.weight")] = np.ascontiguousarray(v[e, :f])
-                tensors[k.replace("gate_up_proj", f"{e}.up_proj.weight")] = np.ascontiguousarray(v[e, f:])
-            eff[k] = v
-        elif kind == "f32-split" and k.endswith("mlp.experts.down_proj"):
-            for e in range(v.shape[0]):
-                tensors[k.replace("down_proj", f"{e}.down_proj.weight")] = np.ascontiguousarray(v[e])
-            eff[k] = v
-        elif kind in ("f32", "f32-split"):
+            eff[k] = np.stack([np.concatenate([expert(k.replace("gate_up_proj", f"{e}.gate_proj.weight"), v[e, :f]),
+                                               expert(k.replace("gate_up_proj", f"{e}.up_proj.weight"), v[e, f:])])
+                               for e in range(v.shape[0])])
+        elif split and k.endswith("mlp.experts.down_proj"):
+            eff[k] = np.stack([expert(k.replace("down_proj", f"{e}.down_proj.weight"), v[e])
+                               for e in range(v.shape[0])])
+        elif fmt == "f32":
             tensors[k], eff[k] = v, v
-        elif kind in ("bf16", "f16"):
-            dt = torch.bfloat16 if kind == "bf16" else torch.float16
+        elif fmt in ("bf16", "f16"):
+            dt = torch.bfloat16 if fmt == "bf16" else torch.float16
             t = torch.from_numpy(v).to(dt)
             tensors[k], eff[k] = t, t.float().numpy()
-        elif kind in ("fp8", "fp8block") and is_matrix(k, v) and v.ndim == 2:
-            q, s, e = (fp8_tensor if kind == "fp8" else fp8_block)(v)
+        elif fmt in ("fp8", "fp8block") and is_matrix(k, v) and v.ndim == 2:
+            q, s, e = (fp8_tensor if fmt == "fp8" else fp8_block)(v)
             tensors[k] = q
-            tensors[k + ("_scale" if kind == "fp8" else "_scale_inv")] = s
+            tensors[k + ("_scale" if fmt == "fp8" else "_scale_inv")] = s
             eff[k] = e
         else:
             tensors[k], eff[k] = v, v
-    if kind == "fp8block":
+    if fmt == "fp8block":
         cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic",
                                       "weight_block_size": [128, 128]}
     from safetensors.torch import save_file as save_torch
@@ -536,82 +562,117 @@ def permute_back(w, n_head):
 
 # ---------------------------------------------------------------- main
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures",
-                                                             "engine")
-    out = os.path.abspath(out)
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(os.path.join(out, "refs"))
-    manifest = {
-        "generator": "tools/make_fixtures.py",
-        "transformers": transformers.__version__, "torch": torch.__version__, "gguf": "gguf-py",
-        "metric": "max over prompt positions and vocabulary of |logit_memra - logit_ref|, divided by "
-                  "(max - min) of the reference logits of that file; must be <= 1e-3",
-        "prompts": prompts(), "greedy_prompt": 0, "greedy_tokens": GREEDY_TOKENS,
-        "refs": {}, "models": [], "bad": [],
-    }
-    refs = {}
+class Fixtures:
+    """The output folder and its manifest, which the groups below add to."""
 
-    def add_ref(rname, model, eff):
-        assert rname not in refs, rname
+    def __init__(self, out, manifest):
+        self.out, self.manifest = out, manifest
+
+    def add_ref(self, rname, model, eff):
+        assert rname not in self.manifest["refs"], rname
         logits, greedy, margin = reference(model, eff)
-        logits.tofile(os.path.join(out, "refs", rname + ".f32"))
-        refs[rname] = True
-        manifest["refs"][rname] = {"file": "refs/" + rname + ".f32", "vocab": VOCAB, "greedy": greedy,
-                                   "logit_range": float(logits.max() - logits.min()),
-                                   "min_greedy_margin": margin}
+        logits.tofile(os.path.join(self.out, "refs", rname + ".f32"))
+        self.manifest["refs"][rname] = {"file": "refs/" + rname + ".f32", "vocab": VOCAB, "greedy": greedy,
+                                        "logit_range": float(logits.max() - logits.min()),
+                                        "min_greedy_margin": margin}
         print(f"  ref {rname}: range {logits.max() - logits.min():.2f}, greedy margin {margin:.4f}", flush=True)
         return rname
 
-    def add_model(path, rname, fmt, dtype):
-        manifest["models"].append({"path": path, "ref": rname, "format": fmt, "dtype": dtype})
+    def add_model(self, path, rname, fmt, dtype):
+        self.manifest["models"].append({"path": path, "ref": rname, "format": fmt, "dtype": dtype})
 
-    for name in ["llama", "qwen2", "qwen3", "qwen3_moe", "gemma3"]:
-        print(name, flush=True)
-        model = build_model(name)
-        sd = state_np(model)
-        eff = save_hf(os.path.join(out, name, "hf-f32"), model, sd, "f32")
-        add_model(f"{name}/hf-f32", add_ref(f"{name}-f32", model, eff), "hf", "F32")
-        eff = save_gguf(os.path.join(out, name, "f16.gguf"), model, sd, QT.F16)
-        add_model(f"{name}/f16.gguf", add_ref(f"{name}-gguf-f16", model, eff), "gguf", "F16")
-        if name == "qwen3_moe":
-            save_hf(os.path.join(out, name, "hf-f32-split"), model, sd, "f32-split")
-            add_model(f"{name}/hf-f32-split", f"{name}-f32", "hf", "F32 (per-expert tensors)")
-        if name == "llama":
-            for kind in ["bf16", "f16", "fp8"]:
-                eff = save_hf(os.path.join(out, name, f"hf-{kind}"), model, sd, kind)
-                add_model(f"{name}/hf-{kind}", add_ref(f"{name}-hf-{kind}", model, eff), "hf", kind.upper())
 
-    print("llamaq", flush=True)
+def make_float_model(fx, name):
+    """One architecture in float formats: HF F32 and GGUF F16 (and the HF formats of llama, the split experts
+    of qwen3_moe)."""
+    model = build_model(name)
+    sd = state_np(model)
+    eff = save_hf(os.path.join(fx.out, name, "hf-f32"), model, sd, "f32")
+    fx.add_model(f"{name}/hf-f32", fx.add_ref(f"{name}-f32", model, eff), "hf", "F32")
+    eff = save_gguf(os.path.join(fx.out, name, "f16.gguf"), model, sd, QT.F16)
+    fx.add_model(f"{name}/f16.gguf", fx.add_ref(f"{name}-gguf-f16", model, eff), "gguf", "F16")
+    if name == "qwen3_moe":
+        save_hf(os.path.join(fx.out, name, "hf-f32-split"), model, sd, "f32-split")
+        fx.add_model(f"{name}/hf-f32-split", f"{name}-f32", "hf", "F32 (per-expert tensors)")
+    if name == "llama":
+        for kind in ["bf16", "f16", "fp8"]:
+            eff = save_hf(os.path.join(fx.out, name, f"hf-{kind}"), model, sd, kind)
+            fx.add_model(f"{name}/hf-{kind}", fx.add_ref(f"{name}-hf-{kind}", model, eff), "hf", kind.upper())
+
+
+def make_llamaq(fx):
+    """The quantized formats: HF block FP8 and every GGUF quantization memra reads."""
     model = build_model("llamaq")
     sd = state_np(model)
-    eff = save_hf(os.path.join(out, "llamaq", "hf-fp8block"), model, sd, "fp8block")
-    add_model("llamaq/hf-fp8block", add_ref("llamaq-fp8block", model, eff), "hf", "F8_E4M3 block-128")
+    eff = save_hf(os.path.join(fx.out, "llamaq", "hf-fp8block"), model, sd, "fp8block")
+    fx.add_model("llamaq/hf-fp8block", fx.add_ref("llamaq-fp8block", model, eff), "hf", "F8_E4M3 block-128")
     for qt in [QT.Q8_0, QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, QT.IQ4_NL, QT.Q2_K, QT.Q3_K, QT.Q4_K, QT.Q5_K, QT.Q6_K,
                QT.IQ4_XS]:
         fn = f"llamaq/{qt.name.lower()}.gguf"
-        eff = save_gguf(os.path.join(out, fn), model, sd, qt)
-        add_model(fn, add_ref(f"llamaq-{qt.name.lower()}", model, eff), "gguf", qt.name)
+        eff = save_gguf(os.path.join(fx.out, fn), model, sd, qt)
+        fx.add_model(fn, fx.add_ref(f"llamaq-{qt.name.lower()}", model, eff), "gguf", qt.name)
 
-    # broken models: each must be refused with a message naming the tensor or field
-    print("bad", flush=True)
+
+def make_moe_fp8(fx):
+    """Qwen3-MoE in block FP8 with one 2-D tensor per expert and projection (weight + weight_scale_inv), as
+    Qwen3-30B-A3B-FP8 stores it; every 2-D layer matrix (attention, router, experts) in F8_E4M3 with 128 × 128
+    block scales, embeddings, output and norms F32. The experts are whole 128 × 128 blocks: gate and up 2 × 1
+    of them, down 1 × 2."""
+    name = "qwen3_moe_fp8"
+    model = build_model(name)
+    sd = state_np(model)
+    rng = np.random.default_rng(SEED)
+    for k, v in sd.items():
+        if ".mlp.experts." in k:
+            # each 128 × 128 block of an expert at its own magnitude (× 0.5 .. 2), so that a block read with
+            # another block's scale moves the logits
+            f = np.exp2(rng.uniform(-1.0, 1.0, (v.shape[0], v.shape[1] // 128, v.shape[2] // 128)))
+            sd[k] = (v * np.repeat(np.repeat(f, 128, 1), 128, 2)).astype(np.float32)
+    eff = save_hf(os.path.join(fx.out, name, "hf-fp8block-split"), model, sd, "fp8block-split")
+    fx.add_model(f"{name}/hf-fp8block-split", fx.add_ref(f"{name}-fp8block", model, eff), "hf",
+                 "F8_E4M3 block-128 split")
+    print(f"  router: smallest probability gap, last expert chosen to first left out: {router_min_gap(model):.2e}",
+          flush=True)
+
+
+def router_min_gap(model):
+    """Over every token of every prompt and every MoE layer, the smallest gap between the router probabilities of
+    the last expert chosen and the first left out (a near tie could route memra and transformers differently)."""
+    k, gaps = model.config.num_experts_per_tok, []
+
+    def hook(_mod, _inp, out):
+        logits = out[0] if isinstance(out, tuple) else out
+        p = torch.softmax(logits.float().reshape(-1, logits.shape[-1]), -1)
+        top = torch.topk(p, k + 1, dim=-1).values
+        gaps.append(float((top[:, k - 1] - top[:, k]).min()))
+
+    hs = [layer.mlp.gate.register_forward_hook(hook) for layer in model.model.layers]
+    with torch.no_grad():
+        for p in prompts():
+            model(torch.tensor([p]))
+    for h in hs:
+        h.remove()
+    return min(gaps)
+
+
+def make_bad(fx):
+    """Broken models: each must be refused with a message naming the tensor or field."""
     small = build_model("tiny")
     sd = state_np(small)
-    bad = os.path.join(out, "bad")
+    bad = os.path.join(fx.out, "bad")
     os.makedirs(bad)
     # the valid tiny model the broken ones are made from (also a fuzz seed)
     save_gguf(os.path.join(bad, "tiny-valid.gguf"), small, sd, QT.F16)
     save_gguf(os.path.join(bad, "missing-tensor.gguf"), small, sd, QT.F16, drop=("blk.1.ffn_up.weight",))
-    manifest["bad"].append({"path": "bad/missing-tensor.gguf", "expect": "blk.1.ffn_up.weight"})
+    fx.manifest["bad"].append({"path": "bad/missing-tensor.gguf", "expect": "blk.1.ffn_up.weight"})
     save_gguf(os.path.join(bad, "wrong-shape.gguf"), small, sd, QT.F16,
               reshape={"blk.0.attn_k.weight": (32, 16)})
-    manifest["bad"].append({"path": "bad/wrong-shape.gguf", "expect": "blk.0.attn_k.weight"})
+    fx.manifest["bad"].append({"path": "bad/wrong-shape.gguf", "expect": "blk.0.attn_k.weight"})
     save_gguf(os.path.join(bad, "bad-arch.gguf"), small, sd, QT.F16, arch_override="mamba")
-    manifest["bad"].append({"path": "bad/bad-arch.gguf", "expect": "general.architecture"})
+    fx.manifest["bad"].append({"path": "bad/bad-arch.gguf", "expect": "general.architecture"})
     # an unsupported dtype: a weight stored as I32 (a GGUF type, but not a weight format memra computes)
     save_gguf(os.path.join(bad, "bad-dtype.gguf"), small, sd, QT.F16, dtype_override={"blk.0.attn_v.weight": QT.I32})
-    manifest["bad"].append({"path": "bad/bad-dtype.gguf", "expect": "blk.0.attn_v.weight"})
+    fx.manifest["bad"].append({"path": "bad/bad-dtype.gguf", "expect": "blk.0.attn_v.weight"})
     d = os.path.join(bad, "hf-missing-field")
     save_hf(d, small, sd, "f32")
     with open(os.path.join(d, "config.json")) as f:
@@ -619,10 +680,89 @@ def main():
     del c["num_attention_heads"]
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(c, f, indent=1, sort_keys=True)
-    manifest["bad"].append({"path": "bad/hf-missing-field", "expect": "num_attention_heads"})
+    fx.manifest["bad"].append({"path": "bad/hf-missing-field", "expect": "num_attention_heads"})
 
-    print("cli", flush=True)
-    manifest["cli"] = make_cli_fixture(out)
+
+def make_cli(fx):
+    fx.manifest["cli"] = make_cli_fixture(fx.out)
+
+
+# the groups in the order a full run makes them (and lists them in the manifest)
+GROUPS = {
+    "llama": lambda fx: make_float_model(fx, "llama"),
+    "qwen2": lambda fx: make_float_model(fx, "qwen2"),
+    "qwen3": lambda fx: make_float_model(fx, "qwen3"),
+    "qwen3_moe": lambda fx: make_float_model(fx, "qwen3_moe"),
+    "gemma3": lambda fx: make_float_model(fx, "gemma3"),
+    "llamaq": make_llamaq,
+    "qwen3_moe_fp8": make_moe_fp8,
+    "bad": make_bad,
+    "cli": make_cli,
+}
+
+
+def new_manifest():
+    return {
+        "generator": "tools/make_fixtures.py",
+        "transformers": transformers.__version__, "torch": torch.__version__, "gguf": "gguf-py",
+        "metric": "max over prompt positions and vocabulary of |logit_memra - logit_ref|, divided by "
+                  "(max - min) of the reference logits of that file; must be <= 1e-3",
+        "prompts": prompts(), "greedy_prompt": 0, "greedy_tokens": GREEDY_TOKENS,
+        "refs": {}, "models": [], "bad": [],
+    }
+
+
+def drop_group(out, manifest, name):
+    """Remove a group's files and manifest entries (--only), so that it can be made again."""
+    if os.path.isdir(os.path.join(out, name)):
+        shutil.rmtree(os.path.join(out, name))
+    if name == "bad":
+        manifest["bad"] = []
+    elif name == "cli":
+        manifest.pop("cli", None)
+    else:
+        manifest["models"] = [m for m in manifest["models"] if not m["path"].startswith(name + "/")]
+        for r in [r for r in manifest["refs"] if r.startswith(name + "-")]:
+            path = os.path.join(out, manifest["refs"].pop(r)["file"])
+            if os.path.exists(path):
+                os.remove(path)
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser(description="make the engine fixtures (tests/fixtures/engine)")
+    ap.add_argument("out", nargs="?", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures",
+                                                           "engine"))
+    ap.add_argument("--only", help="comma-separated groups to make again in an existing folder, the rest and "
+                                   "their manifest entries kept as they are (groups: " + ", ".join(GROUPS) + ")")
+    args = ap.parse_args()
+    out = os.path.abspath(args.out)
+    if args.only:
+        # regenerating everything moves the other refs by torch's last bits: make only these, keep the rest
+        only = args.only.split(",")
+        unknown = [g for g in only if g not in GROUPS]
+        if unknown:
+            sys.exit(f"unknown group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
+        with open(os.path.join(out, "manifest.json")) as f:
+            manifest = json.load(f)
+        fresh = new_manifest()
+        for key in ["prompts", "greedy_prompt", "greedy_tokens", "transformers", "torch"]:
+            if manifest.get(key) != fresh[key]:
+                sys.exit(f"{out}/manifest.json: {key} is {manifest.get(key)}, this run's {fresh[key]}: "
+                         "make all the fixtures again (no --only)")
+        for g in only:
+            drop_group(out, manifest, g)
+        groups = [g for g in GROUPS if g in only]
+    else:
+        if os.path.isdir(out):
+            shutil.rmtree(out)
+        manifest = new_manifest()
+        groups = list(GROUPS)
+    os.makedirs(os.path.join(out, "refs"), exist_ok=True)
+    fx = Fixtures(out, manifest)
+    for g in groups:
+        print(g, flush=True)
+        GROUPS[g](fx)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

@@ -11,7 +11,8 @@
 #   2. `make build` of this checkout (the prototypes link its libraries), packed as gpu/main.tar.xz;
 #   3. gpu/gq.tar.xz: this checkout's HEAD + lab/gemm-q.patch (the promoted GGUF prefill GEMM), built in a git
 #      worktree (/tmp/wt-gq) so that the checkout stays as it is;
-#   4. gpu/sk.tar.xz: HEAD + lab/skip-kernels.patch (lab/skip-kernels-gguf-gpu.sh sk), the same way;
+#   4. gpu/sk.tar.xz: HEAD + lab/skip-kernels.patch (lab/skip-kernels-gguf-gpu.sh sk), the same way, and
+#      gpu/gs.tar.xz: HEAD + lab/gemv-stream.patch (lab/gemv-stream-gpu.sh gs);
 #   5. gpu/gemv_q_test and gpu/gemm_q_test, by the nvcc lines in their headers.
 # The sizes it prints are what the calls carry (64 MiB a call with the tree).
 set -euo pipefail
@@ -61,6 +62,7 @@ pack_patch() {
 }
 pack_patch gq lab/gemm-q.patch
 pack_patch sk lab/skip-kernels.patch
+pack_patch gs lab/gemv-stream.patch
 
 NV="nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a"
 if need gpu/gemv_q_test; then

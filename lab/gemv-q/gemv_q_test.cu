@@ -327,6 +327,17 @@ template <int NC> __device__ void sv_load_x(const sv_args &a, uint8_t *xs)
         dst[i] = __ldcg(src + i);
 }
 
+/* The consumers' x: the prepared vector copied into shared memory (XS; all consumer threads, then their barrier),
+ * else read where it is, through L1. */
+template <int NC, bool XS> __device__ __forceinline__ const uint8_t *sv_x(const sv_args &a, uint8_t *sm)
+{
+    if constexpr (!XS)
+        return a.xq;
+    sv_load_x<NC>(a, sm + a.x_off);
+    bar_consumers<NC>();
+    return sm + a.x_off;
+}
+
 /* Groups g0 (and g1 when n2 = 2) are shared with other CTAs, whose partials of them are (or will be) in gpart
  * with this CTA's: each CTA counts itself in; the last sums the group's chunks in order into y and resets the
  * counter. Called by all consumer threads. */
@@ -398,12 +409,7 @@ __device__ void sv_consume(const sv_args &a, uint32_t s0, uint32_t s1, uint8_t *
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, nloc = s1 - s0;
     if (nloc == 0)
         return;
-    const uint8_t *x = a.xq;
-    if constexpr (XS) {
-        sv_load_x<NC>(a, sm + a.x_off);
-        bar_consumers<NC>();
-        x = sm + a.x_off;
-    }
+    const uint8_t *x = sv_x<NC, XS>(a, sm);
     float *part = reinterpret_cast<float *>(sm + a.part_off);
     const typename Q::lane_t L = Q::lane((int)(lane % (Q::QK / 32)));
     for (uint32_t j = warp; j < nloc; j += NC) {
@@ -422,15 +428,10 @@ __device__ void sv_consume(const sv_args &a, uint32_t s0, uint32_t s1, uint8_t *
     }
 }
 
-/* NC consumer warps + 1 producer warp; MINB CTAs an SM for the register bound; XS: x in shared memory. Dynamic
- * shared memory: the ring (nslot × slot_bytes), x (XS), the partials (kc > 1). */
-template <class Q, int NC, int MINB, bool XS>
-__global__ void __launch_bounds__((NC + 1) * 32, MINB) kernel_gemv_stream(const sv_args a)
+/* Every CTA's start (both stream kernels): the slots' full / empty barriers, the placement probe, then the early
+ * trigger of the dependents (a.early). */
+__device__ __forceinline__ void sv_prologue(const sv_args &a, uint32_t full_s, uint32_t empty_s)
 {
-    extern __shared__ __align__(128) uint8_t sm[];
-    __shared__ __align__(8) uint64_t bars[2 * NSLOT_MAX]; /* full[slot], then empty[slot] */
-    const uint32_t s0 = stage_begin(blockIdx.x, a.nst, gridDim.x), s1 = stage_begin(blockIdx.x + 1, a.nst, gridDim.x);
-    const uint32_t full_s = smem_u32(bars), empty_s = full_s + 8 * NSLOT_MAX;
     if (threadIdx.x == 0) {
         for (uint32_t i = 0; i < a.nslot; i++) {
             mbar_init(full_s + 8 * i, 1);
@@ -446,6 +447,18 @@ __global__ void __launch_bounds__((NC + 1) * 32, MINB) kernel_gemv_stream(const 
     __syncthreads();
     if (a.early)
         pdl_trigger();
+}
+
+/* NC consumer warps + 1 producer warp; MINB CTAs an SM for the register bound; XS: x in shared memory. Dynamic
+ * shared memory: the ring (nslot × slot_bytes), x (XS), the partials (kc > 1). */
+template <class Q, int NC, int MINB, bool XS>
+__global__ void __launch_bounds__((NC + 1) * 32, MINB) kernel_gemv_stream(const sv_args a)
+{
+    extern __shared__ __align__(128) uint8_t sm[];
+    __shared__ __align__(8) uint64_t bars[2 * NSLOT_MAX]; /* full[slot], then empty[slot] */
+    const uint32_t s0 = stage_begin(blockIdx.x, a.nst, gridDim.x), s1 = stage_begin(blockIdx.x + 1, a.nst, gridDim.x);
+    const uint32_t full_s = smem_u32(bars), empty_s = full_s + 8 * NSLOT_MAX;
+    sv_prologue(a, full_s, empty_s);
     if (threadIdx.x / 32 == NC) { /* the producer touches weights only: no PDL wait */
         if (threadIdx.x % 32 == 0)
             sv_produce<Q>(a, s0, s1 - s0, smem_u32(sm), full_s, empty_s);

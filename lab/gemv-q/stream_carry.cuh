@@ -238,12 +238,7 @@ __device__ void carry_consume(const sv_args &a, uint32_t g0, uint32_t ng, uint8_
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, depth = a.nslot / NC;
     if (ng == 0)
         return;
-    const uint8_t *x = a.xq;
-    if constexpr (XS) {
-        sv_load_x<NC>(a, sm + a.x_off);
-        bar_consumers<NC>();
-        x = sm + a.x_off;
-    }
+    const uint8_t *x = sv_x<NC, XS>(a, sm);
     for (uint32_t m = 0; m * NC + warp < ng; m++) {
         const uint32_t g = g0 + m * NC + warp;
         typename C::state s;
@@ -268,21 +263,7 @@ __global__ void __launch_bounds__((NC + 1) * 32, MINB) kernel_gemv_carry(const s
     __shared__ __align__(8) uint64_t bars[2 * NSLOT_MAX]; /* full[slot], then empty[slot] */
     const uint32_t g0 = stage_begin(blockIdx.x, a.nst, gridDim.x), g1 = stage_begin(blockIdx.x + 1, a.nst, gridDim.x);
     const uint32_t full_s = smem_u32(bars), empty_s = full_s + 8 * NSLOT_MAX;
-    if (threadIdx.x == 0) {
-        for (uint32_t i = 0; i < a.nslot; i++) {
-            mbar_init(full_s + 8 * i, 1);
-            mbar_init(empty_s + 8 * i, 1);
-        }
-        mbar_init_fence();
-    }
-    if (a.smid && threadIdx.x == 0) {
-        uint32_t id;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-        a.smid[blockIdx.x] = id;
-    }
-    __syncthreads();
-    if (a.early)
-        pdl_trigger();
+    sv_prologue(a, full_s, empty_s);
     if (threadIdx.x / 32 == NC) { /* the producer touches weights only: no PDL wait */
         if (threadIdx.x % 32 == 0)
             carry_produce<typename C::Q, NC>(a, g0, g1 - g0, smem_u32(sm), full_s, empty_s);

@@ -16,7 +16,7 @@ python3 tools/make_test_models.py /tmp/m8f --formats bf16,fp8block > $OUT/make.l
 grep -E "fp8 block check|wrote" $OUT/make.log
 bench() { # label, model, tests, env...
   local l=$1 m=$2 t=$3; shift 3
-  env "$@" timeout 150 $B/bin/memra-bench $m --backend cuda --tests $t --reps 3 2>&1 | grep -E "^\| .*(tg|pp)|rror" |
+  env "$@" timeout 150 $B/bin/memra-bench $m --backend cuda --tests $t --reps 3 2>&1 | grep -E "^\| .*(tg|pp)|rror|memra-bench:" |
     sed "s/^/$l: /"
 }
 bench "fp8block native" /tmp/m8f/hf-fp8block tg128,pp512,pp4096 MEMRA_FP8_BLOCK=native

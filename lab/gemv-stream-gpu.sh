@@ -48,7 +48,7 @@ if part "4 memra-bench tg128 off / on / 16" 120; then
     for f in q4_k_m q8_0; do
       for s in off on 16; do
         MEMRA_GEMV_STREAM=$s timeout 40 $B/bin/memra-bench /tmp/m8q/llama8b-$f.gguf --backend cuda --tests tg128 \
-          --reps 3 2>&1 | grep -E "^\| .*tg|rror" | cut -d'|' -f6-9 | sed "s/^/round $round $f stream $s: /"
+          --reps 3 2>&1 | grep -E "^\| .*tg|rror|memra-bench:" | cut -d'|' -f6-9 | sed "s/^/round $round $f stream $s: /"
       done
     done
   done

@@ -50,14 +50,14 @@ if part "3 gemm-q bench" 200; then
     M=/tmp/m8q/llama8b-$f.gguf
     for p in off on; do
       MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p timeout 50 $B/bin/memra-bench $M --backend cuda --tests pp512,pp4096 \
-        --reps 3 2>&1 | grep -E "^\| .*pp|rror" | sed "s/^/$f bf16 promote $p: /"
+        --reps 3 2>&1 | grep -E "^\| .*pp|rror|memra-bench:" | sed "s/^/$f bf16 promote $p: /"
       MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p timeout 50 $B/bin/memra-bench $M --backend cuda --tests pp4096 \
-        --ubatch 4096 --reps 3 2>&1 | grep -E "^\| .*pp|rror" | sed "s/^/$f bf16 promote $p ub4096: /"
+        --ubatch 4096 --reps 3 2>&1 | grep -E "^\| .*pp|rror|memra-bench:" | sed "s/^/$f bf16 promote $p ub4096: /"
     done
   done
   for p in off on; do
     MEMRA_GEMM_PROMOTE=$p timeout 50 $B/bin/memra-bench /tmp/m8q/llama8b-q4_k_m.gguf --backend cuda --tests pp4096 \
-      --reps 3 2>&1 | grep -E "^\| .*pp|rror" | sed "s/^/q4_k_m exact promote $p: /"
+      --reps 3 2>&1 | grep -E "^\| .*pp|rror|memra-bench:" | sed "s/^/q4_k_m exact promote $p: /"
   done
 fi
 if part "4 gemv-q" 100; then

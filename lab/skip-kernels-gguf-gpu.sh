@@ -11,7 +11,7 @@ for f in q8_0 q4_k_m; do
   M=/tmp/m8q/llama8b-$f.gguf
   run() { # label, env...
     local l=$1; shift
-    env "$@" timeout 60 $B/bin/memra-bench $M --backend cuda --tests tg128 --reps 3 2>&1 | grep -E "^\| .*tg|rror" | cut -d'|' -f6-7 | tr '\n' ' ' | sed "s/^/$f $l: /"; echo
+    env "$@" timeout 60 $B/bin/memra-bench $M --backend cuda --tests tg128 --reps 3 2>&1 | grep -E "^\| .*tg|rror|memra-bench:" | cut -d'|' -f6-7 | tr '\n' ' ' | sed "s/^/$f $l: /"; echo
   }
   run base X=0
   run gemv MEMRA_LAB_SKIP=kernel_gemv_q

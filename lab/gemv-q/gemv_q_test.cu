@@ -60,6 +60,9 @@
  *           GEMV's (gemv_mma.cu) through a dp4a consumer that does its float operations in its order ("mq")
  *   carry16 carry on 16 consumer warps and all of the SM's shared memory
  *   carry-cb8  carry with chunks of 8 superblocks (Q8_0: 64 blocks)
+ *   carry-dyn  carry-cb8 with the row groups taken in rounds of NC from a global counter (stream_carry.cuh) instead
+ *           of a static split: balanced whatever SMs the CTAs land on (the "place" lines)
+ *   carry-dyn2 carry-dyn with two CTAs an SM
  * The chunk, unless the variant fixes it: of 16, 12, 8, 4 superblocks the largest that fits a slot a warp, unless
  * a smaller one gives ≥ 10 % more ring; up to 4 slots a warp. Each variant's "cfg" line says what it ran (grid,
  * cb, kc, slots × KB, shared memory, CTAs an SM that fit), its "place" line where the CTAs of three launches
@@ -149,6 +152,7 @@ struct sv_args {
     uint32_t *gcnt;    /* (groups): arrivals at a split group; every launch leaves them 0 */
     int early;         /* trigger the dependents at the top, else after the CTA's work */
     uint32_t *smid;    /* placement probe: each CTA's SM (grid), or NULL */
+    uint32_t *dyn;     /* carry-dyn: the launch's pair of group counters (stream_carry.cuh), else NULL */
 };
 
 /* The CTAs' even split of the stages: CTA c takes [stage_begin(c), stage_begin(c + 1)); stage_owner inverts it. */
@@ -523,15 +527,20 @@ struct variant {
     int kind, cps; /* instantiation; CTAs an SM in the grid */
     uint32_t cb;   /* superblocks a chunk; 0: the chunk (≤ 16) that gives the largest ring */
     bool early;    /* trigger the dependents at the top */
+    bool dyn;      /* carry: rounds of groups from a global counter instead of a static split */
 };
 
 const variant g_variants[] = {
-    {"big", K_BIG, 1, 0, false},     {"half", K_HALF, 1, 0, false}, {"half-e", K_HALF, 1, 0, true},
-    {"two", K_HALF, 2, 0, false},    {"e-cb8", K_HALF, 1, 8, true}, {"e-cb4", K_HALF, 1, 4, true},
-    {"e-xl1", K_HALF_L1, 1, 0, true},
+    {"big", K_BIG, 1, 0, false, false},      {"half", K_HALF, 1, 0, false, false},
+    {"half-e", K_HALF, 1, 0, true, false},   {"two", K_HALF, 2, 0, false, false},
+    {"e-cb8", K_HALF, 1, 8, true, false},    {"e-cb4", K_HALF, 1, 4, true, false},
+    {"e-xl1", K_HALF_L1, 1, 0, true, false},
     /* the product's order (stream_carry.cuh; Q4_K: the tensor-core GEMV's), NC 8 within half an SM, NC 16 on all
      * of it, chunks of 8 superblocks (Q8_0: 64 blocks) */
-    {"carry", K_C8, 1, 0, true},     {"carry16", K_C16, 1, 0, true}, {"carry-cb8", K_C8, 1, 8, true},
+    {"carry", K_C8, 1, 0, true, false},      {"carry16", K_C16, 1, 0, true, false},
+    {"carry-cb8", K_C8, 1, 8, true, false},
+    /* carry with the groups taken in rounds from a counter (placement-proof), and with it two CTAs an SM */
+    {"carry-dyn", K_C8, 1, 8, true, true}, {"carry-dyn2", K_C8, 2, 8, true, true},
 };
 constexpr int NVAR = sizeof g_variants / sizeof g_variants[0];
 constexpr uint32_t L1_KEEP = 32 * 1024; /* x through L1: each of the two CTAs leaves this much of the SM to L1 */
@@ -541,7 +550,7 @@ struct dev_info {
 };
 
 struct plan {
-    bool ok;
+    bool ok, dyn; /* dyn: the variant takes its groups from a counter pair (sv_launch picks it) */
     sv_args a;
     uint32_t grid, threads, smem, depth;
     int fit; /* CTAs an SM that fit (occupancy) */
@@ -587,6 +596,8 @@ plan plan_for_cb(const type_info &ti, const variant &v, const dev_info &dv, uint
     a.nslot = k.nc * depth, a.slot_bytes = slot, a.pitch = pitch;
     a.x_off = a.nslot * slot, a.part_off = a.x_off + xb;
     a.early = v.early;
+    a.dyn = nullptr; /* set at each launch (sv_launch) for the dyn variants */
+    p.dyn = v.dyn;
     p.grid = G, p.threads = (uint32_t)(k.nc + 1) * 32, p.smem = a.part_off + part, p.depth = depth;
     p.ok = true;
     return p;
@@ -691,10 +702,15 @@ double time_graph(const launch_fn &f, int ncopies, bool pdl, const char *label)
     return us[us.size() / 2];
 }
 
+uint32_t *g_dyn;   /* 8 pairs of group counters (the dyn variants), zero between launches */
+uint32_t g_dyn_k;  /* the next launch's pair */
+
 void sv_launch(const plan &p, const kern_info &k, const uint8_t *w, bool pdl, uint32_t *smid = nullptr)
 {
     sv_args a = p.a;
     a.w = w, a.smid = smid;
+    if (p.dyn) /* consecutive launches on distinct pairs: one let in early never shares a running one's */
+        a.dyn = g_dyn + 2 * (g_dyn_k++ % 8);
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
@@ -1125,6 +1141,8 @@ bool init_device(bool quick)
     g_sc.gcnt = static_cast<uint32_t *>(cuda_alloc(4 * g_sc.gcnt_n));
     CK(cudaMemset(g_sc.gcnt, 0, 4 * g_sc.gcnt_n));
     g_smid = static_cast<uint32_t *>(cuda_alloc(4 * 3 * 2 * (size_t)g_dev.sms));
+    g_dyn = static_cast<uint32_t *>(cuda_alloc(4 * 16));
+    CK(cudaMemset(g_dyn, 0, 4 * 16));
     return true;
 }
 
@@ -1133,6 +1151,7 @@ void free_device()
     cuda_free(g_sc.gpart);
     cuda_free(g_sc.gcnt);
     cuda_free(g_smid);
+    cuda_free(g_dyn);
     cuda_ctx_free(g_ctx);
 }
 
@@ -1178,7 +1197,7 @@ int print_plans()
     g_dev = {132, 232448, 233472, 1024};
     for (auto &ti : g_types)
         for (auto &k : ti.k)
-            k.fa.sharedSizeBytes = is_carry((int)(&k - ti.k)) ? 1024 : 1152;
+            k.fa.sharedSizeBytes = is_carry((int)(&k - ti.k)) ? 1280 : 1152;
     g_sc.gpart_n = 1u << 22, g_sc.gcnt_n = 1u << 17;
     std::vector<shape> all(g_odd, g_odd + sizeof g_odd / sizeof g_odd[0]);
     all.insert(all.end(), g_shapes, g_shapes + NSHAPE);

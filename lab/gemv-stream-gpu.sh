@@ -4,12 +4,13 @@
 # off), pack NAME = HEAD + the patch (lab/prepare-gpu.sh builds it as gs). In order, each part under the time left:
 #   1. kernel_gemv --quick: every check, the stream's among them (every quantized type, 8 and 16 warps, the
 #      engine's bits alone and in a batch of 2, that it took each shape) — "stream" lines, 0 failed;
-#   2. kernel_forward's fixtures with MEMRA_GEMV_STREAM=on and =16: GPU vs CPU, greedy, batch vs alone (a lone
+#   2. kernel_forward's fixtures with MEMRA_GEMV_STREAM=on, 16 and dyn: GPU vs CPU, greedy, batch vs alone (a lone
 #      token now streams while a batch does not: their bits must still agree) — 0 failed;
 #   3. kernel_gemv --stream: Q4_K / Q6_K / Q8_0 at the 8B shapes, the engine's kernel against the stream with 8
-#      and 16 warps, back-to-back launches with PDL (µs and %BW of 4.3 TB/s; today 22-64 % on the 2-66 MB shapes);
-#   4. memra-bench tg128 on the random 8B Q4_K_M and Q8_0, MEMRA_GEMV_STREAM off / on / 16 alternated twice
-#      (issue 5's goals 740 / 440; today 423 / 348).
+#      and 16 warps, static split and dyn, back-to-back launches with PDL (µs and %BW of 4.3 TB/s; today 22-64 % on
+#      the 2-66 MB shapes);
+#   4. memra-bench tg128 on the random 8B Q4_K_M and Q8_0: MEMRA_GEMV_STREAM off / on / 16 / dyn / dyn16, then off /
+#      on / dyn again (issue 5's goals 740 / 440; today 423 / 348).
 # What to look for: 1-2 "0 failed"; 3 the stream's %BW (≥ 80 % is the goal) and where 16 warps beat 8; 4 on / 16
 # against off. If it passes and wins, land: `git apply lab/gemv-stream.patch`, MEMRA_GEMV_STREAM's default → the
 # winner (cuda_ctx.cu, docs/FLAGS.md), figures in bench/RESULTS.md. A hang: the part's timeout names it.
@@ -31,8 +32,8 @@ if part "1 kernel_gemv --quick" 60; then
   timeout 150 $B/kernels/kernel_gemv --quick > $O/1-gemv.log 2>&1; echo "rc $?"
   grep -E "^check stream|FAIL|CHECK failed|cases," $O/1-gemv.log | head -80
 fi
-if part "2 kernel_forward fixtures, stream on / 16" 60; then
-  for s in on 16; do
+if part "2 kernel_forward fixtures, stream on / 16 / dyn" 75; then
+  for s in on 16 dyn; do
     MEMRA_GEMV_STREAM=$s MEMRA_FORWARD_PART=fixtures timeout 120 $B/kernels/kernel_forward > $O/2-kf-$s.log 2>&1
     echo "stream $s: rc $?"
     grep -E "FAIL|CHECK failed|cases," $O/2-kf-$s.log | head -10
@@ -43,10 +44,11 @@ if part "3 kernel_gemv --stream" 120; then
   echo "rc $?"; grep -E "^\||FAIL|CHECK failed" $O/3-table.log | tail -26
 fi
 wait $MK; tail -1 $O/makeq.log
-if part "4 memra-bench tg128 off / on / 16" 120; then
+if part "4 memra-bench tg128 off / on / 16 / dyn / dyn16" 150; then
   for round in 1 2; do
+    modes="off on 16 dyn dyn16"; [ $round = 2 ] && modes="off on dyn"
     for f in q4_k_m q8_0; do
-      for s in off on 16; do
+      for s in $modes; do
         MEMRA_GEMV_STREAM=$s timeout 40 $B/bin/memra-bench /tmp/m8q/llama8b-$f.gguf --backend cuda --tests tg128 \
           --reps 3 2>&1 | grep -E "^\| .*tg|rror|memra-bench:" | cut -d'|' -f6-9 | sed "s/^/round $round $f stream $s: /"
       done

@@ -8,6 +8,9 @@
 # path before), and BF16's tg128 / pp4096 beside them as the baseline of the same call.
 # What to look for: native's tg128 GB/s and % of limit (the GEMVs' 70-79 % of the kernel tables, plus the small
 # kernels), native against f32 (4× fewer bytes), pp4096 against BF16's (the block-scaled GEMM against bf16's).
+# MOE=1 adds (~2 min) Qwen3-30B-A3B's shape at 12 of its 48 layers in BF16 and block FP8 (make_test_models --arch
+# qwen3moe: experts one tensor each with their scale tables, the router BF16 — the layout of Qwen3-30B-A3B-FP8):
+# tg128 / pp512, native against f32 — the MoE experts' block-FP8 kernels at real size (kernel_moe's table is a layer).
 # Prepare: lab/prepare-gpu.sh (gpu/NAME.tar.xz, .whl); carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/fp8block-bench-gpu.sh NAME}"
@@ -24,4 +27,13 @@ bench "fp8block native bf16-act" /tmp/m8f/hf-fp8block pp4096 MEMRA_FP8_BLOCK=nat
 bench "fp8block f32" /tmp/m8f/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=f32
 bench "bf16" /tmp/m8f/hf-bf16 tg128,pp4096 X=0
 bench "bf16 bf16-act" /tmp/m8f/hf-bf16 pp4096 MEMRA_ACT_TYPE=bf16
+if [ "${MOE:-0}" = 1 ]; then
+  rm -rf /tmp/m8f # disk: the MoE models next
+  python3 tools/make_test_models.py /tmp/mq3 --arch qwen3moe --layers 12 --formats bf16,fp8block > $OUT/make-moe.log 2>&1
+  ts "moe models: rc $?"
+  grep -E "fp8 block check|wrote" $OUT/make-moe.log
+  bench "moe fp8block native" /tmp/mq3/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=native
+  bench "moe fp8block f32" /tmp/mq3/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=f32
+  bench "moe bf16" /tmp/mq3/hf-bf16 tg128,pp512 X=0
+fi
 ts "done"

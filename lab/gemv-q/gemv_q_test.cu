@@ -103,6 +103,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <inttypes.h>
@@ -499,27 +500,27 @@ struct type_info {
     kern_info k[NKIND];
 };
 
+/* A type's five instantiations (in enum kind's order): its three streams, then its two carried forms with
+ * consumer C (cc_mq for Q4_K: the tensor-core GEMV's order; cc_dp4a otherwise); block size and bytes from Q. */
+template <class Q, class C> type_info type_row(enum dtype t, const char *name)
+{
+    constexpr bool mq = std::is_same<C, cc_mq>::value;
+    return {t, name, (uint32_t)Q::QK, (uint32_t)Q::BS,
+            {{"NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_stream<Q, 16, 1, true>, {}},
+             {"NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_stream<Q, 8, 2, true>, {}},
+             {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<Q, 8, 2, false>, {}},
+             {mq ? "carry mq: NC 16, 1 CTA/SM, x in smem" : "carry: NC 16, 1 CTA/SM, x in smem", 16, true,
+              kernel_gemv_carry<C, 16, 1, true>, {}},
+             {mq ? "carry mq: NC 8, 2 CTAs/SM fit, x in smem" : "carry: NC 8, 2 CTAs/SM fit, x in smem", 8, true,
+              kernel_gemv_carry<C, 8, 2, true>, {}}}};
+}
+
 constexpr int NTYPE = 3;
 type_info g_types[NTYPE] = {
-    {DTYPE_Q4_K, "Q4_K", 256, 144,
-     {{"NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_stream<qt_q4_k, 16, 1, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_stream<qt_q4_k, 8, 2, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q4_k, 8, 2, false>, {}},
-      {"carry mq: NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_carry<cc_mq, 16, 1, true>, {}},
-      {"carry mq: NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_carry<cc_mq, 8, 2, true>, {}}}},
-    {DTYPE_Q6_K, "Q6_K", 256, 210,
-     {{"NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_stream<qt_q6_k, 16, 1, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_stream<qt_q6_k, 8, 2, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q6_k, 8, 2, false>, {}},
-      {"carry: NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_carry<cc_dp4a<qt_q6_k>, 16, 1, true>, {}},
-      {"carry: NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_carry<cc_dp4a<qt_q6_k>, 8, 2, true>, {}}}},
-    /* Q8_0 (blocks of 32: a lane a block, 32 blocks a step, as the product's staged kernel) */
-    {DTYPE_Q8_0, "Q8_0", 32, 34,
-     {{"NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_stream<qt_q8_0, 16, 1, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_stream<qt_q8_0, 8, 2, true>, {}},
-      {"NC 8, 2 CTAs/SM fit, x via L1", 8, false, kernel_gemv_stream<qt_q8_0, 8, 2, false>, {}},
-      {"carry: NC 16, 1 CTA/SM, x in smem", 16, true, kernel_gemv_carry<cc_dp4a<qt_q8_0>, 16, 1, true>, {}},
-      {"carry: NC 8, 2 CTAs/SM fit, x in smem", 8, true, kernel_gemv_carry<cc_dp4a<qt_q8_0>, 8, 2, true>, {}}}},
+    type_row<qt_q4_k, cc_mq>(DTYPE_Q4_K, "Q4_K"),
+    type_row<qt_q6_k, cc_dp4a<qt_q6_k>>(DTYPE_Q6_K, "Q6_K"),
+    /* Q8_0: blocks of 32, a lane a block, 32 blocks a step, as the product's staged kernel */
+    type_row<qt_q8_0, cc_dp4a<qt_q8_0>>(DTYPE_Q8_0, "Q8_0"),
 };
 
 struct variant {
@@ -588,7 +589,7 @@ plan plan_for_cb(const type_info &ti, const variant &v, const dev_info &dv, uint
     const bool carry = is_carry(v.kind);
     const uint32_t part = kc == 1 || carry ? 0 : round16(((uint64_t)groups * kc + G - 1) / G * R * 4);
     const uint32_t depth = std::min(4u, (budget > xb + part ? budget - xb - part : 0) / (k.nc * slot));
-    if (depth < 1 || kc > KC_MAX || !k.fn || (carry && kc > 1 && cb % (32 / (ti.qk / 32)) != 0))
+    if (depth < 1 || kc > KC_MAX || (carry && kc > 1 && cb % (32 / (ti.qk / 32)) != 0))
         return p;
     sv_args &a = p.a;
     a.rb = rb, a.rows = (uint32_t)rows, a.n = (uint32_t)n, a.nblk = nblk;
@@ -928,8 +929,7 @@ void check_shape(const type_info &ti, const mat &m, const char *sname, plan (&pl
         const plan &p = plans[v];
         snprintf(label, sizeof label, "%s %s %" PRIu64 "x%" PRIu64 " %s", ti.name, sname, m.rows, m.n, vr.name);
         if (skipped(vr.name) || !p.ok) {
-            printf("check %-40s %s\n", label,
-                   skipped(vr.name) ? "skipped" : !k.fn ? "n/a (no kernel of this type)" : "n/a (no plan fits)");
+            printf("check %-40s %s\n", label, skipped(vr.name) ? "skipped" : "n/a (no plan fits)");
             continue;
         }
         printf("cfg   %-40s grid %u x %u thr, cb %u kc %u, %u stages (%.1f a CTA), %u slots x %.1f KB, smem %.1f KB,"
@@ -1060,8 +1060,6 @@ void setup_kernels()
            "| type | instantiation | threads | regs | local B | static smem B |\n|---|---|---|---|---|---|\n");
     for (auto &ti : g_types)
         for (auto &k : ti.k) {
-            if (!k.fn)
-                continue;
             CK(cudaFuncGetAttributes(&k.fa, k.fn));
             CK(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     g_dev.optin - (int)k.fa.sharedSizeBytes));

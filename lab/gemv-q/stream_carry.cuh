@@ -210,85 +210,66 @@ template <class QT> struct cc_dp4a {
     }
 };
 
-/* ---- the kernel ------------------------------------------------------------------------------------------------ */
+/* ---- the kernel ------------------------------------------------------------------------------------------------
+ * Groups come in rounds of NC, warp w taking the round's group w: from the CTA's static share [g0, g1) in order,
+ * or (a.dyn: carry-dyn*) taken from a global counter, the next round asked for while this one streams — balanced
+ * whatever SMs the CTAs land on (the static split assumes one CTA an SM; an SM that runs two CTAs of one launch
+ * streams twice the bytes while another idles). Each stage's slot carries its group id; a slot with GROUP_END tells
+ * its warp that no group is left (an mbarrier arrival without bytes). With a.dyn the last CTA's producer resets the
+ * counter pair (a.dyn[1] counts the producers) for the launch that uses it next: the host rotates launches over 8
+ * pairs, so a launch let in early never shares its pair with one still running. The product's form
+ * (lab/gemv-stream.patch, gemv_stream.cu) runs the same protocol. */
+constexpr uint32_t GROUP_END = 0xFFFFFFFFu;
 
-/* The producer lane: round m, chunk c, warp w: chunk c of warp w's m-th group into its slot. */
+/* The producer lane: round m, chunk c, warp w: chunk c of the round's group w into warp w's next slot. */
 template <class Q, int NC>
-__device__ void carry_produce(const sv_args &a, uint32_t g0, uint32_t ng, uint32_t ring_s, uint32_t full_s,
-                              uint32_t empty_s)
+__device__ void carry_produce(const sv_args &a, uint32_t g0, uint32_t g1, uint32_t ring_s, uint32_t full_s,
+                              uint32_t empty_s, volatile uint32_t *gid)
 {
     const uint64_t pol = l2_evict_first_policy();
-    const uint32_t depth = a.nslot / NC;
-    for (uint32_t m = 0; m * NC < ng; m++)
-        for (uint32_t c = 0; c < a.kc; c++)
-            for (uint32_t w = 0; w < NC && m * NC + w < ng; w++) {
-                const uint32_t q = m * a.kc + c, slot = w * depth + q % depth;
-                if (q >= depth)
-                    mbar_wait(empty_s + 8 * slot, (q / depth - 1) & 1);
-                sv_issue_stage<Q>(a, (g0 + m * NC + w) * a.kc + c, ring_s + slot * a.slot_bytes, full_s + 8 * slot,
-                                  pol);
-            }
-}
-
-/* ---- dynamic groups (a.dyn): rounds of NC groups taken from a global counter ----------------------------------
- * The static split gives CTA c groups [c·G/ctas, ...): an SM that runs two CTAs of one launch (the scheduler may
- * place them so when the kernel before still holds some SMs; each takes at most half an SM) streams twice the
- * bytes while another idles. Here the producer takes a round of NC consecutive groups at a time (atomicAdd on
- * a.dyn[0], the next round's asked for while this one streams), warp w the round's group w, and tells a warp that
- * no group is left by a slot whose group id is DYN_END (an mbarrier arrival without bytes). The last CTA's
- * producer to finish resets the counters (a.dyn[1] counts them) for the launch that uses them next (the host
- * rotates launches over 8 pairs, so a launch let in early never shares its pair with one still running). */
-constexpr uint32_t DYN_END = 0xFFFFFFFFu;
-
-template <class Q, int NC>
-__device__ void carry_produce_dyn(const sv_args &a, uint32_t ring_s, uint32_t full_s, uint32_t empty_s,
-                                  volatile uint32_t *gid)
-{
-    const uint64_t pol = l2_evict_first_policy();
-    const uint32_t depth = a.nslot / NC, ng = a.nst;
-    uint32_t next = atomicAdd(a.dyn, (uint32_t)NC), base = 0, m = 0;
+    const uint32_t depth = a.nslot / NC, lim = a.dyn ? a.nst : g1;
+    uint32_t next = a.dyn ? atomicAdd(a.dyn, (uint32_t)NC) : g0, base = 0, m = 0;
+    /* warp w's q-th stage into its slot: a group's chunk, or (g past lim) the end */
+    auto put = [&](uint32_t w, uint32_t q, uint32_t g, uint32_t c) {
+        const uint32_t slot = w * depth + q % depth;
+        if (q >= depth)
+            mbar_wait(empty_s + 8 * slot, (q / depth - 1) & 1);
+        if (g < lim) {
+            gid[slot] = g;
+            sv_issue_stage<Q>(a, g * a.kc + c, ring_s + slot * a.slot_bytes, full_s + 8 * slot, pol);
+        } else {
+            gid[slot] = GROUP_END;
+            mbar_arrive(full_s + 8 * slot);
+        }
+    };
     for (;; m++) {
         base = next;
-        const bool more = base + NC < ng; /* groups may be left after this round */
+        const bool more = base + NC < lim; /* groups may be left after this round */
         if (more)
-            next = atomicAdd(a.dyn, (uint32_t)NC);
+            next = a.dyn ? atomicAdd(a.dyn, (uint32_t)NC) : base + NC;
         for (uint32_t c = 0; c < a.kc; c++)
-            for (uint32_t w = 0; w < NC; w++) {
-                const uint32_t g = base + w;
-                if (g >= ng && c > 0)
-                    continue; /* that warp was told at c = 0 */
-                const uint32_t q = m * a.kc + c, slot = w * depth + q % depth;
-                if (q >= depth)
-                    mbar_wait(empty_s + 8 * slot, (q / depth - 1) & 1);
-                if (g < ng) {
-                    gid[slot] = g;
-                    sv_issue_stage<Q>(a, g * a.kc + c, ring_s + slot * a.slot_bytes, full_s + 8 * slot, pol);
-                } else {
-                    gid[slot] = DYN_END;
-                    mbar_arrive(full_s + 8 * slot);
-                }
-            }
+            for (uint32_t w = 0; w < NC; w++)
+                if (c == 0 || base + w < lim) /* a warp told at c = 0 takes nothing more */
+                    put(w, m * a.kc + c, base + w, c);
         if (!more)
             break;
     }
     for (uint32_t w = 0; w < NC; w++) /* the warps that got a group in the last round: no more */
-        if (base + w < ng) {
-            const uint32_t q = (m + 1) * a.kc, slot = w * depth + q % depth;
-            if (q >= depth)
-                mbar_wait(empty_s + 8 * slot, (q / depth - 1) & 1);
-            gid[slot] = DYN_END;
-            mbar_arrive(full_s + 8 * slot);
+        if (base + w < lim)
+            put(w, (m + 1) * a.kc, GROUP_END, 0);
+    if (a.dyn) {
+        __threadfence(); /* this CTA's last take of a.dyn[0] before its count in a.dyn[1] */
+        if (atomicAdd(a.dyn + 1, 1u) == gridDim.x - 1) {
+            atomicExch(a.dyn, 0u);
+            atomicExch(a.dyn + 1, 0u);
         }
-    __threadfence(); /* this CTA's last take of a.dyn[0] before its count in a.dyn[1] */
-    if (atomicAdd(a.dyn + 1, 1u) == gridDim.x - 1) {
-        atomicExch(a.dyn, 0u);
-        atomicExch(a.dyn + 1, 0u);
     }
 }
 
+/* The consumer warps: x (XS), then each warp its rounds' groups, chunk by chunk, until GROUP_END. */
 template <class C, int NC, bool XS>
-__device__ void carry_consume_dyn(const sv_args &a, uint8_t *sm, uint32_t full_s, uint32_t empty_s,
-                                  const volatile uint32_t *gid)
+__device__ void carry_consume(const sv_args &a, uint8_t *sm, uint32_t full_s, uint32_t empty_s,
+                              const volatile uint32_t *gid)
 {
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, depth = a.nslot / NC;
     const uint8_t *x = sv_x<NC, XS>(a, sm);
@@ -299,35 +280,10 @@ __device__ void carry_consume_dyn(const sv_args &a, uint8_t *sm, uint32_t full_s
             const uint32_t q = m * a.kc + c, slot = warp * depth + q % depth;
             mbar_wait(full_s + 8 * slot, (q / depth) & 1);
             g = gid[slot];
-            if (g == DYN_END) /* only ever at c = 0 */
+            if (g == GROUP_END) /* only ever at c = 0 */
                 return;
             if (c == 0)
                 C::init(s);
-            C::template stage<XS>(a, g, c, sm + slot * a.slot_bytes, x, lane, s);
-            __syncwarp(); /* every lane is done with the slot */
-            if (lane == 0)
-                mbar_arrive(empty_s + 8 * slot);
-        }
-        C::finish(a, g, lane, s);
-    }
-}
-
-/* The consumer warps: x (XS), then warp w's groups w, w + NC, ... of [g0, g0 + ng), each chunk by chunk. */
-template <class C, int NC, bool XS>
-__device__ void carry_consume(const sv_args &a, uint32_t g0, uint32_t ng, uint8_t *sm, uint32_t full_s,
-                              uint32_t empty_s)
-{
-    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, depth = a.nslot / NC;
-    if (ng == 0)
-        return;
-    const uint8_t *x = sv_x<NC, XS>(a, sm);
-    for (uint32_t m = 0; m * NC + warp < ng; m++) {
-        const uint32_t g = g0 + m * NC + warp;
-        typename C::state s;
-        C::init(s);
-        for (uint32_t c = 0; c < a.kc; c++) {
-            const uint32_t q = m * a.kc + c, slot = warp * depth + q % depth;
-            mbar_wait(full_s + 8 * slot, (q / depth) & 1);
             C::template stage<XS>(a, g, c, sm + slot * a.slot_bytes, x, lane, s);
             __syncwarp(); /* every lane is done with the slot */
             if (lane == 0)
@@ -343,24 +299,18 @@ __global__ void __launch_bounds__((NC + 1) * 32, MINB) kernel_gemv_carry(const s
 {
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ __align__(8) uint64_t bars[2 * NSLOT_MAX]; /* full[slot], then empty[slot] */
-    __shared__ uint32_t gid[NSLOT_MAX];                   /* a.dyn: the group each slot holds */
-    const uint32_t g0 = stage_begin(blockIdx.x, a.nst, gridDim.x), g1 = stage_begin(blockIdx.x + 1, a.nst, gridDim.x);
+    __shared__ uint32_t gid[NSLOT_MAX];                   /* the group each slot holds */
     const uint32_t full_s = smem_u32(bars), empty_s = full_s + 8 * NSLOT_MAX;
     sv_prologue(a, full_s, empty_s);
     if (threadIdx.x / 32 == NC) { /* the producer touches weights (and its counters) only: no PDL wait */
-        if (threadIdx.x % 32 == 0) {
-            if (a.dyn)
-                carry_produce_dyn<typename C::Q, NC>(a, smem_u32(sm), full_s, empty_s, gid);
-            else
-                carry_produce<typename C::Q, NC>(a, g0, g1 - g0, smem_u32(sm), full_s, empty_s);
-        }
+        if (threadIdx.x % 32 == 0)
+            carry_produce<typename C::Q, NC>(a, stage_begin(blockIdx.x, a.nst, gridDim.x),
+                                             stage_begin(blockIdx.x + 1, a.nst, gridDim.x), smem_u32(sm), full_s,
+                                             empty_s, gid);
         return;
     }
     pdl_wait();
-    if (a.dyn)
-        carry_consume_dyn<C, NC, XS>(a, sm, full_s, empty_s, gid);
-    else
-        carry_consume<C, NC, XS>(a, g0, g1 - g0, sm, full_s, empty_s);
+    carry_consume<C, NC, XS>(a, sm, full_s, empty_s, gid);
     if (!a.early)
         pdl_trigger();
 }

@@ -11,9 +11,9 @@
 #   2. `make build` of this checkout (the prototypes link its libraries), packed as gpu/main.tar.xz;
 #   3. gpu/gq.tar.xz: this checkout's HEAD + lab/gemm-q.patch (the promoted GGUF prefill GEMM), built in a git
 #      worktree (/tmp/wt-gq) so that the checkout stays as it is;
-#   4. gpu/sk.tar.xz: HEAD + lab/skip-kernels.patch (lab/skip-kernels-gguf-gpu.sh sk), the same way, and
-#      gpu/gs.tar.xz: HEAD + lab/gemv-stream.patch (lab/gemv-stream-gpu.sh gs);
-#   5. gpu/gemv_q_test and gpu/gemm_q_test, by the nvcc lines in their headers.
+#   4. gpu/sk.tar.xz: HEAD + lab/skip-kernels.patch (lab/skip-kernels-gguf-gpu.sh sk), the same way;
+#   5. gpu/ks.tar.xz: main's build with gq's memra-bench beside it (lab/ks-gpu.sh ks);
+#   6. gpu/gemm_q_test, by the nvcc line in its header.
 # The sizes it prints are what the calls carry (64 MiB a call with the tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,16 +62,12 @@ pack_patch() {
 }
 pack_patch gq lab/gemm-q.patch
 pack_patch sk lab/skip-kernels.patch
-pack_patch gs lab/gemv-stream.patch
+if need gpu/ks.tar.xz; then
+  say "ks: main's build + gq's memra-bench"
+  bash lab/final-pack.sh ks gq
+fi
 
 NV="nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a"
-if need gpu/gemv_q_test; then
-  say "gemv_q_test"
-  $NV -Werror all-warnings -Xcompiler -Wall,-Wextra -I src -I tests/kernels lab/gemv-q/gemv_q_test.cu \
-    build/libmemra_backend_cuda.a build/libmemra_quant.a build/libmemra_model.a build/libmemra_format.a \
-    build/libmemra_core.a /usr/lib/x86_64-linux-gnu/libjansson.a -lcublas -lcublasLt -lpthread -ldl -lrt \
-    -o gpu/gemv_q_test
-fi
 if need gpu/gemm_q_test; then
   say "gemm_q_test"
   $NV -I src lab/gemm-q/gemm_q_test.cu -lcublas -o gpu/gemm_q_test

@@ -24,14 +24,17 @@
  * run. The table is printed last.
  *
  * The tensor-core GEMV (gemv_mma.cu, what the engine runs for Q4_K and Q6_K):
- * check_mma, every K split, batches 1..8 with activation outliers; each
- * vector of a batch must have the bits it has alone.
+ * check_alone, every K split, batches 1..8 with activation outliers; each
+ * vector of a batch must have the bits it has alone. The same for the dp4a
+ * kernels at the engine's K splits (1, 4: MEMRA_GEMV_KSPLIT), every type.
  *
  * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
  *        kernel_gemv --profile      one lm_head-shaped GEMV (x prepared) per
  *                                   type, nothing else: for ncu
  *        kernel_gemv --mma          checks, then Q4_K / Q6_K: the tensor-core GEMV
  *                                   (each K split) vs the staged dp4a kernel
+ *        kernel_gemv --ks           checks, then the dp4a types at the engine's
+ *                                   K splits 1 and 4, batches 1, 2, 4, 8
  */
 #include <inttypes.h>
 #include <math.h>
@@ -167,12 +170,15 @@ static void check_gemv_bs(uint64_t rows, uint64_t n, uint32_t batch)
     free(w), free(bs), free(x), free(y), free(y1);
 }
 
-/* The tensor-core GEMV (Q4_K, Q6_K) with K split ks (0: by shape): a batch of 8, then
- * every vector alone and batches of 3 and 5 (the other column-tile counts),
- * which must reproduce the batch's bits; x has outliers (every 61st element
- * ×300: the 128-element activation blocks' scale); error against the double
- * reference as check_gemv's. */
-static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
+/* A batch's rows against the same vectors alone: the tensor-core GEMV (mma:
+ * Q4_K, Q6_K, K split ks, 0 = by shape) or the dp4a kernels at ksplit ks (1
+ * or 4, the engine's cuda_gemv_engine_ksplit; any quantized type). A batch of
+ * 8, then every vector alone and batches of 3 and 5 (the mma's other
+ * column-tile counts; the dp4a kernels' batch-of-4 instantiation), which must
+ * reproduce the batch's bits; x has outliers (every 61st element ×300: the
+ * 128-element activation blocks' scale); error against the double reference
+ * as check_gemv's. */
+static void check_alone(enum dtype t, uint64_t rows, uint64_t n, bool mma, int ks)
 {
     const uint32_t NB = CUDA_GEMV_MAX_BATCH;
     const uint64_t rb = row_bytes_of(t, n);
@@ -187,9 +193,12 @@ static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
     float *dx = cuda_alloc(sizeof(float) * n * NB), *dy = cuda_alloc(sizeof(float) * rows * NB);
     cuda_upload(g_ctx, dw, w, rows * rb);
     cuda_upload(g_ctx, dx, x, sizeof(float) * n * NB);
-    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, ks);
+    cuda_ctx_set_gemv_mma(g_ctx, mma ? CUDA_GEMV_MMA_ALL : CUDA_GEMV_MMA_OFF, mma ? ks : 0);
     cuda_fill_nan_f32(g_ctx, dy, rows * NB);
-    cuda_gemv(g_ctx, t, dw, rows, n, dx, NB, dy, 1.0f);
+    if (mma)
+        cuda_gemv(g_ctx, t, dw, rows, n, dx, NB, dy, 1.0f);
+    else
+        cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, NB, dy, 1.0f, 0, ks, 0);
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y, dy, sizeof(float) * rows * NB);
     int differ = 0;
@@ -197,7 +206,10 @@ static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
     for (size_t k = 0; k < sizeof sub / sizeof sub[0]; k++) {
         const uint32_t b0 = sub[k][0], nb = sub[k][1];
         cuda_fill_nan_f32(g_ctx, dy, rows * NB);
-        cuda_gemv(g_ctx, t, dw, rows, n, dx + (uint64_t)b0 * n, nb, dy, 1.0f);
+        if (mma)
+            cuda_gemv(g_ctx, t, dw, rows, n, dx + (uint64_t)b0 * n, nb, dy, 1.0f);
+        else
+            cuda_gemv_variant(g_ctx, t, dw, rows, n, dx + (uint64_t)b0 * n, nb, dy, 1.0f, 0, ks, 0);
         cuda_ctx_sync(g_ctx);
         cuda_download(g_ctx, y1, dy, sizeof(float) * rows * nb);
         differ += memcmp(y1, y + (uint64_t)b0 * rows, sizeof(float) * rows * nb) != 0;
@@ -207,11 +219,12 @@ static void check_mma(enum dtype t, uint64_t rows, uint64_t n, int ks)
     int bad = 0;
     kernel_ref_compare(t, w, NULL, rows, n, x, NB, 1.0f, y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
+    const char *kind = mma ? "mma" : "dp4a";
     CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
-              "mma %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ",
+              "%s %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ", kind,
               dtype_name(t), rows, n, ks, bad, rel, TOL, differ);
-    printf("check mma %s %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", dtype_name(t),
-           rows, n, ks, rel, differ ? "DIFFER" : "same bits");
+    printf("check %s %s %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", kind,
+           dtype_name(t), rows, n, ks, rel, differ ? "DIFFER" : "same bits");
     cuda_free(dw), cuda_free(dx), cuda_free(dy);
     free(w), free(x), free(y), free(y1);
 }
@@ -630,6 +643,55 @@ static void bench_mma(void)
     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
 }
 
+/* The dp4a types at the engine's K splits (MEMRA_GEMV_KSPLIT 1 / 4: the same
+ * split at every batch size), x prepared, the tensor cores off: µs a launch
+ * (%BW of the weight bytes) at batches 1, 2, 4, 8, and ks1 / ks4. */
+static void bench_ks(void)
+{
+    const enum dtype kt[] = {DTYPE_Q8_0, DTYPE_Q6_K, DTYPE_Q4_K, DTYPE_Q4_0, DTYPE_Q5_K, DTYPE_IQ4_XS};
+    const uint32_t nbs[] = {1, 2, 4, 8};
+    printf("\n## dp4a GEMV at K split 1 (staged, the engine's today) and 4 (register), x prepared, us (%%BW)\n\n"
+           "| type | shape | MB | batch | ks1 | ks4 | ks1/ks4 | mma (Q4_K, Q6_K) |\n|---|---|---|---|---|---|---|---|\n");
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_OFF, 0);
+    double sum[sizeof kt / sizeof kt[0]][4][2] = {{{0}}};
+    for (size_t k = 0; k < sizeof kt / sizeof kt[0]; k++) {
+        for (size_t s = 0; s < NSHAPES; s++) {
+            struct bench b;
+            bench_alloc(&b, kt[k], shapes[s].rows, shapes[s].n);
+            b.flags = CUDA_GEMV_X_PREPARED, b.rpb = 0;
+            for (size_t i = 0; i < 4; i++) {
+                b.batch = nbs[i];
+                cuda_gemv_prep_x(g_ctx, b.x, b.n, b.batch);
+                double us[2];
+                for (int j = 0; j < 2; j++) {
+                    b.ks = j ? 4 : 1;
+                    us[j] = bench_time(&b);
+                    if (shapes[s].rows != 1024 && shapes[s].rows != 14336) /* the engine's launches: fused k|v, gate|up */
+                        sum[k][i][j] += us[j];
+                }
+                char mm[48] = "-";
+                if (kt[k] == DTYPE_Q4_K || kt[k] == DTYPE_Q6_K) { /* the tensor-core kernel, its K split by shape */
+                    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, 0);
+                    const double m = bench_time(&b);
+                    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_OFF, 0);
+                    snprintf(mm, sizeof mm, "%.2f (%.0f %%)", m, pct(b.bytes / m / 1e3));
+                }
+                printf("| %s | %s | %.1f | %u | %.2f (%.0f %%) | %.2f (%.0f %%) | %.3f | %s |\n", dtype_name(kt[k]),
+                       shapes[s].name, b.bytes / 1e6, b.batch, us[0], pct(b.bytes / us[0] / 1e3), us[1],
+                       pct(b.bytes / us[1] / 1e3), us[0] / us[1], mm);
+            }
+            fflush(stdout);
+            bench_free(&b);
+        }
+    }
+    printf("\n| type | batch | a layer + lm_head, ks1 us | ks4 us | ks1/ks4 |\n|---|---|---|---|---|\n");
+    for (size_t k = 0; k < sizeof kt / sizeof kt[0]; k++)
+        for (size_t i = 0; i < 4; i++)
+            printf("| %s | %u | %.2f | %.2f | %.3f |\n", dtype_name(kt[k]), nbs[i], sum[k][i][0], sum[k][i][1],
+                   sum[k][i][0] / sum[k][i][1]);
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
+}
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -688,16 +750,26 @@ int main(int argc, char **argv)
     test_current = "mma";
     test_cases++;
     for (int ks = 0; ks <= 8; ks += ks ? ks : 1) { /* 0 (by shape), 1, 2, 4, 8 */
-        check_mma(DTYPE_Q4_K, 257, 4096, ks);
-        check_mma(DTYPE_Q4_K, 35, 14336, ks);
-        check_mma(DTYPE_Q4_K, 16, 4352, ks); /* an odd number of superblocks */
-        check_mma(DTYPE_Q6_K, 257, 4096, ks);
-        check_mma(DTYPE_Q6_K, 35, 14336, ks);
-        check_mma(DTYPE_Q6_K, 16, 2048, ks);
+        check_alone(DTYPE_Q4_K, 257, 4096, true, ks);
+        check_alone(DTYPE_Q4_K, 35, 14336, true, ks);
+        check_alone(DTYPE_Q4_K, 16, 4352, true, ks); /* an odd number of superblocks */
+        check_alone(DTYPE_Q6_K, 257, 4096, true, ks);
+        check_alone(DTYPE_Q6_K, 35, 14336, true, ks);
+        check_alone(DTYPE_Q6_K, 16, 2048, true, ks);
     }
-    check_mma(DTYPE_Q4_K, 4099, 4096, 0);
-    check_mma(DTYPE_Q6_K, 4099, 4096, 0);
-    check_mma(DTYPE_Q4_K, 8208, 4096, 0); /* a grid over 2 blocks an SM: 2 ring stages alone too */
+    check_alone(DTYPE_Q4_K, 4099, 4096, true, 0);
+    check_alone(DTYPE_Q6_K, 4099, 4096, true, 0);
+    check_alone(DTYPE_Q4_K, 8208, 4096, true, 0); /* a grid over 2 blocks an SM: 2 ring stages alone too */
+    test_current = "dp4a alone = batch";
+    test_cases++;
+    for (size_t k = 0; k < NTYPES; k++) /* the engine's K splits: a row's bits in any batch */
+        if (is_quant_block(types[k]))
+            for (int ks = 1; ks <= 4; ks += 3) {
+                check_alone(types[k], 97, 4096, false, ks);
+                check_alone(types[k], 2200, 4096, false, ks); /* alone 4 rows a warp, a batch 2 */
+                check_alone(types[k], 35, 14336, false, ks);
+                check_alone(types[k], 13, 4352, false, ks);
+            }
     test_current = "rmsnorm/swiglu";
     test_cases++;
     check_rmsnorm(1, 4096, true);
@@ -730,6 +802,11 @@ int main(int argc, char **argv)
     check_glu_split(DTYPE_Q8_0, true, 3, 4096, 257);
     fflush(stdout);
     if (test_failures || quick) {
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
+    if (argc > 1 && strcmp(argv[1], "--ks") == 0) {
+        bench_ks();
         cuda_ctx_free(g_ctx);
         return test_summary();
     }

@@ -68,6 +68,12 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int mma = CUDA_GEMV_MMA_Q4K;
     if (!env_pick("MEMRA_GEMV_MMA", mma_modes, 3, &mma, err, errlen))
         return NULL;
+    /* MEMRA_GEMV_KSPLIT: the dp4a GEMVs' K split for every batch size — 1 (unset, empty), 4, or long (4 for rows
+     * of ≥ 8192 elements, 1 below) */
+    static const char *const ks_modes[] = {"1", "4", "long"};
+    int ksm = 0;
+    if (!env_pick("MEMRA_GEMV_KSPLIT", ks_modes, 3, &ksm, err, errlen))
+        return NULL;
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
     uint32_t rows_min = CUDA_ATTN_ROWS_AUTO;
@@ -135,6 +141,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->attn_dec_one = dec_one == 1;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
+    ctx->gemv_ks = ksm == 0 ? 1 : ksm == 1 ? 4 : CUDA_GEMV_KS_LONG;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
@@ -220,6 +227,13 @@ extern "C" void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks)
     if ((ks != 0 && ks != 1 && ks != 2 && ks != 4 && ks != 8) || mode < CUDA_GEMV_MMA_OFF || mode > CUDA_GEMV_MMA_ALL)
         CUDA_FAIL("cuda_ctx_set_gemv_mma: mode %d, ks %d (modes 0-2, ks 0, 1, 2, 4, 8)", mode, ks);
     ctx->gemv_mma = mode, ctx->gemv_mma_ks = ks;
+}
+
+extern "C" void cuda_ctx_set_gemv_ksplit(struct cuda_ctx *ctx, int ks)
+{
+    if (ks != 1 && ks != 4 && ks != CUDA_GEMV_KS_LONG)
+        CUDA_FAIL("cuda_ctx_set_gemv_ksplit: ks %d (1, 4 or CUDA_GEMV_KS_LONG)", ks);
+    ctx->gemv_ks = ks;
 }
 
 extern "C" void cuda_free(void *p)

@@ -47,9 +47,10 @@ static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const 
                 continue;
             }
             const bool q = is_quantized(w->dtype);
-            /* ksplit 1 for quantized types: batch-independent summation order */
+            /* quantized: the weight's K split, the same at every batch size (a row's bits with it) */
             cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, cols, xc, nb, ys[i] + (uint64_t)c0 * w->rows,
-                              w->scale, 0, q ? 1 : 0, q ? CUDA_GEMV_X_PREPARED : 0);
+                              w->scale, 0, q ? cuda_gemv_engine_ksplit(b->ctx, w->dtype, w->cols) : 0,
+                              q ? CUDA_GEMV_X_PREPARED : 0);
         }
     }
 }

@@ -160,10 +160,22 @@ void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x /* (batch, n) */, uin
  * for callers that share a prepared x: rows_per_block 1, 2 or 4 rows per
  * thread block (plain types) or per warp (quantized); ksplit (quantized) 1 =
  * a warp walks whole rows, 4 = the 4 warps of a block split each row; 0 = the
- * launcher's choice for either; batch > 1 ignores both. Aborts on other values. */
+ * launcher's choice for either. A row's bits depend on ksplit alone, not on
+ * the rows a warp takes or the batch: batch > 1 ignores rows_per_block and
+ * runs ksplit 4 where asked, else 1. Aborts on other values. */
 void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                        const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int ksplit,
                        unsigned flags);
+/* The K split the engine gives a quantized weight of type t and row length n
+ * on the dp4a GEMVs, at every batch size, so that a sequence's bits do not
+ * depend on its batch: MEMRA_GEMV_KSPLIT 1 (the default), 4, or long (4 for
+ * n ≥ 8192, 1 below: CUDA_GEMV_KS_LONG). A function of
+ * the type and n alone, never of the rows: a fused matrix (q|k|v, gate|up: a
+ * lone token's) and its parts (a batch's) must split alike. The tensor-core
+ * kernels (MEMRA_GEMV_MMA) ignore it. */
+int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n);
+#define CUDA_GEMV_KS_LONG (-1)
+void cuda_ctx_set_gemv_ksplit(struct cuda_ctx *ctx, int ks); /* 1, 4 or CUDA_GEMV_KS_LONG: tests */
 
 /* ---- mixture-of-experts FFN (moe.cu), Qwen3-MoE ---------------------------
  *   y (T, dim) = Σ_k w[t,k] · down_e(silu(gate_e(x_t)) · up_e(x_t)),  e = topk[t,k]

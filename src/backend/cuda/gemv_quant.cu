@@ -374,12 +374,15 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
                 float *y, float scale, int rpw, int ks)
 {
     const bool st = ctx->gemv_staged;
-    if (nb > 4) {
-        launch_ks1<Q, 2, 8>(ctx, st, w, rows, n, xq, nb, y, scale);
-        return;
-    }
-    if (nb > 1) {
-        launch_ks1<Q, 2, 4>(ctx, st, w, rows, n, xq, nb, y, scale);
+    if (nb > 1) { /* 2 rows a warp; ksplit 4 where asked (a row's bits as alone at ksplit 4), else 1 */
+        if (ks == 4 && nb > 4)
+            launch_q<Q, 2, 8, 4>(ctx, w, rows, n, xq, nb, y, scale);
+        else if (ks == 4)
+            launch_q<Q, 2, 4, 4>(ctx, w, rows, n, xq, nb, y, scale);
+        else if (nb > 4)
+            launch_ks1<Q, 2, 8>(ctx, st, w, rows, n, xq, nb, y, scale);
+        else
+            launch_ks1<Q, 2, 4>(ctx, st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (ks == 0)
@@ -456,6 +459,12 @@ void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w
 #undef X
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));
     }
+}
+
+extern "C" int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n)
+{
+    (void)t; /* one rule for every type until one is measured to want another */
+    return ctx->gemv_ks == CUDA_GEMV_KS_LONG ? (n >= 8192 ? 4 : 1) : ctx->gemv_ks;
 }
 
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,

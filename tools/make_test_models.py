@@ -313,7 +313,7 @@ def save_fp8block(out, model, sd):
             tensors[name.replace(".weight", ".weight_scale_inv")] = s.cpu()
         else:
             tensors[name] = t.to(torch.bfloat16).cpu()
-    shards, cur, size = [], {}, 0
+    shards, cur, size, total = [], {}, 0, 0
     for name, t in tensors.items():
         nb = t.numel() * t.element_size()
         if cur and size + nb > 4 << 30:
@@ -321,13 +321,13 @@ def save_fp8block(out, model, sd):
             cur, size = {}, 0
         cur[name] = t
         size += nb
+        total += nb
     shards.append(cur)
     wmap = {}
     for i, sh in enumerate(shards):
         fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
         save_file({k: v.contiguous() for k, v in sh.items()}, os.path.join(out, fn), metadata={"format": "pt"})
         wmap.update({k: fn for k in sh})
-    total = sum(t.numel() * t.element_size() for t in tensors.values())
     with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f, indent=1)
     c = model.config.to_dict()

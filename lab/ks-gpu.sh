@@ -5,7 +5,8 @@
 #   2. kernel_gemv --ks: every check (the dp4a kernels' rows alone = in a batch at K split 1 and 4 among them), then
 #      the table: the dp4a types at the 8B shapes, batches 1 / 2 / 4 / 8, ks1 (staged) against ks4 (register);
 #   3. kernel_forward's fixtures with MEMRA_GEMV_KSPLIT=4 (GPU vs CPU, greedy, batch 16 vs alone) — 0 failed;
-#   4. memra-bench tg128, tg128x8 on the random 8B Q8_0 / Q4_K_M, MEMRA_GEMV_KSPLIT 1 / 4 / long;
+#   4. memra-bench tg128, tg128x8 on the random 8B Q8_0 / Q4_K_M, MEMRA_GEMV_KSPLIT 1 / 4 / long, and Q4_K_M with
+#      MEMRA_GEMV_MMA=off at 1 / 4 (Q4_K on the dp4a kernels);
 #   1. the promoted GGUF prefill GEMM's speed (lab/gemm-q.patch, its checks passed in the thirty-eighth run):
 #      memra-bench pp512 / pp4096 with bf16 activations, MEMRA_GEMM_PROMOTE off / on, Q4_K_M exact off / on; 1b
 #      pp4096 at --ubatch 4096;
@@ -39,6 +40,9 @@ bench() { # label, model, tests, env...
 if part "4 tg ks 1 / 4 / long" 90; then
   for m in q8_0 q4_k_m; do
     for k in 1 4 long; do bench "round 1 ks $k" $m tg128,tg128x8 MEMRA_GEMV_KSPLIT=$k; done
+  done
+  for k in 1 4; do # Q4_K on the dp4a kernels too (kernel_gemv's prototype had them ahead of the tensor cores on down)
+    bench "round 1 mma off ks $k" q4_k_m tg128,tg128x8 MEMRA_GEMV_MMA=off MEMRA_GEMV_KSPLIT=$k
   done
 fi
 if part "1 gemm-q pp (x0 = gq's memra-bench)" 100; then

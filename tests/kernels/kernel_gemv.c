@@ -644,8 +644,10 @@ static void bench_mma(void)
 }
 
 /* The dp4a types at the engine's K splits (MEMRA_GEMV_KSPLIT 1 / 4: the same
- * split at every batch size), x prepared, the tensor cores off: µs a launch
- * (%BW of the weight bytes) at batches 1, 2, 4, 8, and ks1 / ks4. */
+ * split at every batch size), x prepared: µs a launch (%BW of the weight
+ * bytes) at batches 1, 2, 4, 8, ks1 / ks4, and for Q4_K / Q6_K the tensor-core
+ * kernel beside (what MEMRA_GEMV_MMA would run instead); then each type's sum
+ * over one layer's launches (q|k|v, o, gate|up, down) and lm_head. */
 static void bench_ks(void)
 {
     const enum dtype kt[] = {DTYPE_Q8_0, DTYPE_Q6_K, DTYPE_Q4_K, DTYPE_Q4_0, DTYPE_Q5_K, DTYPE_IQ4_XS};

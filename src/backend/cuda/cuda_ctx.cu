@@ -229,13 +229,6 @@ extern "C" void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks)
     ctx->gemv_mma = mode, ctx->gemv_mma_ks = ks;
 }
 
-extern "C" void cuda_ctx_set_gemv_ksplit(struct cuda_ctx *ctx, int ks)
-{
-    if (ks != 1 && ks != 4 && ks != CUDA_GEMV_KS_LONG)
-        CUDA_FAIL("cuda_ctx_set_gemv_ksplit: ks %d (1, 4 or CUDA_GEMV_KS_LONG)", ks);
-    ctx->gemv_ks = ks;
-}
-
 extern "C" void cuda_free(void *p)
 {
     if (p)

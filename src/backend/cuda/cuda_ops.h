@@ -174,8 +174,7 @@ void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
  * lone token's) and its parts (a batch's) must split alike. The tensor-core
  * kernels (MEMRA_GEMV_MMA) ignore it. */
 int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n);
-#define CUDA_GEMV_KS_LONG (-1)
-void cuda_ctx_set_gemv_ksplit(struct cuda_ctx *ctx, int ks); /* 1, 4 or CUDA_GEMV_KS_LONG: tests */
+#define CUDA_GEMV_KS_LONG (-1) /* cuda_ctx.gemv_ks for MEMRA_GEMV_KSPLIT=long */
 
 /* ---- mixture-of-experts FFN (moe.cu), Qwen3-MoE ---------------------------
  *   y (T, dim) = Σ_k w[t,k] · down_e(silu(gate_e(x_t)) · up_e(x_t)),  e = topk[t,k]

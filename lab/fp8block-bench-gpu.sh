@@ -17,23 +17,18 @@ PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/fp8block-bench-gpu.sh NAME
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
 python3 tools/make_test_models.py /tmp/m8f --formats bf16,fp8block > $OUT/make.log 2>&1; ts "models: rc $?"
 grep -E "fp8 block check|wrote" $OUT/make.log
-bench() { # label, model, tests, env...
-  local l=$1 m=$2 t=$3; shift 3
-  env "$@" timeout 150 $B/bin/memra-bench $m --backend cuda --tests $t --reps 3 2>&1 | grep -E "^\| .*(tg|pp)|rror|memra-bench:" |
-    sed "s/^/$l: /"
-}
-bench "fp8block native" /tmp/m8f/hf-fp8block tg128,pp512,pp4096 MEMRA_FP8_BLOCK=native
-bench "fp8block native bf16-act" /tmp/m8f/hf-fp8block pp4096 MEMRA_FP8_BLOCK=native MEMRA_ACT_TYPE=bf16
-bench "fp8block f32" /tmp/m8f/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=f32
-bench "bf16" /tmp/m8f/hf-bf16 tg128,pp4096 X=0
-bench "bf16 bf16-act" /tmp/m8f/hf-bf16 pp4096 MEMRA_ACT_TYPE=bf16
+mbench "fp8block native" /tmp/m8f/hf-fp8block tg128,pp512,pp4096 MEMRA_FP8_BLOCK=native
+mbench "fp8block native bf16-act" /tmp/m8f/hf-fp8block pp4096 MEMRA_FP8_BLOCK=native MEMRA_ACT_TYPE=bf16
+mbench "fp8block f32" /tmp/m8f/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=f32
+mbench "bf16" /tmp/m8f/hf-bf16 tg128,pp4096
+mbench "bf16 bf16-act" /tmp/m8f/hf-bf16 pp4096 MEMRA_ACT_TYPE=bf16
 if [ "${MOE:-0}" = 1 ]; then
   rm -rf /tmp/m8f # disk: the MoE models next
   python3 tools/make_test_models.py /tmp/mq3 --arch qwen3moe --layers 12 --formats bf16,fp8block > $OUT/make-moe.log 2>&1
   ts "moe models: rc $?"
   grep -E "fp8 block check|wrote" $OUT/make-moe.log
-  bench "moe fp8block native" /tmp/mq3/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=native
-  bench "moe fp8block f32" /tmp/mq3/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=f32
-  bench "moe bf16" /tmp/mq3/hf-bf16 tg128,pp512 X=0
+  mbench "moe fp8block native" /tmp/mq3/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=native
+  mbench "moe fp8block f32" /tmp/mq3/hf-fp8block tg128,pp512 MEMRA_FP8_BLOCK=f32
+  mbench "moe bf16" /tmp/mq3/hf-bf16 tg128,pp512
 fi
 ts "done"

@@ -32,11 +32,7 @@ if part "3 kernel_forward fixtures, MEMRA_GEMV_KSPLIT=4" 60; then
   grep -E "^\| llamaq" $O/3-kf.log | head -14
 fi
 wait $MK; tail -1 $O/makeq.log
-bench() { # label, model, tests, env...
-  local l=$1 m=$2 t=$3; shift 3
-  env "$@" timeout 60 ${BB:-$B/bin/memra-bench} /tmp/m8q/llama8b-$m.gguf --backend cuda --tests $t --reps 3 ${XA:-} 2>&1 |
-    grep -E "^\| .*(tg|pp)|rror|memra-bench:" | grep -v "^memra-bench: llama" | cut -d'|' -f6-9 | sed "s/^/$m $l: /"
-}
+bench() { TO=60 mbench "$2 $1" /tmp/m8q/llama8b-$2.gguf "${@:3}"; } # label, model (q8_0 / q4_k_m), tests, VAR=value...
 if part "4 tg ks 1 / 4 / long" 90; then
   for m in q8_0 q4_k_m; do
     for k in 1 4 long; do bench "round 1 ks $k" $m tg128,tg128x8 MEMRA_GEMV_KSPLIT=$k; done
@@ -48,17 +44,17 @@ fi
 if part "1 gemm-q pp (x0 = gq's memra-bench)" 100; then
   for m in q4_k_m q8_0; do
     for p in off on; do
-      BB=$B/x0/memra-bench bench "bf16 promote $p" $m pp512,pp4096 MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p
+      MB=$B/x0/memra-bench bench "bf16 promote $p" $m pp512,pp4096 MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p
     done
   done
   for p in off on; do
-    BB=$B/x0/memra-bench bench "exact promote $p" q4_k_m pp512,pp4096 MEMRA_GEMM_PROMOTE=$p
+    MB=$B/x0/memra-bench bench "exact promote $p" q4_k_m pp512,pp4096 MEMRA_GEMM_PROMOTE=$p
   done
 fi
 if part "1b gemm-q pp4096 ubatch 4096" 60; then
   for m in q4_k_m q8_0; do
     for p in off on; do
-      XA="--ubatch 4096" BB=$B/x0/memra-bench bench "bf16 ub4096 promote $p" $m pp4096 MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p
+      XA="--ubatch 4096" MB=$B/x0/memra-bench bench "bf16 ub4096 promote $p" $m pp4096 MEMRA_ACT_TYPE=bf16 MEMRA_GEMM_PROMOTE=$p
     done
   done
 fi

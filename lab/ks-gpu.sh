@@ -10,7 +10,9 @@
 #   1. the promoted GGUF prefill GEMM's speed (lab/gemm-q.patch, its checks passed in the thirty-eighth run):
 #      memra-bench pp512 / pp4096 with bf16 activations, MEMRA_GEMM_PROMOTE off / on, Q4_K_M exact off / on; 1b
 #      pp4096 at --ubatch 4096;
-#   4b. part 4 again with tg128x4.
+#   4b. part 4 again with tg128x4;
+#   5. kernel_forward's fixtures with MEMRA_ACT_TYPE=bf16 MEMRA_GEMM=fast (GGUF weights rounded to bf16 in the
+#      prefill GEMM, as transformers computes a GGUF model loaded in bf16): how far from the CPU, against 5e-3.
 cd "$(dirname "$0")/.."
 O=$OUT
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/ks-gpu.sh NAME}"
@@ -62,5 +64,10 @@ if part "4b tg again, and x4" 90; then
   for m in q8_0 q4_k_m; do
     for k in 1 4 long; do bench "round 2 ks $k" $m tg128,tg128x4,tg128x8 MEMRA_GEMV_KSPLIT=$k; done
   done
+fi
+if part "5 kernel_forward fixtures, bf16 activations, MEMRA_GEMM=fast" 60; then
+  MEMRA_ACT_TYPE=bf16 MEMRA_GEMM=fast MEMRA_FORWARD_PART=fixtures timeout 90 $B/kernels/kernel_forward > $O/5-kf.log 2>&1
+  echo "rc $?"; grep -E "FAIL|CHECK failed|cases," $O/5-kf.log | head -10
+  grep -E "^\| " $O/5-kf.log | head -40
 fi
 ts "######## done"

@@ -566,9 +566,11 @@ static void bench_free(struct bench *b)
 static const struct shape {
     const char *name;
     uint64_t rows, n;
+    bool engine; /* one of a decode step's launches (o, fused q|k|v, fused gate|up, down, lm_head): bench_ks' sum */
 } shapes[] = {
-    {"q/o", 4096, 4096},     {"k/v", 1024, 4096},   {"qkv", 6144, 4096},       {"gate/up", 14336, 4096},
-    {"gate+up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096},
+    {"q/o", 4096, 4096, true},       {"k/v", 1024, 4096, false},     {"qkv", 6144, 4096, true},
+    {"gate/up", 14336, 4096, false}, {"gate+up", 28672, 4096, true}, {"down", 4096, 14336, true},
+    {"lm_head", 128256, 4096, true},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -668,7 +670,7 @@ static void bench_ks(void)
                 for (int j = 0; j < 2; j++) {
                     b.ks = j ? 4 : 1;
                     us[j] = bench_time(&b);
-                    if (shapes[s].rows != 1024 && shapes[s].rows != 14336) /* the engine's launches: fused k|v, gate|up */
+                    if (shapes[s].engine)
                         sum[k][i][j] += us[j];
                 }
                 char mm[48] = "-";

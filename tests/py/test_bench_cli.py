@@ -13,18 +13,16 @@ import statistics
 import subprocess
 
 import pytest
+from memra_build import tool
 
 gguf = pytest.importorskip("gguf")
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("MEMRA_BUILD", os.path.join(ROOT, "build"))
 MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def bench(*args, env=None):
-    exe = os.path.join(BUILD, "bin", "memra-bench")
-    if not os.path.exists(exe):
-        pytest.skip(f"{exe} not built")
+    exe = tool("memra-bench")
     if not os.path.exists(MODEL):
         pytest.skip(f"{MODEL} is absent (scripts/install-deps.sh fetches it)")
     return subprocess.run([exe, *args], capture_output=True, text=True, timeout=300, env=env)

@@ -16,19 +16,12 @@ import re
 import subprocess
 
 import pytest
+from memra_build import tool
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("MEMRA_BUILD", os.path.join(ROOT, "build"))
 FX = os.path.join(ROOT, "tests", "fixtures", "engine")
 MANIFEST = json.load(open(os.path.join(FX, "manifest.json")))
 CLI = MANIFEST["cli"]
-
-
-def binary(name):
-    p = os.path.join(BUILD, "bin", name)
-    if not os.path.exists(p):
-        pytest.skip(f"{p} not built")
-    return p
 
 
 @pytest.mark.parametrize("case", CLI["generate"], ids=lambda c: "chat" if c["chat"] else "plain")
@@ -37,7 +30,7 @@ def test_run_gen_matches_transformers(case):
     env.pop("MEMRA_CHAT", None)
     if case["chat"]:
         env["MEMRA_CHAT"] = "1"
-    out = subprocess.run([binary("run-gen"), os.path.join(FX, CLI["path"]), *case["args"], "--threads", "2"],
+    out = subprocess.run([tool("run-gen"), os.path.join(FX, CLI["path"]), *case["args"], "--threads", "2"],
                          capture_output=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr.decode()
     got = out.stdout.decode("utf-8")
@@ -49,7 +42,7 @@ def test_run_gen_matches_transformers(case):
 
 @pytest.mark.parametrize("kv_type,tol", [("f32", 1e-4), ("bf16", 2e-3)])
 def test_memra_ppl_matches_transformers(kv_type, tol):
-    out = subprocess.run([binary("memra-ppl"), os.path.join(FX, CLI["path"]), os.path.join(FX, CLI["ppl_text"]),
+    out = subprocess.run([tool("memra-ppl"), os.path.join(FX, CLI["path"]), os.path.join(FX, CLI["ppl_text"]),
                           "--ctx", str(CLI["ppl_ctx"]), "--threads", "2"], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, MEMRA_KV_TYPE=kv_type))
     assert out.returncode == 0, out.stderr
@@ -61,12 +54,12 @@ def test_memra_ppl_matches_transformers(kv_type, tol):
 
 
 def test_run_gen_refuses_bad_model():
-    out = subprocess.run([binary("run-gen"), os.path.join(FX, "bad", "missing-tensor.gguf"), "--prompt", "x"],
+    out = subprocess.run([tool("run-gen"), os.path.join(FX, "bad", "missing-tensor.gguf"), "--prompt", "x"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
     assert "blk.1.ffn_up.weight" in out.stderr
 
 
 def test_run_gen_usage():
-    out = subprocess.run([binary("run-gen")], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([tool("run-gen")], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "usage" in out.stderr

@@ -18,7 +18,6 @@ a missing or different model file fails.
 Where transformers + torch + accelerate (tools/requirements.txt) are installed,
 the same checks also run against a live transformers run.
 """
-import hashlib
 import json
 import os
 import subprocess

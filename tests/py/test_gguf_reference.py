@@ -9,7 +9,6 @@ compared the same way.
 
 Needs MEMRA_BUILD (the build folder holding bin/memra-inspect).
 """
-import json
 import math
 import os
 import pathlib
@@ -18,6 +17,7 @@ import subprocess
 import gguf
 import numpy as np
 import pytest
+from memra_build import inspect_json, tool
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("MEMRA_SHARED", ROOT.parent / "shared"))
@@ -29,22 +29,6 @@ VT = {
     "FLOAT32": "F32", "BOOL": "BOOL", "STRING": "STR", "ARRAY": "ARR", "UINT64": "U64", "INT64": "I64",
     "FLOAT64": "F64",
 }
-
-
-def inspect_bin():
-    build = os.environ.get("MEMRA_BUILD")
-    if not build:
-        pytest.fail("MEMRA_BUILD is not set (the build folder with bin/memra-inspect)")
-    exe = pathlib.Path(build) / "bin" / "memra-inspect"
-    if not exe.exists():
-        pytest.fail(f"{exe} is missing: build the memra-inspect target")
-    return str(exe)
-
-
-def memra_json(path):
-    p = subprocess.run([inspect_bin(), "--json", str(path)], capture_output=True, timeout=120)
-    assert p.returncode == 0, p.stderr.decode(errors="replace")
-    return json.loads(p.stdout)
 
 
 def norm_memra(v, leaf_type):
@@ -74,7 +58,7 @@ def flatten(v):
 
 def compare(path):
     """Everything GGUFReader sees, memra-inspect must see the same way."""
-    ours = memra_json(path)
+    ours = inspect_json(path)
     ref = gguf.GGUFReader(str(path))
     assert ours["format"] == "gguf"
     assert ours["gguf_version"] == int(ref.fields["GGUF.version"].parts[-1][0])
@@ -194,17 +178,17 @@ def test_default_model():
 def test_errors_exit_1(tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF\x01\x00\x00\x00" + b"\x00" * 16)
-    p = subprocess.run([inspect_bin(), str(bad)], capture_output=True)
+    p = subprocess.run([tool("memra-inspect"), str(bad)], capture_output=True)
     assert p.returncode == 1
     assert f"{bad}: GGUF version 1 is not supported" in p.stderr.decode()
-    p = subprocess.run([inspect_bin(), "--json", str(tmp_path / "missing.gguf")], capture_output=True)
+    p = subprocess.run([tool("memra-inspect"), "--json", str(tmp_path / "missing.gguf")], capture_output=True)
     assert p.returncode == 1 and "no such file or folder" in p.stderr.decode()
 
 
 def test_help_and_usage():
-    p = subprocess.run([inspect_bin(), "--help"], capture_output=True)
+    p = subprocess.run([tool("memra-inspect"), "--help"], capture_output=True)
     assert p.returncode == 0 and b"usage: memra-inspect" in p.stdout
-    p = subprocess.run([inspect_bin()], capture_output=True)
+    p = subprocess.run([tool("memra-inspect")], capture_output=True)
     assert p.returncode == 2 and b"usage:" in p.stderr
-    p = subprocess.run([inspect_bin(), "--bogus", "x"], capture_output=True)
+    p = subprocess.run([tool("memra-inspect"), "--bogus", "x"], capture_output=True)
     assert p.returncode == 2 and b"unknown option '--bogus'" in p.stderr

@@ -28,14 +28,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from memra_build import tool
 
 gguf = pytest.importorskip("gguf")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 from gguf import GGMLQuantizationType as GQ  # noqa: E402
 from gguf.quants import dequantize  # noqa: E402
 
-BUILD = Path(os.environ.get("MEMRA_BUILD", "build"))
-TOOL = BUILD / "bin" / "memra-quant-check"
 
 # type name → byte offsets of the f16 scale fields inside one block (GGUF layouts,
 # as in gguf-py quants.py; see src/quant/quant_internal.h)
@@ -52,12 +51,10 @@ SIMD_LEVELS = [None, "avx2", "base"]
 
 
 def run_tool(*args, simd=None):
-    if not TOOL.exists():
-        pytest.fail(f"{TOOL} not built (set MEMRA_BUILD to the build folder)")
     env = {k: v for k, v in os.environ.items() if k != "MEMRA_CPU_SIMD"}
     if simd:
         env["MEMRA_CPU_SIMD"] = simd
-    subprocess.run([str(TOOL), *map(str, args)], check=True, env=env)
+    subprocess.run([tool("memra-quant-check"), *map(str, args)], check=True, env=env)
 
 
 def memra_dequantize(tmp_path, type_name, data: np.ndarray, simd=None) -> np.ndarray:

@@ -11,31 +11,14 @@ must be exactly the array bytes that were saved.
 Needs MEMRA_BUILD (the build folder holding bin/memra-inspect).
 """
 import json
-import os
 import pathlib
 import subprocess
 
 import ml_dtypes
 import numpy as np
-import pytest
+from memra_build import inspect_json, tool
 from safetensors import safe_open
 from safetensors.numpy import save_file
-
-
-def inspect_bin():
-    build = os.environ.get("MEMRA_BUILD")
-    if not build:
-        pytest.fail("MEMRA_BUILD is not set (the build folder with bin/memra-inspect)")
-    exe = pathlib.Path(build) / "bin" / "memra-inspect"
-    if not exe.exists():
-        pytest.fail(f"{exe} is missing: build the memra-inspect target")
-    return str(exe)
-
-
-def memra_json(path):
-    p = subprocess.run([inspect_bin(), "--json", str(path)], capture_output=True, timeout=120)
-    assert p.returncode == 0, p.stderr.decode(errors="replace")
-    return json.loads(p.stdout)
 
 
 def arrays(seed=0):
@@ -66,7 +49,7 @@ def arrays(seed=0):
 def compare(path, saved):
     """memra's view of path must match safe_open on each file, and the bytes
     at memra's offsets must be the saved arrays' bytes."""
-    ours = memra_json(path)
+    ours = inspect_json(path)
     files = ours["files"]
     by_name = {t["name"]: t for t in ours["tensors"]}
     assert sorted(by_name) == sorted(saved)
@@ -163,8 +146,8 @@ def test_errors_exit_1(tmp_path):
     bad = tmp_path / "bad.safetensors"
     header = b'{"w":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}}'
     bad.write_bytes(len(header).to_bytes(8, "little") + header + b"\0")
-    p = subprocess.run([inspect_bin(), str(bad)], capture_output=True)
+    p = subprocess.run([tool("memra-inspect"), str(bad)], capture_output=True)
     assert p.returncode == 1
     assert f"{bad}: tensor 'w': unknown dtype 'Q9'" in p.stderr.decode()
-    p = subprocess.run([inspect_bin(), "--json", str(tmp_path)], capture_output=True)
+    p = subprocess.run([tool("memra-inspect"), "--json", str(tmp_path)], capture_output=True)
     assert p.returncode == 1 and f"{tmp_path}: no config.json" in p.stderr.decode()

@@ -12,7 +12,6 @@ escaping, generator results and the error cases.
 Needs MEMRA_BUILD (the build folder holding bin/memra-template).
 """
 import copy
-import json
 
 import pytest
 

@@ -30,6 +30,7 @@ import jinja2.ext
 import pytest
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from memra_build import tool
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("MEMRA_SHARED", ROOT.parent / "shared"))
@@ -219,20 +220,10 @@ def conversations():
 CONVERSATIONS = conversations()
 
 
-def template_bin():
-    build = os.environ.get("MEMRA_BUILD")
-    if not build:
-        pytest.fail("MEMRA_BUILD is not set (the build folder with bin/memra-template)")
-    exe = pathlib.Path(build) / "bin" / "memra-template"
-    if not exe.exists():
-        pytest.fail(f"{exe} is missing: build the memra-template target")
-    return exe
-
-
 def memra_render(template_path, context, tmp_path):
     ctx_file = tmp_path / "context.json"
     ctx_file.write_text(json.dumps(context, ensure_ascii=False), encoding="utf-8")
-    p = subprocess.run([str(template_bin()), "--template", str(template_path), str(ctx_file)],
+    p = subprocess.run([tool("memra-template"), "--template", str(template_path), str(ctx_file)],
                        capture_output=True, timeout=60)
     stderr = p.stderr.decode("utf-8", "replace")
     # a crash (or a sanitizer report in a MEMRA_SANITIZE build) is never an acceptable "error"

@@ -11,26 +11,23 @@ import os
 import subprocess
 
 import pytest
+from memra_build import tool
 
 from test_templates import SYSTEM, USER1, ASSIST1, USER2, WEATHER_TOOL, USER_WEATHER, TOOL_CALL, TOOL_RESULT
 from test_templates import reference_render
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("MEMRA_BUILD", os.path.join(ROOT, "build"))
-TOKENIZE = os.path.join(BUILD, "bin", "memra-tokenize")
 SHARED = os.environ.get("MEMRA_SHARED", os.path.join(ROOT, "..", "shared"))
 QWEN3 = os.path.join(SHARED, "testdata", "tokenizers", "qwen3")
 TEMPLATES = os.path.join(SHARED, "testdata", "templates")
 SMOLLM2 = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
-if not os.path.exists(TOKENIZE):
-    pytest.skip("memra-tokenize not built", allow_module_level=True)
 
 
 def run_chat(path, ctx, tmp_path, template=None):
     f = tmp_path / "ctx.json"
     f.write_text(json.dumps(ctx, ensure_ascii=False), encoding="utf-8")
-    cmd = [TOKENIZE, "--chat", str(f)] + (["--template", template] if template else []) + [path]
+    cmd = [tool("memra-tokenize"), "--chat", str(f)] + (["--template", template] if template else []) + [path]
     return subprocess.run(cmd, capture_output=True, timeout=60)
 
 
@@ -106,15 +103,15 @@ def test_default_model_gguf_template(tmp_path):
 def test_errors_name_the_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{\"messages\": [", encoding="utf-8")
-    out = subprocess.run([TOKENIZE, "--chat", str(bad), QWEN3], capture_output=True, timeout=60)
+    out = subprocess.run([tool("memra-tokenize"), "--chat", str(bad), QWEN3], capture_output=True, timeout=60)
     assert out.returncode == 1 and str(bad).encode() in out.stderr
     arr = tmp_path / "arr.json"
     arr.write_text("[]", encoding="utf-8")
-    out = subprocess.run([TOKENIZE, "--chat", str(arr), QWEN3], capture_output=True, timeout=60)
+    out = subprocess.run([tool("memra-tokenize"), "--chat", str(arr), QWEN3], capture_output=True, timeout=60)
     assert out.returncode == 1 and b"JSON object" in out.stderr
     tmpl = tmp_path / "loop.jinja"
     tmpl.write_text("line one\n{% for x in messages %}{{ x.nope(1) }}{% endfor %}", encoding="utf-8")
     out = run_chat(QWEN3, {"messages": [USER1]}, tmp_path, template=str(tmpl))
     assert out.returncode == 1 and b"template line 2" in out.stderr, out.stderr
-    out = subprocess.run([TOKENIZE, "--template", str(tmpl), QWEN3], capture_output=True, timeout=60)
+    out = subprocess.run([tool("memra-tokenize"), "--template", str(tmpl), QWEN3], capture_output=True, timeout=60)
     assert out.returncode == 2

@@ -27,6 +27,7 @@ import sys
 import unicodedata
 
 import pytest
+from memra_build import tool
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -39,18 +40,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import make_tokenizer_corpus  # noqa: E402
 
 
-def tokenize_bin():
-    build = os.environ.get("MEMRA_BUILD")
-    if not build:
-        pytest.fail("MEMRA_BUILD is not set (the build folder with bin/memra-tokenize)")
-    exe = pathlib.Path(build) / "bin" / "memra-tokenize"
-    if not exe.exists():
-        pytest.fail(f"{exe} is missing: build the memra-tokenize target")
-    return str(exe)
-
-
 def run(args, data: bytes):
-    p = subprocess.run([tokenize_bin()] + args, input=data, capture_output=True, timeout=600)
+    p = subprocess.run([tool("memra-tokenize")] + args, input=data, capture_output=True, timeout=600)
     return p
 
 

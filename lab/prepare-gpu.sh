@@ -8,12 +8,10 @@
 #      with it), openai 3.57.0 and those of its dependencies the image lacks (docs/SERVING.md; not typing_extensions
 #      or anyio: the image's own are what its packages need), for CPython 3.12 — and .whl/tok-llama3
 #      (bench/make_llama3_tokenizer.py: memra-server's tokenizer for the random 8B models);
-#   2. `make build` of this checkout (the prototypes link its libraries), packed as gpu/main.tar.xz;
-#   3. gpu/gq.tar.xz: this checkout's HEAD + lab/gemm-q.patch (the promoted GGUF prefill GEMM), built in a git
-#      worktree (/tmp/wt-gq) so that the checkout stays as it is;
-#   4. gpu/sk.tar.xz: HEAD + lab/skip-kernels.patch (lab/skip-kernels-gguf-gpu.sh sk), the same way;
-#   5. gpu/ks.tar.xz: main's build with gq's memra-bench beside it (lab/ks-gpu.sh ks);
-#   6. gpu/gemm_q_test, by the nvcc line in its header.
+#   2. `make build` of this checkout (the prototypes link its libraries), packed as gpu/main.tar.xz
+#      (lab/defaults-gpu.sh main);
+#   3. gpu/sk.tar.xz: this checkout's HEAD + lab/skip-kernels.patch (lab/skip-kernels-gguf-gpu.sh sk), built in a
+#      git worktree (/tmp/wt-sk) so that the checkout stays as it is.
 # The sizes it prints are what the calls carry (64 MiB a call with the tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,18 +58,7 @@ pack_patch() {
   mv "$wt/gpu/$name.tar.xz" gpu/
   git worktree remove --force "$wt"
 }
-pack_patch gq lab/gemm-q.patch
 pack_patch sk lab/skip-kernels.patch
-if need gpu/ks.tar.xz; then
-  say "ks: main's build + gq's memra-bench"
-  bash lab/final-pack.sh ks gq
-fi
-
-NV="nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a"
-if need gpu/gemm_q_test; then
-  say "gemm_q_test"
-  $NV -I src lab/gemm-q/gemm_q_test.cu -lcublas -o gpu/gemm_q_test
-fi
 say "done"
 ls -la gpu .whl
 du -sh gpu/* .whl

@@ -22,6 +22,12 @@
  * larger buffer (x and y at an offset, as a span inside a batch) and inside
  * one GEMM over the buffer's 80 rows give bit-identical outputs, for BF16,
  * Q4_K and F32 in every mode.
+ * MEMRA_GEMM_PROMOTE (gemm_q.cu, cuda_gemm_promote) in the exact and xbf16
+ * modes: every GGUF type at shapes it takes and at shapes it leaves to the
+ * cuBLASLt path, against the same reference and tolerance; its kept packed
+ * copy; Q8_0's and Q4_K's batch invariance; the producers' claimed parts.
+ * The timing adds the weights' kept copies (the backend's default) and the
+ * promoted GEMM beside the two- and three-product ones.
  *
  * Timing (CUDA events, warm-up then the median of 9): the whole call as the
  * backend makes it (x conversion + dequantization + GEMM) and its parts, on
@@ -80,7 +86,7 @@ static float rand_x(enum cuda_gemm_mode mode)
 
 /* ---- correctness ----------------------------------------------------------- */
 
-static double g_worst[3][NTYPES]; /* per mode and type, for the table */
+static double g_worst[5][NTYPES]; /* per mode (3, 4: exact, xbf16 promoted) and type, for the table */
 
 static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n, uint32_t T)
 {
@@ -106,12 +112,14 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
     int bad = 0;
     kernel_ref_compare(t, w, NULL, rows, n, x, T, scale, y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff, tol = tolerance(mode, t);
-    g_worst[mode][ti] = fmax(g_worst[mode][ti], bad ? INFINITY : rel);
-    CHECK_MSG(bad == 0 && rel <= tol, "%s %s %" PRIu64 "x%" PRIu64 " T=%u: %d not finite, max|d|/max|ref| %.3g (tol %.0e)",
-              mode_name(mode), dtype_name(t), rows, n, T, bad, rel, tol);
-    printf("check %-5s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u rel err %.2e (tol %.0e)%s\n", mode_name(mode),
-           dtype_name(t), rows, n, T, rel, tol, bad || rel > tol ? "  FAIL" : "");
-    const uint64_t kb = cuda_gemm_kept_bytes(mode, t, rows, n);
+    const bool promoted = cuda_gemm_promoted(g, t, rows, n);
+    const int col = promoted ? 2 + (int)mode : (int)mode;
+    g_worst[col][ti] = fmax(g_worst[col][ti], bad ? INFINITY : rel);
+    CHECK_MSG(bad == 0 && rel <= tol, "%s%s %s %" PRIu64 "x%" PRIu64 " T=%u: %d not finite, max|d|/max|ref| %.3g (tol %.0e)",
+              mode_name(mode), promoted ? " promoted" : "", dtype_name(t), rows, n, T, bad, rel, tol);
+    printf("check %-5s%s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u rel err %.2e (tol %.0e)%s\n", mode_name(mode),
+           promoted ? " promoted" : "", dtype_name(t), rows, n, T, rel, tol, bad || rel > tol ? "  FAIL" : "");
+    const uint64_t kb = cuda_gemm_kept_bytes(mode, promoted, t, rows, n);
     if (kb) { /* the weight kept dequantized: the same bits, read from the copy (w's argument another weight) */
         uint8_t *w2 = malloc(rows * rb);
         float *y2 = malloc(4 * rows * T);
@@ -141,9 +149,9 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
  * as a T-token GEMM there and as part of one GEMM over all TB rows (the
  * backend's GEMM over a step's consecutive spans: no split K, and for f32
  * weights one algorithm for every n, so the same bits). */
-static void check_invariance(struct cuda_gemm *g, enum dtype t, uint32_t T, uint32_t off, uint32_t TB)
+static void check_invariance(struct cuda_gemm *g, enum dtype t, uint64_t rows, uint32_t T, uint32_t off, uint32_t TB)
 {
-    const uint64_t rows = 300, n = 4096, rb = row_bytes_of(t, n);
+    const uint64_t n = 4096, rb = row_bytes_of(t, n);
     uint8_t *w = malloc(rows * rb);
     float *x = malloc(4 * n * TB), *y1 = malloc(4 * rows * T), *y2 = malloc(4 * rows * T), *y3 = malloc(4 * rows * T);
     MEMRA_ASSERT(w && x && y1 && y2 && y3);
@@ -168,12 +176,13 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t, uint32_t T, uint
     cuda_ctx_sync(g_ctx);
     cuda_download(g_ctx, y3, dy2 + (uint64_t)off * rows, 4 * rows * T);
     const bool same = memcmp(y1, y2, 4 * rows * T) == 0, same_in = memcmp(y1, y3, 4 * rows * T) == 0;
-    CHECK_MSG(same, "%s %s: a span of %u at row %u differs from the same span alone", mode_name(cuda_gemm_mode_of(g)),
-              dtype_name(t), T, off);
-    CHECK_MSG(same_in, "%s %s: a span of %u's rows inside a GEMM of %u rows differ from the span alone",
-              mode_name(cuda_gemm_mode_of(g)), dtype_name(t), T, TB);
-    printf("check %-5s %-7s span of %3u alone vs at row %3u: %s; inside a GEMM of %3u rows: %s\n",
-           mode_name(cuda_gemm_mode_of(g)), dtype_name(t), T, off, same ? "bit-identical" : "DIFFERENT", TB,
+    const char *pr = cuda_gemm_promoted(g, t, rows, n) ? " promoted" : "";
+    CHECK_MSG(same, "%s%s %s: a span of %u at row %u differs from the same span alone",
+              mode_name(cuda_gemm_mode_of(g)), pr, dtype_name(t), T, off);
+    CHECK_MSG(same_in, "%s%s %s: a span of %u's rows inside a GEMM of %u rows differ from the span alone",
+              mode_name(cuda_gemm_mode_of(g)), pr, dtype_name(t), T, TB);
+    printf("check %-5s%s %-7s span of %3u alone vs at row %3u: %s; inside a GEMM of %3u rows: %s\n",
+           mode_name(cuda_gemm_mode_of(g)), pr, dtype_name(t), T, off, same ? "bit-identical" : "DIFFERENT", TB,
            same_in ? "bit-identical" : "DIFFERENT");
     cuda_free(dw), cuda_free(dx1), cuda_free(dx2), cuda_free(dy1), cuda_free(dy2);
     free(w), free(x), free(y1), free(y2), free(y3);
@@ -185,9 +194,9 @@ static void check_invariance(struct cuda_gemm *g, enum dtype t, uint32_t T, uint
  * x's parts are left in the scratch first, so a claim that was not written would show. Q4_K: a GGUF weight's
  * bf16 input too. n 1024 and 4096: the norm's RT-thread kernel (kernel_rmsnorm_gemm) against kernel_rmsnorm4
  * with some and with all of the latter's 32 warps holding values. */
-static void check_x_producers(struct cuda_gemm *g, enum dtype t, uint64_t n)
+static void check_x_producers(struct cuda_gemm *g, enum dtype t, uint64_t n, uint64_t rows)
 {
-    const uint64_t rows = 96, rb = row_bytes_of(t, n);
+    const uint64_t rb = row_bytes_of(t, n);
     const uint32_t T = 37;
     const uint64_t cnt = (uint64_t)T * n;
     uint8_t *w = malloc(rows * rb);
@@ -312,6 +321,88 @@ static void check_gemm_bs(struct cuda_gemm *g, uint64_t rows, uint64_t n, uint32
     free(w), free(bs), free(x), free(y), free(y2);
 }
 
+/* The promoted GEMM's x tiles (made once per conversion of x, gemm.cu's prep_gen) never serve another x: Q8_0
+ * after Q4_K on the same x with CUDA_GEMM_X_PREPARED (tiles without Σx after tiles with, and back) gives the bits
+ * of a fresh call, and new contents at the same pointer, converted again, give the bits of another buffer holding
+ * them. */
+static void check_promote_cache(struct cuda_gemm *g)
+{
+    const uint64_t rows = 256, n = 4096;
+    const uint32_t T = 50;
+    const enum dtype ts[2] = {DTYPE_Q4_K, DTYPE_Q8_0};
+    const char *mode = mode_name(cuda_gemm_mode_of(g));
+    void *dw[2];
+    for (int i = 0; i < 2; i++) {
+        const uint64_t rb = row_bytes_of(ts[i], n);
+        uint8_t *w = malloc(rows * rb);
+        MEMRA_ASSERT(w);
+        fill_random(ts[i], w, rows * rb);
+        dw[i] = cuda_alloc(rows * rb);
+        cuda_upload(g_ctx, dw[i], w, rows * rb);
+        free(w);
+        CHECK_MSG(cuda_gemm_promoted(g, ts[i], rows, n), "%s %s %llux%llu: not promoted", mode, dtype_name(ts[i]),
+                  (unsigned long long)rows, (unsigned long long)n);
+    }
+    CHECK_MSG(!cuda_gemm_promoted(g, DTYPE_Q6_K, rows, n) && !cuda_gemm_promoted(g, DTYPE_Q8_0, 300, n) &&
+                  !cuda_gemm_promoted(g, DTYPE_Q4_K, rows, 4128) && !cuda_gemm_promoted(g, DTYPE_BF16, rows, n),
+              "%s: promoted where it must not be (Q6_K, 300 rows, Q4_K at n 4128, BF16)", mode);
+    /* MEMRA_GEMM_PROMOTE=auto's set: the types without a min only */
+    const enum cuda_gemm_mode gm = cuda_gemm_mode_of(g);
+    CHECK_MSG(cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q8_0, rows, n) &&
+                  cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q4_0, rows, n) &&
+                  cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_IQ4_XS, rows, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q4_K, rows, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q4_1, rows, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q5_K, rows, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_OFF, gm, DTYPE_Q8_0, rows, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_ALL, CUDA_GEMM_FAST, DTYPE_Q8_0, rows, n),
+              "%s: MEMRA_GEMM_PROMOTE's sets: auto takes Q8_0 / Q4_0 / IQ4_XS and not Q4_K / Q4_1 / Q5_K, off and fast "
+              "none", mode);
+    float *x[2];
+    for (int k = 0; k < 2; k++) {
+        x[k] = malloc(4 * n * T);
+        MEMRA_ASSERT(x[k]);
+        for (uint64_t i = 0; i < n * T; i++)
+            x[k][i] = rand_x(cuda_gemm_mode_of(g));
+    }
+    float *dx = cuda_alloc(4 * n * T), *dx2 = cuda_alloc(4 * n * T), *dy = cuda_alloc(4 * rows * T);
+    float *y1 = malloc(4 * rows * T), *y2 = malloc(4 * rows * T);
+    MEMRA_ASSERT(y1 && y2);
+    cuda_upload(g_ctx, dx, x[0], 4 * n * T);
+    cuda_upload(g_ctx, dx2, x[1], 4 * n * T);
+    for (int first = 0; first < 2; first++) { /* the other type after `first`'s tiles, prepared x reused */
+        const int second = 1 - first;
+        cuda_gemm_run(g, ts[second], dw[second], rows, n, dx, T, dy, 1.0f, 0); /* fresh */
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y1, dy, 4 * rows * T);
+        cuda_gemm_run(g, ts[first], dw[first], rows, n, dx, T, dy, 1.0f, 0);
+        cuda_fill_nan_f32(g_ctx, dy, rows * T);
+        cuda_gemm_run(g, ts[second], dw[second], rows, n, dx, T, dy, 1.0f, CUDA_GEMM_X_PREPARED);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, y2, dy, 4 * rows * T);
+        const bool same = memcmp(y1, y2, 4 * rows * T) == 0;
+        CHECK_MSG(same, "%s promoted: %s after %s on the prepared x differs from a fresh call", mode,
+                  dtype_name(ts[second]), dtype_name(ts[first]));
+        printf("check %-5s promoted %s after %s, x prepared once: %s\n", mode, dtype_name(ts[second]),
+               dtype_name(ts[first]), same ? "bit-identical" : "DIFFERENT");
+    }
+    /* new contents at dx: the result of dx2 holding them */
+    cuda_gemm_run(g, DTYPE_Q4_K, dw[0], rows, n, dx2, T, dy, 1.0f, 0);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y1, dy, 4 * rows * T);
+    cuda_gemm_run(g, DTYPE_Q4_K, dw[0], rows, n, dx, T, dy, 1.0f, 0);
+    cuda_upload(g_ctx, dx, x[1], 4 * n * T);
+    cuda_fill_nan_f32(g_ctx, dy, rows * T);
+    cuda_gemm_run(g, DTYPE_Q4_K, dw[0], rows, n, dx, T, dy, 1.0f, 0);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y2, dy, 4 * rows * T);
+    const bool same = memcmp(y1, y2, 4 * rows * T) == 0;
+    CHECK_MSG(same, "%s promoted: new contents of x at the same address gave stale tiles", mode);
+    printf("check %-5s promoted Q4_K, new x at the same address: %s\n", mode, same ? "as another buffer's" : "STALE");
+    cuda_free(dw[0]), cuda_free(dw[1]), cuda_free(dx), cuda_free(dx2), cuda_free(dy);
+    free(x[0]), free(x[1]), free(y1), free(y2);
+}
+
 static void run_checks(void)
 {
     for (int mode = 0; mode < 3; mode++) {
@@ -333,23 +424,57 @@ static void run_checks(void)
         check_gemm_bs(g, 96, 1024, 130);
         test_current = "invariance";
         test_cases++;
-        check_invariance(g, DTYPE_BF16, 40, 23, 80);
-        check_invariance(g, DTYPE_Q4_K, 40, 23, 80);
-        check_invariance(g, DTYPE_F32, 40, 23, 80);
-        check_invariance(g, DTYPE_F32, 9, 100, 420); /* spans far apart in length: the f32 algorithm fixed */
-        check_invariance(g, DTYPE_F32, 33, 7, 130);
+        check_invariance(g, DTYPE_BF16, 300, 40, 23, 80);
+        check_invariance(g, DTYPE_Q4_K, 300, 40, 23, 80);
+        check_invariance(g, DTYPE_F32, 300, 40, 23, 80);
+        check_invariance(g, DTYPE_F32, 300, 9, 100, 420); /* spans far apart in length: the f32 algorithm fixed */
+        check_invariance(g, DTYPE_F32, 300, 33, 7, 130);
         test_current = "x producers";
         test_cases++;
-        check_x_producers(g, DTYPE_BF16, 1024);
-        check_x_producers(g, DTYPE_BF16, 4096); /* the norm's every warp slot (kernel_rmsnorm_gemm) */
-        check_x_producers(g, DTYPE_Q4_K, 1024);
+        check_x_producers(g, DTYPE_BF16, 1024, 96);
+        check_x_producers(g, DTYPE_BF16, 4096, 96); /* the norm's every warp slot (kernel_rmsnorm_gemm) */
+        check_x_producers(g, DTYPE_Q4_K, 1024, 96);
+        cuda_gemm_free(g);
+    }
+    /* MEMRA_GEMM_PROMOTE (gemm_q.cu): the types with a scale a 32 at shapes it takes — 256 × 4096 at 64 tokens,
+     * 384 × 2048 at 200 (a partial token tile), 128 × 14336 at 7, 128 × 256 at 33 (fewer k tiles than stages) —
+     * and those it leaves to the cuBLASLt path (300 rows, 96 rows, Q6_K); the kept packed copy; which weights
+     * take it; x's tiles across weights with and without mins and across new contents of one buffer; a span's
+     * bits alone, at an offset and inside a larger GEMM; the producers' claimed parts. */
+    for (int mode = 1; mode < 3; mode++) {
+        struct cuda_gemm *g = cuda_gemm_init(g_ctx, (enum cuda_gemm_mode)mode, 200 * 14336, 384 * 14336);
+        cuda_gemm_promote(g, 14336, CUDA_GEMM_PROMOTE_ALL);
+        for (size_t k = 0; k < NTYPES; k++) {
+            const enum dtype t = types[k];
+            if (!(t == DTYPE_Q8_0 || t == DTYPE_Q4_0 || t == DTYPE_Q4_1 || t == DTYPE_Q4_K || t == DTYPE_Q5_K ||
+                  t == DTYPE_Q6_K || t == DTYPE_IQ4_XS))
+                continue;
+            test_current = dtype_name(t);
+            test_cases++;
+            check_gemm(g, k, 256, 4096, 64);
+            check_gemm(g, k, 384, 2048, 200);
+            check_gemm(g, k, 128, 14336, 7);
+            check_gemm(g, k, 128, 256, 33); /* fewer k tiles than ring stages */
+            check_gemm(g, k, 300, 4096, 17);
+            check_gemm(g, k, 96, 1024, 130);
+        }
+        test_current = "promoted x tiles";
+        test_cases++;
+        check_promote_cache(g);
+        test_current = "invariance";
+        test_cases++;
+        check_invariance(g, DTYPE_Q8_0, 256, 40, 23, 80);
+        check_invariance(g, DTYPE_Q4_K, 256, 40, 23, 80);
+        test_current = "x producers";
+        test_cases++;
+        check_x_producers(g, DTYPE_Q4_K, 1024, 128);
         cuda_gemm_free(g);
     }
 }
 
 /* ---- timing ------------------------------------------------------------------ */
 
-enum what { W_CALL, W_PREP, W_DEQUANT, W_GEMV };
+enum what { W_CALL, W_KEPT, W_PREP, W_DEQUANT, W_GEMV };
 
 struct tcase {
     struct cuda_gemm *g;
@@ -357,6 +482,7 @@ struct tcase {
     uint64_t rows, n;
     uint32_t T;
     void *w[2]; /* two copies: small-T runs must read the weight from memory */
+    void *kept; /* the weight's kept copy (cuda_gemm_keep), where its type has one */
     float *x, *y;
 };
 
@@ -364,6 +490,7 @@ static void launch(struct tcase *c, enum what wh, int copy)
 {
     switch (wh) {
     case W_CALL: cuda_gemm_run(c->g, c->t, c->w[copy], c->rows, c->n, c->x, c->T, c->y, 1.0f, 0); break;
+    case W_KEPT: cuda_gemm_run_kept(c->g, c->t, c->w[copy], c->kept, c->rows, c->n, c->x, c->T, c->y, 1.0f, 0); break;
     case W_PREP: cuda_gemm_prep_x(c->g, c->t, c->x, c->n, c->T); break;
     case W_DEQUANT: cuda_gemm_dequant(c->g, c->t, c->w[copy], c->rows, c->n); break;
     case W_GEMV: /* the backend's decode path for T tokens: chunks of 8, ksplit 1 for the block types */
@@ -419,11 +546,18 @@ static void tcase_init(struct tcase *c, struct cuda_gemm *g, enum dtype t, uint6
     c->y = cuda_alloc(4 * rows * T);
     cuda_upload(g_ctx, c->x, x, 4 * n * T);
     free(x);
+    const uint64_t kb = cuda_gemm_kept_bytes(cuda_gemm_mode_of(g), cuda_gemm_promoted(g, t, rows, n), t, rows, n);
+    if (kb) {
+        c->kept = cuda_alloc(kb);
+        cuda_gemm_keep(g, t, c->w[0], rows, n, c->kept);
+    }
 }
 
 static void tcase_free(struct tcase *c)
 {
     cuda_free(c->w[0]), cuda_free(c->w[1]), cuda_free(c->x), cuda_free(c->y);
+    if (c->kept)
+        cuda_free(c->kept);
 }
 
 static const struct shape {
@@ -442,49 +576,61 @@ static void run_timing(void)
     struct cuda_gemm *gf = cuda_gemm_init(g_ctx, CUDA_GEMM_FAST, max_x, max_w);
     struct cuda_gemm *ge = cuda_gemm_init(g_ctx, CUDA_GEMM_EXACT, max_x, max_w);
     struct cuda_gemm *gx = cuda_gemm_init(g_ctx, CUDA_GEMM_XBF16, max_x, max_w);
-    struct cuda_gemm *by_mode[3] = {gf, ge, gx};
-    static const struct { enum dtype t; enum cuda_gemm_mode mode; } cfgs[] = {
-        {DTYPE_BF16, CUDA_GEMM_FAST}, {DTYPE_BF16, CUDA_GEMM_EXACT}, {DTYPE_BF16, CUDA_GEMM_XBF16},
-        {DTYPE_F16, CUDA_GEMM_FAST},  {DTYPE_F8_E4M3, CUDA_GEMM_FAST}, {DTYPE_Q8_0, CUDA_GEMM_FAST},
-        {DTYPE_Q4_K, CUDA_GEMM_FAST}, {DTYPE_Q6_K, CUDA_GEMM_FAST},  {DTYPE_Q4_K, CUDA_GEMM_EXACT},
-        {DTYPE_Q4_K, CUDA_GEMM_XBF16},
+    struct cuda_gemm *gep = cuda_gemm_init(g_ctx, CUDA_GEMM_EXACT, max_x, max_w);
+    struct cuda_gemm *gxp = cuda_gemm_init(g_ctx, CUDA_GEMM_XBF16, max_x, max_w);
+    cuda_gemm_promote(gep, 14336, CUDA_GEMM_PROMOTE_ALL);
+    cuda_gemm_promote(gxp, 14336, CUDA_GEMM_PROMOTE_ALL);
+    struct cuda_gemm *by_mode[2][3] = {{gf, ge, gx}, {gf, gep, gxp}};
+    static const struct { enum dtype t; enum cuda_gemm_mode mode; bool promote; } cfgs[] = {
+        {DTYPE_BF16, CUDA_GEMM_FAST, 0}, {DTYPE_BF16, CUDA_GEMM_EXACT, 0}, {DTYPE_BF16, CUDA_GEMM_XBF16, 0},
+        {DTYPE_F16, CUDA_GEMM_FAST, 0},  {DTYPE_F8_E4M3, CUDA_GEMM_FAST, 0}, {DTYPE_Q8_0, CUDA_GEMM_FAST, 0},
+        {DTYPE_Q4_K, CUDA_GEMM_FAST, 0}, {DTYPE_Q6_K, CUDA_GEMM_FAST, 0},  {DTYPE_Q4_K, CUDA_GEMM_EXACT, 0},
+        {DTYPE_Q4_K, CUDA_GEMM_XBF16, 0}, {DTYPE_Q8_0, CUDA_GEMM_XBF16, 0}, {DTYPE_Q8_0, CUDA_GEMM_XBF16, 1},
+        {DTYPE_Q4_K, CUDA_GEMM_XBF16, 1}, {DTYPE_Q4_K, CUDA_GEMM_EXACT, 1},
     };
     const size_t ncfg = sizeof cfgs / sizeof cfgs[0];
     const uint32_t Ts[2] = {512, 4096};
     printf("\n## Prefill GEMM (cuBLASLt), 8B shapes: whole call = x conversion + dequantization + GEMM(s); "
            "TFLOP/s = 2*rows*n*T / time of the whole call; %% of %.0f TFLOP/s\n\n", PEAK_TFLOPS);
-    printf("| type | mode | shape | T | call ms | TFLOP/s | %% peak | x prep ms | dequant ms |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
-    double layer_ms[sizeof cfgs / sizeof cfgs[0]][2] = {{0}};
+    printf("| type | mode | shape | T | call ms | TFLOP/s | %% peak | x prep ms | dequant ms | kept ms | kept TFLOP/s |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    double layer_ms[sizeof cfgs / sizeof cfgs[0]][2] = {{0}}, layer_kept[sizeof cfgs / sizeof cfgs[0]][2] = {{0}};
     for (size_t ci = 0; ci < ncfg; ci++)
         for (size_t s = 0; s < NSHAPES; s++) {
             struct tcase c; /* one weight upload serves both T */
-            tcase_init(&c, by_mode[cfgs[ci].mode], cfgs[ci].t, shapes[s].rows, shapes[s].n, Ts[1]);
+            tcase_init(&c, by_mode[cfgs[ci].promote][cfgs[ci].mode], cfgs[ci].t, shapes[s].rows, shapes[s].n, Ts[1]);
             for (int ti = 0; ti < 2; ti++) {
                 const uint32_t T = c.T = Ts[ti];
                 const double call = time_ms(&c, W_CALL), prep = time_ms(&c, W_PREP);
                 const bool deq = cuda_gemm_scratch_w_elems(c.t, c.rows, c.n) > 0;
                 const double dq = deq ? time_ms(&c, W_DEQUANT) : 0.0;
+                const double kept = c.kept ? time_ms(&c, W_KEPT) : call;
                 const double tf = tflops(c.rows, c.n, T, call);
-                printf("| %s | %s | %s %" PRIu64 "x%" PRIu64 " | %u | %.3f | %.0f | %.1f | %.3f | %s%.3f |\n",
-                       dtype_name(c.t), mode_name(cfgs[ci].mode), shapes[s].name, c.rows, c.n, T, call, tf,
-                       100.0 * tf / PEAK_TFLOPS, prep, deq ? "" : "-", dq);
+                const bool pr = cuda_gemm_promoted(c.g, c.t, c.rows, c.n);
+                printf("| %s | %s%s | %s %" PRIu64 "x%" PRIu64 " | %u | %.3f | %.0f | %.1f | %.3f | %s%.3f | %.3f | %.0f |\n",
+                       dtype_name(c.t), mode_name(cfgs[ci].mode), pr ? " promoted" : "", shapes[s].name, c.rows,
+                       c.n, T, call, tf, 100.0 * tf / PEAK_TFLOPS, prep, deq ? "" : "-", dq, kept,
+                       tflops(c.rows, c.n, T, kept));
                 fflush(stdout);
                 /* one 8B layer: q, o, k, v, gate, up, down */
                 const int mult = s == 0 ? 2 : s == 1 ? 2 : s == 2 ? 2 : s == 3 ? 1 : 0;
                 layer_ms[ci][ti] += mult * call;
+                layer_kept[ci][ti] += mult * kept;
             }
             tcase_free(&c);
         }
     printf("\n## One Llama-3-8B layer of GEMMs (q, k, v, o, gate, up, down: 218 M params), projected pp (GEMMs of "
-           "32 layers only, no attention / norms / lm_head)\n\n| type | mode | T | layer ms | TFLOP/s | tok/s |\n"
-           "|---|---|---|---|---|---|\n");
+           "32 layers only, no attention / norms / lm_head; kept: the weights' kept copies, the backend's default)\n\n"
+           "| type | mode | T | layer ms | TFLOP/s | tok/s | kept layer ms | kept TFLOP/s | kept tok/s |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
     for (size_t ci = 0; ci < ncfg; ci++)
         for (int ti = 0; ti < 2; ti++) {
             const double p = 2.0 * 4096 * 4096 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096;
-            printf("| %s | %s | %u | %.3f | %.0f | %.0f |\n", dtype_name(cfgs[ci].t), mode_name(cfgs[ci].mode),
-                   Ts[ti], layer_ms[ci][ti], 2.0 * p * Ts[ti] / (layer_ms[ci][ti] * 1e9),
-                   Ts[ti] / (32.0 * layer_ms[ci][ti] / 1e3));
+            printf("| %s | %s%s | %u | %.3f | %.0f | %.0f | %.3f | %.0f | %.0f |\n", dtype_name(cfgs[ci].t),
+                   mode_name(cfgs[ci].mode), cfgs[ci].promote ? " promoted" : "", Ts[ti], layer_ms[ci][ti],
+                   2.0 * p * Ts[ti] / (layer_ms[ci][ti] * 1e9), Ts[ti] / (32.0 * layer_ms[ci][ti] / 1e3),
+                   layer_kept[ci][ti], 2.0 * p * Ts[ti] / (layer_kept[ci][ti] * 1e9),
+                   Ts[ti] / (32.0 * layer_kept[ci][ti] / 1e3));
         }
 
     /* crossover: the decode GEMV path against the GEMM at small T */
@@ -507,6 +653,8 @@ static void run_timing(void)
     cuda_gemm_free(gf);
     cuda_gemm_free(ge);
     cuda_gemm_free(gx);
+    cuda_gemm_free(gep);
+    cuda_gemm_free(gxp);
 }
 
 int main(int argc, char **argv)
@@ -514,10 +662,11 @@ int main(int argc, char **argv)
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
     run_checks();
-    printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of 3 shapes; xbf16 against the rounded x)\n\n"
-           "| type | fast | exact | xbf16 |\n|---|---|---|---|\n");
+    printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of its shapes; xbf16 against the rounded x)\n\n"
+           "| type | fast | exact | xbf16 | exact promoted | xbf16 promoted |\n|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < NTYPES; k++)
-        printf("| %s | %.2e | %.2e | %.2e |\n", dtype_name(types[k]), g_worst[0][k], g_worst[1][k], g_worst[2][k]);
+        printf("| %s | %.2e | %.2e | %.2e | %.2e | %.2e |\n", dtype_name(types[k]), g_worst[0][k], g_worst[1][k],
+               g_worst[2][k], g_worst[3][k], g_worst[4][k]);
     if (!quick && !test_failures)
         run_timing();
     cuda_ctx_free(g_ctx);

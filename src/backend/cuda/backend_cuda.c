@@ -26,8 +26,8 @@
  * batched GEMV, 64 tokens a launch, when a run has 2 or more tokens (use_mmv;
  * MEMRA_DECODE_MMV=auto|all|off): the wgmma kernel (mmv_wg.cu, n % 64 == 0)
  * or with MEMRA_MMV=sync the mma.sync one (mmv.cu, also the fallback).
- * Quantized GEMVs run at the K split of the weight's type and row length
- * (cuda_gemv_engine_ksplit; MEMRA_GEMV_KSPLIT) at every batch size, so their
+ * Quantized GEMVs run at the K split of the weight's type and row length and
+ * whether it is the head (cuda_gemv_engine_ksplit; MEMRA_GEMV_KSPLIT) at every batch size, so their
  * summation order does not depend on the batch, the mmv's slices depend only on the
  * weight's shape, and a GEMM's
  * algorithm is fixed per shape, so a sequence's result is the same alone or
@@ -735,6 +735,16 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM=%s: expected exact, fast or off", mode);
     if (gm == CUDA_GEMM_EXACT && b->base.cfg.act_type == BACKEND_ACT_BF16) /* x arrives rounded: no low part */
         gm = CUDA_GEMM_XBF16;
+    /* MEMRA_GEMM_PROMOTE: auto (unset, empty) the types without a min, on all, off none (cuda_ops.h says when) */
+    const char *pv = getenv("MEMRA_GEMM_PROMOTE");
+    enum cuda_gemm_promote promote = CUDA_GEMM_PROMOTE_PLAIN;
+    if (pv && strcmp(pv, "on") == 0)
+        promote = CUDA_GEMM_PROMOTE_ALL;
+    else if (pv && strcmp(pv, "off") == 0)
+        promote = CUDA_GEMM_PROMOTE_OFF;
+    else if (pv && *pv && strcmp(pv, "auto") != 0)
+        return err_set(err, errlen, "cuda backend: MEMRA_GEMM_PROMOTE=%s: expected auto, on or off", pv);
+    bool promoted_any = false; /* whether a layer weight takes it: its scratches only then */
     uint32_t min_all = 0;
     if (mt && *mt && checked_parse_u32(mt, 1, 1u << 20, &min_all) != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM_MIN_TOKENS=%s: expected 1..%u", mt, 1u << 20);
@@ -754,12 +764,18 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
                           : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
+            const bool pr = !w->bs && cuda_gemm_promote_takes(promote, gm, w->dtype, w->rows, w->cols);
+            promoted_any |= pr;
             kept_bytes += w->bs ? cuda_gemm_kept_bytes_bs(gm, w->rows, w->cols)
-                                : cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols); /* 0 exactly where e is */
+                                : cuda_gemm_kept_bytes(gm, pr, w->dtype, w->rows, w->cols); /* 0 exactly where e is */
         }
     }
     bool keep;
-    const uint64_t x_bytes = (uint64_t)b->base.cfg.max_batch_tokens * wide * 4; /* x's bf16 parts, both at most */
+    uint64_t x_bytes = (uint64_t)b->base.cfg.max_batch_tokens * wide * 4; /* x's bf16 parts, both at most */
+    if (!promoted_any)
+        promote = CUDA_GEMM_PROMOTE_OFF;
+    if (promote) /* and their tiles (cuda_gemm_promote), ~4.1 bytes an element with two parts */
+        x_bytes += x_bytes * 33 / 32 + wide * 528;
     if (gemm_keep_decide(b, kept_bytes, x_bytes, &keep, err, errlen) != 0)
         return -1;
     if (keep)
@@ -778,6 +794,7 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
     }
     b->moe_gemm_min = !moe_gemm ? 0 : min_all ? min_all : MOE_GEMM_MIN;
     b->gemm = cuda_gemm_init(b->ctx, gm, (uint64_t)b->base.cfg.max_batch_tokens * wide, max_w);
+    cuda_gemm_promote(b->gemm, wide, promote);
     for (uint32_t l = 0; l < c->n_layers && keep; l++) {
         struct cuda_layer *D = &b->layers[l];
         struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
@@ -785,7 +802,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             struct cuda_weight *w = ws[i];
             const uint64_t kb = !w->gemm_min ? 0
                                 : w->bs      ? cuda_gemm_kept_bytes_bs(gm, w->rows, w->cols)
-                                             : cuda_gemm_kept_bytes(gm, w->dtype, w->rows, w->cols);
+                                             : cuda_gemm_kept_bytes(gm, cuda_gemm_promoted(b->gemm, w->dtype, w->rows, w->cols),
+                                                                    w->dtype, w->rows, w->cols);
             if (kb) {
                 w->kept = dev_alloc(b, kb);
                 if (w->bs)

@@ -106,7 +106,7 @@ struct cuda_ctx {
     int gemv_mma;            /* which GEMVs run on the int8 tensor cores: CUDA_GEMV_MMA_* (gemv_mma.cu; MEMRA_GEMV_MMA) */
     int gemv_mma_ks;         /* its K split: 0 = by shape (tests set 1, 2, 4, 8) */
     int gemv_ks;             /* the engine's K split for the dp4a GEMVs, every batch size: 1, 4 or
-                              * CUDA_GEMV_KS_LONG (cuda_gemv_engine_ksplit; MEMRA_GEMV_KSPLIT) */
+                              * CUDA_GEMV_KS_AUTO (cuda_gemv_engine_ksplit; MEMRA_GEMV_KSPLIT) */
     uint32_t attn_rows_min;  /* decode attention: launches of ≥ this many rows run one CTA a row
                               * (attn_decode.cu; 0 = never; MEMRA_ATTN_ROWS) */
     uint32_t attn_prefill_bm; /* prefill attention: query rows a CTA for unsplit spans, 64 or 128

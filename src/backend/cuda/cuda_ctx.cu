@@ -68,9 +68,9 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int mma = CUDA_GEMV_MMA_Q4K;
     if (!env_pick("MEMRA_GEMV_MMA", mma_modes, 3, &mma, err, errlen))
         return NULL;
-    /* MEMRA_GEMV_KSPLIT: the dp4a GEMVs' K split for every batch size — 1 (unset, empty), 4, or long (4 for rows
-     * of ≥ 8192 elements, 1 below) */
-    static const char *const ks_modes[] = {"1", "4", "long"};
+    /* MEMRA_GEMV_KSPLIT: the dp4a GEMVs' K split for every batch size — auto (unset, empty: 4, the output head 1),
+     * 1 or 4 (every matrix) */
+    static const char *const ks_modes[] = {"auto", "1", "4"};
     int ksm = 0;
     if (!env_pick("MEMRA_GEMV_KSPLIT", ks_modes, 3, &ksm, err, errlen))
         return NULL;
@@ -141,7 +141,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->attn_dec_one = dec_one == 1;
     ctx->gemv_staged = staged;
     ctx->gemv_mma = mma;
-    ctx->gemv_ks = ksm == 0 ? 1 : ksm == 1 ? 4 : CUDA_GEMV_KS_LONG;
+    ctx->gemv_ks = ksm == 0 ? CUDA_GEMV_KS_AUTO : ksm == 1 ? 1 : 4;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));

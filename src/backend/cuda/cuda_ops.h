@@ -168,13 +168,17 @@ void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
                        unsigned flags);
 /* The K split the engine gives a quantized weight of type t and row length n
  * on the dp4a GEMVs, at every batch size, so that a sequence's bits do not
- * depend on its batch: MEMRA_GEMV_KSPLIT 1 (the default), 4, or long (4 for
- * n ≥ 8192, 1 below: CUDA_GEMV_KS_LONG). A function of
- * the type and n alone, never of the rows: a fused matrix (q|k|v, gate|up: a
- * lone token's) and its parts (a batch's) must split alike. The tensor-core
+ * depend on its batch; head: the weight is the output head (lm_head), which
+ * is never fused with another. MEMRA_GEMV_KSPLIT auto (the default,
+ * CUDA_GEMV_KS_AUTO): 4 for the layer matrices, 1 for the head (its 128 k
+ * rows stream best on the staged kernel: H100, 8B shapes, Q6_K 153 against
+ * 174 µs a lone token, 528 against 709 at 8; layers' Q8_0 shapes 3-30 %
+ * faster at 4); 1 or 4: every matrix. A function of the type, n and the
+ * head alone, never of the rows: a fused matrix (q|k|v, gate|up: a lone
+ * token's) and its parts (a batch's) must split alike. The tensor-core
  * kernels (MEMRA_GEMV_MMA) ignore it. */
-int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n);
-#define CUDA_GEMV_KS_LONG (-1) /* cuda_ctx.gemv_ks for MEMRA_GEMV_KSPLIT=long */
+int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n, bool head);
+#define CUDA_GEMV_KS_AUTO (-1) /* cuda_ctx.gemv_ks for MEMRA_GEMV_KSPLIT=auto */
 
 /* ---- mixture-of-experts FFN (moe.cu), Qwen3-MoE ---------------------------
  *   y (T, dim) = Σ_k w[t,k] · down_e(silu(gate_e(x_t)) · up_e(x_t)),  e = topk[t,k]
@@ -369,6 +373,20 @@ struct cuda_gemm;
 struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode, uint64_t max_x, uint64_t max_w);
 void cuda_gemm_free(struct cuda_gemm *g);
 enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g);
+/* MEMRA_GEMM_PROMOTE (gemm_q.cu): the GGUF types with one scale a 32 elements (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
+ * IQ4_XS) at rows % 128 == 0 and n % 64 == 0 multiply their quantized values (exact in bf16) by x's bf16 parts,
+ * one product a part, each 32-block's scale (and min) applied to its partial sum: no weight low part (EXACT: two
+ * products instead of three; XBF16: one instead of two), a kept copy of 2.125-2.25 bytes an element instead of 4.
+ * Which types take it: PLAIN those without a min (Q8_0, Q4_0, IQ4_XS: the min's Σx term made Q4_K slower than
+ * cuBLASLt's two products), ALL every one (cuda_gemm_promote_takes, the rule for a weight). cuda_gemm_promote
+ * turns it on (EXACT / XBF16; a no-op in FAST), allocating its scratches for inputs of up to max_n columns; before
+ * any cuda_gemm_keep, whose copies then take the packed form for those weights (cuda_gemm_kept_bytes with
+ * promote). cuda_gemm_promoted: whether a weight takes it in g. */
+enum cuda_gemm_promote { CUDA_GEMM_PROMOTE_OFF, CUDA_GEMM_PROMOTE_PLAIN, CUDA_GEMM_PROMOTE_ALL };
+bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t, uint64_t rows,
+                             uint64_t n);
+void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda_gemm_promote p);
+bool cuda_gemm_promoted(const struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n);
 
 /* Types with a GEMM: BF16, F16 (n % 8 == 0), F8_E4M3 (n % 8), F32 (n % 4),
  * and the GGUF block types the GEMV reads (whole blocks a row). */
@@ -403,11 +421,11 @@ uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, u
 bool cuda_gemm_x_ready(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);
 /* A weight kept dequantized on the device (MEMRA_GEMM_KEEP, backend_cuda.c):
  * cuda_gemm_kept_bytes is the size of its copy in a mode (0: the type needs
- * none), cuda_gemm_keep writes it (kept: 256-byte aligned) with the kernels
+ * none; promote: the weight takes the promoted GEMM, cuda_gemm_promote_takes), cuda_gemm_keep writes it (kept: 256-byte aligned) with the kernels
  * cuda_gemm_dequant runs, and cuda_gemm_run_kept is cuda_gemm_run reading it
  * instead of dequantizing w again (kept NULL: as cuda_gemm_run) — the same
  * values, the same algorithm, so the same bits (kernel_gemm checks). */
-uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, enum dtype t, uint64_t rows, uint64_t n);
+uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, bool promote, enum dtype t, uint64_t rows, uint64_t n);
 /* The same for FP8 E4M3 with 128 × 128 block scales bs (cuda_gemv_bs): dequantized once per call (or kept) as
  * value = e4m3 · s rounded once (the f32 path's expanded values; the CPU scales each block's dot instead) split
  * into bf16 hi + lo as a GGUF weight (FAST: hi only), so

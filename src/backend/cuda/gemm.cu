@@ -58,6 +58,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/gemm_q.h"
 #include "backend/cuda/gemv_internal.cuh"
 #include "backend/cuda/gemv_quant_types.cuh"
 #include "backend/cuda/tile_copy.cuh"
@@ -288,6 +289,16 @@ struct cuda_gemm {
     } prep;
     struct plan plans[GEMM_PLANS];
     int n_plans, evict;
+    uint32_t prep_gen;       /* +1 at every conversion or claim of x: what xt was tiled from */
+    enum cuda_gemm_promote promote; /* which GGUF types with a scale a 32 run gemm_q.cu (cuda_gemm_promote) */
+    uint8_t *wq;             /* promote: a weight's packed form when it is not kept (max_w elements) */
+    uint8_t *xt;             /* promote: x's tiles, xt_cap bytes */
+    uint64_t xt_cap;
+    struct {                 /* what xt holds */
+        uint32_t gen;
+        int parts;           /* 0: nothing */
+        bool mins;
+    } xt_of;
 };
 
 extern "C" struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode, uint64_t max_x,
@@ -328,7 +339,7 @@ extern "C" void cuda_gemm_free(struct cuda_gemm *g)
         cublasLtMatrixLayoutDestroy(g->plans[i].d);
     }
     cublasLtDestroy(g->lt);
-    void *bufs[] = {g->ws, g->xhi, g->ystack, g->whi, g->wlo};
+    void *bufs[] = {g->ws, g->xhi, g->ystack, g->whi, g->wlo, g->wq, g->xt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             CUDA_CHECK(cudaFree(bufs[i]));
@@ -336,6 +347,32 @@ extern "C" void cuda_gemm_free(struct cuda_gemm *g)
 }
 
 extern "C" enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g) { return g->mode; }
+
+extern "C" bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t,
+                                        uint64_t rows, uint64_t n)
+{
+    return p != CUDA_GEMM_PROMOTE_OFF && mode != CUDA_GEMM_FAST && gemm_q_supported(t, rows, n) &&
+           (p == CUDA_GEMM_PROMOTE_ALL || !gemm_q_has_mins(t));
+}
+
+extern "C" void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda_gemm_promote p)
+{
+    if (g->promote != CUDA_GEMM_PROMOTE_OFF || p == CUDA_GEMM_PROMOTE_OFF || g->mode == CUDA_GEMM_FAST)
+        return;
+    /* x's tiles for T·n ≤ max_x, n ≤ max_n: ⌈T/128⌉·(n/64) tiles of ≤ 2 parts of 16 KB + 1 KB of Σx */
+    const int parts = g->mode == CUDA_GEMM_EXACT ? 2 : 1;
+    g->xt_cap = gemm_q_x_bytes(1, max_n, true, parts) + (g->max_x / 64 + 1) * (parts * 16384 + 1024) / 128;
+    if (g->max_x)
+        CUDA_CHECK(cudaMalloc(&g->xt, g->xt_cap));
+    if (g->max_w) /* 2.25 bytes an element at most (bf16 q, a scale and a min a 32) */
+        CUDA_CHECK(cudaMalloc(&g->wq, g->max_w / 32 * 72 + 256));
+    g->promote = p;
+}
+
+extern "C" bool cuda_gemm_promoted(const struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n)
+{
+    return cuda_gemm_promote_takes(g->promote, g->mode, t, rows, n);
+}
 
 extern "C" bool cuda_gemm_supported(enum dtype t, uint64_t rows, uint64_t n)
 {
@@ -371,6 +408,7 @@ static bool prep_holds(const struct cuda_gemm *g, enum xkind kind, const float *
  * the low part goes (none without one), and what prep_holds will match. */
 static void prep_mark(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T)
 {
+    g->prep_gen++;
     g->xlo = x_has_lo(g, kind) ? g->xhi + n * T : NULL;
     g->prep.x = x;
     g->prep.n = n;
@@ -484,8 +522,11 @@ static bool kept_has_lo(enum cuda_gemm_mode mode, enum dtype t) { return mode !=
 
 static uint64_t kept_lo_offset(uint64_t rows, uint64_t n) { return (rows * n * 2 + 255) / 256 * 256; }
 
-extern "C" uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, enum dtype t, uint64_t rows, uint64_t n)
+extern "C" uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, bool promote, enum dtype t, uint64_t rows,
+                                        uint64_t n)
 {
+    if (promote) /* the weight takes the promoted GEMM (cuda_gemm_promote_takes) */
+        return gemm_q_packed_bytes(t, rows, n);
     if (cuda_gemm_scratch_w_elems(t, rows, n) == 0)
         return 0;
     return kept_has_lo(mode, t) ? kept_lo_offset(rows, n) + rows * n * 2 : rows * n * 2;
@@ -494,9 +535,13 @@ extern "C" uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, enum dtype t,
 extern "C" void cuda_gemm_keep(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                                void *kept)
 {
-    if (cuda_gemm_kept_bytes(g->mode, t, rows, n) == 0 || (uintptr_t)kept % 256)
+    if (cuda_gemm_kept_bytes(g->mode, cuda_gemm_promoted(g, t, rows, n), t, rows, n) == 0 || (uintptr_t)kept % 256)
         CUDA_FAIL("cuda_gemm_keep: %s %llu×%llu has no kept copy, or the buffer is not 256-byte aligned",
                   dtype_name(t), (unsigned long long)rows, (unsigned long long)n);
+    if (cuda_gemm_promoted(g, t, rows, n)) { /* the packed form gemm_q_run reads */
+        gemm_q_pack(g->ctx, t, w, rows, n, kept);
+        return;
+    }
     uint8_t *k = (uint8_t *)kept;
     uint16_t *lo = kept_has_lo(g->mode, t) ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL;
     dequant_to(g, t, w, rows, n, (uint16_t *)k, lo);
@@ -680,6 +725,33 @@ static void run_parts(struct cuda_gemm *g, enum xkind xk, const void *a, const v
         gemm_one(g, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
 }
 
+/* The promoted GEMM (gemm_q.cu): x's bf16 parts as cuda_gemm_prep_x makes them (or a producer's claim), tiled
+ * once for every weight that reads them (the tiles follow the conversion: prep_gen), the weight packed into the
+ * scratch unless kept. */
+static void run_promoted(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept, uint64_t rows,
+                         uint64_t n, const float *x, uint32_t T, float *y, float scale, unsigned flags)
+{
+    prep_x(g, XK_BF16, x, n, T, (flags & CUDA_GEMM_X_PREPARED) != 0);
+    const bool mins = gemm_q_has_mins(t);
+    const int parts = g->xlo ? 2 : 1;
+    if (g->xt_of.gen != g->prep_gen || g->xt_of.parts != parts || g->xt_of.mins != mins) {
+        if (gemm_q_x_bytes(T, n, mins, parts) > g->xt_cap)
+            CUDA_FAIL("cuda_gemm: x tiles of %u×%llu exceed the scratch (%llu bytes)", T, (unsigned long long)n,
+                      (unsigned long long)g->xt_cap);
+        gemm_q_tile_x(g->ctx, g->xhi, g->xlo, T, n, mins, g->xt);
+        g->xt_of.gen = g->prep_gen, g->xt_of.parts = parts, g->xt_of.mins = mins;
+    }
+    const void *a = kept;
+    if (!a) {
+        if (rows * n > g->max_w || !g->wq)
+            CUDA_FAIL("cuda_gemm: weight %llu×%llu exceeds the packing scratch (%llu elements)",
+                      (unsigned long long)rows, (unsigned long long)n, (unsigned long long)g->max_w);
+        gemm_q_pack(g->ctx, t, w, rows, n, g->wq);
+        a = g->wq;
+    }
+    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, scale);
+}
+
 extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept,
                                    uint64_t rows, uint64_t n, const float *x, uint32_t T, float *y, float scale,
                                    unsigned flags)
@@ -692,6 +764,10 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
     if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
         CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
     const bool exact = g->mode != CUDA_GEMM_FAST; /* the weights' values kept whole */
+    if (cuda_gemm_promoted(g, t, rows, n)) {
+        run_promoted(g, t, w, kept, rows, n, x, T, y, scale, flags);
+        return;
+    }
     if (t == DTYPE_F32) { /* TF32 (FAST) or f32 (EXACT), x read as is */
         gemm_one(g, CUDA_R_32F, w, CUDA_R_32F, x, exact ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32, rows, n,
                  T, y, scale, 0.0f, align_of(n * 4));

@@ -461,10 +461,10 @@ void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w
     }
 }
 
-extern "C" int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n)
+extern "C" int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n, bool head)
 {
-    (void)t; /* one rule for every type until one is measured to want another */
-    return ctx->gemv_ks == CUDA_GEMV_KS_LONG ? (n >= 8192 ? 4 : 1) : ctx->gemv_ks;
+    (void)t, (void)n; /* one rule for every type and length: the thirty-ninth run measured none to want another */
+    return ctx->gemv_ks == CUDA_GEMV_KS_AUTO ? (head ? 1 : 4) : ctx->gemv_ks;
 }
 
 void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,

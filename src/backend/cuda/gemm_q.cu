@@ -1,0 +1,368 @@
+/* backend/cuda/gemm_q.cu — the prefill GEMM of the GGUF types with one scale a 32 elements (Q8_0, Q4_0, Q4_1,
+ * Q4_K, Q5_K, IQ4_XS) on their quantized values: one bf16 wgmma product a pair, each 32-block's scale (and min)
+ * applied when its two k16 steps are done ("promotion", DeepGEMM's arrangement), instead of gemm.cu's cuBLASLt
+ * products of the dequantized weight's bf16 high and low parts (MEMRA_GEMM_PROMOTE; gemm.cu calls it).
+ *
+ *   y (T, rows) f32 = scale · Σ_kb ( s[r][kb] · Σ_{k in kb} q[r][k] · x[t][k]  −  mn[r][kb] · Σ_{k in kb} x[t][k] )
+ *
+ * (the value a 32-block decodes to, gemv_quant_types.cuh: d·q + m, so s = d and mn = −m; Q4_0's d·(q − 8) as q − 8
+ * without a min). q is an integer of ≤ 8 bits, exact in bf16, and x is bf16-valued (bf16 activations; with f32
+ * activations x = hi + lo, both multiplied into the same partial): each block's partial sum is the tensor cores'
+ * f32 sum of exact products — closer to the exact dot than the two-part weight (whose w_lo · x_lo is dropped).
+ * Bits: an output's operations are the same whatever T and its place in the token tiles (K walked in one order,
+ * tokens past T zero), so a span's rows are the same alone and inside a GEMM over several spans.
+ *
+ * Operands, made by the two pack kernels below:
+ *   A (gemm_q_pack; the kept copy of cuda_gemm_keep, or a scratch per call): tiles of 128 rows × 64 k, tile
+ *     (rt, kt) at (rt·KT + kt)·AS: q as bf16 in the wgmma 128-byte swizzle (wgmma.cuh's swz), then the f32 scales
+ *     s[128][2] (the tile's two 32-blocks), then with mins mn[128][2]. AS = 17408 or 18432 bytes.
+ *   B (gemm_q_tile_x, from the bf16 x rows the GEMM's x conversion or the producers made): tiles of 128 tokens ×
+ *     64 k per x part (1 or 2: hi, lo), tile (tt, kt) at (tt·KT + kt)·BG, tokens past T zero, then with mins the
+ *     blocks' Σx [2][128] (f32, of hi + lo).
+ * Kernel: a CTA = 128 rows × 128 tokens, 384 threads. Warpgroups 0 and 1 compute (rows 64w .. 64w + 63;
+ * setmaxnreg 232); warpgroup 2's first lane bulk-copies each stage's A and B tiles into a ring of NS stages
+ * (full / empty mbarriers; setmaxnreg 40). A warpgroup's 32-block: 2 wgmma m64n128k16 per x part into a partial
+ * p (the first with scale-d 0), wait, acc += s · p (− mn · Σx): its 64 (128) FFMA run while the other
+ * warpgroup's products keep the tensor cores busy. The floor: 2·rows·K·T FLOPs at ~790 TFLOP/s (the H200's bf16
+ * rate) per x part. First measured as lab/gemm-q/gemm_q_test.cu.
+ */
+#include <cuda_bf16.h>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/gemm_q.h"
+#include "backend/cuda/gemv_quant_types.cuh"
+#include "backend/cuda/tile_copy.cuh"
+#include "backend/cuda/wgmma.cuh"
+
+namespace {
+
+constexpr uint32_t BM = 128, BN = 128, BK = 64, QB = 32; /* rows, tokens and k a CTA tile; k a scale block */
+constexpr uint32_t A_BYTES = BM * BK * 2, S_BYTES = BM * (BK / QB) * 4, B_BYTES = BN * BK * 2;
+constexpr int NT = 384;
+
+/* Bytes of a stage's parts: A (q tile, scales, with MINS mins: 1 KB each, so 1024-aligned in all); B (XP x tiles,
+ * with MINS Σx [2][BN] after them; BG copied, BR held so that the next stage stays 1024-aligned). */
+template <bool MINS, int XP> struct lay {
+    static constexpr uint32_t AS = A_BYTES + S_BYTES * (MINS ? 2 : 1);
+    static constexpr uint32_t BG = XP * B_BYTES + (MINS ? 2 * BN * 4 : 0), BR = (BG + 1023) / 1024 * 1024;
+    static constexpr uint32_t STAGE = AS + BR;
+};
+/* Stages: 5 with one x part (34-36 KB a stage), 4 with two (51-52 KB). */
+template <int XP> __host__ __device__ constexpr int stages() { return XP == 1 ? 5 : 4; }
+template <bool MINS, int XP> constexpr uint32_t smem_bytes()
+{
+    return stages<XP>() * lay<MINS, XP>::STAGE + 1024 + 2 * stages<XP>() * 8;
+}
+
+/* d (64 × 128 f32: 64 a thread) = A · B (ACC 0) or += A · B (ACC 1), both K-major bf16 in shared memory. */
+template <int ACC> __device__ __forceinline__ void wg_mn(float (&d)[64], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : WG_D64
+                 : "l"(da), "l"(db), "n"(ACC));
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+/* bytes global → shared on bar, no cache hint: an A tile serves every token tile, a B tile every row tile. */
+__device__ __forceinline__ void bulk_g2s_keep(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+/* acc += s · p (− mn · Σx with MINS): accumulator 4j + e is row g (e < 2: s0, nm0 = −mn) or g + 8 (s1, nm1),
+ * token 8j + 2c + (e & 1), whose two Σx are sx[4j + c]. */
+template <bool MINS>
+__device__ __forceinline__ void promote(float (&acc)[64], const float (&p)[64], float s0, float s1, float nm0,
+                                        float nm1, const float2 *sx, uint32_t c)
+{
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        float a0 = acc[4 * j + 0], a1 = acc[4 * j + 1], a2 = acc[4 * j + 2], a3 = acc[4 * j + 3];
+        if constexpr (MINS) {
+            const float2 v = sx[4 * j + c];
+            a0 = fmaf(nm0, v.x, a0), a1 = fmaf(nm0, v.y, a1), a2 = fmaf(nm1, v.x, a2), a3 = fmaf(nm1, v.y, a3);
+        }
+        acc[4 * j + 0] = fmaf(s0, p[4 * j + 0], a0);
+        acc[4 * j + 1] = fmaf(s0, p[4 * j + 1], a1);
+        acc[4 * j + 2] = fmaf(s1, p[4 * j + 2], a2);
+        acc[4 * j + 3] = fmaf(s1, p[4 * j + 3], a3);
+    }
+}
+
+template <bool MINS, int XP>
+__global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt,
+                                                       float *__restrict__ y, uint32_t rows, uint32_t T, uint32_t KT,
+                                                       uint32_t TT, float scale)
+{
+    using L = lay<MINS, XP>;
+    constexpr int NS = stages<XP>();
+    constexpr uint32_t STAGE = L::STAGE;
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
+    const uint8_t *const sp = smem_raw + (base - raw); /* the same bytes, generic */
+    const uint32_t bars = base + NS * STAGE;           /* full[NS], then empty[NS] */
+    const uint32_t rt = blockIdx.x / TT, tt = blockIdx.x % TT; /* consecutive CTAs: one row tile's token tiles */
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NS; i++) {
+            mbar_init(bars + 8 * i, 1);
+            mbar_init(bars + 8 * (NS + i), 8); /* lane 0 of each computing warp */
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp >= 8) { /* the producer: one lane issues every stage's two copies, never waiting on the products */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (warp == 8 && lane == 0) {
+            const uint8_t *a = at + (uint64_t)rt * KT * L::AS, *b = bt + (uint64_t)tt * KT * L::BG;
+            for (uint32_t kt = 0; kt < KT; kt++) {
+                const uint32_t s = kt % NS;
+                if (kt >= NS)
+                    mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
+                mbar_expect(bars + 8 * s, L::AS + L::BG);
+                bulk_g2s_keep(base + s * STAGE, a + (uint64_t)kt * L::AS, L::AS, bars + 8 * s);
+                bulk_g2s_keep(base + s * STAGE + L::AS, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4, c = lane % 4;
+    const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the tile: r0, r0 + 8 */
+    float acc[64], p[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        acc[i] = 0.0f, p[i] = 0.0f;
+    /* One partial: a second, so that a block's products run while the last one is promoted, keeps an accumulator
+     * in flight across the loop's back edge, and ptxas then serializes every wgmma (C7514). */
+    for (uint32_t kt = 0; kt < KT; kt++) {
+        const uint32_t s = kt % NS;
+        mbar_wait(bars + 8 * s, (kt / NS) & 1);
+        const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + L::AS;
+        const float *sc = reinterpret_cast<const float *>(sp + s * STAGE + A_BYTES), *mn = sc + 2 * BM;
+        const float2 *sx = reinterpret_cast<const float2 *>(sp + s * STAGE + L::AS + XP * B_BYTES);
+#pragma unroll
+        for (uint32_t h = 0; h < 2; h++) {
+            wgmma_fence();
+#pragma unroll
+            for (int xp = 0; xp < XP; xp++) {
+                const uint32_t bx = b + xp * B_BYTES;
+                if (xp == 0)
+                    wg_mn<0>(p, smem_desc(a + h * 64), smem_desc(bx + h * 64));
+                else
+                    wg_mn<1>(p, smem_desc(a + h * 64), smem_desc(bx + h * 64));
+                wg_mn<1>(p, smem_desc(a + h * 64 + 32), smem_desc(bx + h * 64 + 32));
+            }
+            wgmma_commit();
+            const float s0 = sc[r0 * 2 + h], s1 = sc[(r0 + 8) * 2 + h];
+            const float nm0 = MINS ? -mn[r0 * 2 + h] : 0.0f, nm1 = MINS ? -mn[(r0 + 8) * 2 + h] : 0.0f;
+            wgmma_wait<0>();
+            reg_fence(p);
+            promote<MINS>(acc, p, s0, s1, nm0, nm1, sx + h * (BN / 2), c);
+        }
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(bars + 8 * (NS + s));
+    }
+
+    /* acc[4j + e]: row r0 (e < 2) or r0 + 8, token 8j + 2c + (e & 1); a warp's store covers four tokens' 8
+     * consecutive rows (whole 32-byte sectors) */
+    const uint64_t row = (uint64_t)rt * BM + r0;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const uint32_t t = tt * BN + 8 * j + 2 * c + (e & 1);
+            if (t < T) {
+                y[(uint64_t)t * rows + row + (e >> 1) * 8] = scale * acc[4 * j + e];
+            }
+        }
+    }
+}
+
+/* One thread a 32-element segment (row r, segment j): the GEMV's decoder gives q and the block's d, m (value
+ * d·q + m); q goes as bf16 into the A tile's swizzled row (4 pieces of 16 bytes), d into the scales, −m into the
+ * mins (SHIFT8: Q4_0's q − 8 and no min). */
+template <class Q, bool MINS, bool SHIFT8>
+__global__ void kernel_gemm_q_pack(const uint8_t *__restrict__ w, uint64_t row_bytes, uint64_t rows, uint64_t n,
+                                   uint8_t *__restrict__ out)
+{
+    constexpr int S = Q::QK / 32;
+    constexpr uint32_t AS = lay<MINS, 1>::AS;
+    const uint64_t segs = n / 32, t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= rows * segs)
+        return;
+    const uint64_t r = t / segs, j = t % segs, KT = n / BK;
+    const uint8_t *blk = w + r * row_bytes + (j / S) * Q::BS;
+    const typename Q::lane_t Ln = Q::lane((int)(j % S));
+    uint32_t q[8];
+    float d[2], m[2];
+    Q::get(blk, Ln, q, d, m);
+    uint8_t *tile = out + ((r / BM) * KT + j / 2) * AS;
+    const uint32_t rr = (uint32_t)(r % BM), h = (uint32_t)(j % 2);
+#pragma unroll
+    for (int pc = 0; pc < 4; pc++) { /* elements 8pc .. 8pc + 7 of the segment */
+        uint32_t v[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float f[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int el = 8 * pc + 2 * i + e;
+                const uint32_t byte = (q[el / 4] >> (8 * (el % 4))) & 0xFFu;
+                f[e] = SHIFT8 ? (float)((int)byte - 8) : Q::QSIGNED ? (float)(int8_t)byte : (float)byte;
+            }
+            const __nv_bfloat162 b2 = __floats2bfloat162_rn(f[0], f[1]); /* exact: |q| ≤ 256 */
+            v[i] = *reinterpret_cast<const uint32_t *>(&b2);
+        }
+        *reinterpret_cast<uint4 *>(tile + swz(rr, 4 * h + pc)) = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+    reinterpret_cast<float *>(tile + A_BYTES)[rr * 2 + h] = d[0];
+    if (MINS)
+        reinterpret_cast<float *>(tile + A_BYTES + S_BYTES)[rr * 2 + h] = -m[0];
+}
+
+/* x's bf16 parts (XP of them, each (T, n) row-major) → B tiles; one thread a 16-byte piece of the padded rows
+ * (tokens past T zero), the one at a block's start also its Σx (of hi + lo, f32, in k order) with MINS. */
+template <bool MINS, int XP>
+__global__ void kernel_gemm_q_tile_x(const uint16_t *__restrict__ xhi, const uint16_t *__restrict__ xlo, uint32_t T,
+                                     uint64_t n, uint32_t TT, uint8_t *__restrict__ out)
+{
+    using L = lay<MINS, XP>;
+    const uint64_t KT = n / BK, i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint64_t)TT * BN * (n / 8))
+        return;
+    const uint32_t t = (uint32_t)(i / (n / 8));
+    const uint64_t k8 = i % (n / 8), kt = k8 / 8; /* k8: the row's 8-element piece */
+    const uint32_t pc = (uint32_t)(k8 % 8);
+    uint8_t *tile = out + ((uint64_t)(t / BN) * KT + kt) * L::BG;
+    float sum = 0.0f;
+#pragma unroll
+    for (int xp = 0; xp < XP; xp++) {
+        const uint16_t *x = xp == 0 ? xhi : xlo;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (t < T)
+            v = *reinterpret_cast<const uint4 *>(x + (uint64_t)t * n + k8 * 8);
+        *reinterpret_cast<uint4 *>(tile + xp * B_BYTES + swz(t % BN, pc)) = v;
+    }
+    if (MINS && pc % 4 == 0) {
+        for (int e = 0; e < 32 && t < T; e++) {
+            float v = __uint_as_float((uint32_t)xhi[(uint64_t)t * n + k8 * 8 + e] << 16);
+            if (XP == 2)
+                v += __uint_as_float((uint32_t)xlo[(uint64_t)t * n + k8 * 8 + e] << 16);
+            sum += v;
+        }
+        reinterpret_cast<float *>(tile + XP * B_BYTES)[(pc / 4) * BN + t % BN] = sum;
+    }
+}
+
+/* Which pack a type takes: 0 none, 1 scales only, 2 scales and mins, 3 Q4_0's shifted q. */
+int pack_kind(enum dtype t)
+{
+    switch (t) {
+    case DTYPE_Q8_0: case DTYPE_IQ4_XS: return 1;
+    case DTYPE_Q4_1: case DTYPE_Q4_K: case DTYPE_Q5_K: return 2;
+    case DTYPE_Q4_0: return 3;
+    default: return 0;
+    }
+}
+
+template <class Q, bool MINS, bool SHIFT8>
+void launch_pack(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, void *out)
+{
+    const uint64_t threads = rows * (n / 32), row_bytes = n / Q::QK * Q::BS;
+    kernel_gemm_q_pack<Q, MINS, SHIFT8><<<(unsigned)((threads + 255) / 256), 256, 0, st>>>(
+        (const uint8_t *)w, row_bytes, rows, n, (uint8_t *)out);
+    CUDA_CHECK_LAUNCH();
+}
+
+template <bool MINS, int XP> void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt,
+                                              uint64_t rows, uint64_t n, uint32_t T, float *y, float scale)
+{
+    constexpr uint32_t smem = smem_bytes<MINS, XP>();
+    static uint32_t opted; /* devices the attribute is set on */
+    if (cuda_first_on_device(opted, ctx->device))
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_gemm_q<MINS, XP>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const uint32_t TT = (T + BN - 1) / BN, KT = (uint32_t)(n / BK);
+    kernel_gemm_q<MINS, XP><<<(unsigned)(rows / BM * TT), NT, smem, ctx->stream>>>(
+        (const uint8_t *)packed, (const uint8_t *)xt, y, (uint32_t)rows, T, KT, TT, scale);
+    CUDA_CHECK_LAUNCH();
+}
+
+} // namespace
+
+bool gemm_q_supported(enum dtype t, uint64_t rows, uint64_t n)
+{
+    return pack_kind(t) != 0 && rows > 0 && rows % BM == 0 && n > 0 && n % BK == 0 &&
+           n % dtype_info(t)->block_size == 0 && rows <= 0x7FFFFFFFull && n <= 0x7FFFFFFFull;
+}
+
+bool gemm_q_has_mins(enum dtype t) { return pack_kind(t) == 2; }
+
+uint64_t gemm_q_packed_bytes(enum dtype t, uint64_t rows, uint64_t n)
+{
+    if (!gemm_q_supported(t, rows, n))
+        return 0;
+    return rows / BM * (n / BK) * (gemm_q_has_mins(t) ? lay<true, 1>::AS : lay<false, 1>::AS);
+}
+
+uint64_t gemm_q_x_bytes(uint32_t T, uint64_t n, bool mins, int parts)
+{
+    const uint64_t TT = (T + BN - 1) / BN, bg = parts * (uint64_t)B_BYTES + (mins ? 2 * BN * 4 : 0);
+    return TT * (n / BK) * bg;
+}
+
+void gemm_q_pack(const struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, void *packed)
+{
+    if (!gemm_q_supported(t, rows, n))
+        CUDA_FAIL("gemm_q_pack: %s %llu×%llu has no promoted form", dtype_name(t), (unsigned long long)rows,
+                  (unsigned long long)n);
+    switch (t) {
+    case DTYPE_Q8_0: launch_pack<qt_q8_0, false, false>(ctx->stream, w, rows, n, packed); break;
+    case DTYPE_IQ4_XS: launch_pack<qt_iq4_xs, false, false>(ctx->stream, w, rows, n, packed); break;
+    case DTYPE_Q4_0: launch_pack<qt_q4_0, false, true>(ctx->stream, w, rows, n, packed); break;
+    case DTYPE_Q4_1: launch_pack<qt_q4_1, true, false>(ctx->stream, w, rows, n, packed); break;
+    case DTYPE_Q4_K: launch_pack<qt_q4_k, true, false>(ctx->stream, w, rows, n, packed); break;
+    case DTYPE_Q5_K: launch_pack<qt_q5_k, true, false>(ctx->stream, w, rows, n, packed); break;
+    default: break;
+    }
+}
+
+void gemm_q_tile_x(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16_t *xlo, uint32_t T, uint64_t n,
+                   bool mins, void *xt)
+{
+    const uint32_t TT = (T + BN - 1) / BN;
+    const uint64_t threads = (uint64_t)TT * BN * (n / 8);
+    const unsigned blocks = (unsigned)((threads + 255) / 256);
+    uint8_t *o = (uint8_t *)xt;
+    if (xlo)
+        (mins ? kernel_gemm_q_tile_x<true, 2> : kernel_gemm_q_tile_x<false, 2>)<<<blocks, 256, 0, ctx->stream>>>(
+            xhi, xlo, T, n, TT, o);
+    else
+        (mins ? kernel_gemm_q_tile_x<true, 1> : kernel_gemm_q_tile_x<false, 1>)<<<blocks, 256, 0, ctx->stream>>>(
+            xhi, xlo, T, n, TT, o);
+    CUDA_CHECK_LAUNCH();
+}
+
+void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, const void *xt, int parts,
+                uint64_t rows, uint64_t n, uint32_t T, float *y, float scale)
+{
+    if (!gemm_q_supported(t, rows, n) || (parts != 1 && parts != 2) || T == 0)
+        CUDA_FAIL("gemm_q_run: %s %llu×%llu, %d x parts, T %u not supported", dtype_name(t),
+                  (unsigned long long)rows, (unsigned long long)n, parts, T);
+    const bool mins = gemm_q_has_mins(t);
+    if (parts == 1)
+        (mins ? launch_gemm<true, 1> : launch_gemm<false, 1>)(ctx, packed, xt, rows, n, T, y, scale);
+    else
+        (mins ? launch_gemm<true, 2> : launch_gemm<false, 2>)(ctx, packed, xt, rows, n, T, y, scale);
+}

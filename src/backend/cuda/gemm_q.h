@@ -1,0 +1,34 @@
+/* backend/cuda/gemm_q.h — the promoted GGUF prefill GEMM (gemm_q.cu) for gemm.cu: the weight's packed form (its
+ * quantized values as bf16 tiles with the 32-blocks' scales and mins), x's tiles, and the GEMM on them. Internal to
+ * src/backend/cuda (C++ linkage, CUDA types); gemm.cu's header says when it is taken (MEMRA_GEMM_PROMOTE).
+ *
+ *   y (T, rows) f32 = scale · x (T, n) · Wᵀ,  W of type t read from its packed form
+ *
+ * Shapes: rows % 128 == 0, n % 64 and % the type's block == 0, types Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, IQ4_XS (one scale a 32 elements). x
+ * arrives as its bf16 parts (gemm.cu's conversion or the producers' claim): hi, and lo unless NULL (two parts, one
+ * partial sum). All launches on ctx's stream; buffers are the caller's (sizes below), allocated once. */
+#ifndef MEMRA_BACKEND_CUDA_GEMM_Q_H
+#define MEMRA_BACKEND_CUDA_GEMM_Q_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+
+struct cuda_ctx;
+
+bool gemm_q_supported(enum dtype t, uint64_t rows, uint64_t n);
+/* Whether type t's blocks carry a min (Q4_1, Q4_K, Q5_K): its x tiles then carry Σx too. */
+bool gemm_q_has_mins(enum dtype t);
+/* Bytes of the packed weight (0 where not supported), and of x's tiles for T tokens. */
+uint64_t gemm_q_packed_bytes(enum dtype t, uint64_t rows, uint64_t n);
+uint64_t gemm_q_x_bytes(uint32_t T, uint64_t n, bool mins, int parts);
+/* w (rows, n) as stored → packed (gemm_q_packed_bytes, 16-byte aligned). */
+void gemm_q_pack(const struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, void *packed);
+/* x's parts (T, n) bf16 → xt (gemm_q_x_bytes(T, n, mins, xlo ? 2 : 1), 16-byte aligned). */
+void gemm_q_tile_x(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16_t *xlo, uint32_t T, uint64_t n,
+                   bool mins, void *xt);
+void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, const void *xt, int parts,
+                uint64_t rows, uint64_t n, uint32_t T, float *y, float scale);
+
+#endif

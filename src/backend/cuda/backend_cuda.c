@@ -722,6 +722,15 @@ static int gemm_keep_decide(struct cuda_backend *b, uint64_t bytes, uint64_t scr
  * 8 at a time). MEMRA_GEMM: exact (default: greedy output identical to the
  * CPU's, see cuda_ops.h) | fast | off; MEMRA_GEMM_MIN_TOKENS: one threshold
  * for every weight. */
+/* The size of a layer weight's kept copy for the prefill GEMM in mode gm with the promote set p (0: it needs none). */
+static uint64_t weight_kept_bytes(enum cuda_gemm_mode gm, enum cuda_gemm_promote p, const struct cuda_weight *w)
+{
+    if (w->bs) /* FP8 with block scales */
+        return cuda_gemm_kept_bytes_bs(gm, w->rows, w->cols);
+    const bool pr = cuda_gemm_promote_takes(p, gm, w->dtype, w->rows, w->cols);
+    return cuda_gemm_kept_bytes(gm, pr, w->dtype, w->rows, w->cols);
+}
+
 static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
 {
     const struct model_config *c = &b->base.model->cfg;
@@ -764,10 +773,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
                           : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
-            const bool pr = !w->bs && cuda_gemm_promote_takes(promote, gm, w->dtype, w->rows, w->cols);
-            promoted_any |= pr;
-            kept_bytes += w->bs ? cuda_gemm_kept_bytes_bs(gm, w->rows, w->cols)
-                                : cuda_gemm_kept_bytes(gm, pr, w->dtype, w->rows, w->cols); /* 0 exactly where e is */
+            promoted_any |= !w->bs && cuda_gemm_promote_takes(promote, gm, w->dtype, w->rows, w->cols);
+            kept_bytes += weight_kept_bytes(gm, promote, w); /* 0 exactly where e is */
         }
     }
     bool keep;
@@ -800,10 +807,7 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
         for (int i = 0; i < 7; i++) {
             struct cuda_weight *w = ws[i];
-            const uint64_t kb = !w->gemm_min ? 0
-                                : w->bs      ? cuda_gemm_kept_bytes_bs(gm, w->rows, w->cols)
-                                             : cuda_gemm_kept_bytes(gm, cuda_gemm_promoted(b->gemm, w->dtype, w->rows, w->cols),
-                                                                    w->dtype, w->rows, w->cols);
+            const uint64_t kb = w->gemm_min ? weight_kept_bytes(gm, promote, w) : 0;
             if (kb) {
                 w->kept = dev_alloc(b, kb);
                 if (w->bs)

@@ -280,20 +280,18 @@ static void check_x_producers(struct cuda_gemm *g, enum dtype t, uint64_t n, uin
 static void check_gemm_bs(struct cuda_gemm *g, uint64_t rows, uint64_t n, uint32_t T)
 {
     const enum cuda_gemm_mode mode = cuda_gemm_mode_of(g);
-    const uint64_t nbr = (rows + 127) / 128, nbc = (n + 127) / 128;
-    uint8_t *w = malloc(rows * n);
-    float *bs = malloc(4 * nbr * nbc), *x = malloc(4 * n * T), *y = malloc(4 * rows * T), *y2 = malloc(4 * rows * T);
-    MEMRA_ASSERT(w && bs && x && y && y2);
-    fill_random(DTYPE_F8_E4M3, w, rows * n);
-    for (uint64_t i = 0; i < nbr * nbc; i++)
-        bs[i] = (0.25f + fabsf(rng_unit())) * 0x1p-8f;
+    uint8_t *w;
+    float *bs;
+    const uint64_t nbs = fill_random_fp8_block(rows, n, &w, &bs);
+    float *x = malloc(4 * n * T), *y = malloc(4 * rows * T), *y2 = malloc(4 * rows * T);
+    MEMRA_ASSERT(x && y && y2);
     for (uint64_t i = 0; i < n * T; i++)
         x[i] = rand_x(mode);
     const float scale = 0.5f + fabsf(rng_unit());
     void *dw = cuda_alloc(rows * n);
-    float *dbs = cuda_alloc(4 * nbr * nbc), *dx = cuda_alloc(4 * n * T), *dy = cuda_alloc(4 * rows * T);
+    float *dbs = cuda_alloc(4 * nbs), *dx = cuda_alloc(4 * n * T), *dy = cuda_alloc(4 * rows * T);
     cuda_upload(g_ctx, dw, w, rows * n);
-    cuda_upload(g_ctx, dbs, bs, 4 * nbr * nbc);
+    cuda_upload(g_ctx, dbs, bs, 4 * nbs);
     cuda_upload(g_ctx, dx, x, 4 * n * T);
     cuda_fill_nan_f32(g_ctx, dy, rows * T);
     cuda_gemm_run_bs(g, dw, dbs, NULL, rows, n, dx, T, dy, scale, 0);

@@ -128,21 +128,18 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
  * row's sum order not at all: batch 1 and 8 compared). Shapes with partial row and column blocks too. */
 static void check_gemv_bs(uint64_t rows, uint64_t n, uint32_t batch)
 {
-    const uint64_t nbr = (rows + 127) / 128, nbc = (n + 127) / 128;
-    uint8_t *w = malloc(rows * n);
-    float *bs = malloc(4 * nbr * nbc), *x = malloc(4 * n * batch), *y = malloc(4 * rows * batch);
-    float *y1 = malloc(4 * rows * batch);
-    MEMRA_ASSERT(w && bs && x && y && y1);
-    fill_random(DTYPE_F8_E4M3, w, rows * n);
-    for (uint64_t i = 0; i < nbr * nbc; i++)
-        bs[i] = (0.25f + fabsf(rng_unit())) * 0x1p-8f;
+    uint8_t *w;
+    float *bs;
+    const uint64_t nbs = fill_random_fp8_block(rows, n, &w, &bs);
+    float *x = malloc(4 * n * batch), *y = malloc(4 * rows * batch), *y1 = malloc(4 * rows * batch);
+    MEMRA_ASSERT(x && y && y1);
     for (uint64_t i = 0; i < n * batch; i++)
         x[i] = rng_unit();
     const float scale = 0.5f + fabsf(rng_unit());
     void *dw = cuda_alloc(rows * n);
-    float *dbs = cuda_alloc(4 * nbr * nbc), *dx = cuda_alloc(4 * n * batch), *dy = cuda_alloc(4 * rows * batch);
+    float *dbs = cuda_alloc(4 * nbs), *dx = cuda_alloc(4 * n * batch), *dy = cuda_alloc(4 * rows * batch);
     cuda_upload(g_ctx, dw, w, rows * n);
-    cuda_upload(g_ctx, dbs, bs, 4 * nbr * nbc);
+    cuda_upload(g_ctx, dbs, bs, 4 * nbs);
     cuda_upload(g_ctx, dx, x, 4 * n * batch);
     cuda_fill_nan_f32(g_ctx, dy, rows * batch);
     cuda_gemv_bs(g_ctx, dw, dbs, rows, n, dx, batch, dy, scale);

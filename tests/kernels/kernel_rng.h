@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype.h"
@@ -100,6 +101,22 @@ static inline void fill_random(enum dtype t, uint8_t *w, size_t bytes)
             for (int k = 0; f[k] >= 0; k++)
                 put_u16(w + b + f[k], rng_scale_f16());
     }
+}
+
+/* FP8 E4M3 weights with a float32 scale a 128 × 128 block (cuda_gemv_bs, cuda_gemm_run_bs): *w gets rows × n
+ * random e4m3 values, *bs the ⌈rows/128⌉ × ⌈n/128⌉ scales in [2^-10, 2^-7), both malloc'd (the caller frees
+ * them). Returns the number of scales. */
+static inline uint64_t fill_random_fp8_block(uint64_t rows, uint64_t n, uint8_t **w, float **bs)
+{
+    const uint64_t nbs = (rows + 127) / 128 * ((n + 127) / 128);
+    *w = malloc(rows * n);
+    *bs = malloc(4 * nbs);
+    if (!*w || !*bs)
+        die("kernel_rng: out of memory for a %" PRIu64 "x%" PRIu64 " FP8 weight", rows, n);
+    fill_random(DTYPE_F8_E4M3, *w, rows * n);
+    for (uint64_t i = 0; i < nbs; i++)
+        (*bs)[i] = (0.25f + fabsf(rng_unit())) * 0x1p-8f;
+    return nbs;
 }
 
 /* Bytes of one row of n elements of t (aborts on a shape t cannot hold). */

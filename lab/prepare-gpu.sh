@@ -9,7 +9,7 @@
 #      or anyio: the image's own are what its packages need), for CPython 3.12 — and .whl/tok-llama3
 #      (bench/make_llama3_tokenizer.py: memra-server's tokenizer for the random 8B models);
 #   2. `make build` of this checkout (the prototypes link its libraries), packed as gpu/main.tar.xz
-#      (lab/defaults-gpu.sh main);
+#      (lab/final-gpu.sh main);
 #   3. gpu/sk.tar.xz: this checkout's HEAD + lab/skip-kernels.patch (lab/skip-kernels-gguf-gpu.sh sk), built in a
 #      git worktree (/tmp/wt-sk) so that the checkout stays as it is.
 # The sizes it prints are what the calls carry (64 MiB a call with the tree).

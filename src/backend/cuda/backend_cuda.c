@@ -671,10 +671,17 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
 /* Span lengths from which the GEMM runs, from kernel_gemm's crossover table
  * on the 8B shapes (bench/FORWARD.md, H200): BF16 GEMMs beat the GEMVs from
  * 8 tokens on in both modes; weights the GEMM dequantizes first (FP8, GGUF)
- * from 16 (FAST) and about 40 (EXACT, three GEMMs) on. */
+ * from 16 (FAST) and about 40 (EXACT, three GEMMs) on. The promoted GGUF
+ * types (gemm_q.cu) whose packed copy is kept from 16 tokens with f32
+ * activations and 12 with bf16 ones (H100, random 8B Q8_0, memra-bench ppN,
+ * GEMV → GEMM: pp16 843-854 → 878-892 tok/s exact, pp12 775 → 917 and pp10
+ * 715 → 765 with bf16 activations, pp8 798 → 612; bench/RESULTS.md,
+ * thirty-ninth run). */
 #define GEMM_MIN_PLAIN 8u
 #define GEMM_MIN_DEQ_FAST 16u
 #define GEMM_MIN_DEQ_EXACT 48u
+#define GEMM_MIN_PROMOTED_EXACT 16u
+#define GEMM_MIN_PROMOTED_XBF16 12u
 /* A MoE span of ≥ 64 tokens gives each of Qwen3-MoE's 128 experts ~4 rows on
  * average (8 a token): from there one GEMM an expert beats reading it once
  * per 8 rows on the grouped GEMVs (not measured finer yet). */
@@ -770,10 +777,10 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
                 continue;
             const uint64_t e = cuda_gemm_scratch_w_elems(w->dtype, w->rows, w->cols);
             max_w = e > max_w ? e : max_w;
+            promoted_any |= !w->bs && cuda_gemm_promote_takes(promote, gm, w->dtype, w->rows, w->cols);
             w->gemm_min = min_all ? min_all
                           : e == 0 ? GEMM_MIN_PLAIN
-                          : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST;
-            promoted_any |= !w->bs && cuda_gemm_promote_takes(promote, gm, w->dtype, w->rows, w->cols);
+                          : gm != CUDA_GEMM_FAST ? GEMM_MIN_DEQ_EXACT : GEMM_MIN_DEQ_FAST; /* promoted: below */
             kept_bytes += weight_kept_bytes(gm, promote, w); /* 0 exactly where e is */
         }
     }
@@ -808,6 +815,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         for (int i = 0; i < 7; i++) {
             struct cuda_weight *w = ws[i];
             const uint64_t kb = w->gemm_min ? weight_kept_bytes(gm, promote, w) : 0;
+            if (kb && !min_all && cuda_gemm_promoted(b->gemm, w->dtype, w->rows, w->cols)) /* its packed copy kept */
+                w->gemm_min = gm == CUDA_GEMM_EXACT ? GEMM_MIN_PROMOTED_EXACT : GEMM_MIN_PROMOTED_XBF16;
             if (kb) {
                 w->kept = dev_alloc(b, kb);
                 if (w->bs)

@@ -676,10 +676,13 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
  * activations and 12 with bf16 ones (H100, random 8B Q8_0, memra-bench ppN,
  * GEMV → GEMM: pp16 843-854 → 878-892 tok/s exact, pp12 775 → 917 and pp10
  * 715 → 765 with bf16 activations, pp8 798 → 612; bench/RESULTS.md,
- * thirty-ninth run). */
+ * thirty-ninth run). A dequantized copy kept on the device, the plans of short
+ * spans timed (MEMRA_GEMM_PICK=time), from 32 (H100, random 8B Q4_K_M, pp32
+ * GEMV 1431 → GEMM 2343 tok/s with bf16 activations, 1443 → 2204 exact). */
 #define GEMM_MIN_PLAIN 8u
 #define GEMM_MIN_DEQ_FAST 16u
 #define GEMM_MIN_DEQ_EXACT 48u
+#define GEMM_MIN_DEQ_KEPT 32u
 #define GEMM_MIN_PROMOTED_EXACT 16u
 #define GEMM_MIN_PROMOTED_XBF16 12u
 /* A MoE span of ≥ 64 tokens gives each of Qwen3-MoE's 128 experts ~4 rows on
@@ -761,6 +764,9 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
     else if (pv && *pv && strcmp(pv, "auto") != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM_PROMOTE=%s: expected auto, on or off", pv);
     bool promoted_any = false; /* whether a layer weight takes it: its scratches only then */
+    const char *pick = getenv("MEMRA_GEMM_PICK"); /* time (unset, empty) or first: cuda_gemm_set_timed */
+    if (pick && *pick && strcmp(pick, "time") != 0 && strcmp(pick, "first") != 0)
+        return err_set(err, errlen, "cuda backend: MEMRA_GEMM_PICK=%s: expected time or first", pick);
     uint32_t min_all = 0;
     if (mt && *mt && checked_parse_u32(mt, 1, 1u << 20, &min_all) != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM_MIN_TOKENS=%s: expected 1..%u", mt, 1u << 20);
@@ -809,6 +815,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
     b->moe_gemm_min = !moe_gemm ? 0 : min_all ? min_all : MOE_GEMM_MIN;
     b->gemm = cuda_gemm_init(b->ctx, gm, (uint64_t)b->base.cfg.max_batch_tokens * wide, max_w);
     cuda_gemm_promote(b->gemm, wide, promote);
+    const bool timed = !pick || strcmp(pick, "first") != 0;
+    cuda_gemm_set_timed(b->gemm, timed);
     for (uint32_t l = 0; l < c->n_layers && keep; l++) {
         struct cuda_layer *D = &b->layers[l];
         struct cuda_weight *ws[7] = {&D->wq, &D->wk, &D->wv, &D->wo, &D->w_gate, &D->w_up, &D->w_down};
@@ -817,6 +825,8 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             const uint64_t kb = w->gemm_min ? weight_kept_bytes(gm, promote, w) : 0;
             if (kb && !min_all && cuda_gemm_promoted(b->gemm, w->dtype, w->rows, w->cols)) /* its packed copy kept */
                 w->gemm_min = gm == CUDA_GEMM_EXACT ? GEMM_MIN_PROMOTED_EXACT : GEMM_MIN_PROMOTED_XBF16;
+            else if (kb && !min_all && gm != CUDA_GEMM_FAST && timed) /* its dequantized copy kept */
+                w->gemm_min = GEMM_MIN_DEQ_KEPT;
             if (kb) {
                 w->kept = dev_alloc(b, kb);
                 if (w->bs)

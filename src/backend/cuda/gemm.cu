@@ -48,7 +48,10 @@
  * order whatever the tile or the number of columns T — so a span's rows come
  * out the same alone or inside a GEMM over several spans (measured on the H200
  * over tiles 15-402: lab/gemm-fixed-algo, twenty-third run; kernel_gemm checks
- * it), and the backend runs a step's consecutive GEMM spans as one GEMM.
+ * it), and the backend runs a step's consecutive GEMM spans as one GEMM. A span
+ * of up to GEMM_TIMED_N tokens times the no-split candidates once when its
+ * plan is made and keeps the fastest (plan_time_pick, MEMRA_GEMM_PICK): the
+ * heuristic's first is 2-3× slower at some column counts.
  * cuBLAS is bit-reproducible run to run for a fixed algorithm on one GPU.
  */
 #include <cublasLt.h>
@@ -65,7 +68,8 @@
 
 #define GEMM_WS_BYTES ((size_t)32 << 20)
 #define GEMM_PLANS 128
-#define GEMM_HEUR 8 /* heuristic results asked for: the first without a split K is taken */
+#define GEMM_HEUR 8 /* heuristic results asked for: the first without a split K is taken (beyond GEMM_TIMED_N) */
+#define GEMM_TIMED_N 256u /* plans of up to this many columns time their no-split candidates (plan_time_pick) */
 #define GEMM_F32_PLAN_N 256u /* f32 weights: the n their algorithm is asked for at (plan_get) */
 #define GEMM_STACK_T 64u                   /* exact mode: spans up to this take one stacked GEMM */
 #define GEMM_STACK_FLOATS ((size_t)16 << 20) /* its (2T, rows) f32 result scratch: 64 MB */
@@ -290,6 +294,10 @@ struct cuda_gemm {
     struct plan plans[GEMM_PLANS];
     int n_plans, evict;
     uint32_t prep_gen;       /* +1 at every conversion or claim of x: what xt was tiled from */
+    bool timed;              /* MEMRA_GEMM_PICK=time (the default): plan_time_pick for short spans */
+    float *tune_y;           /* plan_time_pick's output scratch, tune_cap floats (grown on demand) */
+    uint64_t tune_cap;
+    cudaEvent_t ev[2];
     enum cuda_gemm_promote promote; /* which GGUF types with a scale a 32 run gemm_q.cu (cuda_gemm_promote) */
     uint8_t *wq;             /* promote: a weight's packed form when it is not kept (max_w elements) */
     uint8_t *xt;             /* promote: x's tiles, xt_cap bytes */
@@ -312,6 +320,9 @@ extern "C" struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm
     g->max_x = max_x;
     g->max_w = max_w;
     g->prep.kind = -1;
+    g->timed = true;
+    CUDA_CHECK(cudaEventCreate(&g->ev[0]));
+    CUDA_CHECK(cudaEventCreate(&g->ev[1]));
     CUBLASLT_CHECK(cublasLtCreate(&g->lt));
     CUDA_CHECK(cudaMalloc(&g->ws, GEMM_WS_BYTES));
     const bool exact = mode != CUDA_GEMM_FAST; /* XBF16 too: F16 weights split their x (x_has_lo) */
@@ -339,7 +350,9 @@ extern "C" void cuda_gemm_free(struct cuda_gemm *g)
         cublasLtMatrixLayoutDestroy(g->plans[i].d);
     }
     cublasLtDestroy(g->lt);
-    void *bufs[] = {g->ws, g->xhi, g->ystack, g->whi, g->wlo, g->wq, g->xt};
+    CUDA_CHECK(cudaEventDestroy(g->ev[0]));
+    CUDA_CHECK(cudaEventDestroy(g->ev[1]));
+    void *bufs[] = {g->ws, g->xhi, g->ystack, g->whi, g->wlo, g->wq, g->xt, g->tune_y};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             CUDA_CHECK(cudaFree(bufs[i]));
@@ -347,6 +360,8 @@ extern "C" void cuda_gemm_free(struct cuda_gemm *g)
 }
 
 extern "C" enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g) { return g->mode; }
+
+extern "C" void cuda_gemm_set_timed(struct cuda_gemm *g, bool timed) { g->timed = timed; }
 
 extern "C" bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t,
                                         uint64_t rows, uint64_t n)
@@ -563,10 +578,80 @@ extern "C" void cuda_gemm_keep_bs(struct cuda_gemm *g, const void *w, const floa
                  g->mode != CUDA_GEMM_FAST ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL);
 }
 
-/* The cached plan for a key, made (descriptors + heuristic's first choice) on
- * first use. A full cache evicts round-robin; the heuristic answers the same
+/* A short span's plan (n ≤ GEMM_TIMED_N columns) picks its algorithm by timing: the heuristic's first choice
+ * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 16, 32, 48
+ * and 64 tokens; bench/RESULTS.md, thirty-ninth run), so the no-split candidates it offers for n and for n + 8
+ * (checked at n) each run twice on the call's own operands into a scratch and the faster of its second run is
+ * kept. Any algorithm without a split K gives every output the same bits (header), so the pick moves the time only.
+ * Not while the stream is being captured; false when fewer than two candidates are left (plan_get's rule then). */
+static bool plan_time_pick(struct cuda_gemm *g, struct plan *p, cublasLtMatmulPreference_t pref, const void *a,
+                           const void *b)
+{
+    const struct plan_key *k = &p->key;
+    cudaStreamCaptureStatus cap;
+    CUDA_CHECK(cudaStreamIsCapturing(g->ctx->stream, &cap));
+    if (!g->timed || k->n > GEMM_TIMED_N || k->at == CUDA_R_32F || cap != cudaStreamCaptureStatusNone)
+        return false;
+    cublasLtMatmulAlgo_t cand[2 * GEMM_HEUR];
+    int nc = 0;
+    for (int r = 0; r < 2; r++) {
+        cublasLtMatrixLayout_t bl = p->b, dl = p->d;
+        if (r == 1) {
+            CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&bl, k->bt, k->k, k->n + 8, (int64_t)k->k));
+            CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&dl, CUDA_R_32F, k->m, k->n + 8, (int64_t)k->m));
+        }
+        cublasLtMatmulHeuristicResult_t res[GEMM_HEUR];
+        int found = 0;
+        if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, bl, dl, dl, pref, GEMM_HEUR, res, &found) !=
+            CUBLAS_STATUS_SUCCESS)
+            found = 0;
+        if (r == 1)
+            cublasLtMatrixLayoutDestroy(bl), cublasLtMatrixLayoutDestroy(dl);
+        for (int i = 0; i < found; i++) {
+            int splitk = 1;
+            size_t len = 0;
+            cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+                                                 &len);
+            cublasLtMatmulHeuristicResult_t chk;
+            if (splitk <= 1 &&
+                cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &res[i].algo, &chk) ==
+                    CUBLAS_STATUS_SUCCESS &&
+                chk.workspaceSize <= GEMM_WS_BYTES)
+                cand[nc++] = res[i].algo;
+        }
+    }
+    if (nc < 2)
+        return false;
+    const uint64_t need = k->m * k->n;
+    if (need > g->tune_cap) {
+        if (g->tune_y)
+            CUDA_CHECK(cudaFree(g->tune_y));
+        CUDA_CHECK(cudaMalloc(&g->tune_y, need * sizeof(float)));
+        g->tune_cap = need;
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    float best = 0;
+    for (int i = 0; i < nc; i++) {
+        float ms = 0;
+        for (int r = 0; r < 2; r++) { /* the first run warms, the second is timed */
+            CUDA_CHECK(cudaEventRecord(g->ev[0], g->ctx->stream));
+            CUBLASLT_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, a, p->a, b, p->b, &beta, g->tune_y, p->d, g->tune_y,
+                                          p->d, &cand[i], g->ws, GEMM_WS_BYTES, g->ctx->stream));
+            CUDA_CHECK(cudaEventRecord(g->ev[1], g->ctx->stream));
+        }
+        CUDA_CHECK(cudaEventSynchronize(g->ev[1]));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]));
+        if (i == 0 || ms < best)
+            best = ms, p->algo = cand[i];
+    }
+    return true;
+}
+
+/* The cached plan for a key, made (descriptors + an algorithm: plan_time_pick's, else the heuristic's first
+ * without a split K) on first use. A full cache evicts round-robin; a re-made plan may time another algorithm,
+ * which gives the same bits (plan_time_pick), and otherwise the heuristic answers the same
  * for the same key, so a re-made plan is the same plan. */
-static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k)
+static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k, const void *a, const void *b)
 {
     for (int i = 0; i < g->n_plans; i++)
         if (memcmp(&g->plans[i].key, k, sizeof *k) == 0)
@@ -642,6 +727,10 @@ static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k
             }
         }
     }
+    if (plan_time_pick(g, p, pref, a, b)) {
+        cublasLtMatmulPreferenceDestroy(pref);
+        return p;
+    }
     cublasLtMatmulHeuristicResult_t res[GEMM_HEUR];
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->d, p->d, pref, GEMM_HEUR, res, &found) !=
@@ -696,7 +785,7 @@ static void gemm_one(struct cuda_gemm *g, cudaDataType_t at, const void *a, cuda
     if ((uintptr_t)a % key.align_a || (uintptr_t)b % key.align_b || (uintptr_t)y % key.align_d)
         CUDA_FAIL("cuda_gemm: operand alignment (A %p, B %p, D %p) below the plan's %u/%u/%u", a, b, (void *)y,
                   key.align_a, key.align_b, key.align_d);
-    const struct plan *p = plan_get(g, &key);
+    const struct plan *p = plan_get(g, &key, a, b);
     CUBLASLT_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, a, p->a, b, p->b, &beta, y, p->d, y, p->d, &p->algo, g->ws,
                                   GEMM_WS_BYTES, g->ctx->stream));
 }

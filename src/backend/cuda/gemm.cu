@@ -578,6 +578,39 @@ extern "C" void cuda_gemm_keep_bs(struct cuda_gemm *g, const void *w, const floa
                  g->mode != CUDA_GEMM_FAST ? (uint16_t *)(k + kept_lo_offset(rows, n)) : NULL);
 }
 
+/* The algorithms the heuristic offers for the plan at n columns (n may differ from the plan's own) that have no
+ * split K and that cuBLASLt accepts for the plan's own shape within the workspace, in its order, into out (room for
+ * GEMM_HEUR); returns their count. */
+static int plan_candidates(struct cuda_gemm *g, const struct plan *p, cublasLtMatmulPreference_t pref, uint64_t n,
+                           cublasLtMatmulAlgo_t *out)
+{
+    const struct plan_key *k = &p->key;
+    cublasLtMatrixLayout_t bl = p->b, dl = p->d;
+    if (n != k->n) {
+        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&bl, k->bt, k->k, n, (int64_t)k->k));
+        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&dl, CUDA_R_32F, k->m, n, (int64_t)k->m));
+    }
+    cublasLtMatmulHeuristicResult_t res[GEMM_HEUR];
+    int found = 0, nc = 0;
+    if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, bl, dl, dl, pref, GEMM_HEUR, res, &found) !=
+        CUBLAS_STATUS_SUCCESS)
+        found = 0;
+    if (n != k->n)
+        cublasLtMatrixLayoutDestroy(bl), cublasLtMatrixLayoutDestroy(dl);
+    for (int i = 0; i < found; i++) {
+        int splitk = 1;
+        size_t len = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+                                             &len);
+        cublasLtMatmulHeuristicResult_t chk;
+        if (splitk <= 1 &&
+            cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &res[i].algo, &chk) == CUBLAS_STATUS_SUCCESS &&
+            chk.workspaceSize <= GEMM_WS_BYTES)
+            out[nc++] = res[i].algo;
+    }
+    return nc;
+}
+
 /* A short span's plan (n ≤ GEMM_TIMED_N columns) picks its algorithm by timing: the heuristic's first choice
  * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 16, 32, 48
  * and 64 tokens; bench/RESULTS.md, thirty-ninth run), so the no-split candidates it offers for n and for n + 8
@@ -593,33 +626,8 @@ static bool plan_time_pick(struct cuda_gemm *g, struct plan *p, cublasLtMatmulPr
     if (!g->timed || k->n > GEMM_TIMED_N || k->at == CUDA_R_32F || cap != cudaStreamCaptureStatusNone)
         return false;
     cublasLtMatmulAlgo_t cand[2 * GEMM_HEUR];
-    int nc = 0;
-    for (int r = 0; r < 2; r++) {
-        cublasLtMatrixLayout_t bl = p->b, dl = p->d;
-        if (r == 1) {
-            CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&bl, k->bt, k->k, k->n + 8, (int64_t)k->k));
-            CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&dl, CUDA_R_32F, k->m, k->n + 8, (int64_t)k->m));
-        }
-        cublasLtMatmulHeuristicResult_t res[GEMM_HEUR];
-        int found = 0;
-        if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, bl, dl, dl, pref, GEMM_HEUR, res, &found) !=
-            CUBLAS_STATUS_SUCCESS)
-            found = 0;
-        if (r == 1)
-            cublasLtMatrixLayoutDestroy(bl), cublasLtMatrixLayoutDestroy(dl);
-        for (int i = 0; i < found; i++) {
-            int splitk = 1;
-            size_t len = 0;
-            cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
-                                                 &len);
-            cublasLtMatmulHeuristicResult_t chk;
-            if (splitk <= 1 &&
-                cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &res[i].algo, &chk) ==
-                    CUBLAS_STATUS_SUCCESS &&
-                chk.workspaceSize <= GEMM_WS_BYTES)
-                cand[nc++] = res[i].algo;
-        }
-    }
+    int nc = plan_candidates(g, p, pref, k->n, cand);
+    nc += plan_candidates(g, p, pref, k->n + 8, cand + nc);
     if (nc < 2)
         return false;
     const uint64_t need = k->m * k->n;
@@ -700,32 +708,11 @@ static const struct plan *plan_get(struct cuda_gemm *g, const struct plan_key *k
      * checked at the call's, so every span length runs the same kernel and a column's K loop — its bits — depends
      * on the span alone, as the bf16 tensor-core GEMMs' already did (kernel_gemm's invariance check; kernel_forward's
      * batch-vs-alone under MEMRA_DECODE_MMV=all on the F32 fixtures) */
-    if (k->at == CUDA_R_32F) {
-        cublasLtMatrixLayout_t bc, dc;
-        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&bc, k->bt, k->k, GEMM_F32_PLAN_N, (int64_t)k->k));
-        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&dc, CUDA_R_32F, k->m, GEMM_F32_PLAN_N, (int64_t)k->m));
-        cublasLtMatmulHeuristicResult_t rc[GEMM_HEUR];
-        int nf = 0;
-        if (cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, bc, dc, dc, pref, GEMM_HEUR, rc, &nf) !=
-            CUBLAS_STATUS_SUCCESS)
-            nf = 0;
-        cublasLtMatrixLayoutDestroy(bc);
-        cublasLtMatrixLayoutDestroy(dc);
-        for (int i = 0; i < nf; i++) {
-            int splitk = 1;
-            size_t len = 0;
-            cublasLtMatmulAlgoConfigGetAttribute(&rc[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
-                                                 &len);
-            cublasLtMatmulHeuristicResult_t chk;
-            if (splitk <= 1 &&
-                cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &rc[i].algo, &chk) ==
-                    CUBLAS_STATUS_SUCCESS &&
-                chk.workspaceSize <= GEMM_WS_BYTES) {
-                p->algo = rc[i].algo;
-                cublasLtMatmulPreferenceDestroy(pref);
-                return p;
-            }
-        }
+    cublasLtMatmulAlgo_t cand[GEMM_HEUR];
+    if (k->at == CUDA_R_32F && plan_candidates(g, p, pref, GEMM_F32_PLAN_N, cand) > 0) {
+        p->algo = cand[0];
+        cublasLtMatmulPreferenceDestroy(pref);
+        return p;
     }
     if (plan_time_pick(g, p, pref, a, b)) {
         cublasLtMatmulPreferenceDestroy(pref);

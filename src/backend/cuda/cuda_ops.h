@@ -373,9 +373,10 @@ struct cuda_gemm;
 struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode, uint64_t max_x, uint64_t max_w);
 void cuda_gemm_free(struct cuda_gemm *g);
 enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g);
-/* MEMRA_GEMM_PICK (gemm.cu plan_time_pick): true (the default) = a plan of ≤ 256 columns times its algorithms
- * without a split K once and keeps the fastest (the same bits, another speed); false = the heuristic's first. */
-void cuda_gemm_set_timed(struct cuda_gemm *g, bool timed);
+/* MEMRA_GEMM_PICK (gemm.cu plan_time_pick): true (the default) = a plan of ≤ 128 columns times its algorithms
+ * without a split K once and keeps the fastest (the same bits, another speed); false = the heuristic's first.
+ * Returns the setting before (the MoE experts' GEMMs, whose row counts vary call to call, run untimed). */
+bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed);
 /* MEMRA_GEMM_PROMOTE (gemm_q.cu): the GGUF types with one scale a 32 elements (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
  * IQ4_XS) at rows % 128 == 0 and n % 64 == 0 multiply their quantized values (exact in bf16) by x's bf16 parts,
  * one product a part, each 32-block's scale (and min) applied to its partial sum: no weight low part (EXACT: two

@@ -48,8 +48,8 @@
  * order whatever the tile or the number of columns T — so a span's rows come
  * out the same alone or inside a GEMM over several spans (measured on the H200
  * over tiles 15-402: lab/gemm-fixed-algo, twenty-third run; kernel_gemm checks
- * it), and the backend runs a step's consecutive GEMM spans as one GEMM. A span
- * of up to GEMM_TIMED_N tokens times the no-split candidates once when its
+ * it), and the backend runs a step's consecutive GEMM spans as one GEMM. A GEMM
+ * of up to GEMM_TIMED_N columns times the no-split candidates once when its
  * plan is made and keeps the fastest (plan_time_pick, MEMRA_GEMM_PICK): the
  * heuristic's first is 2-3× slower at some column counts.
  * cuBLAS is bit-reproducible run to run for a fixed algorithm on one GPU.
@@ -69,7 +69,9 @@
 #define GEMM_WS_BYTES ((size_t)32 << 20)
 #define GEMM_PLANS 128
 #define GEMM_HEUR 8 /* heuristic results asked for: the first without a split K is taken (beyond GEMM_TIMED_N) */
-#define GEMM_TIMED_N 256u /* plans of up to this many columns time their no-split candidates (plan_time_pick) */
+/* plans of up to this many columns (an exact span of ≤ 64 tokens stacks its x parts: 2T) time their no-split
+ * candidates (plan_time_pick) */
+#define GEMM_TIMED_N 128u
 #define GEMM_F32_PLAN_N 256u /* f32 weights: the n their algorithm is asked for at (plan_get) */
 #define GEMM_STACK_T 64u                   /* exact mode: spans up to this take one stacked GEMM */
 #define GEMM_STACK_FLOATS ((size_t)16 << 20) /* its (2T, rows) f32 result scratch: 64 MB */
@@ -361,7 +363,12 @@ extern "C" void cuda_gemm_free(struct cuda_gemm *g)
 
 extern "C" enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g) { return g->mode; }
 
-extern "C" void cuda_gemm_set_timed(struct cuda_gemm *g, bool timed) { g->timed = timed; }
+extern "C" bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed)
+{
+    const bool was = g->timed;
+    g->timed = timed;
+    return was;
+}
 
 extern "C" bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t,
                                         uint64_t rows, uint64_t n)
@@ -612,8 +619,8 @@ static int plan_candidates(struct cuda_gemm *g, const struct plan *p, cublasLtMa
 }
 
 /* A short span's plan (n ≤ GEMM_TIMED_N columns) picks its algorithm by timing: the heuristic's first choice
- * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 16, 32, 48
- * and 64 tokens; bench/RESULTS.md, thirty-ninth run), so the no-split candidates it offers for n and for n + 8
+ * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 8, 16, 32,
+ * 48 and 64 tokens; from 72 on within ±7 % of the timed pick; bench/RESULTS.md, thirty-ninth run), so the no-split candidates it offers for n and for n + 8
  * (checked at n) each run twice on the call's own operands into a scratch and the faster of its second run is
  * kept. Any algorithm without a split K gives every output the same bits (header), so the pick moves the time only.
  * Not while the stream is being captured; false when fewer than two candidates are left (plan_get's rule then). */

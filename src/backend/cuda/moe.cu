@@ -453,6 +453,8 @@ extern "C" void cuda_moe_ffn_gemm(struct cuda_ctx *ctx, struct cuda_gemm *gemm, 
             n++;
         }
     }
+    /* each expert's row count differs call to call: plans made for them are not worth timing (cuda_gemm_set_timed) */
+    const bool timed = cuda_gemm_set_timed(gemm, false);
     for (uint32_t j = 0; j < n; j++) { /* {expert, first row, rows} */
         const uint32_t e = r[3 * j], first = r[3 * j + 1];
         const void *we = (const uint8_t *)w->gate_up + e * w->gu_stride;
@@ -475,5 +477,6 @@ extern "C" void cuda_moe_ffn_gemm(struct cuda_ctx *ctx, struct cuda_gemm *gemm, 
             cuda_gemm_run(gemm, w->down_type, we, dim, F, s->a + (uint64_t)first * F, r[3 * j + 2],
                           s->ys + (uint64_t)first * dim, w->down_scale, 0);
     }
+    cuda_gemm_set_timed(gemm, timed);
     combine(ctx, w, s, T, y);
 }

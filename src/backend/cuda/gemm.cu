@@ -72,6 +72,8 @@
 /* plans of up to this many columns (an exact span of ≤ 64 tokens stacks its x parts: 2T) time their no-split
  * candidates (plan_time_pick) */
 #define GEMM_TIMED_N 128u
+#define GEMM_PICKS 1024u /* timed picks remembered beyond the plan cache's eviction (plan_time_pick) */
+#define GEMM_PICK_PROBE 8 /* slots a key may take from its hash on */
 #define GEMM_F32_PLAN_N 256u /* f32 weights: the n their algorithm is asked for at (plan_get) */
 #define GEMM_STACK_T 64u                   /* exact mode: spans up to this take one stacked GEMM */
 #define GEMM_STACK_FLOATS ((size_t)16 << 20) /* its (2T, rows) f32 result scratch: 64 MB */
@@ -95,6 +97,14 @@ struct plan {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
+};
+
+/* A timed pick (plan_time_pick), kept in an open-addressed table so that a plan made again after its eviction
+ * does not time again. */
+struct pick {
+    struct plan_key key;
+    cublasLtMatmulAlgo_t algo;
+    bool used;
 };
 
 /* ---- activations ----------------------------------------------------------- */
@@ -298,6 +308,7 @@ struct cuda_gemm {
     uint32_t prep_gen;       /* +1 at every conversion or claim of x: what xt was tiled from */
     bool timed;              /* MEMRA_GEMM_PICK=time (the default): plan_time_pick for short spans */
     float *tune_y;           /* plan_time_pick's output scratch, tune_cap floats (grown on demand) */
+    struct pick *picks;      /* GEMM_PICKS remembered picks (host) */
     uint64_t tune_cap;
     cudaEvent_t ev[2];
     enum cuda_gemm_promote promote; /* which GGUF types with a scale a 32 run gemm_q.cu (cuda_gemm_promote) */
@@ -323,6 +334,9 @@ extern "C" struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm
     g->max_w = max_w;
     g->prep.kind = -1;
     g->timed = true;
+    g->picks = (struct pick *)calloc(GEMM_PICKS, sizeof *g->picks);
+    if (!g->picks)
+        CUDA_FAIL("out of host memory");
     CUDA_CHECK(cudaEventCreate(&g->ev[0]));
     CUDA_CHECK(cudaEventCreate(&g->ev[1]));
     CUBLASLT_CHECK(cublasLtCreate(&g->lt));
@@ -354,6 +368,7 @@ extern "C" void cuda_gemm_free(struct cuda_gemm *g)
     cublasLtDestroy(g->lt);
     CUDA_CHECK(cudaEventDestroy(g->ev[0]));
     CUDA_CHECK(cudaEventDestroy(g->ev[1]));
+    free(g->picks);
     void *bufs[] = {g->ws, g->xhi, g->ystack, g->whi, g->wlo, g->wq, g->xt, g->tune_y};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
@@ -618,19 +633,46 @@ static int plan_candidates(struct cuda_gemm *g, const struct plan *p, cublasLtMa
     return nc;
 }
 
+/* The remembered pick's slot for key k (its own, else the first free one of its probe run, else NULL). */
+static struct pick *pick_slot(struct cuda_gemm *g, const struct plan_key *k)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over the key's bytes (zeroed padding: gemm_one) */
+    for (size_t i = 0; i < sizeof *k; i++)
+        h = (h ^ ((const uint8_t *)k)[i]) * 16777619u;
+    struct pick *free_slot = NULL;
+    for (int i = 0; i < GEMM_PICK_PROBE; i++) {
+        struct pick *s = &g->picks[(h + (uint32_t)i) % GEMM_PICKS];
+        if (s->used && memcmp(&s->key, k, sizeof *k) == 0)
+            return s;
+        if (!s->used && !free_slot)
+            free_slot = s;
+    }
+    return free_slot;
+}
+
 /* A short span's plan (n ≤ GEMM_TIMED_N columns) picks its algorithm by timing: the heuristic's first choice
  * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 8, 16, 32,
  * 48 and 64 tokens; from 72 on within ±7 % of the timed pick; bench/RESULTS.md, thirty-ninth run), so the no-split candidates it offers for n and for n + 8
  * (checked at n) each run twice on the call's own operands into a scratch and the faster of its second run is
- * kept. Any algorithm without a split K gives every output the same bits (header), so the pick moves the time only.
+ * kept, and remembered (pick_slot) for when the plan is made again after its eviction. Any algorithm without a
+ * split K gives every output the same bits (header), so the pick moves the time only.
  * Not while the stream is being captured; false when fewer than two candidates are left (plan_get's rule then). */
 static bool plan_time_pick(struct cuda_gemm *g, struct plan *p, cublasLtMatmulPreference_t pref, const void *a,
                            const void *b)
 {
     const struct plan_key *k = &p->key;
+    if (!g->timed || k->n > GEMM_TIMED_N || k->at == CUDA_R_32F)
+        return false;
+    struct pick *slot = pick_slot(g, k);
+    cublasLtMatmulHeuristicResult_t chk;
+    if (slot && slot->used &&
+        cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &slot->algo, &chk) == CUBLAS_STATUS_SUCCESS) {
+        p->algo = slot->algo; /* timed before, for a plan since evicted */
+        return true;
+    }
     cudaStreamCaptureStatus cap;
     CUDA_CHECK(cudaStreamIsCapturing(g->ctx->stream, &cap));
-    if (!g->timed || k->n > GEMM_TIMED_N || k->at == CUDA_R_32F || cap != cudaStreamCaptureStatusNone)
+    if (cap != cudaStreamCaptureStatusNone)
         return false;
     cublasLtMatmulAlgo_t cand[2 * GEMM_HEUR];
     int nc = plan_candidates(g, p, pref, k->n, cand);
@@ -658,6 +700,11 @@ static bool plan_time_pick(struct cuda_gemm *g, struct plan *p, cublasLtMatmulPr
         CUDA_CHECK(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]));
         if (i == 0 || ms < best)
             best = ms, p->algo = cand[i];
+    }
+    if (slot) { /* (its probe run full: not remembered, timed again when the plan is made again) */
+        memcpy(&slot->key, k, sizeof *k); /* padding and all: slots are compared with memcmp */
+        slot->algo = p->algo;
+        slot->used = true;
     }
     return true;
 }

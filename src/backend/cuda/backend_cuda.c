@@ -26,8 +26,8 @@
  * batched GEMV, 64 tokens a launch, when a run has 2 or more tokens (use_mmv;
  * MEMRA_DECODE_MMV=auto|all|off): the wgmma kernel (mmv_wg.cu, n % 64 == 0)
  * or with MEMRA_MMV=sync the mma.sync one (mmv.cu, also the fallback).
- * Quantized GEMVs run at the K split of the weight's type and row length and
- * whether it is the head (cuda_gemv_engine_ksplit; MEMRA_GEMV_KSPLIT) at every batch size, so their
+ * Quantized GEMVs run at one K split for the layer matrices and one for the
+ * head (cuda_gemv_engine_ksplit; MEMRA_GEMV_KSPLIT) at every batch size, so their
  * summation order does not depend on the batch, the mmv's slices depend only on the
  * weight's shape, and a GEMM's
  * algorithm is fixed per shape, so a sequence's result is the same alone or

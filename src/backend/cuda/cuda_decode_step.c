@@ -122,7 +122,7 @@ static void decode_matmul(struct cuda_backend *b, const struct cuda_weight *cons
         }
         const bool q = is_quantized(w->dtype);
         cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, w->cols, x, T, ys[i], w->scale, 0,
-                          q ? cuda_gemv_engine_ksplit(b->ctx, w->dtype, w->cols, w == &b->output) : 0,
+                          q ? cuda_gemv_engine_ksplit(b->ctx, w == &b->output) : 0,
                           q ? CUDA_GEMV_X_PREPARED : 0);
     }
 }

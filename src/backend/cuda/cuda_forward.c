@@ -49,7 +49,7 @@ static void matmul_gemv(struct cuda_backend *b, const struct cuda_weight *const 
             const bool q = is_quantized(w->dtype);
             /* quantized: the weight's K split, the same at every batch size (a row's bits with it) */
             cuda_gemv_variant(b->ctx, w->dtype, w->d, w->rows, cols, xc, nb, ys[i] + (uint64_t)c0 * w->rows,
-                              w->scale, 0, q ? cuda_gemv_engine_ksplit(b->ctx, w->dtype, w->cols, w == &b->output) : 0,
+                              w->scale, 0, q ? cuda_gemv_engine_ksplit(b->ctx, w == &b->output) : 0,
                               q ? CUDA_GEMV_X_PREPARED : 0);
         }
     }

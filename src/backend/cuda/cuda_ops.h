@@ -166,18 +166,17 @@ void cuda_gemv_prep_x(struct cuda_ctx *ctx, const float *x /* (batch, n) */, uin
 void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                        const float *x, uint32_t batch, float *y, float scale, int rows_per_block, int ksplit,
                        unsigned flags);
-/* The K split the engine gives a quantized weight of type t and row length n
- * on the dp4a GEMVs, at every batch size, so that a sequence's bits do not
- * depend on its batch; head: the weight is the output head (lm_head), which
- * is never fused with another. MEMRA_GEMV_KSPLIT auto (the default,
+/* The K split the engine gives a quantized weight on the dp4a GEMVs, at every
+ * batch size, so that a sequence's bits do not depend on its batch; head: the
+ * weight is the output head (lm_head), which is never fused with another. MEMRA_GEMV_KSPLIT auto (the default,
  * CUDA_GEMV_KS_AUTO): 4 for the layer matrices, 1 for the head (its 128 k
  * rows stream best on the staged kernel: H100, 8B shapes, Q6_K 153 against
  * 174 µs a lone token, 528 against 709 at 8; layers' Q8_0 shapes 3-30 %
- * faster at 4); 1 or 4: every matrix. A function of the type, n and the
- * head alone, never of the rows: a fused matrix (q|k|v, gate|up: a lone
- * token's) and its parts (a batch's) must split alike. The tensor-core
+ * faster at 4; no type or row length measured to want another); 1 or 4:
+ * every matrix. Never a function of the rows: a fused matrix (q|k|v,
+ * gate|up: a lone token's) and its parts (a batch's) must split alike. The tensor-core
  * kernels (MEMRA_GEMV_MMA) ignore it. */
-int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n, bool head);
+int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, bool head);
 #define CUDA_GEMV_KS_AUTO (-1) /* cuda_ctx.gemv_ks for MEMRA_GEMV_KSPLIT=auto */
 
 /* ---- mixture-of-experts FFN (moe.cu), Qwen3-MoE ---------------------------

@@ -308,9 +308,9 @@ struct cuda_gemm {
     uint32_t prep_gen;       /* +1 at every conversion or claim of x: what xt was tiled from */
     bool timed;              /* MEMRA_GEMM_PICK=time (the default): plan_time_pick for short spans */
     float *tune_y;           /* plan_time_pick's output scratch, tune_cap floats (grown on demand) */
-    struct pick *picks;      /* GEMM_PICKS remembered picks (host) */
     uint64_t tune_cap;
-    cudaEvent_t ev[2];
+    cudaEvent_t ev[2];       /* plan_time_pick's timing */
+    struct pick *picks;      /* GEMM_PICKS remembered picks (host) */
     enum cuda_gemm_promote promote; /* which GGUF types with a scale a 32 run gemm_q.cu (cuda_gemm_promote) */
     uint8_t *wq;             /* promote: a weight's packed form when it is not kept (max_w elements) */
     uint8_t *xt;             /* promote: x's tiles, xt_cap bytes */
@@ -572,10 +572,11 @@ extern "C" uint64_t cuda_gemm_kept_bytes(enum cuda_gemm_mode mode, bool promote,
 extern "C" void cuda_gemm_keep(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,
                                void *kept)
 {
-    if (cuda_gemm_kept_bytes(g->mode, cuda_gemm_promoted(g, t, rows, n), t, rows, n) == 0 || (uintptr_t)kept % 256)
+    const bool promoted = cuda_gemm_promoted(g, t, rows, n);
+    if (cuda_gemm_kept_bytes(g->mode, promoted, t, rows, n) == 0 || (uintptr_t)kept % 256)
         CUDA_FAIL("cuda_gemm_keep: %s %llu×%llu has no kept copy, or the buffer is not 256-byte aligned",
                   dtype_name(t), (unsigned long long)rows, (unsigned long long)n);
-    if (cuda_gemm_promoted(g, t, rows, n)) { /* the packed form gemm_q_run reads */
+    if (promoted) { /* the packed form gemm_q_run reads */
         gemm_q_pack(g->ctx, t, w, rows, n, kept);
         return;
     }
@@ -652,8 +653,8 @@ static struct pick *pick_slot(struct cuda_gemm *g, const struct plan_key *k)
 
 /* A short span's plan (n ≤ GEMM_TIMED_N columns) picks its algorithm by timing: the heuristic's first choice
  * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 8, 16, 32,
- * 48 and 64 tokens; from 72 on within ±7 % of the timed pick; bench/RESULTS.md, thirty-ninth run), so the no-split candidates it offers for n and for n + 8
- * (checked at n) each run twice on the call's own operands into a scratch and the faster of its second run is
+ * 48 and 64 tokens; from 72 on within ±7 % of the timed pick; bench/RESULTS.md, thirty-ninth run), so the
+ * no-split candidates it offers for n and for n + 8 (checked at n) each run twice on the call's own operands into a scratch and the faster of its second run is
  * kept, and remembered (pick_slot) for when the plan is made again after its eviction. Any algorithm without a
  * split K gives every output the same bits (header), so the pick moves the time only.
  * Not while the stream is being captured; false when fewer than two candidates are left (plan_get's rule then). */

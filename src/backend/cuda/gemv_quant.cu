@@ -461,9 +461,8 @@ void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w
     }
 }
 
-extern "C" int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, enum dtype t, uint64_t n, bool head)
+extern "C" int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, bool head)
 {
-    (void)t, (void)n; /* one rule for every type and length: the thirty-ninth run measured none to want another */
     return ctx->gemv_ks == CUDA_GEMV_KS_AUTO ? (head ? 1 : 4) : ctx->gemv_ks;
 }
 

@@ -685,6 +685,17 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
 #define GEMM_MIN_DEQ_KEPT 32u
 #define GEMM_MIN_PROMOTED_EXACT 16u
 #define GEMM_MIN_PROMOTED_XBF16 12u
+#define GEMM_MIN_PROMOTED_MINS 32u
+/* The promoted types' threshold: the types with a min (Q4_K, Q5_K, Q4_1) from 32 tokens whatever the activations
+ * (H100, random 8B Q4_K_M with bf16 activations, cuBLASLt on the kept dequantized copy → promoted: pp16 1363-1373 →
+ * 1178-1183 tok/s, the GEMV's 16 tokens against the GEMM's; pp32 2375 → 2369-2385, level; bench/RESULTS.md,
+ * fortieth run). */
+static uint32_t gemm_min_promoted(enum cuda_gemm_mode gm, const struct cuda_weight *w)
+{
+    if (!cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, w->dtype, w->rows, w->cols)) /* a min type */
+        return GEMM_MIN_PROMOTED_MINS;
+    return gm == CUDA_GEMM_EXACT ? GEMM_MIN_PROMOTED_EXACT : GEMM_MIN_PROMOTED_XBF16;
+}
 /* A MoE span of ≥ 64 tokens gives each of Qwen3-MoE's 128 experts ~4 rows on
  * average (8 a token): from there one GEMM an expert beats reading it once
  * per 8 rows on the grouped GEMVs (not measured finer yet). */
@@ -754,15 +765,16 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM=%s: expected exact, fast or off", mode);
     if (gm == CUDA_GEMM_EXACT && b->base.cfg.act_type == BACKEND_ACT_BF16) /* x arrives rounded: no low part */
         gm = CUDA_GEMM_XBF16;
-    /* MEMRA_GEMM_PROMOTE: auto (unset, empty) the types without a min, on all, off none (cuda_ops.h says when) */
+    /* MEMRA_GEMM_PROMOTE: auto (unset, empty) and on every type it takes, plain the types without a min, off none
+     * (cuda_ops.h says when) */
     const char *pv = getenv("MEMRA_GEMM_PROMOTE");
-    enum cuda_gemm_promote promote = CUDA_GEMM_PROMOTE_PLAIN;
-    if (pv && strcmp(pv, "on") == 0)
-        promote = CUDA_GEMM_PROMOTE_ALL;
+    enum cuda_gemm_promote promote = CUDA_GEMM_PROMOTE_ALL;
+    if (pv && strcmp(pv, "plain") == 0)
+        promote = CUDA_GEMM_PROMOTE_PLAIN;
     else if (pv && strcmp(pv, "off") == 0)
         promote = CUDA_GEMM_PROMOTE_OFF;
-    else if (pv && *pv && strcmp(pv, "auto") != 0)
-        return err_set(err, errlen, "cuda backend: MEMRA_GEMM_PROMOTE=%s: expected auto, on or off", pv);
+    else if (pv && *pv && strcmp(pv, "auto") != 0 && strcmp(pv, "on") != 0)
+        return err_set(err, errlen, "cuda backend: MEMRA_GEMM_PROMOTE=%s: expected auto, on, plain or off", pv);
     bool promoted_any = false; /* whether a layer weight takes it: its scratches only then */
     const char *pick = getenv("MEMRA_GEMM_PICK"); /* time (unset, empty) or first: cuda_gemm_set_timed */
     if (pick && *pick && strcmp(pick, "time") != 0 && strcmp(pick, "first") != 0)
@@ -794,8 +806,9 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
     uint64_t x_bytes = (uint64_t)b->base.cfg.max_batch_tokens * wide * 4; /* x's bf16 parts, both at most */
     if (!promoted_any)
         promote = CUDA_GEMM_PROMOTE_OFF;
-    if (promote) /* and their tiles (cuda_gemm_promote), ~4.1 bytes an element with two parts */
-        x_bytes += x_bytes * 33 / 32 + wide * 528;
+    if (promote) /* and their tiles (cuda_gemm_promote): ≤ 4.4 bytes an element with two parts and a min's k
+                  * tiles (3 columns a 32), a last token tile and a last min tile a tile row */
+        x_bytes += x_bytes * 35 / 32 + wide * 560 + ((uint64_t)b->base.cfg.max_batch_tokens / 128 + 1) * 32768;
     if (gemm_keep_decide(b, kept_bytes, x_bytes, &keep, err, errlen) != 0)
         return -1;
     if (keep)
@@ -824,7 +837,7 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
             struct cuda_weight *w = ws[i];
             const uint64_t kb = w->gemm_min ? weight_kept_bytes(gm, promote, w) : 0;
             if (kb && !min_all && cuda_gemm_promoted(b->gemm, w->dtype, w->rows, w->cols)) /* its packed copy kept */
-                w->gemm_min = gm == CUDA_GEMM_EXACT ? GEMM_MIN_PROMOTED_EXACT : GEMM_MIN_PROMOTED_XBF16;
+                w->gemm_min = gemm_min_promoted(gm, w);
             else if (kb && !min_all && gm != CUDA_GEMM_FAST && timed) /* its dequantized copy kept */
                 w->gemm_min = GEMM_MIN_DEQ_KEPT;
             if (kb) {

@@ -378,10 +378,10 @@ enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g);
 bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed);
 /* MEMRA_GEMM_PROMOTE (gemm_q.cu): the GGUF types with one scale a 32 elements (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
  * IQ4_XS) at rows % 128 == 0 and n % 64 == 0 multiply their quantized values (exact in bf16) by x's bf16 parts,
- * one product a part, each 32-block's scale (and min) applied to its partial sum: no weight low part (EXACT: two
- * products instead of three; XBF16: one instead of two), a kept copy of 2.125-2.25 bytes an element instead of 4.
- * Which types take it: PLAIN those without a min (Q8_0, Q4_0, IQ4_XS: the min's Σx term made Q4_K slower than
- * cuBLASLt's two products), ALL every one (cuda_gemm_promote_takes, the rule for a weight). cuda_gemm_promote
+ * one product a part, each 32-block's scale applied to its partial sum, the mins' term as extra k tiles: no weight
+ * low part (EXACT: two products instead of three; XBF16: one instead of two), a kept copy of 2.1-2.3 bytes an
+ * element instead of 4. Which types take it: PLAIN those without a min (Q8_0, Q4_0, IQ4_XS), ALL every one (the
+ * backend's default; cuda_gemm_promote_takes, the rule for a weight). cuda_gemm_promote
  * turns it on (EXACT / XBF16; a no-op in FAST), allocating its scratches for inputs of up to max_n columns; before
  * any cuda_gemm_keep, whose copies then take the packed form for those weights (cuda_gemm_kept_bytes with
  * promote). cuda_gemm_promoted: whether a weight takes it in g. */

@@ -396,13 +396,13 @@ extern "C" void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda
 {
     if (g->promote != CUDA_GEMM_PROMOTE_OFF || p == CUDA_GEMM_PROMOTE_OFF || g->mode == CUDA_GEMM_FAST)
         return;
-    /* x's tiles for T·n ≤ max_x, n ≤ max_n: ⌈T/128⌉·(n/64) tiles of ≤ 2 parts of 16 KB + 1 KB of Σx */
+    /* x's tiles for T·n ≤ max_x, n ≤ max_n; a weight's packed form for rows·n ≤ max_w (with a min's k tiles) */
     const int parts = g->mode == CUDA_GEMM_EXACT ? 2 : 1;
-    g->xt_cap = gemm_q_x_bytes(1, max_n, true, parts) + (g->max_x / 64 + 1) * (parts * 16384 + 1024) / 128;
+    g->xt_cap = gemm_q_x_cap(g->max_x, max_n, parts);
     if (g->max_x)
         CUDA_CHECK(cudaMalloc(&g->xt, g->xt_cap));
-    if (g->max_w) /* 2.25 bytes an element at most (bf16 q, a scale and a min a 32) */
-        CUDA_CHECK(cudaMalloc(&g->wq, g->max_w / 32 * 72 + 256));
+    if (g->max_w)
+        CUDA_CHECK(cudaMalloc(&g->wq, gemm_q_packed_cap(g->max_w, max_n) + 256));
     g->promote = p;
 }
 

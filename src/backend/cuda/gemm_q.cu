@@ -1,30 +1,34 @@
 /* backend/cuda/gemm_q.cu — the prefill GEMM of the GGUF types with one scale a 32 elements (Q8_0, Q4_0, Q4_1,
- * Q4_K, Q5_K, IQ4_XS) on their quantized values: one bf16 wgmma product a pair, each 32-block's scale (and min)
- * applied when its two k16 steps are done ("promotion", DeepGEMM's arrangement), instead of gemm.cu's cuBLASLt
- * products of the dequantized weight's bf16 high and low parts (MEMRA_GEMM_PROMOTE; gemm.cu calls it).
+ * Q4_K, Q5_K, IQ4_XS) on their quantized values: one bf16 wgmma product a pair, each 32-block's scale applied when
+ * its two k16 steps are done ("promotion", DeepGEMM's arrangement), instead of gemm.cu's cuBLASLt products of the
+ * dequantized weight's bf16 high and low parts (MEMRA_GEMM_PROMOTE; gemm.cu calls it).
  *
- *   y (T, rows) f32 = scale · Σ_kb ( s[r][kb] · Σ_{k in kb} q[r][k] · x[t][k]  −  mn[r][kb] · Σ_{k in kb} x[t][k] )
+ *   y (T, rows) f32 = scale · ( Σ_kb s[r][kb] · Σ_{k in kb} q[r][k] · x[t][k]  +  Σ_kb m[r][kb] · S[t][kb] )
  *
- * (the value a 32-block decodes to, gemv_quant_types.cuh: d·q + m, so s = d and mn = −m; Q4_0's d·(q − 8) as q − 8
- * without a min). q is an integer of ≤ 8 bits, exact in bf16, and x is bf16-valued (bf16 activations; with f32
- * activations x = hi + lo, both multiplied into the same partial): each block's partial sum is the tensor cores'
- * f32 sum of exact products — closer to the exact dot than the two-part weight (whose w_lo · x_lo is dropped).
+ * (the value a 32-block decodes to, gemv_quant_types.cuh: d·q + m, so s = d; Q4_0's d·(q − 8) as q − 8 without a
+ * min; S[t][kb] = Σ_{k in kb} x[t][k]). q is an integer of ≤ 8 bits, exact in bf16, and x is bf16-valued (bf16
+ * activations; with f32 activations x = hi + lo, both multiplied into the same partial): each block's partial sum
+ * is the tensor cores' f32 sum of exact products — closer to the exact dot than the two-part weight (whose
+ * w_lo · x_lo is dropped). The types with a min (Q4_1, Q4_K, Q5_K) add the second sum as a GEMM of K = 3·n/32 on
+ * the same kernel: extra k tiles after the weight's own, A holding [m_hi, m_hi, m_lo] and B [S_hi, S_lo, S_hi] a
+ * block (bf16 parts of the f32 m and S; the dropped m_lo · S_lo and the parts' residues are ~2^-17 of m·S, as the
+ * two-part weight's), at scale 1 — ~9 % more products instead of an FMA a block and accumulator on the CUDA cores.
  * Bits: an output's operations are the same whatever T and its place in the token tiles (K walked in one order,
  * tokens past T zero), so a span's rows are the same alone and inside a GEMM over several spans.
  *
- * Operands, made by the two pack kernels below:
+ * Operands, made by the two pack kernels below; KX = n/64 + KE k tiles, KE = ⌈3·(n/32) / 64⌉ with a min, else 0:
  *   A (gemm_q_pack; the kept copy of cuda_gemm_keep, or a scratch per call): tiles of 128 rows × 64 k, tile
- *     (rt, kt) at (rt·KT + kt)·AS: q as bf16 in the wgmma 128-byte swizzle (wgmma.cuh's swz), then the f32 scales
- *     s[128][2] (the tile's two 32-blocks), then with mins mn[128][2]. AS = 17408 or 18432 bytes.
+ *     (rt, kt) at (rt·KX + kt)·AS: q as bf16 in the wgmma 128-byte swizzle (wgmma.cuh's swz), then the f32 scales
+ *     s[128][2] (the tile's two 32-blocks; 1 in the min tiles). AS = 17408 bytes.
  *   B (gemm_q_tile_x, from the bf16 x rows the GEMM's x conversion or the producers made): tiles of 128 tokens ×
- *     64 k per x part (1 or 2: hi, lo), tile (tt, kt) at (tt·KT + kt)·BG, tokens past T zero, then with mins the
- *     blocks' Σx [2][128] (f32, of hi + lo).
+ *     64 k per x part (1 or 2: hi, lo), tile (tt, kt) at (tt·KX + kt)·BG, tokens past T zero; the min tiles hold
+ *     the S parts in the first x part and zeros in the second.
  * Kernel: a CTA = 128 rows × 128 tokens, 384 threads. Warpgroups 0 and 1 compute (rows 64w .. 64w + 63;
  * setmaxnreg 232); warpgroup 2's first lane bulk-copies each stage's A and B tiles into a ring of NS stages
  * (full / empty mbarriers; setmaxnreg 40). A warpgroup's 32-block: 2 wgmma m64n128k16 per x part into a partial
- * p (the first with scale-d 0), wait, acc += s · p (− mn · Σx): its 64 (128) FFMA run while the other
- * warpgroup's products keep the tensor cores busy. The floor: 2·rows·K·T FLOPs at ~790 TFLOP/s (the H200's bf16
- * rate) per x part. First measured as lab/gemm-q/gemm_q_test.cu.
+ * p (the first with scale-d 0), wait, acc += s · p: its 64 FFMA run while the other warpgroup's products keep the
+ * tensor cores busy. The floor: 2·rows·K·T FLOPs at ~790 TFLOP/s (the H200's bf16 rate) per x part. First
+ * measured as lab/gemm-q/gemm_q_test.cu.
  */
 #include <cuda_bf16.h>
 
@@ -38,21 +42,22 @@ namespace {
 
 constexpr uint32_t BM = 128, BN = 128, BK = 64, QB = 32; /* rows, tokens and k a CTA tile; k a scale block */
 constexpr uint32_t A_BYTES = BM * BK * 2, S_BYTES = BM * (BK / QB) * 4, B_BYTES = BN * BK * 2;
+constexpr uint32_t AS = A_BYTES + S_BYTES; /* an A tile: q, then the scales (1 KB, so 1024-aligned) */
+constexpr uint32_t MC = 3;                 /* the min GEMM's k columns a 32-block: m_hi·S_hi, m_hi·S_lo, m_lo·S_hi */
 constexpr int NT = 384;
 
-/* Bytes of a stage's parts: A (q tile, scales, with MINS mins: 1 KB each, so 1024-aligned in all); B (XP x tiles,
- * with MINS Σx [2][BN] after them; BG copied, BR held so that the next stage stays 1024-aligned). */
-template <bool MINS, int XP> struct lay {
-    static constexpr uint32_t AS = A_BYTES + S_BYTES * (MINS ? 2 : 1);
-    static constexpr uint32_t BG = XP * B_BYTES + (MINS ? 2 * BN * 4 : 0), BR = (BG + 1023) / 1024 * 1024;
+/* k tiles of the min GEMM (0 without mins) and in all */
+__host__ __device__ constexpr uint64_t ext_tiles(uint64_t n, bool mins) { return mins ? (MC * (n / QB) + BK - 1) / BK : 0; }
+__host__ __device__ constexpr uint64_t all_tiles(uint64_t n, bool mins) { return n / BK + ext_tiles(n, mins); }
+
+/* Bytes of a stage's B part (XP x tiles; BR held so that the next stage stays 1024-aligned) and of a stage. */
+template <int XP> struct lay {
+    static constexpr uint32_t BG = XP * B_BYTES, BR = (BG + 1023) / 1024 * 1024;
     static constexpr uint32_t STAGE = AS + BR;
 };
-/* Stages: 5 with one x part (34-36 KB a stage), 4 with two (51-52 KB). */
+/* Stages: 5 with one x part (33 KB a stage), 4 with two (49 KB). */
 template <int XP> __host__ __device__ constexpr int stages() { return XP == 1 ? 5 : 4; }
-template <bool MINS, int XP> constexpr uint32_t smem_bytes()
-{
-    return stages<XP>() * lay<MINS, XP>::STAGE + 1024 + 2 * stages<XP>() * 8;
-}
+template <int XP> constexpr uint32_t smem_bytes() { return stages<XP>() * lay<XP>::STAGE + 1024 + 2 * stages<XP>() * 8; }
 
 /* d (64 × 128 f32: 64 a thread) = A · B (ACC 0) or += A · B (ACC 1), both K-major bf16 in shared memory. */
 template <int ACC> __device__ __forceinline__ void wg_mn(float (&d)[64], uint64_t da, uint64_t db)
@@ -76,32 +81,24 @@ __device__ __forceinline__ void bulk_g2s_keep(uint32_t dst, const void *src, uin
                  : "memory");
 }
 
-/* acc += s · p (− mn · Σx with MINS): accumulator 4j + e is row g (e < 2: s0, nm0 = −mn) or g + 8 (s1, nm1),
- * token 8j + 2c + (e & 1), whose two Σx are sx[4j + c]. */
-template <bool MINS>
-__device__ __forceinline__ void promote(float (&acc)[64], const float (&p)[64], float s0, float s1, float nm0,
-                                        float nm1, const float2 *sx, uint32_t c)
+/* acc += s · p: accumulator 4j + e is row g (e < 2: s0) or g + 8 (s1). */
+__device__ __forceinline__ void promote(float (&acc)[64], const float (&p)[64], float s0, float s1)
 {
 #pragma unroll
     for (int j = 0; j < 16; j++) {
-        float a0 = acc[4 * j + 0], a1 = acc[4 * j + 1], a2 = acc[4 * j + 2], a3 = acc[4 * j + 3];
-        if constexpr (MINS) {
-            const float2 v = sx[4 * j + c];
-            a0 = fmaf(nm0, v.x, a0), a1 = fmaf(nm0, v.y, a1), a2 = fmaf(nm1, v.x, a2), a3 = fmaf(nm1, v.y, a3);
-        }
-        acc[4 * j + 0] = fmaf(s0, p[4 * j + 0], a0);
-        acc[4 * j + 1] = fmaf(s0, p[4 * j + 1], a1);
-        acc[4 * j + 2] = fmaf(s1, p[4 * j + 2], a2);
-        acc[4 * j + 3] = fmaf(s1, p[4 * j + 3], a3);
+        acc[4 * j + 0] = fmaf(s0, p[4 * j + 0], acc[4 * j + 0]);
+        acc[4 * j + 1] = fmaf(s0, p[4 * j + 1], acc[4 * j + 1]);
+        acc[4 * j + 2] = fmaf(s1, p[4 * j + 2], acc[4 * j + 2]);
+        acc[4 * j + 3] = fmaf(s1, p[4 * j + 3], acc[4 * j + 3]);
     }
 }
 
-template <bool MINS, int XP>
+template <int XP>
 __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt,
                                                        float *__restrict__ y, uint32_t rows, uint32_t T, uint32_t KT,
                                                        uint32_t TT, float scale)
 {
-    using L = lay<MINS, XP>;
+    using L = lay<XP>;
     constexpr int NS = stages<XP>();
     constexpr uint32_t STAGE = L::STAGE;
     extern __shared__ uint8_t smem_raw[];
@@ -122,21 +119,21 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
     if (warp >= 8) { /* the producer: one lane issues every stage's two copies, never waiting on the products */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (warp == 8 && lane == 0) {
-            const uint8_t *a = at + (uint64_t)rt * KT * L::AS, *b = bt + (uint64_t)tt * KT * L::BG;
+            const uint8_t *a = at + (uint64_t)rt * KT * AS, *b = bt + (uint64_t)tt * KT * L::BG;
             for (uint32_t kt = 0; kt < KT; kt++) {
                 const uint32_t s = kt % NS;
                 if (kt >= NS)
                     mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
-                mbar_expect(bars + 8 * s, L::AS + L::BG);
-                bulk_g2s_keep(base + s * STAGE, a + (uint64_t)kt * L::AS, L::AS, bars + 8 * s);
-                bulk_g2s_keep(base + s * STAGE + L::AS, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
+                mbar_expect(bars + 8 * s, AS + L::BG);
+                bulk_g2s_keep(base + s * STAGE, a + (uint64_t)kt * AS, AS, bars + 8 * s);
+                bulk_g2s_keep(base + s * STAGE + AS, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
             }
         }
         return;
     }
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4, c = lane % 4;
+    const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4;
     const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the tile: r0, r0 + 8 */
     float acc[64], p[64];
 #pragma unroll
@@ -147,9 +144,8 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
     for (uint32_t kt = 0; kt < KT; kt++) {
         const uint32_t s = kt % NS;
         mbar_wait(bars + 8 * s, (kt / NS) & 1);
-        const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + L::AS;
-        const float *sc = reinterpret_cast<const float *>(sp + s * STAGE + A_BYTES), *mn = sc + 2 * BM;
-        const float2 *sx = reinterpret_cast<const float2 *>(sp + s * STAGE + L::AS + XP * B_BYTES);
+        const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + AS;
+        const float *sc = reinterpret_cast<const float *>(sp + s * STAGE + A_BYTES);
 #pragma unroll
         for (uint32_t h = 0; h < 2; h++) {
             wgmma_fence();
@@ -164,10 +160,9 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
             }
             wgmma_commit();
             const float s0 = sc[r0 * 2 + h], s1 = sc[(r0 + 8) * 2 + h];
-            const float nm0 = MINS ? -mn[r0 * 2 + h] : 0.0f, nm1 = MINS ? -mn[(r0 + 8) * 2 + h] : 0.0f;
             wgmma_wait<0>();
             reg_fence(p);
-            promote<MINS>(acc, p, s0, s1, nm0, nm1, sx + h * (BN / 2), c);
+            promote(acc, p, s0, s1);
         }
         __syncwarp();
         if (lane == 0)
@@ -177,6 +172,7 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
     /* acc[4j + e]: row r0 (e < 2) or r0 + 8, token 8j + 2c + (e & 1); a warp's store covers four tokens' 8
      * consecutive rows (whole 32-byte sectors) */
     const uint64_t row = (uint64_t)rt * BM + r0;
+    const uint32_t c = lane % 4;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
 #pragma unroll
@@ -189,25 +185,43 @@ __global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict
     }
 }
 
+__device__ __forceinline__ uint16_t bf16_bits(float f)
+{
+    const __nv_bfloat16 b = __float2bfloat16_rn(f);
+    return *reinterpret_cast<const uint16_t *>(&b);
+}
+__device__ __forceinline__ float bf16_value(uint16_t u) { return __uint_as_float((uint32_t)u << 16); }
+
+/* v's bf16 parts: hi = bf16(v), lo = bf16(v − hi) */
+__device__ __forceinline__ void bf16_split(float v, uint16_t &hi, uint16_t &lo)
+{
+    hi = bf16_bits(v);
+    lo = bf16_bits(v - bf16_value(hi));
+}
+
+/* The byte of k column e (0 .. 63) of row r in a swizzled 128 × 64 bf16 tile */
+__device__ __forceinline__ uint32_t swz_elem(uint32_t r, uint32_t e) { return swz(r, e / 8) + (e % 8) * 2; }
+
 /* One thread a 32-element segment (row r, segment j): the GEMV's decoder gives q and the block's d, m (value
- * d·q + m); q goes as bf16 into the A tile's swizzled row (4 pieces of 16 bytes), d into the scales, −m into the
- * mins (SHIFT8: Q4_0's q − 8 and no min). */
+ * d·q + m); q goes as bf16 into the A tile's swizzled row (4 pieces of 16 bytes), d into the scales; with MINS m's
+ * parts into the min tiles' columns 3j .. 3j + 2, and the row's last segment writes those tiles' scales (1) and
+ * their padding (0) (SHIFT8: Q4_0's q − 8 and no min). */
 template <class Q, bool MINS, bool SHIFT8>
 __global__ void kernel_gemm_q_pack(const uint8_t *__restrict__ w, uint64_t row_bytes, uint64_t rows, uint64_t n,
                                    uint8_t *__restrict__ out)
 {
     constexpr int S = Q::QK / 32;
-    constexpr uint32_t AS = lay<MINS, 1>::AS;
     const uint64_t segs = n / 32, t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= rows * segs)
         return;
-    const uint64_t r = t / segs, j = t % segs, KT = n / BK;
+    const uint64_t r = t / segs, j = t % segs, KT = n / BK, KX = all_tiles(n, MINS);
     const uint8_t *blk = w + r * row_bytes + (j / S) * Q::BS;
     const typename Q::lane_t Ln = Q::lane((int)(j % S));
     uint32_t q[8];
     float d[2], m[2];
     Q::get(blk, Ln, q, d, m);
-    uint8_t *tile = out + ((r / BM) * KT + j / 2) * AS;
+    uint8_t *const rtile = out + (r / BM) * KX * AS; /* this row's tile row */
+    uint8_t *tile = rtile + (j / 2) * AS;
     const uint32_t rr = (uint32_t)(r % BM), h = (uint32_t)(j % 2);
 #pragma unroll
     for (int pc = 0; pc < 4; pc++) { /* elements 8pc .. 8pc + 7 of the segment */
@@ -227,41 +241,66 @@ __global__ void kernel_gemm_q_pack(const uint8_t *__restrict__ w, uint64_t row_b
         *reinterpret_cast<uint4 *>(tile + swz(rr, 4 * h + pc)) = make_uint4(v[0], v[1], v[2], v[3]);
     }
     reinterpret_cast<float *>(tile + A_BYTES)[rr * 2 + h] = d[0];
-    if (MINS)
-        reinterpret_cast<float *>(tile + A_BYTES + S_BYTES)[rr * 2 + h] = -m[0];
+    if (MINS) {
+        uint16_t hi, lo;
+        bf16_split(m[0], hi, lo);
+        const uint16_t part[MC] = {hi, hi, lo};
+        for (uint32_t i = 0; i < MC; i++) {
+            const uint64_t e = MC * j + i;
+            *reinterpret_cast<uint16_t *>(rtile + (KT + e / BK) * AS + swz_elem(rr, (uint32_t)(e % BK))) = part[i];
+        }
+        if (j == segs - 1) {
+            for (uint64_t e = MC * segs; e < (KX - KT) * BK; e++)
+                *reinterpret_cast<uint16_t *>(rtile + (KT + e / BK) * AS + swz_elem(rr, (uint32_t)(e % BK))) = 0;
+            for (uint64_t kt = KT; kt < KX; kt++)
+                reinterpret_cast<float2 *>(rtile + kt * AS + A_BYTES)[rr] = make_float2(1.0f, 1.0f);
+        }
+    }
 }
 
 /* x's bf16 parts (XP of them, each (T, n) row-major) → B tiles; one thread a 16-byte piece of the padded rows
- * (tokens past T zero), the one at a block's start also its Σx (of hi + lo, f32, in k order) with MINS. */
+ * (tokens past T zero). With MINS the thread at a block's start also writes the min tiles' columns of its block:
+ * S = Σx (of hi + lo, f32, in k order) as [S_hi, S_lo, S_hi] in the first part, zeros in the second; the row's last
+ * block their padding. */
 template <bool MINS, int XP>
 __global__ void kernel_gemm_q_tile_x(const uint16_t *__restrict__ xhi, const uint16_t *__restrict__ xlo, uint32_t T,
                                      uint64_t n, uint32_t TT, uint8_t *__restrict__ out)
 {
-    using L = lay<MINS, XP>;
-    const uint64_t KT = n / BK, i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    constexpr uint32_t BG = lay<XP>::BG;
+    const uint64_t KT = n / BK, KX = all_tiles(n, MINS), i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (uint64_t)TT * BN * (n / 8))
         return;
-    const uint32_t t = (uint32_t)(i / (n / 8));
+    const uint32_t t = (uint32_t)(i / (n / 8)), tr = t % BN;
     const uint64_t k8 = i % (n / 8), kt = k8 / 8; /* k8: the row's 8-element piece */
     const uint32_t pc = (uint32_t)(k8 % 8);
-    uint8_t *tile = out + ((uint64_t)(t / BN) * KT + kt) * L::BG;
-    float sum = 0.0f;
+    uint8_t *const ttile = out + (uint64_t)(t / BN) * KX * BG; /* this token's tile row */
+    uint8_t *tile = ttile + kt * BG;
 #pragma unroll
     for (int xp = 0; xp < XP; xp++) {
         const uint16_t *x = xp == 0 ? xhi : xlo;
         uint4 v = make_uint4(0, 0, 0, 0);
         if (t < T)
             v = *reinterpret_cast<const uint4 *>(x + (uint64_t)t * n + k8 * 8);
-        *reinterpret_cast<uint4 *>(tile + xp * B_BYTES + swz(t % BN, pc)) = v;
+        *reinterpret_cast<uint4 *>(tile + xp * B_BYTES + swz(tr, pc)) = v;
     }
     if (MINS && pc % 4 == 0) {
+        const uint64_t j = k8 / 4, segs = n / QB; /* the block */
+        float sum = 0.0f;
         for (int e = 0; e < 32 && t < T; e++) {
-            float v = __uint_as_float((uint32_t)xhi[(uint64_t)t * n + k8 * 8 + e] << 16);
+            float v = bf16_value(xhi[(uint64_t)t * n + k8 * 8 + e]);
             if (XP == 2)
-                v += __uint_as_float((uint32_t)xlo[(uint64_t)t * n + k8 * 8 + e] << 16);
+                v += bf16_value(xlo[(uint64_t)t * n + k8 * 8 + e]);
             sum += v;
         }
-        reinterpret_cast<float *>(tile + XP * B_BYTES)[(pc / 4) * BN + t % BN] = sum;
+        uint16_t hi, lo;
+        bf16_split(sum, hi, lo);
+        const uint16_t part[MC] = {hi, lo, hi};
+        for (uint64_t c = MC * j; c < (j == segs - 1 ? (KX - KT) * BK : MC * j + MC); c++) {
+            uint8_t *et = ttile + (KT + c / BK) * BG + swz_elem(tr, (uint32_t)(c % BK));
+            *reinterpret_cast<uint16_t *>(et) = c < MC * j + MC ? part[c - MC * j] : 0;
+            if (XP == 2)
+                *reinterpret_cast<uint16_t *>(et + B_BYTES) = 0;
+        }
     }
 }
 
@@ -285,17 +324,17 @@ void launch_pack(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, void
     CUDA_CHECK_LAUNCH();
 }
 
-template <bool MINS, int XP> void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt,
-                                              uint64_t rows, uint64_t n, uint32_t T, float *y, float scale)
+template <int XP> void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows,
+                                   uint32_t KX, uint32_t T, float *y, float scale)
 {
-    constexpr uint32_t smem = smem_bytes<MINS, XP>();
+    constexpr uint32_t smem = smem_bytes<XP>();
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_gemm_q<MINS, XP>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    const uint32_t TT = (T + BN - 1) / BN, KT = (uint32_t)(n / BK);
-    kernel_gemm_q<MINS, XP><<<(unsigned)(rows / BM * TT), NT, smem, ctx->stream>>>(
-        (const uint8_t *)packed, (const uint8_t *)xt, y, (uint32_t)rows, T, KT, TT, scale);
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_gemm_q<XP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+    const uint32_t TT = (T + BN - 1) / BN;
+    kernel_gemm_q<XP><<<(unsigned)(rows / BM * TT), NT, smem, ctx->stream>>>(
+        (const uint8_t *)packed, (const uint8_t *)xt, y, (uint32_t)rows, T, KX, TT, scale);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -313,13 +352,34 @@ uint64_t gemm_q_packed_bytes(enum dtype t, uint64_t rows, uint64_t n)
 {
     if (!gemm_q_supported(t, rows, n))
         return 0;
-    return rows / BM * (n / BK) * (gemm_q_has_mins(t) ? lay<true, 1>::AS : lay<false, 1>::AS);
+    return rows / BM * all_tiles(n, gemm_q_has_mins(t)) * AS;
 }
 
 uint64_t gemm_q_x_bytes(uint32_t T, uint64_t n, bool mins, int parts)
 {
-    const uint64_t TT = (T + BN - 1) / BN, bg = parts * (uint64_t)B_BYTES + (mins ? 2 * BN * 4 : 0);
-    return TT * (n / BK) * bg;
+    const uint64_t TT = (T + BN - 1) / BN;
+    return TT * all_tiles(n, mins) * (parts * (uint64_t)B_BYTES);
+}
+
+/* The largest over the row lengths n = 64, 128, .. ≤ max_n (the supported ones) of the most the bound allows */
+uint64_t gemm_q_packed_cap(uint64_t max_w, uint64_t max_n)
+{
+    uint64_t cap = 0;
+    for (uint64_t n = BK; n <= max_n; n += BK) {
+        const uint64_t rows = max_w / n / BM * BM, b = rows / BM * all_tiles(n, true) * AS;
+        cap = b > cap ? b : cap;
+    }
+    return cap;
+}
+
+uint64_t gemm_q_x_cap(uint64_t max_x, uint64_t max_n, int parts)
+{
+    uint64_t cap = 0;
+    for (uint64_t n = BK; n <= max_n; n += BK) {
+        const uint64_t T = max_x / n, b = gemm_q_x_bytes((uint32_t)(T ? T : 1), n, true, parts);
+        cap = b > cap ? b : cap;
+    }
+    return cap;
 }
 
 void gemm_q_pack(const struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, void *packed)
@@ -360,9 +420,6 @@ void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, co
     if (!gemm_q_supported(t, rows, n) || (parts != 1 && parts != 2) || T == 0)
         CUDA_FAIL("gemm_q_run: %s %llu×%llu, %d x parts, T %u not supported", dtype_name(t),
                   (unsigned long long)rows, (unsigned long long)n, parts, T);
-    const bool mins = gemm_q_has_mins(t);
-    if (parts == 1)
-        (mins ? launch_gemm<true, 1> : launch_gemm<false, 1>)(ctx, packed, xt, rows, n, T, y, scale);
-    else
-        (mins ? launch_gemm<true, 2> : launch_gemm<false, 2>)(ctx, packed, xt, rows, n, T, y, scale);
+    const uint32_t KX = (uint32_t)all_tiles(n, gemm_q_has_mins(t));
+    (parts == 1 ? launch_gemm<1> : launch_gemm<2>)(ctx, packed, xt, rows, KX, T, y, scale);
 }

@@ -18,11 +18,15 @@
 struct cuda_ctx;
 
 bool gemm_q_supported(enum dtype t, uint64_t rows, uint64_t n);
-/* Whether type t's blocks carry a min (Q4_1, Q4_K, Q5_K): its x tiles then carry Σx too. */
+/* Whether type t's blocks carry a min (Q4_1, Q4_K, Q5_K): its packed weight and x tiles then add the min GEMM's
+ * k tiles (m's and Σx's parts, gemm_q.cu). */
 bool gemm_q_has_mins(enum dtype t);
 /* Bytes of the packed weight (0 where not supported), and of x's tiles for T tokens. */
 uint64_t gemm_q_packed_bytes(enum dtype t, uint64_t rows, uint64_t n);
 uint64_t gemm_q_x_bytes(uint32_t T, uint64_t n, bool mins, int parts);
+/* The most those take for any supported weight of rows · n ≤ max_w elements, or x of T · n ≤ max_x, n ≤ max_n. */
+uint64_t gemm_q_packed_cap(uint64_t max_w, uint64_t max_n);
+uint64_t gemm_q_x_cap(uint64_t max_x, uint64_t max_n, int parts);
 /* w (rows, n) as stored → packed (gemm_q_packed_bytes, 16-byte aligned). */
 void gemm_q_pack(const struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, void *packed);
 /* x's parts (T, n) bf16 → xt (gemm_q_x_bytes(T, n, mins, xlo ? 2 : 1), 16-byte aligned). */

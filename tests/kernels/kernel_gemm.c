@@ -344,8 +344,14 @@ static void check_promote_cache(struct cuda_gemm *g)
     CHECK_MSG(!cuda_gemm_promoted(g, DTYPE_Q6_K, rows, n) && !cuda_gemm_promoted(g, DTYPE_Q8_0, 300, n) &&
                   !cuda_gemm_promoted(g, DTYPE_Q4_K, rows, 4128) && !cuda_gemm_promoted(g, DTYPE_BF16, rows, n),
               "%s: promoted where it must not be (Q6_K, 300 rows, Q4_K at n 4128, BF16)", mode);
-    /* MEMRA_GEMM_PROMOTE=auto's set: the types without a min only */
+    /* MEMRA_GEMM_PROMOTE's sets: plain the types without a min, auto every type at ≥ 2048 rows */
     const enum cuda_gemm_mode gm = cuda_gemm_mode_of(g);
+    CHECK_MSG(cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_AUTO, gm, DTYPE_Q4_K, 2048, n) &&
+                  cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_AUTO, gm, DTYPE_Q8_0, 4096, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_AUTO, gm, DTYPE_Q4_K, 1920, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_AUTO, gm, DTYPE_Q8_0, 1024, n) &&
+                  !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_AUTO, gm, DTYPE_Q6_K, 4096, n),
+              "%s: MEMRA_GEMM_PROMOTE=auto takes Q4_K / Q8_0 from 2048 rows, not 1920 / 1024 rows nor Q6_K", mode);
     CHECK_MSG(cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q8_0, rows, n) &&
                   cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q4_0, rows, n) &&
                   cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_IQ4_XS, rows, n) &&
@@ -354,8 +360,8 @@ static void check_promote_cache(struct cuda_gemm *g)
                   !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, DTYPE_Q5_K, rows, n) &&
                   !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_OFF, gm, DTYPE_Q8_0, rows, n) &&
                   !cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_ALL, CUDA_GEMM_FAST, DTYPE_Q8_0, rows, n),
-              "%s: MEMRA_GEMM_PROMOTE's sets: auto takes Q8_0 / Q4_0 / IQ4_XS and not Q4_K / Q4_1 / Q5_K, off and fast "
-              "none", mode);
+              "%s: MEMRA_GEMM_PROMOTE's sets: plain takes Q8_0 / Q4_0 / IQ4_XS and not Q4_K / Q4_1 / Q5_K, off and "
+              "fast none", mode);
     float *x[2];
     for (int k = 0; k < 2; k++) {
         x[k] = malloc(4 * n * T);

@@ -765,15 +765,17 @@ static int gemm_setup(struct cuda_backend *b, char *err, size_t errlen)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM=%s: expected exact, fast or off", mode);
     if (gm == CUDA_GEMM_EXACT && b->base.cfg.act_type == BACKEND_ACT_BF16) /* x arrives rounded: no low part */
         gm = CUDA_GEMM_XBF16;
-    /* MEMRA_GEMM_PROMOTE: auto (unset, empty) and on every type it takes, plain the types without a min, off none
-     * (cuda_ops.h says when) */
+    /* MEMRA_GEMM_PROMOTE: auto (unset, empty) every type it takes at ≥ 2048 rows, on every weight it takes, plain
+     * the types without a min, off none (cuda_ops.h says when) */
     const char *pv = getenv("MEMRA_GEMM_PROMOTE");
-    enum cuda_gemm_promote promote = CUDA_GEMM_PROMOTE_ALL;
-    if (pv && strcmp(pv, "plain") == 0)
+    enum cuda_gemm_promote promote = CUDA_GEMM_PROMOTE_AUTO;
+    if (pv && strcmp(pv, "on") == 0)
+        promote = CUDA_GEMM_PROMOTE_ALL;
+    else if (pv && strcmp(pv, "plain") == 0)
         promote = CUDA_GEMM_PROMOTE_PLAIN;
     else if (pv && strcmp(pv, "off") == 0)
         promote = CUDA_GEMM_PROMOTE_OFF;
-    else if (pv && *pv && strcmp(pv, "auto") != 0 && strcmp(pv, "on") != 0)
+    else if (pv && *pv && strcmp(pv, "auto") != 0)
         return err_set(err, errlen, "cuda backend: MEMRA_GEMM_PROMOTE=%s: expected auto, on, plain or off", pv);
     bool promoted_any = false; /* whether a layer weight takes it: its scratches only then */
     const char *pick = getenv("MEMRA_GEMM_PICK"); /* time (unset, empty) or first: cuda_gemm_set_timed */

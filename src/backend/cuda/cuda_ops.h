@@ -380,12 +380,15 @@ bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed);
  * IQ4_XS) at rows % 128 == 0 and n % 64 == 0 multiply their quantized values (exact in bf16) by x's bf16 parts,
  * one product a part, each 32-block's scale applied to its partial sum, the mins' term as extra k tiles: no weight
  * low part (EXACT: two products instead of three; XBF16: one instead of two), a kept copy of 2.1-2.3 bytes an
- * element instead of 4. Which types take it: PLAIN those without a min (Q8_0, Q4_0, IQ4_XS), ALL every one (the
- * backend's default; cuda_gemm_promote_takes, the rule for a weight). cuda_gemm_promote
+ * element instead of 4. Which weights take it (cuda_gemm_promote_takes, the rule for a weight): PLAIN the types
+ * without a min (Q8_0, Q4_0, IQ4_XS), ALL every one, AUTO (the backend's default) every one of ≥ 2048 rows — a
+ * matrix of fewer (the 8B's k and v) gives the kernel's 128-row tiles too few CTAs, and cuBLASLt's narrower tiles
+ * on the dequantized copy run it faster (kernel_gemm's timing table). cuda_gemm_promote
  * turns it on (EXACT / XBF16; a no-op in FAST), allocating its scratches for inputs of up to max_n columns; before
  * any cuda_gemm_keep, whose copies then take the packed form for those weights (cuda_gemm_kept_bytes with
  * promote). cuda_gemm_promoted: whether a weight takes it in g. */
-enum cuda_gemm_promote { CUDA_GEMM_PROMOTE_OFF, CUDA_GEMM_PROMOTE_PLAIN, CUDA_GEMM_PROMOTE_ALL };
+enum cuda_gemm_promote { CUDA_GEMM_PROMOTE_OFF, CUDA_GEMM_PROMOTE_PLAIN, CUDA_GEMM_PROMOTE_AUTO, CUDA_GEMM_PROMOTE_ALL };
+#define CUDA_GEMM_PROMOTE_MIN_ROWS 2048u /* AUTO's */
 bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t, uint64_t rows,
                              uint64_t n);
 void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda_gemm_promote p);

@@ -388,8 +388,10 @@ extern "C" bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed)
 extern "C" bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t,
                                         uint64_t rows, uint64_t n)
 {
-    return p != CUDA_GEMM_PROMOTE_OFF && mode != CUDA_GEMM_FAST && gemm_q_supported(t, rows, n) &&
-           (p == CUDA_GEMM_PROMOTE_ALL || !gemm_q_has_mins(t));
+    if (p == CUDA_GEMM_PROMOTE_OFF || mode == CUDA_GEMM_FAST || !gemm_q_supported(t, rows, n))
+        return false;
+    return p == CUDA_GEMM_PROMOTE_ALL || (p == CUDA_GEMM_PROMOTE_PLAIN && !gemm_q_has_mins(t)) ||
+           (p == CUDA_GEMM_PROMOTE_AUTO && rows >= CUDA_GEMM_PROMOTE_MIN_ROWS);
 }
 
 extern "C" void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda_gemm_promote p)

@@ -372,7 +372,7 @@ struct cuda_gemm;
 struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode, uint64_t max_x, uint64_t max_w);
 void cuda_gemm_free(struct cuda_gemm *g);
 enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g);
-/* MEMRA_GEMM_PICK (gemm.cu plan_time_pick): true (the default) = a plan of ≤ 128 columns times its algorithms
+/* MEMRA_GEMM_PICK (gemm_plan.cu plan_time_pick): true (the default) = a plan of ≤ 128 columns times its algorithms
  * without a split K once and keeps the fastest (the same bits, another speed); false = the heuristic's first.
  * Returns the setting before (the MoE experts' GEMMs, whose row counts vary call to call, run untimed). */
 bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed);

@@ -427,5 +427,5 @@ void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, co
         CUDA_FAIL("gemm_q_run: %s %llu×%llu, %d x parts, T %u not supported", dtype_name(t),
                   (unsigned long long)rows, (unsigned long long)n, parts, T);
     const uint32_t KX = (uint32_t)all_tiles(n, gemm_q_has_mins(t));
-(parts == 1 ? launch_gemm<1> : launch_gemm<2>)(ctx, packed, xt, rows, KX, T, y, scale);
+    (parts == 1 ? launch_gemm<1> : launch_gemm<2>)(ctx, packed, xt, rows, KX, T, y, scale);
 }

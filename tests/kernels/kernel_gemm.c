@@ -444,7 +444,8 @@ static void run_checks(void)
      * 384 × 2048 at 200 (a partial token tile), 128 × 14336 at 7, 128 × 256 at 33 (fewer k tiles than stages) —
      * and those it leaves to the cuBLASLt path (300 rows, 96 rows, Q6_K); the kept packed copy; which weights
      * take it; x's tiles across weights with and without mins and across new contents of one buffer; a span's
-     * bits alone, at an offset and inside a larger GEMM; the producers' claimed parts. */
+     * bits alone, at an offset and inside a larger GEMM (of the same form and of the other: spans of ≤ 128 tokens
+     * take gemm_q.cu's narrow form); the producers' claimed parts. */
     for (int mode = 1; mode < 3; mode++) {
         struct cuda_gemm *g = cuda_gemm_init(g_ctx, (enum cuda_gemm_mode)mode, 200 * 14336, 384 * 14336);
         cuda_gemm_promote(g, 14336, CUDA_GEMM_PROMOTE_ALL);
@@ -469,6 +470,9 @@ static void run_checks(void)
         test_cases++;
         check_invariance(g, DTYPE_Q8_0, 256, 40, 23, 80);
         check_invariance(g, DTYPE_Q4_K, 256, 40, 23, 80);
+        /* a short span (gemm_q.cu's narrow form, 64-row CTAs) inside a long one (the wide form) */
+        check_invariance(g, DTYPE_Q8_0, 256, 40, 23, 300);
+        check_invariance(g, DTYPE_Q4_K, 256, 40, 23, 300);
         test_current = "x producers";
         test_cases++;
         check_x_producers(g, DTYPE_Q4_K, 1024, 128);

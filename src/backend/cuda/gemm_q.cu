@@ -26,9 +26,11 @@
  * Kernel: a CTA = 128 rows × 128 tokens, 384 threads. Warpgroups 0 and 1 compute (rows 64w .. 64w + 63;
  * setmaxnreg 232); warpgroup 2's first lane bulk-copies each stage's A and B tiles into a ring of NS stages
  * (full / empty mbarriers; setmaxnreg 40). A warpgroup's 32-block: 2 wgmma m64n128k16 per x part into a partial
- * (the first with scale-d 0), wait, acc += s · partial: its 64 FFMA run while the k tile's other block and the other
- * warpgroup's products keep the tensor cores busy. The floor: 2·rows·K·T FLOPs at ~790 TFLOP/s (the H200's bf16 rate) per x part. First
- * measured as lab/gemm-q/gemm_q_test.cu.
+ * (the first with scale-d 0), wait, acc += s · partial: its 64 FFMA run while the k tile's other block and the
+ * other warpgroup's products keep the tensor cores busy. Calls of ≤ NARROW_T tokens take the narrow form: 64 rows
+ * a CTA, one computing warpgroup (setmaxnreg 168), two CTAs an SM — the same operations a row, so the same bits.
+ * The floor: 2·rows·K·T FLOPs at ~790 TFLOP/s (the H200's bf16 rate) per x part. First measured as
+ * lab/gemm-q/gemm_q_test.cu.
  */
 #include <cuda_bf16.h>
 
@@ -44,20 +46,29 @@ constexpr uint32_t BM = 128, BN = 128, BK = 64, QB = 32; /* rows, tokens and k a
 constexpr uint32_t A_BYTES = BM * BK * 2, S_BYTES = BM * (BK / QB) * 4, B_BYTES = BN * BK * 2;
 constexpr uint32_t AS = A_BYTES + S_BYTES; /* an A tile: q, then the scales (1 KB, so 1024-aligned) */
 constexpr uint32_t MC = 3;                 /* the min GEMM's k columns a 32-block: m_hi·S_hi, m_hi·S_lo, m_lo·S_hi */
-constexpr int NT = 384;
+/* Calls of up to this many tokens take the narrow form (64-row CTAs, two an SM): at ≤ 128 tokens a 128-row tile
+ * gives too few CTAs (the 8B's q / o / down: 32). H100, random 8B, narrow against wide, tok/s: Q8_0 bf16 pp32 / pp64
+ * / pp128 +9 / +8 / +11 %, exact +14-24 / +7-24 / +7 %; Q4_K_M bf16 pp32-pp96 +5-6 %, exact pp64 / pp128 +5 %; level
+ * at 256, 8-13 % slower at 512 (bench/RESULTS.md, fortieth run). */
+constexpr uint32_t NARROW_T = 128;
 
 /* k tiles of the min GEMM (0 without mins) and in all */
 __host__ __device__ constexpr uint64_t ext_tiles(uint64_t n, bool mins) { return mins ? (MC * (n / QB) + BK - 1) / BK : 0; }
 __host__ __device__ constexpr uint64_t all_tiles(uint64_t n, bool mins) { return n / BK + ext_tiles(n, mins); }
 
-/* Bytes of a stage's B part (XP x tiles; BR held so that the next stage stays 1024-aligned) and of a stage. */
-template <int XP> struct lay {
+/* A CTA's form: WG computing warpgroups of 64 rows each (2: the whole 128-row tile, one CTA an SM; 1: the narrow
+ * form, half a tile, two CTAs an SM — twice the CTAs for short spans, whose token tiles are few), XP x parts.
+ * A stage: the A rows (WG · 8 KB of q, then their scales in a 1 KB slot), B (XP x tiles; BR held so that the next
+ * stage stays 1024-aligned). Stages: wide 5 with one x part (33 KB a stage), 4 with two (49 KB); narrow 4 (25 KB)
+ * and 2 (41 KB), under half an SM's shared memory. */
+template <int XP, int WG> struct lay {
+    static constexpr uint32_t AQ = WG * (A_BYTES / 2), AR = AQ + 1024; /* A's q bytes, its part of a stage */
     static constexpr uint32_t BG = XP * B_BYTES, BR = (BG + 1023) / 1024 * 1024;
-    static constexpr uint32_t STAGE = AS + BR;
+    static constexpr uint32_t STAGE = AR + BR;
+    static constexpr int NS = WG == 2 ? (XP == 1 ? 5 : 4) : (XP == 1 ? 4 : 2);
+    static constexpr uint32_t SMEM = NS * STAGE + 1024 + 2 * NS * 8;
+    static constexpr int NT = (WG + 1) * 128;
 };
-/* Stages: 5 with one x part (33 KB a stage), 4 with two (49 KB). */
-template <int XP> __host__ __device__ constexpr int stages() { return XP == 1 ? 5 : 4; }
-template <int XP> constexpr uint32_t smem_bytes() { return stages<XP>() * lay<XP>::STAGE + 1024 + 2 * stages<XP>() * 8; }
 
 /* d (64 × 128 f32: 64 a thread) = A · B (ACC 0) or += A · B (ACC 1), both K-major bf16 in shared memory. */
 template <int ACC> __device__ __forceinline__ void wg_mn(float (&d)[64], uint64_t da, uint64_t db)
@@ -93,91 +104,131 @@ __device__ __forceinline__ void promote(float (&acc)[64], const float (&p)[64], 
     }
 }
 
-template <int XP>
-__global__ void __launch_bounds__(NT, 1) kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt,
-                                                       float *__restrict__ y, uint32_t rows, uint32_t T, uint32_t KT,
-                                                       uint32_t TT, float scale)
+/* The narrow form (WG 1) promotes one partial a 32-block (two, at its two CTAs an SM, would not fit the registers):
+ * the same operations in the same order as the wide form's two partials, so the same bits whichever form a call
+ * takes (gemm_q_run's choice by T; kernel_gemm checks a span's bits across the two). */
+/* d = the 32-block h of a k tile: 2 wgmma a x part (the first with scale-d 0), A rows at a, B tiles at b. */
+template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint32_t a, uint32_t b, uint32_t h)
 {
-    using L = lay<XP>;
-    constexpr int NS = stages<XP>();
+#pragma unroll
+    for (int xp = 0; xp < XP; xp++) {
+        const uint32_t bx = b + xp * B_BYTES;
+        if (xp == 0)
+            wg_mn<0>(d, smem_desc(a + h * 64), smem_desc(bx + h * 64));
+        else
+            wg_mn<1>(d, smem_desc(a + h * 64), smem_desc(bx + h * 64));
+        wg_mn<1>(d, smem_desc(a + h * 64 + 32), smem_desc(bx + h * 64 + 32));
+    }
+}
+
+template <int XP, int WG>
+__global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
+    kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, float *__restrict__ y, uint32_t rows,
+                  uint32_t T, uint32_t KT, uint32_t TT, float scale)
+{
+    using L = lay<XP, WG>;
+    constexpr int NS = L::NS;
     constexpr uint32_t STAGE = L::STAGE;
     extern __shared__ uint8_t smem_raw[];
     const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     const uint8_t *const sp = smem_raw + (base - raw); /* the same bytes, generic */
     const uint32_t bars = base + NS * STAGE;           /* full[NS], then empty[NS] */
-    const uint32_t rt = blockIdx.x / TT, tt = blockIdx.x % TT; /* consecutive CTAs: one row tile's token tiles */
+    /* consecutive CTAs: one row tile's (narrow: half tile's) token tiles */
+    const uint32_t rh = blockIdx.x / TT, tt = blockIdx.x % TT, rt = WG == 2 ? rh : rh / 2, half = WG == 2 ? 0 : rh % 2;
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (threadIdx.x == 0) {
         for (int i = 0; i < NS; i++) {
             mbar_init(bars + 8 * i, 1);
-            mbar_init(bars + 8 * (NS + i), 8); /* lane 0 of each computing warp */
+            mbar_init(bars + 8 * (NS + i), 4 * WG); /* lane 0 of each computing warp */
         }
         mbar_init_fence();
     }
     __syncthreads();
 
-    if (warp >= 8) { /* the producer: one lane issues every stage's two copies, never waiting on the products */
+    if (warp >= 4 * WG) { /* the producer: one lane issues every stage's copies, never waiting on the products */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (warp == 8 && lane == 0) {
+        if (warp == 4 * WG && lane == 0) {
             const uint8_t *a = at + (uint64_t)rt * KT * AS, *b = bt + (uint64_t)tt * KT * L::BG;
+            constexpr uint32_t SB = WG * 64 * 2 * 4; /* the rows' scales */
             for (uint32_t kt = 0; kt < KT; kt++) {
                 const uint32_t s = kt % NS;
                 if (kt >= NS)
                     mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
-                mbar_expect(bars + 8 * s, AS + L::BG);
-                bulk_g2s_keep(base + s * STAGE, a + (uint64_t)kt * AS, AS, bars + 8 * s);
-                bulk_g2s_keep(base + s * STAGE + AS, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
+                mbar_expect(bars + 8 * s, L::AQ + SB + L::BG);
+                const uint8_t *ak = a + (uint64_t)kt * AS;
+                if constexpr (WG == 2) {
+                    bulk_g2s_keep(base + s * STAGE, ak, AS, bars + 8 * s);
+                } else {
+                    bulk_g2s_keep(base + s * STAGE, ak + half * L::AQ, L::AQ, bars + 8 * s);
+                    bulk_g2s_keep(base + s * STAGE + L::AQ, ak + A_BYTES + half * SB, SB, bars + 8 * s);
+                }
+                bulk_g2s_keep(base + s * STAGE + L::AR, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
             }
         }
         return;
     }
 
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if constexpr (WG == 2)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 168;");
     const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4;
-    const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the tile: r0, r0 + 8 */
-    float acc[64], p[64], q[64];
+    const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the CTA's rows: r0, r0 + 8 */
+    float acc[64], p[64], q[WG == 2 ? 64 : 1];
 #pragma unroll
     for (int i = 0; i < 64; i++)
-        acc[i] = 0.0f, p[i] = 0.0f, q[i] = 0.0f;
-    /* Two partials, one a 32-block of the k tile: both blocks' products issued, the first promoted while the
+        acc[i] = 0.0f, p[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < (WG == 2 ? 64 : 1); i++)
+        q[i] = 0.0f;
+    /* Wide: two partials, one a 32-block of the k tile: both blocks' products issued, the first promoted while the
      * second's run, the stage released once both are read (nothing in flight across the loop's back edge, which
-     * would make ptxas serialize every wgmma, C7514). The same operations in the same order as one partial a block
-     * promoted in turn — only their overlap differs (H100, random 8B: Q8_0 pp512 +5 %, Q4_K_M +3 %). */
+     * would make ptxas serialize every wgmma, C7514). Narrow: one partial, a block issued, waited for and promoted
+     * in turn. The same operations in the same order either way — only their overlap differs (H100, random 8B,
+     * two partials against one: Q8_0 pp512 +5 %, Q4_K_M +3 %). */
     for (uint32_t kt = 0; kt < KT; kt++) {
         const uint32_t s = kt % NS;
         mbar_wait(bars + 8 * s, (kt / NS) & 1);
-        const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + AS;
-        const float *sc = reinterpret_cast<const float *>(sp + s * STAGE + A_BYTES);
-        wgmma_fence();
+        const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + L::AR;
+        const float *sc = reinterpret_cast<const float *>(sp + s * STAGE + L::AQ);
+        if constexpr (WG == 2) {
+            wgmma_fence();
 #pragma unroll
-        for (uint32_t h = 0; h < 2; h++) {
-            float(&d)[64] = h == 0 ? p : q;
-#pragma unroll
-            for (int xp = 0; xp < XP; xp++) {
-                const uint32_t bx = b + xp * B_BYTES;
-                if (xp == 0)
-                    wg_mn<0>(d, smem_desc(a + h * 64), smem_desc(bx + h * 64));
-                else
-                    wg_mn<1>(d, smem_desc(a + h * 64), smem_desc(bx + h * 64));
-                wg_mn<1>(d, smem_desc(a + h * 64 + 32), smem_desc(bx + h * 64 + 32));
+            for (uint32_t h = 0; h < 2; h++) {
+                float(&d)[64] = h == 0 ? p : q;
+                issue<XP>(d, a, b, h);
+                wgmma_commit();
             }
-            wgmma_commit();
+            const float s00 = sc[r0 * 2], s10 = sc[(r0 + 8) * 2], s01 = sc[r0 * 2 + 1], s11 = sc[(r0 + 8) * 2 + 1];
+            wgmma_wait<1>();
+            reg_fence(p);
+            promote(acc, p, s00, s10);
+            wgmma_wait<0>();
+            reg_fence(q);
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(bars + 8 * (NS + s));
+            promote(acc, q, s01, s11);
+        } else {
+#pragma unroll
+            for (uint32_t h = 0; h < 2; h++) {
+                wgmma_fence();
+                issue<XP>(p, a, b, h);
+                wgmma_commit();
+                const float s0 = sc[r0 * 2 + h], s1 = sc[(r0 + 8) * 2 + h];
+                wgmma_wait<0>();
+                reg_fence(p);
+                promote(acc, p, s0, s1);
+            }
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(bars + 8 * (NS + s));
         }
-        const float s00 = sc[r0 * 2], s10 = sc[(r0 + 8) * 2], s01 = sc[r0 * 2 + 1], s11 = sc[(r0 + 8) * 2 + 1];
-        wgmma_wait<1>();
-        reg_fence(p);
-        promote(acc, p, s00, s10);
-        wgmma_wait<0>();
-        reg_fence(q);
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(bars + 8 * (NS + s));
-        promote(acc, q, s01, s11);
     }
 
     /* acc[4j + e]: row r0 (e < 2) or r0 + 8, token 8j + 2c + (e & 1); a warp's store covers four tokens' 8
      * consecutive rows (whole 32-byte sectors) */
-    const uint64_t row = (uint64_t)rt * BM + r0;
+    const uint64_t row = (uint64_t)rt * BM + half * 64 + r0;
     const uint32_t c = lane % 4;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
@@ -272,7 +323,7 @@ template <bool MINS, int XP>
 __global__ void kernel_gemm_q_tile_x(const uint16_t *__restrict__ xhi, const uint16_t *__restrict__ xlo, uint32_t T,
                                      uint64_t n, uint32_t TT, uint8_t *__restrict__ out)
 {
-    constexpr uint32_t BG = lay<XP>::BG;
+    constexpr uint32_t BG = lay<XP, 2>::BG;
     const uint64_t KT = n / BK, KX = all_tiles(n, MINS), i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (uint64_t)TT * BN * (n / 8))
         return;
@@ -330,16 +381,16 @@ void launch_pack(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, void
     CUDA_CHECK_LAUNCH();
 }
 
-template <int XP> void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows,
-                                   uint32_t KX, uint32_t T, float *y, float scale)
+template <int XP, int WG> void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows,
+                                           uint32_t KX, uint32_t T, float *y, float scale)
 {
-    constexpr uint32_t smem = smem_bytes<XP>();
+    using L = lay<XP, WG>;
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_gemm_q<XP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_gemm_q<XP, WG>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::SMEM));
     const uint32_t TT = (T + BN - 1) / BN;
-    kernel_gemm_q<XP><<<(unsigned)(rows / BM * TT), NT, smem, ctx->stream>>>(
+    kernel_gemm_q<XP, WG><<<(unsigned)(rows / BM * (3 - WG) * TT), L::NT, L::SMEM, ctx->stream>>>(
         (const uint8_t *)packed, (const uint8_t *)xt, y, (uint32_t)rows, T, KX, TT, scale);
     CUDA_CHECK_LAUNCH();
 }
@@ -427,5 +478,8 @@ void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, co
         CUDA_FAIL("gemm_q_run: %s %llu×%llu, %d x parts, T %u not supported", dtype_name(t),
                   (unsigned long long)rows, (unsigned long long)n, parts, T);
     const uint32_t KX = (uint32_t)all_tiles(n, gemm_q_has_mins(t));
-    (parts == 1 ? launch_gemm<1> : launch_gemm<2>)(ctx, packed, xt, rows, KX, T, y, scale);
+    if (T <= NARROW_T)
+        (parts == 1 ? launch_gemm<1, 1> : launch_gemm<2, 1>)(ctx, packed, xt, rows, KX, T, y, scale);
+    else
+        (parts == 1 ? launch_gemm<1, 2> : launch_gemm<2, 2>)(ctx, packed, xt, rows, KX, T, y, scale);
 }

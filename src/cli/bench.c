@@ -27,9 +27,10 @@
  *
  * Timing: wall clock around the backend_forward calls of the timed part. Each
  * timed part ends with a forward that returns logits or picks to the host, which
- * synchronizes the device, so the clock covers all device work. One warm-up
- * per test (a chunk of prefill, or 16 decode steps) runs first, then --reps
- * timed runs; the figure is their median.
+ * synchronizes the device, so the clock covers all device work. Warm-up runs
+ * per test (a chunk of prefill, or 16 decode steps; repeated until 0.25 s of
+ * them ran, at most 8) come first, then --reps timed runs; the figure is
+ * their median.
  *
  * Figures: pp reports TFLOP/s = 2·params·N / time, where params counts the
  * weights multiplied per token (every matrix but the embedding table; a MoE
@@ -61,6 +62,10 @@
 #define BENCH_MAX_REPS 100
 #define BENCH_MAX_TOKENS (1u << 20)
 #define BENCH_MAX_BATCH 256u
+/* Warm-up: a test's short version repeated until this much of it has run (at most BENCH_WARM_RUNS times), so that
+ * a short test (pp32: ~10 ms a run on an H100) starts timing from a busy device, not one just left idle */
+#define BENCH_WARM_S 0.25
+#define BENCH_WARM_RUNS 8
 
 struct bench_test {
     char name[32];
@@ -431,12 +436,13 @@ int main(int argc, char **argv)
     }
     for (uint32_t i = 0; i < n_tests; i++) {
         struct bench_test *t = &tests[i];
-        double dt;
-        if (bench_run(b, blocks, bps, t, toks, logits, 1, &dt, err, sizeof(err)) != 0) {
-            fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);
-            json_decref(jres);
-            goto out;
-        }
+        double dt, warm_s = 0;
+        for (int w = 0; w < BENCH_WARM_RUNS && (w == 0 || warm_s < BENCH_WARM_S); w++, warm_s += dt)
+            if (bench_run(b, blocks, bps, t, toks, logits, 1, &dt, err, sizeof(err)) != 0) {
+                fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);
+                json_decref(jres);
+                goto out;
+            }
         for (uint32_t r = 0; r < reps; r++)
             if (bench_run(b, blocks, bps, t, toks, logits, 0, &t->times[r], err, sizeof(err)) != 0) {
                 fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);

@@ -104,9 +104,6 @@ __device__ __forceinline__ void promote(float (&acc)[64], const float (&p)[64], 
     }
 }
 
-/* The narrow form (WG 1) promotes one partial a 32-block (two, at its two CTAs an SM, would not fit the registers):
- * the same operations in the same order as the wide form's two partials, so the same bits whichever form a call
- * takes (gemm_q_run's choice by T; kernel_gemm checks a span's bits across the two). */
 /* d = the 32-block h of a k tile: 2 wgmma a x part (the first with scale-d 0), A rows at a, B tiles at b. */
 template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint32_t a, uint32_t b, uint32_t h)
 {
@@ -121,6 +118,9 @@ template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint32_t
     }
 }
 
+/* The narrow form (WG 1) promotes one partial a 32-block (two, at its two CTAs an SM, would not fit the registers):
+ * the same operations in the same order as the wide form's two partials, so the same bits whichever form a call
+ * takes (gemm_q_run's choice by T; kernel_gemm checks a span's bits across the two). */
 template <int XP, int WG>
 __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, float *__restrict__ y, uint32_t rows,

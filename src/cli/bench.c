@@ -28,9 +28,9 @@
  * Timing: wall clock around the backend_forward calls of the timed part. Each
  * timed part ends with a forward that returns logits or picks to the host, which
  * synchronizes the device, so the clock covers all device work. Warm-up runs
- * per test (a chunk of prefill, or 16 decode steps; repeated until 0.25 s of
- * them ran, at most 8) come first, then --reps timed runs; the figure is
- * their median.
+ * per test (a chunk of prefill, or 16 decode steps, after its depth; repeated
+ * until 0.25 s has passed, at most 8) come first, then --reps timed runs; the
+ * figure is their median.
  *
  * Figures: pp reports TFLOP/s = 2·params·N / time, where params counts the
  * weights multiplied per token (every matrix but the embedding table; a MoE
@@ -62,8 +62,9 @@
 #define BENCH_MAX_REPS 100
 #define BENCH_MAX_TOKENS (1u << 20)
 #define BENCH_MAX_BATCH 256u
-/* Warm-up: a test's short version repeated until this much of it has run (at most BENCH_WARM_RUNS times), so that
- * a short test (pp32: ~10 ms a run on an H100) starts timing from a busy device, not one just left idle */
+/* Warm-up: a test's short version repeated until this much wall time has passed (its depth prefills included, so a
+ * deep test on the CPU warms once; at most BENCH_WARM_RUNS times), so that a short test (pp32: ~10 ms a run on an
+ * H100) starts timing from a busy device, not one just left idle */
 #define BENCH_WARM_S 0.25
 #define BENCH_WARM_RUNS 8
 
@@ -436,8 +437,9 @@ int main(int argc, char **argv)
     }
     for (uint32_t i = 0; i < n_tests; i++) {
         struct bench_test *t = &tests[i];
-        double dt, warm_s = 0;
-        for (int w = 0; w < BENCH_WARM_RUNS && (w == 0 || warm_s < BENCH_WARM_S); w++, warm_s += dt)
+        double dt;
+        const double warm0 = now_s(); /* the warm-ups' wall time, depth prefills included */
+        for (int w = 0; w < BENCH_WARM_RUNS && (w == 0 || now_s() - warm0 < BENCH_WARM_S); w++)
             if (bench_run(b, blocks, bps, t, toks, logits, 1, &dt, err, sizeof(err)) != 0) {
                 fprintf(stderr, "memra-bench: %s: %s\n", t->name, err);
                 json_decref(jres);

@@ -387,7 +387,12 @@ bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed);
  * turns it on (EXACT / XBF16; a no-op in FAST), allocating its scratches for inputs of up to max_n columns; before
  * any cuda_gemm_keep, whose copies then take the packed form for those weights (cuda_gemm_kept_bytes with
  * promote). cuda_gemm_promoted: whether a weight takes it in g. */
-enum cuda_gemm_promote { CUDA_GEMM_PROMOTE_OFF, CUDA_GEMM_PROMOTE_PLAIN, CUDA_GEMM_PROMOTE_AUTO, CUDA_GEMM_PROMOTE_ALL };
+enum cuda_gemm_promote {
+    CUDA_GEMM_PROMOTE_OFF,
+    CUDA_GEMM_PROMOTE_PLAIN,
+    CUDA_GEMM_PROMOTE_AUTO,
+    CUDA_GEMM_PROMOTE_ALL,
+};
 #define CUDA_GEMM_PROMOTE_MIN_ROWS 2048u /* AUTO's */
 bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t, uint64_t rows,
                              uint64_t n);

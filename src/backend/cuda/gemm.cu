@@ -557,7 +557,8 @@ static void run_parts(struct cuda_gemm *g, enum xkind xk, const void *a, const v
     }
     gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
     if (xlo)
-        gemm_plans_run(g->pl, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, gemm_align_of((uint64_t)T * n * 2));
+        gemm_plans_run(g->pl, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f,
+                       gemm_align_of((uint64_t)T * n * 2));
     if (wlo) /* the weight's own low part */
         gemm_plans_run(g->pl, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
 }
@@ -606,8 +607,8 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
         return;
     }
     if (t == DTYPE_F32) { /* TF32 (FAST) or f32 (EXACT), x read as is */
-        gemm_plans_run(g->pl, CUDA_R_32F, w, CUDA_R_32F, x, exact ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32, rows, n,
-                 T, y, scale, 0.0f, gemm_align_of(n * 4));
+        gemm_plans_run(g->pl, CUDA_R_32F, w, CUDA_R_32F, x, exact ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32,
+                       rows, n, T, y, scale, 0.0f, gemm_align_of(n * 4));
         return;
     }
     const enum xkind xk = xkind_of(t);

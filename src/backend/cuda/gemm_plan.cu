@@ -133,7 +133,8 @@ static int plan_candidates(struct gemm_plans *g, const struct plan *p, cublasLtM
                                              &len);
         cublasLtMatmulHeuristicResult_t chk;
         if (splitk <= 1 &&
-            cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &res[i].algo, &chk) == CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatmulAlgoCheck(g->lt, p->op, p->a, p->b, p->d, p->d, &res[i].algo, &chk) ==
+                CUBLAS_STATUS_SUCCESS &&
             chk.workspaceSize <= GEMM_WS_BYTES)
             out[nc++] = res[i].algo;
     }
@@ -160,10 +161,11 @@ static struct pick *pick_slot(struct gemm_plans *g, const struct plan_key *k)
 /* A short span's plan (n ≤ GEMM_TIMED_N columns) picks its algorithm by timing: the heuristic's first choice
  * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 8, 16, 32,
  * 48 and 64 tokens; from 72 on within ±7 % of the timed pick; bench/RESULTS.md, thirty-ninth run), so the
- * no-split candidates it offers for n and for n + 8 (checked at n) each run twice on the call's own operands into a scratch and the faster of its second run is
- * kept, and remembered (pick_slot) for when the plan is made again after its eviction. Any algorithm without a
- * split K gives every output the same bits (header), so the pick moves the time only.
- * Not while the stream is being captured; false when fewer than two candidates are left (plan_get's rule then). */
+ * no-split candidates it offers for n and for n + 8 (checked at n) each run twice on the call's own operands into
+ * a scratch, the faster of the second runs is kept, and remembered (pick_slot) for when the plan is made again
+ * after its eviction. Any algorithm without a split K gives every output the same bits (header), so the pick moves
+ * the time only. Not while the stream is being captured; false when fewer than two candidates are left (plan_get's
+ * rule then). */
 static bool plan_time_pick(struct gemm_plans *g, struct plan *p, cublasLtMatmulPreference_t pref, const void *a,
                            const void *b)
 {
@@ -249,7 +251,8 @@ static const struct plan *plan_get(struct gemm_plans *g, const struct plan_key *
     cublasLtMatmulPreference_t pref;
     CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = GEMM_WS_BYTES;
-    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    CUBLASLT_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &k->align_a,
                                                         sizeof k->align_a));
     CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &k->align_b,

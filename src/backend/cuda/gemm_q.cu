@@ -53,7 +53,10 @@ constexpr uint32_t MC = 3;                 /* the min GEMM's k columns a 32-bloc
 constexpr uint32_t NARROW_T = 128;
 
 /* k tiles of the min GEMM (0 without mins) and in all */
-__host__ __device__ constexpr uint64_t ext_tiles(uint64_t n, bool mins) { return mins ? (MC * (n / QB) + BK - 1) / BK : 0; }
+__host__ __device__ constexpr uint64_t ext_tiles(uint64_t n, bool mins)
+{
+    return mins ? (MC * (n / QB) + BK - 1) / BK : 0;
+}
 __host__ __device__ constexpr uint64_t all_tiles(uint64_t n, bool mins) { return n / BK + ext_tiles(n, mins); }
 
 /* A CTA's form: WG computing warpgroups of 64 rows each (2: the whole 128-row tile, one CTA an SM; 1: the narrow
@@ -124,7 +127,7 @@ template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint32_t
 template <int XP, int WG>
 __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, float *__restrict__ y, uint32_t rows,
-                  uint32_t T, uint32_t KT, uint32_t TT, float scale)
+                  uint32_t T, uint32_t KX, uint32_t TT, float scale)
 {
     using L = lay<XP, WG>;
     constexpr int NS = L::NS;
@@ -148,9 +151,9 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     if (warp >= 4 * WG) { /* the producer: one lane issues every stage's copies, never waiting on the products */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (warp == 4 * WG && lane == 0) {
-            const uint8_t *a = at + (uint64_t)rt * KT * AS, *b = bt + (uint64_t)tt * KT * L::BG;
+            const uint8_t *a = at + (uint64_t)rt * KX * AS, *b = bt + (uint64_t)tt * KX * L::BG;
             constexpr uint32_t SB = WG * 64 * 2 * 4; /* the rows' scales */
-            for (uint32_t kt = 0; kt < KT; kt++) {
+            for (uint32_t kt = 0; kt < KX; kt++) {
                 const uint32_t s = kt % NS;
                 if (kt >= NS)
                     mbar_wait(bars + 8 * (NS + s), ((kt / NS) - 1) & 1);
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
      * would make ptxas serialize every wgmma, C7514). Narrow: one partial, a block issued, waited for and promoted
      * in turn. The same operations in the same order either way — only their overlap differs (H100, random 8B,
      * two partials against one: Q8_0 pp512 +5 %, Q4_K_M +3 %). */
-    for (uint32_t kt = 0; kt < KT; kt++) {
+    for (uint32_t kt = 0; kt < KX; kt++) {
         const uint32_t s = kt % NS;
         mbar_wait(bars + 8 * s, (kt / NS) & 1);
         const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + L::AR;
@@ -381,8 +384,9 @@ void launch_pack(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, void
     CUDA_CHECK_LAUNCH();
 }
 
-template <int XP, int WG> void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows,
-                                           uint32_t KX, uint32_t T, float *y, float scale)
+template <int XP, int WG>
+void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows, uint32_t KX, uint32_t T,
+                 float *y, float scale)
 {
     using L = lay<XP, WG>;
     static uint32_t opted; /* devices the attribute is set on */

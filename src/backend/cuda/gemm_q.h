@@ -24,7 +24,8 @@ bool gemm_q_has_mins(enum dtype t);
 /* Bytes of the packed weight (0 where not supported), and of x's tiles for T tokens. */
 uint64_t gemm_q_packed_bytes(enum dtype t, uint64_t rows, uint64_t n);
 uint64_t gemm_q_x_bytes(uint32_t T, uint64_t n, bool mins, int parts);
-/* The most those take for any supported weight of rows · n ≤ max_w elements, or x of T · n ≤ max_x, n ≤ max_n. */
+/* The most those take for any supported weight of rows · n ≤ max_w elements, or x of T · n ≤ max_x, both with
+ * n ≤ max_n. */
 uint64_t gemm_q_packed_cap(uint64_t max_w, uint64_t max_n);
 uint64_t gemm_q_x_cap(uint64_t max_x, uint64_t max_n, int parts);
 /* w (rows, n) as stored → packed (gemm_q_packed_bytes, 16-byte aligned). */

@@ -25,7 +25,8 @@
  *
  * The tensor-core GEMV (gemv_mma.cu, what the engine runs for Q4_K and Q6_K):
  * check_alone, every K split, batches 1..8 with activation outliers; each
- * vector of a batch must have the bits it has alone. The same for the dp4a
+ * vector of a batch must have the bits it has alone; check_grid, its two
+ * grids (a block a tile group, the resident blocks looping) the same bits. The same for the dp4a
  * kernels at the engine's K splits (1, 4: MEMRA_GEMV_KSPLIT), every type.
  *
  * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
@@ -224,6 +225,55 @@ static void check_alone(enum dtype t, uint64_t rows, uint64_t n, bool mma, int k
            dtype_name(t), rows, n, ks, rel, differ ? "DIFFER" : "same bits");
     cuda_free(dw), cuda_free(dx), cuda_free(dy);
     free(w), free(x), free(y), free(y1);
+}
+
+/* The tensor-core GEMV's two grids (cuda_ctx_set_gemv_mma_grid): one block a
+ * tile group, or the resident blocks looping over the groups with their rings
+ * running on. Batches 1, 3 and 8 in both must give the same bits, and the
+ * resident one's batch of 8 the reference's values; shapes with more groups
+ * than fit the SMs at once (28672 rows: 1792 groups at K split 4), a partial
+ * last group, and 8 warps a tile. */
+static void check_grid(enum dtype t, uint64_t rows, uint64_t n, int ks)
+{
+    const uint32_t NB = CUDA_GEMV_MAX_BATCH;
+    const uint64_t rb = row_bytes_of(t, n);
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(sizeof(float) * n * NB), *y0 = malloc(sizeof(float) * rows * NB),
+          *y1 = malloc(sizeof(float) * rows * NB);
+    MEMRA_ASSERT(w && x && y0 && y1);
+    fill_random(t, w, rows * rb);
+    for (uint64_t i = 0; i < n * NB; i++)
+        x[i] = rng_unit() * (i % 61 == 7 ? 300.0f : 1.0f);
+    void *dw = cuda_alloc(rows * rb);
+    float *dx = cuda_alloc(sizeof(float) * n * NB), *dy = cuda_alloc(sizeof(float) * rows * NB);
+    cuda_upload(g_ctx, dw, w, rows * rb);
+    cuda_upload(g_ctx, dx, x, sizeof(float) * n * NB);
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, ks);
+    int differ = 0;
+    const uint32_t nbs[] = {1, 3, 8};
+    for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++) {
+        for (int resident = 0; resident < 2; resident++) {
+            cuda_ctx_set_gemv_mma_grid(g_ctx, resident ? CUDA_GEMV_MMA_GRID_RESIDENT : CUDA_GEMV_MMA_GRID_TILES);
+            cuda_fill_nan_f32(g_ctx, dy, rows * NB);
+            cuda_gemv(g_ctx, t, dw, rows, n, dx, nbs[k], dy, 1.0f);
+            cuda_ctx_sync(g_ctx);
+            cuda_download(g_ctx, resident ? y1 : y0, dy, sizeof(float) * rows * nbs[k]);
+        }
+        differ += memcmp(y0, y1, sizeof(float) * rows * nbs[k]) != 0;
+    }
+    cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_AUTO);
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
+    double maxref, maxdiff;
+    int bad = 0;
+    kernel_ref_compare(t, w, NULL, rows, n, x, NB, 1.0f, y1, &maxref, &maxdiff, &bad);
+    const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
+    CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
+              "mma grid %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d batches differ",
+              dtype_name(t), rows, n, ks, bad, rel, TOL, differ);
+    printf("check mma grid %s %" PRIu64 "x%" PRIu64 " ks %d   rel err %.2e, resident = tiles %s\n", dtype_name(t),
+           rows, n, ks, rel, differ ? "DIFFER" : "same bits");
+    cuda_free(dw), cuda_free(dx), cuda_free(dy);
+    free(w), free(x), free(y0), free(y1);
 }
 
 static void check_type(enum dtype t)
@@ -604,9 +654,10 @@ static void bench_copy(void)
 static void bench_mma(void)
 {
     const enum dtype mt[] = {DTYPE_Q4_K, DTYPE_Q6_K};
+    cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_TILES); /* the mma columns one block a group; then resident */
     printf("\n## Quantized GEMV: int8 tensor cores (gemv_mma.cu) vs the staged dp4a kernel, x prepared, us (same run)\n\n"
-           "| type | shape | MB | staged | mma rule | mma ks1 | mma ks2 | mma ks4 | mma ks8 | ratio staged/rule | %%BW rule |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "| type | shape | MB | staged | mma rule | mma ks1 | mma ks2 | mma ks4 | mma ks8 | ratio staged/rule "
+           "| %%BW rule | rule, resident grid | %%BW |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < sizeof mt / sizeof mt[0]; k++)
         for (size_t s = 0; s < NSHAPES; s++) {
             struct bench b;
@@ -621,9 +672,12 @@ static void bench_mma(void)
                 m[i] = bench_time(&b);
             }
             cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, 0);
-            printf("| %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", dtype_name(mt[k]),
-                   shapes[s].name, b.bytes / 1e6, st, m[0], m[1], m[2], m[3], m[4], st / m[0],
-                   pct(b.bytes / m[0] / 1e3));
+            cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_RESIDENT);
+            const double mr = bench_time(&b);
+            cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_TILES);
+            printf("| %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f |\n",
+                   dtype_name(mt[k]), shapes[s].name, b.bytes / 1e6, st, m[0], m[1], m[2], m[3], m[4], st / m[0],
+                   pct(b.bytes / m[0] / 1e3), mr, pct(b.bytes / mr / 1e3));
             if (s == 3) {
                 for (uint32_t nb = 2; nb <= 8; nb *= 2) {
                     cuda_gemv_prep_x(g_ctx, b.x, b.n, nb);
@@ -632,14 +686,18 @@ static void bench_mma(void)
                     const double st2 = bench_time(&b);
                     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, 0);
                     const double mm = bench_time(&b);
-                    printf("| %s | gate/up batch %u | %.1f | %.2f | %.2f | | | | | %.2f | |\n", dtype_name(mt[k]), nb,
-                           b.bytes / 1e6, st2, mm, st2 / mm);
+                    cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_RESIDENT);
+                    const double mr2 = bench_time(&b);
+                    cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_TILES);
+                    printf("| %s | gate/up batch %u | %.1f | %.2f | %.2f | | | | | %.2f | | %.2f | |\n",
+                           dtype_name(mt[k]), nb, b.bytes / 1e6, st2, mm, st2 / mm, mr2);
                 }
             }
             fflush(stdout);
             bench_free(&b);
         }
-    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the defaults */
+    cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_AUTO);
 }
 
 /* The dp4a types at the engine's K splits (MEMRA_GEMV_KSPLIT 1 / 4: the same
@@ -761,6 +819,13 @@ int main(int argc, char **argv)
     check_alone(DTYPE_Q4_K, 4099, 4096, true, 0);
     check_alone(DTYPE_Q6_K, 4099, 4096, true, 0);
     check_alone(DTYPE_Q4_K, 8208, 4096, true, 0); /* a grid over 2 blocks an SM: 2 ring stages alone too */
+    test_current = "mma grid";
+    test_cases++;
+    check_grid(DTYPE_Q4_K, 28672, 4096, 0);
+    check_grid(DTYPE_Q4_K, 20011, 4096, 2); /* a partial last group of 2 tiles */
+    check_grid(DTYPE_Q4_K, 8208, 4352, 8);  /* 8 warps a tile, an odd number of superblocks */
+    check_grid(DTYPE_Q4_K, 4096, 14336, 0); /* fewer groups than fit: one each */
+    check_grid(DTYPE_Q6_K, 28672, 4096, 0);
     test_current = "dp4a alone = batch";
     test_cases++;
     for (size_t k = 0; k < NTYPES; k++) /* the engine's K splits: a row's bits in any batch */

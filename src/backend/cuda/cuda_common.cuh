@@ -105,6 +105,7 @@ struct cuda_ctx {
                               * register one (gemv_quant.cu; MEMRA_GEMV_STAGED) */
     int gemv_mma;            /* which GEMVs run on the int8 tensor cores: CUDA_GEMV_MMA_* (gemv_mma.cu; MEMRA_GEMV_MMA) */
     int gemv_mma_ks;         /* its K split: 0 = by shape (tests set 1, 2, 4, 8) */
+    int gemv_mma_grid;       /* its grid: CUDA_GEMV_MMA_GRID_* (cuda_ctx_set_gemv_mma_grid; MEMRA_GEMV_MMA_GRID) */
     int gemv_ks;             /* the engine's K split for the dp4a GEMVs, every batch size: 1, 4 or
                               * CUDA_GEMV_KS_AUTO (cuda_gemv_engine_ksplit; MEMRA_GEMV_KSPLIT) */
     uint32_t attn_rows_min;  /* decode attention: launches of ≥ this many rows run one CTA a row

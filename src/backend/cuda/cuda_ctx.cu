@@ -68,6 +68,11 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int mma = CUDA_GEMV_MMA_Q4K;
     if (!env_pick("MEMRA_GEMV_MMA", mma_modes, 3, &mma, err, errlen))
         return NULL;
+    /* MEMRA_GEMV_MMA_GRID: auto (unset, empty) / tiles / resident, CUDA_GEMV_MMA_GRID_*'s order */
+    static const char *const grid_modes[] = {"auto", "tiles", "resident"};
+    int mma_grid = 0;
+    if (!env_pick("MEMRA_GEMV_MMA_GRID", grid_modes, 3, &mma_grid, err, errlen))
+        return NULL;
     /* MEMRA_GEMV_KSPLIT: the dp4a GEMVs' K split for every batch size — auto (unset, empty: 4, the output head 1),
      * 1 or 4 (every matrix) */
     static const char *const ks_modes[] = {"auto", "1", "4"};
@@ -140,7 +145,7 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     ctx->attn_tc_q = (enum cuda_attn_tc_q)tc_q;
     ctx->attn_dec_one = dec_one == 1;
     ctx->gemv_staged = staged;
-    ctx->gemv_mma = mma;
+    ctx->gemv_mma = mma, ctx->gemv_mma_grid = mma_grid;
     ctx->gemv_ks = ksm == 0 ? CUDA_GEMV_KS_AUTO : ksm == 1 ? 1 : 4;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&ctx->prop, device));
@@ -227,6 +232,13 @@ extern "C" void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks)
     if ((ks != 0 && ks != 1 && ks != 2 && ks != 4 && ks != 8) || mode < CUDA_GEMV_MMA_OFF || mode > CUDA_GEMV_MMA_ALL)
         CUDA_FAIL("cuda_ctx_set_gemv_mma: mode %d, ks %d (modes 0-2, ks 0, 1, 2, 4, 8)", mode, ks);
     ctx->gemv_mma = mode, ctx->gemv_mma_ks = ks;
+}
+
+extern "C" void cuda_ctx_set_gemv_mma_grid(struct cuda_ctx *ctx, int mode)
+{
+    if (mode < CUDA_GEMV_MMA_GRID_AUTO || mode > CUDA_GEMV_MMA_GRID_RESIDENT)
+        CUDA_FAIL("cuda_ctx_set_gemv_mma_grid: mode %d (0-2)", mode);
+    ctx->gemv_mma_grid = mode;
 }
 
 extern "C" void cuda_free(void *p)

@@ -60,6 +60,17 @@ void cuda_ctx_set_gemv_staged(struct cuda_ctx *ctx, bool on);
  * else 1, 2, 4 or 8 warps a row tile (tests). */
 enum { CUDA_GEMV_MMA_OFF = 0, CUDA_GEMV_MMA_Q4K = 1, CUDA_GEMV_MMA_ALL = 2 };
 void cuda_ctx_set_gemv_mma(struct cuda_ctx *ctx, int mode, int ks);
+/* The tensor-core GEMV's grid (MEMRA_GEMV_MMA_GRID auto / tiles / resident):
+ * one block a group of row tiles (TILES), or at most as many blocks as fit
+ * the SMs at once, each looping over groups with its weight ring running on
+ * from one tile into the next (RESIDENT); AUTO, the default, takes RESIDENT
+ * where the groups fill more than one and at most CUDA_GEMV_MMA_RESIDENT_WAVES
+ * waves of resident blocks (H100: gate+up alone, 3.4 waves, +3.5 %, gate/up
+ * at batch 8, 6.8 waves, +5 %; a 15-wave Q4_K lm_head −6 %: bench/RESULTS.md
+ * forty-first run). Same bits in every mode (kernel_gemv). */
+enum { CUDA_GEMV_MMA_GRID_AUTO = 0, CUDA_GEMV_MMA_GRID_TILES = 1, CUDA_GEMV_MMA_GRID_RESIDENT = 2 };
+#define CUDA_GEMV_MMA_RESIDENT_WAVES 8
+void cuda_ctx_set_gemv_mma_grid(struct cuda_ctx *ctx, int mode);
 
 const char *cuda_ctx_device_name(const struct cuda_ctx *ctx); /* "NVIDIA H200" */
 int cuda_ctx_sm_count(const struct cuda_ctx *ctx);

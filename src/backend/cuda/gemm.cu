@@ -49,8 +49,8 @@
  * out the same alone or inside a GEMM over several spans (measured on the H200
  * over tiles 15-402: lab/gemm-fixed-algo, twenty-third run; kernel_gemm checks
  * it), and the backend runs a step's consecutive GEMM spans as one GEMM. A GEMM
- * of up to GEMM_TIMED_N columns times the no-split candidates once when its
- * plan is made and keeps the fastest (plan_time_pick, MEMRA_GEMM_PICK): the
+ * of up to GEMM_TIMED_N columns times the no-split candidates (three runs
+ * each) when its plan is made and keeps the fastest (plan_time_pick, MEMRA_GEMM_PICK): the
  * heuristic's first is 2-3× slower at some column counts. The plans, their
  * cache and the timing live in gemm_plan.cu (gemm_plans_run: one cuBLASLt
  * product); this file converts x, dequantizes and keeps weights, and sends

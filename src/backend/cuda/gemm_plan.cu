@@ -1,11 +1,11 @@
 /* backend/cuda/gemm_plan.cu — the cuBLASLt plans of the prefill GEMM (gemm_plan.h): a cache of GEMM_PLANS plans
  * keyed by (types, compute type, m, n, k, alignments), each with descriptors and one algorithm without a split K
  * (gemm.cu's header: every output then has the same bits whatever the tile and the column count); a plan of up to
- * GEMM_TIMED_N columns times the heuristic's no-split candidates once and keeps the fastest (plan_time_pick),
- * remembered past the cache's round-robin eviction (GEMM_PICKS slots); f32 weights ask for their algorithm at one
- * column count (GEMM_F32_PLAN_N) so every span length runs the same kernel. Split from gemm.cu (the conversions,
- * dequantization, kept copies and the promoted GEMM's dispatch), which calls gemm_plans_run for every cuBLASLt
- * product. */
+ * GEMM_TIMED_N columns times the heuristic's no-split candidates (GEMM_PICK_REPS runs each) and keeps the
+ * fastest (plan_time_pick), remembered past the cache's round-robin eviction (GEMM_PICKS slots); f32 weights
+ * ask for their algorithm at one column count (GEMM_F32_PLAN_N) so every span length runs the same kernel.
+ * Split from gemm.cu (the conversions, dequantization, kept copies and the promoted GEMM's dispatch), which calls
+ * gemm_plans_run for every cuBLASLt product. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +15,10 @@
 #define GEMM_WS_BYTES ((size_t)32 << 20) /* fixed: part of an algorithm's identity */
 #define GEMM_PLANS 128
 #define GEMM_HEUR 8 /* heuristic results asked for: the first without a split K is taken (beyond GEMM_TIMED_N) */
+/* timed runs a candidate (after a warm one), the fastest counted: with one, fresh processes picked differently
+ * (BF16 bf16-activation pp32 4454 / 3330 / 3322 tok/s in three; with three 4352-4360; H100, bench/RESULTS.md
+ * forty-first run) */
+#define GEMM_PICK_REPS 3
 /* plans of up to this many columns (an exact span of ≤ 64 tokens stacks its x parts: 2T) time their no-split
  * candidates (plan_time_pick) */
 #define GEMM_TIMED_N 128u
@@ -161,11 +165,11 @@ static struct pick *pick_slot(struct gemm_plans *g, const struct plan_key *k)
 /* A short span's plan (n ≤ GEMM_TIMED_N columns) picks its algorithm by timing: the heuristic's first choice
  * without a split K is 2-3× slower than its neighbours' at some column counts (H100, 8B shapes, bf16: 8, 16, 32,
  * 48 and 64 tokens; from 72 on within ±7 % of the timed pick; bench/RESULTS.md, thirty-ninth run), so the
- * no-split candidates it offers for n and for n + 8 (checked at n) each run twice on the call's own operands into
- * a scratch, the faster of the second runs is kept, and remembered (pick_slot) for when the plan is made again
- * after its eviction. Any algorithm without a split K gives every output the same bits (header), so the pick moves
- * the time only. Not while the stream is being captured; false when fewer than two candidates are left (plan_get's
- * rule then). */
+ * no-split candidates it offers for n and for n + 8 (checked at n) each run on the call's own operands into
+ * a scratch, once to warm and GEMM_PICK_REPS times timed; the candidate of the fastest run is kept, and
+ * remembered (pick_slot) for when the plan is made again after its eviction. Any algorithm without a split K gives
+ * every output the same bits (header), so the pick moves the time only. Not while the stream is being captured;
+ * false when fewer than two candidates are left (plan_get's rule then). */
 static bool plan_time_pick(struct gemm_plans *g, struct plan *p, cublasLtMatmulPreference_t pref, const void *a,
                            const void *b)
 {
@@ -198,17 +202,21 @@ static bool plan_time_pick(struct gemm_plans *g, struct plan *p, cublasLtMatmulP
     const float alpha = 1.0f, beta = 0.0f;
     float best = 0;
     for (int i = 0; i < nc; i++) {
-        float ms = 0;
-        for (int r = 0; r < 2; r++) { /* the first run warms, the second is timed */
+        float fastest = 0;
+        for (int r = 0; r <= GEMM_PICK_REPS; r++) { /* the first run warms, the others are timed */
             CUDA_CHECK(cudaEventRecord(g->ev[0], g->ctx->stream));
             CUBLASLT_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, a, p->a, b, p->b, &beta, g->tune_y, p->d, g->tune_y,
                                           p->d, &cand[i], g->ws, GEMM_WS_BYTES, g->ctx->stream));
             CUDA_CHECK(cudaEventRecord(g->ev[1], g->ctx->stream));
+            if (r == 0)
+                continue;
+            float ms = 0;
+            CUDA_CHECK(cudaEventSynchronize(g->ev[1]));
+            CUDA_CHECK(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]));
+            fastest = r == 1 || ms < fastest ? ms : fastest;
         }
-        CUDA_CHECK(cudaEventSynchronize(g->ev[1]));
-        CUDA_CHECK(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]));
-        if (i == 0 || ms < best)
-            best = ms, p->algo = cand[i];
+        if (i == 0 || fastest < best)
+            best = fastest, p->algo = cand[i];
     }
     if (slot) { /* (its probe run full: not remembered, timed again when the plan is made again) */
         memcpy(&slot->key, k, sizeof *k); /* padding and all: slots are compared with memcmp */

@@ -414,7 +414,14 @@ static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, 
     cp_async_commit();
 }
 
-/* KS warps share a 16-row tile (K split), NW / KS tiles a block. */
+/* KS warps share a 16-row tile (K split), NW / KS tiles a block: a group of
+ * TPB tiles. The grid is either one block a group or fewer blocks (the
+ * resident ones: cuda_ctx_set_gemv_mma_grid's rule) that loop over the groups
+ * g = blockIdx.x, + gridDim.x, ...; a warp's ring then runs on across its
+ * tiles — the next tile's pairs are in flight while this one computes and
+ * sums — instead of each block paying a DRAM latency before its first
+ * product. Which block runs a tile changes no operation: a row's value is
+ * its KS warps' sums in their order either way (the same bits). */
 template <class Q, int NTL, int KS, int NS>
 __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 || NS > 2 ? 2 : 4)
     kernel_gemv_mma(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows, uint32_t n,
@@ -423,24 +430,37 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
     constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = Q::CPT * NTL;
     constexpr uint32_t RS = Q::RS, STG = 16 * RS;
     static_assert(NW % KS == 0, "KS divides the block's warps");
-    /* the warps' rings; after the loop a warp's own ring holds its sums (F, M) */
+    /* the warps' rings, then each warp's sums of a tile (F, M: mma_sums_bytes) */
     extern __shared__ __align__(16) uint8_t ring_mem[];
     uint8_t(*ring)[NS][STG] = reinterpret_cast<uint8_t(*)[NS][STG]>(ring_mem);
-    static_assert(sizeof(float) * 16 * (NC + NB) <= NS * STG, "sums fit a warp's ring");
+    float *const sums_mem = reinterpret_cast<float *>(ring_mem + NW * NS * STG);
     const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const uint32_t row0 = (blockIdx.x * TPB + wi / KS) * 16, kp = wi % KS;
+    const uint32_t kp = wi % KS, tl = wi / KS;
     const uint32_t nsb = n / QK;
-    const bool live = row0 < rows; /* a block's last tiles may lie past the end: they only join the barrier */
     const uint32_t npair = (nsb + 1) / 2;
-    const uint32_t nloc = live && kp < npair ? (npair - kp + KS - 1) / KS : 0; /* this warp's pairs */
+    const uint32_t ngroups = ((rows + 15) / 16 + TPB - 1) / TPB;
+    const uint32_t mygroups = blockIdx.x < ngroups ? (ngroups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    const uint32_t npw = kp < npair ? (npair - kp + KS - 1) / KS : 0; /* this warp's pairs of a tile */
+    auto row0_of = [&](uint32_t gi) { return ((blockIdx.x + gi * gridDim.x) * TPB + tl) * 16; };
     const uint32_t ring_s = smem_u32(&ring[wi][0][0]);
+    /* the warp's items in order: tile gi's pairs kp, kp + KS, ..., then tile
+     * gi + 1's; the next one to ask for is (ig, ii), into stage slot (past
+     * the last: nothing copied, one commit all the same) */
+    uint32_t ig = 0, ii = 0;
+    auto issue_next = [&](uint32_t slot) {
+        const bool in = ig < mygroups && npw > 0;
+        const uint32_t r0 = in ? row0_of(ig) : 0u;
+        issue_w<Q>(ring_s + slot * STG, w, row_bytes, r0, rows, kp + ii * KS, nsb, in && r0 < rows, lane);
+        if (in && ++ii == npw)
+            ii = 0, ig++;
+    };
     /* weights are constant: the ring's NS stages asked for before the wait
      * (PDL: while the kernel before still runs; with NS − 1 ahead, as a
      * ring usually starts, tg128 on Q4_K_M was 3 % below the staged dp4a
      * kernel's although the kernel alone was faster) */
 #pragma unroll
     for (int j = 0; j < NS; j++)
-        issue_w<Q>(ring_s + j * STG, w, row_bytes, row0, rows, kp + j * KS, nsb, (uint32_t)j < nloc, lane);
+        issue_next(j);
     pdl_wait();
 
     const uint64_t xstride = xq_stride(n);
@@ -463,95 +483,116 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
     for (int b = 0; b < NB; b++)
         S.sum[b] = reinterpret_cast<const float *>(xq + (uint64_t)min((uint32_t)b, nb - 1) * xstride + xq_sum_off(n));
 
-    float F[NTL][4], M[2][NB];
-#pragma unroll
-    for (int nt = 0; nt < NTL; nt++)
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            F[nt][i] = 0.0f;
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int b = 0; b < NB; b++)
-            M[r][b] = 0.0f;
-
     constexpr bool ODD = Q::BS % 4 != 0; /* a pair's second superblock is 2 mod 4 (Q6_K) */
-    for (uint32_t j = 0; j < nloc; j++) {
-        const uint32_t p = kp + j * KS; /* the pair in stage j % NS */
-        cp_async_wait<NS - 1>();        /* stage j % NS has landed (this lane's copies) */
-        __syncwarp();                   /* ... and every lane's */
+    /* warp k's sums of a tile: F at [row][column], then M at [row][vector] */
+    auto sums = [&](uint32_t k) { return sums_mem + k * (16 * (NC + NB)); };
+    uint32_t j = 0; /* items consumed: the stage of the next is j % NS */
+    for (uint32_t gi = 0; gi < mygroups; gi++) {
+        const uint32_t row0 = row0_of(gi);
+        const bool live = row0 < rows; /* a group's last tiles may lie past the end: they only join the barriers */
+        float F[NTL][4], M[2][NB];
 #pragma unroll
-        for (uint32_t h = 0; h < 2; h++) {
-            const uint32_t sb = 2 * p + h;
-            if (sb >= nsb)
-                break;
-            xsb<NTL> xa;
-            load_x<NTL, Q::XL>(S, sb, t, nb, xa, g & 1);
-            /* the superblock in the stage: the pair's offset in its aligned range, then h superblocks */
-            const uint8_t *p0 = &ring[wi][j % NS][0] + g * RS + ((2 * Q::BS * p) & 15) + h * Q::BS;
-            if (h == 1)
-                Q::template compute<ODD, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
-            else
-                Q::template compute<false, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
+        for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                F[nt][i] = 0.0f;
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+            for (int b = 0; b < NB; b++)
+                M[r][b] = 0.0f;
+        for (uint32_t i = 0; i < npw; i++, j++) {
+            const uint32_t p = kp + i * KS; /* the pair in stage j % NS */
+            cp_async_wait<NS - 1>();        /* stage j % NS has landed (this lane's copies) */
+            __syncwarp();                   /* ... and every lane's */
+            if (live) {
+#pragma unroll
+                for (uint32_t h = 0; h < 2; h++) {
+                    const uint32_t sb = 2 * p + h;
+                    if (sb >= nsb)
+                        break;
+                    xsb<NTL> xa;
+                    load_x<NTL, Q::XL>(S, sb, t, nb, xa, g & 1);
+                    /* the superblock in the stage: the pair's offset in its aligned range, then h superblocks */
+                    const uint8_t *p0 = &ring[wi][j % NS][0] + g * RS + ((2 * Q::BS * p) & 15) + h * Q::BS;
+                    if (h == 1)
+                        Q::template compute<ODD, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
+                    else
+                        Q::template compute<false, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
+                }
+            }
+            __syncwarp(); /* every lane is done with stage j % NS: refill it */
+            issue_next(j % NS);
         }
-        __syncwarp(); /* every lane is done with stage j % NS: refill it */
-        issue_w<Q>(ring_s + j % NS * STG, w, row_bytes, row0, rows, p + NS * KS, nsb, j + NS < nloc, lane);
-    }
-    cp_async_wait<0>();
-    __syncwarp();
-    pdl_trigger();
+        if (gi + 1 == mygroups)
+            pdl_trigger();
 
-    /* the group's 4 threads' mins, then everything into shared memory */
+        /* the group's 4 threads' mins, then everything into shared memory */
 #pragma unroll
-    for (int r = 0; r < 2; r++)
+        for (int r = 0; r < 2; r++)
 #pragma unroll
-        for (int b = 0; b < NB; b++) {
-            M[r][b] += __shfl_xor_sync(0xffffffffu, M[r][b], 1);
-            M[r][b] += __shfl_xor_sync(0xffffffffu, M[r][b], 2);
+            for (int b = 0; b < NB; b++) {
+                M[r][b] += __shfl_xor_sync(0xffffffffu, M[r][b], 1);
+                M[r][b] += __shfl_xor_sync(0xffffffffu, M[r][b], 2);
+            }
+        float *mine = sums(wi);
+#pragma unroll
+        for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                if (!HV || (i & 1) == 0)
+                    mine[(g + 8 * (i >> 1)) * NC + (HV ? 4 * nt + t : 8 * nt + 2 * t + (i & 1))] = F[nt][i];
+        if (t == 0)
+#pragma unroll
+            for (int b = 0; b < NB; b++) {
+                mine[16 * NC + g * NB + b] = M[0][b];
+                mine[16 * NC + (g + 8) * NB + b] = M[1][b];
+            }
+        __syncthreads();
+        /* one output (tile, row, vector) a thread: the KS warps in order */
+        const uint32_t grp = blockIdx.x + gi * gridDim.x;
+        for (uint32_t o = threadIdx.x; o < (uint32_t)TPB * 16 * nb; o += NW * 32) {
+            const uint32_t ot = o / (16 * nb), rr = o % (16 * nb) / nb, b = o % nb;
+            const uint32_t row = (grp * TPB + ot) * 16 + rr;
+            if (row >= rows)
+                continue;
+            float v = 0.0f;
+#pragma unroll
+            for (int k = 0; k < KS; k++) {
+                const float *f = sums(ot * KS + k) + rr * NC, *m = sums(ot * KS + k) + 16 * NC + rr * NB;
+                const float part =
+                    fmaf(-Q::MFAC, m[b], fmaf(65536.0f, f[3 * b + 2], fmaf(256.0f, f[3 * b + 1], f[3 * b])));
+                v = k == 0 ? part : v + part;
+            }
+            y[(uint64_t)b * rows + row] = scale * v;
         }
-    /* warp k's sums in its own ring: F at [row][column], then M at [row][vector] */
-    auto sums = [&](uint32_t k) { return reinterpret_cast<float *>(&ring[k][0][0]); };
-    float *mine = sums(wi);
-#pragma unroll
-    for (int nt = 0; nt < NTL; nt++)
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            if (!HV || (i & 1) == 0)
-                mine[(g + 8 * (i >> 1)) * NC + (HV ? 4 * nt + t : 8 * nt + 2 * t + (i & 1))] = F[nt][i];
-    if (t == 0)
-#pragma unroll
-        for (int b = 0; b < NB; b++) {
-            mine[16 * NC + g * NB + b] = M[0][b];
-            mine[16 * NC + (g + 8) * NB + b] = M[1][b];
-        }
-    __syncthreads();
-    /* one output (tile, row, vector) a thread: the KS warps in order */
-    for (uint32_t o = threadIdx.x; o < (uint32_t)TPB * 16 * nb; o += NW * 32) {
-        const uint32_t tl = o / (16 * nb), rr = o % (16 * nb) / nb, b = o % nb;
-        const uint32_t row = (blockIdx.x * TPB + tl) * 16 + rr;
-        if (row >= rows)
-            continue;
-        float v = 0.0f;
-#pragma unroll
-        for (int k = 0; k < KS; k++) {
-            const float *f = sums(tl * KS + k) + rr * NC, *m = sums(tl * KS + k) + 16 * NC + rr * NB;
-            const float part = fmaf(-Q::MFAC, m[b], fmaf(65536.0f, f[3 * b + 2], fmaf(256.0f, f[3 * b + 1], f[3 * b])));
-            v = k == 0 ? part : v + part;
-        }
-        y[(uint64_t)b * rows + row] = scale * v;
+        __syncthreads(); /* the sums are read before the next tile's overwrite them */
     }
+    cp_async_wait<0>(); /* (only empty groups are left: past the last item) */
 }
 
 template <class Q, int NTL, int KS, int NS>
-void launch_ns(const cuda_ctx *ctx, uint32_t grid, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
+void launch_ns(const cuda_ctx *ctx, uint32_t groups, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
                uint32_t nb, float *y, float scale)
 {
     constexpr int NW = mma_block<KS>::NW;
-    constexpr uint32_t smem = NW * NS * 16 * Q::RS;
-    static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
+    constexpr uint32_t smem = NW * NS * 16 * Q::RS + NW * 16 * (Q::CPT * NTL + mma_cols<NTL>::NB) * sizeof(float);
+    static uint32_t opted;                  /* devices this instantiation may use > 48 KB of shared memory on */
+    static int resident[CUDA_MAX_DEVICES]; /* its blocks an SM there (0: not asked yet) */
     if (cuda_first_on_device(opted, ctx->device))
         CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_mma<Q, NTL, KS, NS>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    uint32_t grid = groups;
+    if (ctx->gemv_mma_grid != CUDA_GEMV_MMA_GRID_TILES) {
+        int &per_sm = resident[ctx->device];
+        if (per_sm == 0)
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_gemv_mma<Q, NTL, KS, NS>,
+                                                                     NW * 32, smem));
+        const uint64_t most = (uint64_t)(per_sm > 0 ? per_sm : 1) * (uint64_t)ctx->prop.multiProcessorCount;
+        if (groups > most && (ctx->gemv_mma_grid == CUDA_GEMV_MMA_GRID_RESIDENT ||
+                              groups <= CUDA_GEMV_MMA_RESIDENT_WAVES * most))
+            grid = (uint32_t)most;
+    }
     cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS, NS>, dim3(grid), dim3(NW * 32), smem, (const uint8_t *)w,
                 n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
 }
@@ -561,11 +602,11 @@ void launch(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const
             float scale)
 {
     constexpr int NW = mma_block<KS>::NW, TPB = NW / KS;
-    const uint64_t tiles = (rows + 15) / 16, grid = (tiles + TPB - 1) / TPB;
-    if (ns_max<NTL>() > 2 && grid <= 2 * (uint64_t)ctx->prop.multiProcessorCount)
-        launch_ns<Q, NTL, KS, ns_max<NTL>()>(ctx, (uint32_t)grid, w, rows, n, xq, nb, y, scale);
+    const uint64_t tiles = (rows + 15) / 16, groups = (tiles + TPB - 1) / TPB;
+    if (ns_max<NTL>() > 2 && groups <= 2 * (uint64_t)ctx->prop.multiProcessorCount)
+        launch_ns<Q, NTL, KS, ns_max<NTL>()>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
     else
-        launch_ns<Q, NTL, KS, 2>(ctx, (uint32_t)grid, w, rows, n, xq, nb, y, scale);
+        launch_ns<Q, NTL, KS, 2>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
 }
 
 template <class Q, int NTL>

@@ -168,6 +168,40 @@ static void check_gemv_bs(uint64_t rows, uint64_t n, uint32_t batch)
     free(w), free(bs), free(x), free(y), free(y1);
 }
 
+/* A batch-of-8 case for check_alone / check_grid: random weights of type t
+ * (rows × n), 8 vectors x with outliers (every 61st element ×300: the
+ * 128-element activation blocks' scale), two host outputs, all uploaded. */
+struct batch_case {
+    uint8_t *w;     /* (rows, row bytes) */
+    float *x;       /* (8, n) */
+    float *y, *y1;  /* (8, rows) host outputs */
+    void *dw;
+    float *dx, *dy; /* device copies; dy (8, rows) */
+};
+
+static void batch_case_init(struct batch_case *c, enum dtype t, uint64_t rows, uint64_t n)
+{
+    const uint32_t NB = CUDA_GEMV_MAX_BATCH;
+    const uint64_t rb = row_bytes_of(t, n);
+    c->w = malloc(rows * rb);
+    c->x = malloc(sizeof(float) * n * NB), c->y = malloc(sizeof(float) * rows * NB);
+    c->y1 = malloc(sizeof(float) * rows * NB);
+    MEMRA_ASSERT(c->w && c->x && c->y && c->y1);
+    fill_random(t, c->w, rows * rb);
+    for (uint64_t i = 0; i < n * NB; i++)
+        c->x[i] = rng_unit() * (i % 61 == 7 ? 300.0f : 1.0f);
+    c->dw = cuda_alloc(rows * rb);
+    c->dx = cuda_alloc(sizeof(float) * n * NB), c->dy = cuda_alloc(sizeof(float) * rows * NB);
+    cuda_upload(g_ctx, c->dw, c->w, rows * rb);
+    cuda_upload(g_ctx, c->dx, c->x, sizeof(float) * n * NB);
+}
+
+static void batch_case_free(struct batch_case *c)
+{
+    cuda_free(c->dw), cuda_free(c->dx), cuda_free(c->dy);
+    free(c->w), free(c->x), free(c->y), free(c->y1);
+}
+
 /* A batch's rows against the same vectors alone: the tensor-core GEMV (mma:
  * Q4_K, Q6_K, K split ks, 0 = by shape) or the dp4a kernels at ksplit ks (1
  * or 4, the engine's cuda_gemv_engine_ksplit; any quantized type). A batch of
@@ -179,43 +213,33 @@ static void check_gemv_bs(uint64_t rows, uint64_t n, uint32_t batch)
 static void check_alone(enum dtype t, uint64_t rows, uint64_t n, bool mma, int ks)
 {
     const uint32_t NB = CUDA_GEMV_MAX_BATCH;
-    const uint64_t rb = row_bytes_of(t, n);
-    uint8_t *w = malloc(rows * rb);
-    float *x = malloc(sizeof(float) * n * NB), *y = malloc(sizeof(float) * rows * NB),
-          *y1 = malloc(sizeof(float) * rows * NB);
-    MEMRA_ASSERT(w && x && y && y1);
-    fill_random(t, w, rows * rb);
-    for (uint64_t i = 0; i < n * NB; i++)
-        x[i] = rng_unit() * (i % 61 == 7 ? 300.0f : 1.0f);
-    void *dw = cuda_alloc(rows * rb);
-    float *dx = cuda_alloc(sizeof(float) * n * NB), *dy = cuda_alloc(sizeof(float) * rows * NB);
-    cuda_upload(g_ctx, dw, w, rows * rb);
-    cuda_upload(g_ctx, dx, x, sizeof(float) * n * NB);
+    struct batch_case c;
+    batch_case_init(&c, t, rows, n);
     cuda_ctx_set_gemv_mma(g_ctx, mma ? CUDA_GEMV_MMA_ALL : CUDA_GEMV_MMA_OFF, mma ? ks : 0);
-    cuda_fill_nan_f32(g_ctx, dy, rows * NB);
+    cuda_fill_nan_f32(g_ctx, c.dy, rows * NB);
     if (mma)
-        cuda_gemv(g_ctx, t, dw, rows, n, dx, NB, dy, 1.0f);
+        cuda_gemv(g_ctx, t, c.dw, rows, n, c.dx, NB, c.dy, 1.0f);
     else
-        cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, NB, dy, 1.0f, 0, ks, 0);
+        cuda_gemv_variant(g_ctx, t, c.dw, rows, n, c.dx, NB, c.dy, 1.0f, 0, ks, 0);
     cuda_ctx_sync(g_ctx);
-    cuda_download(g_ctx, y, dy, sizeof(float) * rows * NB);
+    cuda_download(g_ctx, c.y, c.dy, sizeof(float) * rows * NB);
     int differ = 0;
     const uint32_t sub[][2] = {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {0, 3}, {3, 5}};
     for (size_t k = 0; k < sizeof sub / sizeof sub[0]; k++) {
         const uint32_t b0 = sub[k][0], nb = sub[k][1];
-        cuda_fill_nan_f32(g_ctx, dy, rows * NB);
+        cuda_fill_nan_f32(g_ctx, c.dy, rows * NB);
         if (mma)
-            cuda_gemv(g_ctx, t, dw, rows, n, dx + (uint64_t)b0 * n, nb, dy, 1.0f);
+            cuda_gemv(g_ctx, t, c.dw, rows, n, c.dx + (uint64_t)b0 * n, nb, c.dy, 1.0f);
         else
-            cuda_gemv_variant(g_ctx, t, dw, rows, n, dx + (uint64_t)b0 * n, nb, dy, 1.0f, 0, ks, 0);
+            cuda_gemv_variant(g_ctx, t, c.dw, rows, n, c.dx + (uint64_t)b0 * n, nb, c.dy, 1.0f, 0, ks, 0);
         cuda_ctx_sync(g_ctx);
-        cuda_download(g_ctx, y1, dy, sizeof(float) * rows * nb);
-        differ += memcmp(y1, y + (uint64_t)b0 * rows, sizeof(float) * rows * nb) != 0;
+        cuda_download(g_ctx, c.y1, c.dy, sizeof(float) * rows * nb);
+        differ += memcmp(c.y1, c.y + (uint64_t)b0 * rows, sizeof(float) * rows * nb) != 0;
     }
     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
     double maxref, maxdiff;
     int bad = 0;
-    kernel_ref_compare(t, w, NULL, rows, n, x, NB, 1.0f, y, &maxref, &maxdiff, &bad);
+    kernel_ref_compare(t, c.w, NULL, rows, n, c.x, NB, 1.0f, c.y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     const char *kind = mma ? "mma" : "dp4a";
     CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
@@ -223,8 +247,7 @@ static void check_alone(enum dtype t, uint64_t rows, uint64_t n, bool mma, int k
               dtype_name(t), rows, n, ks, bad, rel, TOL, differ);
     printf("check %s %s %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", kind,
            dtype_name(t), rows, n, ks, rel, differ ? "DIFFER" : "same bits");
-    cuda_free(dw), cuda_free(dx), cuda_free(dy);
-    free(w), free(x), free(y), free(y1);
+    batch_case_free(&c);
 }
 
 /* The tensor-core GEMV's two grids (cuda_ctx_set_gemv_mma_grid): one block a
@@ -236,44 +259,33 @@ static void check_alone(enum dtype t, uint64_t rows, uint64_t n, bool mma, int k
 static void check_grid(enum dtype t, uint64_t rows, uint64_t n, int ks)
 {
     const uint32_t NB = CUDA_GEMV_MAX_BATCH;
-    const uint64_t rb = row_bytes_of(t, n);
-    uint8_t *w = malloc(rows * rb);
-    float *x = malloc(sizeof(float) * n * NB), *y0 = malloc(sizeof(float) * rows * NB),
-          *y1 = malloc(sizeof(float) * rows * NB);
-    MEMRA_ASSERT(w && x && y0 && y1);
-    fill_random(t, w, rows * rb);
-    for (uint64_t i = 0; i < n * NB; i++)
-        x[i] = rng_unit() * (i % 61 == 7 ? 300.0f : 1.0f);
-    void *dw = cuda_alloc(rows * rb);
-    float *dx = cuda_alloc(sizeof(float) * n * NB), *dy = cuda_alloc(sizeof(float) * rows * NB);
-    cuda_upload(g_ctx, dw, w, rows * rb);
-    cuda_upload(g_ctx, dx, x, sizeof(float) * n * NB);
+    struct batch_case c;
+    batch_case_init(&c, t, rows, n);
     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_ALL, ks);
     int differ = 0;
     const uint32_t nbs[] = {1, 3, 8};
     for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++) {
         for (int resident = 0; resident < 2; resident++) {
             cuda_ctx_set_gemv_mma_grid(g_ctx, resident ? CUDA_GEMV_MMA_GRID_RESIDENT : CUDA_GEMV_MMA_GRID_TILES);
-            cuda_fill_nan_f32(g_ctx, dy, rows * NB);
-            cuda_gemv(g_ctx, t, dw, rows, n, dx, nbs[k], dy, 1.0f);
+            cuda_fill_nan_f32(g_ctx, c.dy, rows * NB);
+            cuda_gemv(g_ctx, t, c.dw, rows, n, c.dx, nbs[k], c.dy, 1.0f);
             cuda_ctx_sync(g_ctx);
-            cuda_download(g_ctx, resident ? y1 : y0, dy, sizeof(float) * rows * nbs[k]);
+            cuda_download(g_ctx, resident ? c.y1 : c.y, c.dy, sizeof(float) * rows * nbs[k]);
         }
-        differ += memcmp(y0, y1, sizeof(float) * rows * nbs[k]) != 0;
+        differ += memcmp(c.y, c.y1, sizeof(float) * rows * nbs[k]) != 0;
     }
     cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_AUTO);
     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the default */
     double maxref, maxdiff;
     int bad = 0;
-    kernel_ref_compare(t, w, NULL, rows, n, x, NB, 1.0f, y1, &maxref, &maxdiff, &bad);
+    kernel_ref_compare(t, c.w, NULL, rows, n, c.x, NB, 1.0f, c.y1, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
               "mma grid %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d batches differ",
               dtype_name(t), rows, n, ks, bad, rel, TOL, differ);
     printf("check mma grid %s %" PRIu64 "x%" PRIu64 " ks %d   rel err %.2e, resident = tiles %s\n", dtype_name(t),
            rows, n, ks, rel, differ ? "DIFFER" : "same bits");
-    cuda_free(dw), cuda_free(dx), cuda_free(dy);
-    free(w), free(x), free(y0), free(y1);
+    batch_case_free(&c);
 }
 
 static void check_type(enum dtype t)

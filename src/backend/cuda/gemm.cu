@@ -50,11 +50,12 @@
  * over tiles 15-402: lab/gemm-fixed-algo, twenty-third run; kernel_gemm checks
  * it), and the backend runs a step's consecutive GEMM spans as one GEMM. A GEMM
  * of up to GEMM_TIMED_N columns times the no-split candidates (three runs
- * each) when its plan is made and keeps the fastest (plan_time_pick, MEMRA_GEMM_PICK): the
- * heuristic's first is 2-3× slower at some column counts. The plans, their
- * cache and the timing live in gemm_plan.cu (gemm_plans_run: one cuBLASLt
- * product); this file converts x, dequantizes and keeps weights, and sends
- * the GGUF types with a scale a 32 to gemm_q.cu (MEMRA_GEMM_PROMOTE).
+ * each) when its plan is made and keeps the fastest (plan_time_pick,
+ * MEMRA_GEMM_PICK): the heuristic's first is 2-3× slower at some column
+ * counts. The plans, their cache and the timing live in gemm_plan.cu
+ * (gemm_plans_run: one cuBLASLt product); this file converts x, dequantizes
+ * and keeps weights, and sends the GGUF types with a scale a 32 to gemm_q.cu
+ * (MEMRA_GEMM_PROMOTE).
  * cuBLAS is bit-reproducible run to run for a fixed algorithm on one GPU.
  */
 #include <cublasLt.h>

@@ -430,7 +430,7 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
     constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = Q::CPT * NTL;
     constexpr uint32_t RS = Q::RS, STG = 16 * RS;
     static_assert(NW % KS == 0, "KS divides the block's warps");
-    /* the warps' rings, then each warp's sums of a tile (F, M: mma_sums_bytes) */
+    /* the warps' rings, then each warp's sums of a tile (F, M: 16·(NC + NB) floats) */
     extern __shared__ __align__(16) uint8_t ring_mem[];
     uint8_t(*ring)[NS][STG] = reinterpret_cast<uint8_t(*)[NS][STG]>(ring_mem);
     float *const sums_mem = reinterpret_cast<float *>(ring_mem + NW * NS * STG);

@@ -692,7 +692,7 @@ static int alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen)
  * fortieth run). */
 static uint32_t gemm_min_promoted(enum cuda_gemm_mode gm, const struct cuda_weight *w)
 {
-    if (!cuda_gemm_promote_takes(CUDA_GEMM_PROMOTE_PLAIN, gm, w->dtype, w->rows, w->cols)) /* a min type */
+    if (cuda_gemm_promote_has_mins(w->dtype))
         return GEMM_MIN_PROMOTED_MINS;
     return gm == CUDA_GEMM_EXACT ? GEMM_MIN_PROMOTED_EXACT : GEMM_MIN_PROMOTED_XBF16;
 }

@@ -409,6 +409,8 @@ bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode,
                              uint64_t n);
 void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda_gemm_promote p);
 bool cuda_gemm_promoted(const struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n);
+/* Whether type t's blocks carry a min (Q4_1, Q4_K, Q5_K): the promoted GEMM adds their term's k tiles. */
+bool cuda_gemm_promote_has_mins(enum dtype t);
 
 /* Types with a GEMM: BF16, F16 (n % 8 == 0), F8_E4M3 (n % 8), F32 (n % 4),
  * and the GGUF block types the GEMV reads (whole blocks a row). */

@@ -330,6 +330,8 @@ extern "C" bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm
            (p == CUDA_GEMM_PROMOTE_AUTO && rows >= CUDA_GEMM_PROMOTE_MIN_ROWS);
 }
 
+extern "C" bool cuda_gemm_promote_has_mins(enum dtype t) { return gemm_q_has_mins(t); }
+
 extern "C" void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda_gemm_promote p)
 {
     if (g->promote != CUDA_GEMM_PROMOTE_OFF || p == CUDA_GEMM_PROMOTE_OFF || g->mode == CUDA_GEMM_FAST)

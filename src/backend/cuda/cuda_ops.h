@@ -384,7 +384,8 @@ struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm_mode mode,
 void cuda_gemm_free(struct cuda_gemm *g);
 enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g);
 /* MEMRA_GEMM_PICK (gemm_plan.cu plan_time_pick): true (the default) = a plan of ≤ 128 columns times its algorithms
- * without a split K once and keeps the fastest (the same bits, another speed); false = the heuristic's first.
+ * without a split K (GEMM_PICK_REPS runs each) and keeps the fastest (the same bits, another speed); false = the
+ * heuristic's first.
  * Returns the setting before (the MoE experts' GEMMs, whose row counts vary call to call, run untimed). */
 bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed);
 /* MEMRA_GEMM_PROMOTE (gemm_q.cu): the GGUF types with one scale a 32 elements (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,

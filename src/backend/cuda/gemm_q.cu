@@ -245,19 +245,7 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     }
 }
 
-__device__ __forceinline__ uint16_t bf16_bits(float f)
-{
-    const __nv_bfloat16 b = __float2bfloat16_rn(f);
-    return *reinterpret_cast<const uint16_t *>(&b);
-}
 __device__ __forceinline__ float bf16_value(uint16_t u) { return __uint_as_float((uint32_t)u << 16); }
-
-/* v's bf16 parts: hi = bf16(v), lo = bf16(v − hi) */
-__device__ __forceinline__ void bf16_split(float v, uint16_t &hi, uint16_t &lo)
-{
-    hi = bf16_bits(v);
-    lo = bf16_bits(v - bf16_value(hi));
-}
 
 /* The byte of k column e (0 .. 63) of row r in a swizzled 128 × 64 bf16 tile */
 __device__ __forceinline__ uint32_t swz_elem(uint32_t r, uint32_t e) { return swz(r, e / 8) + (e % 8) * 2; }
@@ -303,7 +291,7 @@ __global__ void kernel_gemm_q_pack(const uint8_t *__restrict__ w, uint64_t row_b
     reinterpret_cast<float *>(tile + A_BYTES)[rr * 2 + h] = d[0];
     if (MINS) {
         uint16_t hi, lo;
-        bf16_split(m[0], hi, lo);
+        gemm_x_split1(m[0], hi, lo);
         const uint16_t part[MC] = {hi, hi, lo};
         for (uint32_t i = 0; i < MC; i++) {
             const uint64_t e = MC * j + i;
@@ -353,7 +341,7 @@ __global__ void kernel_gemm_q_tile_x(const uint16_t *__restrict__ xhi, const uin
             sum += v;
         }
         uint16_t hi, lo;
-        bf16_split(sum, hi, lo);
+        gemm_x_split1(sum, hi, lo);
         const uint16_t part[MC] = {hi, lo, hi};
         for (uint64_t c = MC * j; c < (j == segs - 1 ? (KX - KT) * BK : MC * j + MC); c++) {
             uint8_t *et = ttile + (KT + c / BK) * BG + swz_elem(tr, (uint32_t)(c % BK));

@@ -1,10 +1,12 @@
 /* backend/cuda/backend_cuda_internal.h — the CUDA backend's private state,
- * shared by its four host C files: backend_cuda.c (lifecycle: init, weight
- * upload, the KV pool, free; the header comment there describes the whole
- * backend), cuda_forward.c (the general forward path: per-span matmuls, the
- * attention plan), cuda_decode_step.c (the decode step: graphs, device
- * embedding gather) and cuda_logits_out.c (what both hand back for their
- * logit rows: picks, draws, top-k candidates, rows). Plain C; the GPU is reached only through
+ * shared by its host C files: backend_cuda.c (lifecycle: init, the KV pool,
+ * free; the header comment there describes the whole backend),
+ * cuda_weights.c (load_weights: the weights onto the device),
+ * cuda_gemm_setup.c (the prefill GEMM's setup at load), cuda_forward.c (the
+ * general forward path: per-span matmuls, the attention plan),
+ * cuda_decode_step.c (the decode step: graphs, device embedding gather) and
+ * cuda_logits_out.c (what both hand back for their logit rows: picks, draws,
+ * top-k candidates, rows). Plain C; the GPU is reached only through
  * cuda_ops.h, cuda_fwd.h, cuda_decode.h and attn.h.
  */
 #ifndef MEMRA_BACKEND_CUDA_INTERNAL_H
@@ -25,7 +27,7 @@ struct cuda_weight {
     enum dtype dtype; /* DTYPE_F32: expanded, read by cuda_fwd_matmul_f32 */
     uint32_t rows, cols;
     float scale;
-    uint32_t gemm_min; /* spans of ≥ gemm_min tokens take the GEMM; 0: never (gemm_setup) */
+    uint32_t gemm_min; /* spans of ≥ gemm_min tokens take the GEMM; 0: never (cuda_be_gemm_setup) */
     bool mmv;          /* the tensor-core batched GEMV takes it (BF16, cols % 32 == 0) */
     uint8_t mmv_slices; /* its K slices there (0: its shape's; q, k, v: q|k|v's, cuda_layer.qkv_join) */
     void *d; /* (rows, row bytes) */
@@ -98,7 +100,7 @@ struct cuda_backend {
     struct cuda_gemm *gemm; /* prefill GEMM (NULL: MEMRA_GEMM=off) */
     float *moe_logits;      /* (T, n_experts) router logits, MoE models */
     struct cuda_moe_scratch *moe; /* the MoE FFN's buffers for T tokens (NULL: dense model) */
-    uint32_t moe_gemm_min;  /* spans of ≥ this many tokens run the experts as GEMMs (0: never; gemm_setup) */
+    uint32_t moe_gemm_min;  /* spans of ≥ this many tokens run the experts as GEMMs (0: never; cuda_be_gemm_setup) */
     uint32_t *spans;    /* host (max_seqs): tokens of each sequence of the batch being run */
     bool dec_mixed;     /* MEMRA_DECODE_MIXED (default on): a mixed batch's one-token sequences take the
                            decode step after the general path has run its spans */
@@ -213,6 +215,28 @@ static inline uint32_t cuda_be_kv_elem(const struct cuda_backend *b)
 {
     return b->base.cfg.kv_type == BACKEND_KV_BF16 ? 2 : 4;
 }
+
+/* ---- backend_cuda.c, cuda_weights.c, cuda_gemm_setup.c: the lifecycle -------- */
+/* cuda_alloc that remembers the pointer for free (backend_cuda.c); bytes already checked. */
+void *cuda_be_dev_alloc(struct cuda_backend *b, uint64_t bytes);
+/* Whether a weight as stored goes to the tensor-core batched GEMV. */
+static inline bool cuda_be_weight_mmv(const struct model_weight *w)
+{
+    return !w->block_scale && w->scale == 1.0f && cuda_mmv_supported(w->dtype, w->rows, w->cols) &&
+           w->rows <= UINT32_MAX / 4 && w->cols <= UINT32_MAX / 4;
+}
+/* Bytes a KV block takes over all layers, keys and values. */
+static inline uint64_t cuda_be_kv_block_bytes(const struct cuda_backend *b)
+{
+    return (uint64_t)b->base.model->cfg.n_layers * 2 * BACKEND_KV_BLOCK * b->kv_dim * cuda_be_kv_elem(b);
+}
+/* The KV pool, after the weights (backend_cuda.c): cfg.kv_blocks if set, else what the free memory holds minus
+ * CUDA_KV_HEADROOM (at most CUDA_MAX_KV_BLOCKS). */
+int cuda_be_alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen);
+/* backend_ops.load_weights (cuda_weights.c): the weights, the GEMM's setup, the KV pool, the decode graphs. */
+int cuda_be_load_weights(struct backend *base, char *err, size_t errlen);
+/* The prefill GEMM's setup (cuda_gemm_setup.c), before the KV pool takes the free memory. */
+int cuda_be_gemm_setup(struct cuda_backend *b, char *err, size_t errlen);
 
 /* Layer l's keys and values in the pool, as the RoPE kernel's view and the
  * attention's (settled: cuda_attn_kv.settled) over the batch's tables. */

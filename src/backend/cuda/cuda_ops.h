@@ -444,7 +444,7 @@ uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, u
 /* Whether the scratch holds x's parts (x, n, T and t's input kind as the last
  * conversion or claim): a CUDA_GEMM_X_PREPARED run of x then reads no x. */
 bool cuda_gemm_x_ready(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);
-/* A weight kept dequantized on the device (MEMRA_GEMM_KEEP, backend_cuda.c):
+/* A weight kept dequantized on the device (MEMRA_GEMM_KEEP, cuda_gemm_setup.c):
  * cuda_gemm_kept_bytes is the size of its copy in a mode (0: the type needs
  * none; promote: the weight takes the promoted GEMM, cuda_gemm_promote_takes), cuda_gemm_keep writes it (kept: 256-byte aligned) with the kernels
  * cuda_gemm_dequant runs, and cuda_gemm_run_kept is cuda_gemm_run reading it

@@ -1,5 +1,6 @@
 #!/bin/bash
-# lab/attn-bn128-gpu.sh NAME check|bench — two GPU calls (~4 + ~5 min): the wgmma prefill attention on key tiles of
+# lab/attn-bn128-gpu.sh NAME check|bench|ncu — two GPU calls (~4 + ~5 min; ncu a third, ~2 min, when a form
+# disappoints): the wgmma prefill attention on key tiles of
 # 128, two forms against overlap (64-key tiles, the default):
 #   overlap128 (lab/attn-bn128.patch): the overlap form with S = Q·Kᵀ 64 × 128 by m64n128k16 and P·V in 8 k16 steps
 #     — FlashAttention-3's tile for head_dim 128 — so half the tiles, cp.async waits, block barriers and softmax
@@ -21,12 +22,14 @@
 #           rollback, paged, chunked).
 # bench: memra-bench, random 8B BF16, bf16 activations: pp512 / pp4096 at --ubatch 4096, pp4096 at 512 and
 #        pp512@d3584, each form, two rounds.
+# ncu: each form's 4096-token attention launch (memra-bench pp4096 --ubatch 4096, eager, bf16 activations; one
+#        launch past the warm-up) under ncu's speed-of-light, warp-state and scheduler sections ($OUT/ncu-FORM.txt).
 # A form lands (the default, docs/FLAGS.md's row, the kernel's header with the figures) if check passes and bench
 # gains.
 cd "$(dirname "$0")/.."
-PART=${2:?usage: lab/attn-bn128-gpu.sh NAME check|bench}
+PART=${2:?usage: lab/attn-bn128-gpu.sh NAME check|bench|ncu}
 [ "$PART" = check ] && PRELUDE_MODEL=0
-. lab/gpu-prelude.sh "${1:?usage: lab/attn-bn128-gpu.sh NAME check|bench}"
+. lab/gpu-prelude.sh "${1:?usage: lab/attn-bn128-gpu.sh NAME check|bench|ncu}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 FORMS="overlap overlap128 ws128"
 if [ "$PART" = check ]; then
@@ -50,6 +53,17 @@ if [ "$PART" = check ]; then
     ts "kernel_forward bf16 activations, $w: $(tail -1 $OUT/kf-$w.log) $(grep -E 'checks,' $OUT/kf-$w.log | tail -1)"
     grep -E 'CHECK failed|near tie' $OUT/kf-$w.log | head -6
     grep -E '^\| (extra|t128|hf-bf16)' $OUT/kf-$w.log | head -3
+  done
+elif [ "$PART" = ncu ]; then
+  wait $MK; ts "m8b: $(tail -1 $OUT/make.log)"
+  for w in $FORMS; do
+    MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16 MEMRA_CUDA_GRAPH=0 timeout 120 /usr/local/cuda/bin/ncu \
+      --clock-control none --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+      -k regex:kernel_attn_prefill_w --launch-skip 40 -c 1 \
+      $B/bin/memra-bench /tmp/m8b/hf-bf16 --backend cuda --tests pp4096 --ubatch 4096 --reps 1 > $OUT/ncu-$w.txt 2>&1
+    ts "ncu $w rc $?"
+    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible|Warp Cycles Per Issued" \
+      $OUT/ncu-$w.txt | head -8
   done
 else
   wait $MK; ts "m8b: $(tail -1 $OUT/make.log)"

@@ -1,7 +1,7 @@
 #!/bin/bash
-# lab/attn-bn128-gpu.sh NAME check|bench|ncu — two GPU calls (~4 + ~5 min; ncu a third, ~2 min, when a form
-# disappoints): the wgmma prefill attention on key tiles of
-# 128, two forms against overlap (64-key tiles, the default):
+# lab/attn-bn128-gpu.sh NAME check|bench|ncu — two GPU calls (~5 + ~7 min; ncu a third, ~2 min, when a form
+# disappoints): the wgmma prefill attention on key tiles of 128, three forms against overlap (64-key tiles, the
+# default):
 #   overlap128 (lab/attn-bn128.patch): the overlap form with S = Q·Kᵀ 64 × 128 by m64n128k16 and P·V in 8 k16 steps
 #     — FlashAttention-3's tile for head_dim 128 — so half the tiles, cp.async waits, block barriers and softmax
 #     reductions a key; 186 registers, no spills, 230400 bytes of shared memory at two warpgroups. Its softmax steps
@@ -10,18 +10,19 @@
 #     TMA (one KV block × 64 dims a copy, 128-byte swizzle, at most 32 copies a tile: one a lane) onto the stage's
 #     full mbarrier, the consumer warps release a stage on its empty mbarrier — and FlashAttention-3's register
 #     trade (setmaxnreg: producer 24, consumers 240; no spills). Must give overlap128's bits.
-# Both: a span alone = the same span in a batch. The 64-key forms' PTX is unchanged by the patches (up to the order
-# of two constant moves in the serial form). Prepared in the forty-second session (compiled, not run). Build: `git
-# worktree add --detach /tmp/wt-at HEAD`, `git apply lab/attn-bn128.patch && git apply lab/attn-ws.patch` there
-# (lab/mma-nobar.patch too: one pack serves both scripts), `cmake -S . -B build -DCMAKE_BUILD_TYPE=Release; make
-# build JOBS=8`, `bash lab/final-pack.sh NAME` there, copy gpu/NAME.tar.xz here; carry ["gpu/NAME.tar.xz", ".whl"].
-# check: 1. kernel_attn --prefill-wg with overlap, overlap128 and ws128 as the context's form: test_prefill_wg's
+#   ws128pp (the same patch): ws128 with the two consumer warpgroups taking turns to issue their products (named
+#     barriers: FlashAttention-3's ping-pong). overlap128's bits too.
+# Each: a span alone = the same span in a batch. The 64-key forms' PTX is unchanged by the patches (up to the kernel
+# parameter's size). Prepared in the forty-second session (compiled, not run). Pack: l42 (lab/README.md: HEAD with
+# lab/mma-nobar.patch, gemv-mma-q8.patch, attn-bn128.patch and attn-ws.patch applied in that order, `make build`,
+# `bash lab/final-pack.sh l42`); carry ["gpu/l42.tar.xz", ".whl"].
+# check: 1. kernel_attn --prefill-wg with each form as the context's: test_prefill_wg's
 #           checks (every form) and the prefill table (its first bf16-KV column is the context's form);
-#        2. kernel_forward's fixtures with bf16 activations under overlap128 and ws128, with a tiny head_dim-128 BF16
+#        2. kernel_forward's fixtures with bf16 activations under each new form, with a tiny head_dim-128 BF16
 #           model (MEMRA_EXTRA_MODELS: the engine's own pool, tables and TMA maps; logits vs CPU, greedy, batch,
 #           rollback, paged, chunked).
-# bench: memra-bench, random 8B BF16, bf16 activations: pp512 / pp4096 at --ubatch 4096, pp4096 at 512 and
-#        pp512@d3584, each form, two rounds.
+# bench: memra-bench, random 8B BF16, bf16 activations: pp512 / pp4096 at --ubatch 4096 each form, two rounds; then
+#        pp4096 at 512 and pp512@d3584 each form once.
 # ncu: each form's 4096-token attention launch (memra-bench pp4096 --ubatch 4096, eager, bf16 activations; one
 #        launch past the warm-up) under ncu's speed-of-light, warp-state and scheduler sections ($OUT/ncu-FORM.txt).
 # A form lands (the default, docs/FLAGS.md's row, the kernel's header with the figures) if check passes and bench
@@ -31,7 +32,7 @@ PART=${2:?usage: lab/attn-bn128-gpu.sh NAME check|bench|ncu}
 [ "$PART" = check ] && PRELUDE_MODEL=0
 . lab/gpu-prelude.sh "${1:?usage: lab/attn-bn128-gpu.sh NAME check|bench|ncu}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
-FORMS="overlap overlap128 ws128"
+FORMS="overlap overlap128 ws128 ws128pp"
 if [ "$PART" = check ]; then
   ( python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1
     python3 tools/make_test_models.py gpu/t128 --tiny --tiny-head-dim 128 --formats bf16 > /tmp/t128.log 2>&1
@@ -46,7 +47,7 @@ if [ "$PART" = check ]; then
     grep -E '^\| [0-9]' $OUT/kp-$w.log | cut -d'|' -f2-4,15-16,19-20 | sed "s/^/$w: /"
   done
   wait $MT; ts "tiny models: $(tail -1 /tmp/t128.log)"
-  for w in overlap128 ws128; do
+  for w in overlap128 ws128 ws128pp; do
     MEMRA_EXTRA_MODELS=gpu/t128/hf-bf16 MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16 MEMRA_FORWARD_PART=fixtures \
       timeout 150 $B/kernels/kernel_forward > $OUT/kf-$w.log 2>&1
     echo "rc $?" >> $OUT/kf-$w.log
@@ -71,8 +72,10 @@ else
   for r in 1 2; do
     for w in $FORMS; do
       XA="--ubatch 4096" mbench "r$r $w ub4096" $M pp512,pp4096 MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16
-      mbench "r$r $w ub512" $M pp4096,pp512@d3584 MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16
     done
+  done
+  for w in $FORMS; do
+    mbench "$w ub512" $M pp4096,pp512@d3584 MEMRA_ATTN_PREFILL_WG=$w MEMRA_ACT_TYPE=bf16
   done
 fi
 ts "######## done"

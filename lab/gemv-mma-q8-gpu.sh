@@ -39,9 +39,5 @@ for act in f32 bf16; do
   grep -E "^\| llama8b-q8_0" $OUT/2-kf-$act.log | head -2
 done
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
-for r in 1 2; do
-  for m in on q8; do
-    TO=100 mbench "r$r mma $m" /tmp/m8q/llama8b-q8_0.gguf tg128,tg128x4,tg128x8 MEMRA_GEMV_MMA=$m
-  done
-done
+TO=100 mbench_ab mma /tmp/m8q/llama8b-q8_0.gguf tg128,tg128x4,tg128x8 MEMRA_GEMV_MMA on q8
 ts "######## done"

@@ -1,6 +1,6 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz
 # into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
-# into /tmp/site, defines ts (elapsed seconds) and mbench (below), and, unless PRELUDE_MODEL=0, starts the random
+# into /tmp/site, defines ts (elapsed seconds), mbench and mbench_ab (below), and, unless PRELUDE_MODEL=0, starts the random
 # 8B BF16 model's generation in the background (MK: its pid, empty without it; make.log's last line its status).
 set -u
 T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
@@ -20,4 +20,13 @@ mbench() {
   local l=$1 m=$2 t=$3; shift 3
   env "$@" timeout "${TO:-150}" "${MB:-$B/bin/memra-bench}" "$m" --backend cuda --tests "$t" --reps 3 ${XA:-} 2>&1 |
     grep -E "^\| .*(tg|pp)|rror|memra-bench:" | grep -v "^memra-bench: [a-z0-9]* (" | cut -d'|' -f6-9 | sed "s/^/$l: /"
+}
+# mbench_ab LABEL MODEL TESTS VAR A B: mbench with VAR=A, then VAR=B, two rounds (labels "rR LABEL A"...).
+mbench_ab() {
+  local l=$1 m=$2 t=$3 v=$4 a=$5 b=$6 r x
+  for r in 1 2; do
+    for x in "$a" "$b"; do
+      mbench "r$r $l $x" "$m" "$t" "$v=$x"
+    done
+  done
 }

@@ -30,11 +30,7 @@ for act in f32 bf16; do
   grep -E "CHECK failed" $O/2-kf-$act.log | head -4
 done
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
-for r in 1 2; do
-  for st in off on; do
-    TO=90 mbench "r$r nobar $st" /tmp/m8q/llama8b-q4_k_m.gguf tg128,tg128x4,tg128x8 MEMRA_LAB_MMA_NOBAR=$st
-  done
-done
+TO=90 mbench_ab nobar /tmp/m8q/llama8b-q4_k_m.gguf tg128,tg128x4,tg128x8 MEMRA_LAB_MMA_NOBAR off on
 N=/usr/local/cuda/bin/ncu
 MEMRA_LAB_MMA_NOBAR=on MEMRA_CUDA_GRAPH=0 MEMRA_ACT_TYPE=bf16 timeout 120 $N --clock-control none \
   --section SourceCounters --section WarpStateStats -k regex:kernel_gemv_mma --launch-skip 96 -c 4 -f -o /tmp/rep \

@@ -1,7 +1,8 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz
 # into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
-# into /tmp/site, defines ts (elapsed seconds), mbench and mbench_ab (below), and, unless PRELUDE_MODEL=0, starts the random
-# 8B BF16 model's generation in the background (MK: its pid, empty without it; make.log's last line its status).
+# into /tmp/site, defines ts (elapsed seconds), mbench and mbench_ab (below), and, unless PRELUDE_MODEL=0, starts
+# the random 8B BF16 model's generation in the background (MK: its pid, empty without it; make.log's last line its
+# status).
 set -u
 T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
 tar -xJf "gpu/$1.tar.xz" -C /tmp

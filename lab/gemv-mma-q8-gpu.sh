@@ -33,7 +33,7 @@ grep -E "^\| (Q8_0|Q4_K|Q6_K) " $OUT/1-gemv.log | head -40
 wait $MT; ts "tiny models: $(tail -1 /tmp/t128.log)"
 for act in f32 bf16; do
   MEMRA_EXTRA_MODELS=gpu/t128/llama8b-q8_0.gguf MEMRA_GEMV_MMA=q8 MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures \
-    timeout 150 $B/kernels/kernel_forward > $OUT/2-kf-$act.log 2>&1
+    timeout 60 $B/kernels/kernel_forward > $OUT/2-kf-$act.log 2>&1
   echo "kernel_forward q8 $act rc $? $(grep -E 'checks,' $OUT/2-kf-$act.log | tail -1)"
   grep -E "CHECK failed" $OUT/2-kf-$act.log | head -4
   grep -E "^\| llama8b-q8_0" $OUT/2-kf-$act.log | head -2

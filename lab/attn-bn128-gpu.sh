@@ -25,14 +25,15 @@
 #        pp4096 at 512 and pp512@d3584 each form once.
 # ncu: each form's 4096-token attention launch (memra-bench pp4096 --ubatch 4096, eager, bf16 activations; one
 #        launch past the warm-up) under ncu's speed-of-light, warp-state and scheduler sections ($OUT/ncu-FORM.txt).
-# A form lands (the default, docs/FLAGS.md's row, the kernel's header with the figures) if check passes and bench
-# gains.
+# Run bench (and ncu) with FORMS="overlap ..." naming only the forms whose checks passed: a form that hangs would
+# spend the call's time in memra-bench's timeouts. A form lands (the default, docs/FLAGS.md's row, the kernel's
+# header with the figures) if check passes and bench gains.
 cd "$(dirname "$0")/.."
 PART=${2:?usage: lab/attn-bn128-gpu.sh NAME check|bench|ncu}
 [ "$PART" = check ] && PRELUDE_MODEL=0
 . lab/gpu-prelude.sh "${1:?usage: lab/attn-bn128-gpu.sh NAME check|bench|ncu}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
-FORMS="overlap overlap128 ws128 ws128pp"
+FORMS=${FORMS:-overlap overlap128 ws128 ws128pp} # (bench, ncu: name only the forms whose checks passed)
 if [ "$PART" = check ]; then
   ( python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1
     python3 tools/make_test_models.py gpu/t128 --tiny --tiny-head-dim 128 --formats bf16 > /tmp/t128.log 2>&1

@@ -208,15 +208,12 @@ static inline void cuda_be_round_act(const struct cuda_backend *b, float *x, uin
         cuda_fwd_round_bf16(b->ctx, x, n);
 }
 
-/* ---- cuda_forward.c ---------------------------------------------------------- */
-int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen);
+/* ---- backend_cuda.c, cuda_weights.c, cuda_gemm_setup.c: the lifecycle -------- */
 /* Bytes a KV element: 2 with cfg.kv_type BACKEND_KV_BF16, else 4 (f32). */
 static inline uint32_t cuda_be_kv_elem(const struct cuda_backend *b)
 {
     return b->base.cfg.kv_type == BACKEND_KV_BF16 ? 2 : 4;
 }
-
-/* ---- backend_cuda.c, cuda_weights.c, cuda_gemm_setup.c: the lifecycle -------- */
 /* cuda_alloc that remembers the pointer for free (backend_cuda.c); bytes already checked. */
 void *cuda_be_dev_alloc(struct cuda_backend *b, uint64_t bytes);
 /* Whether a weight as stored goes to the tensor-core batched GEMV. */
@@ -237,6 +234,9 @@ int cuda_be_alloc_kv_pool(struct cuda_backend *b, char *err, size_t errlen);
 int cuda_be_load_weights(struct backend *base, char *err, size_t errlen);
 /* The prefill GEMM's setup (cuda_gemm_setup.c), before the KV pool takes the free memory. */
 int cuda_be_gemm_setup(struct cuda_backend *b, char *err, size_t errlen);
+
+/* ---- cuda_forward.c ---------------------------------------------------------- */
+int cuda_be_forward(struct backend *base, const struct backend_batch *batch, char *err, size_t errlen);
 
 /* Layer l's keys and values in the pool, as the RoPE kernel's view and the
  * attention's (settled: cuda_attn_kv.settled) over the batch's tables. */

@@ -20,24 +20,12 @@
 cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/gemv-mma-q8-gpu.sh NAME}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0 > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
-( python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1
-  python3 tools/make_test_models.py gpu/t128 --tiny --tiny-head-dim 128 --formats q8_0 > /tmp/t128.log 2>&1
-  echo "rc $?" >> /tmp/t128.log ) &
-MT=$!
+gguf_models q8_0
 timeout 200 $B/kernels/kernel_gemv --ks > $OUT/1-gemv.log 2>&1
 echo "kernel_gemv rc $? $(grep -E 'checks,' $OUT/1-gemv.log | tail -1)"
 grep -E "FAIL|DIFFER|check mma.*Q8_0|mma grid Q8_0" $OUT/1-gemv.log | head -16
 grep -E "^\| (Q8_0|Q4_K|Q6_K) " $OUT/1-gemv.log | head -40
-wait $MT; ts "tiny models: $(tail -1 /tmp/t128.log)"
-for act in f32 bf16; do
-  MEMRA_EXTRA_MODELS=gpu/t128/llama8b-q8_0.gguf MEMRA_GEMV_MMA=q8 MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures \
-    timeout 60 $B/kernels/kernel_forward > $OUT/2-kf-$act.log 2>&1
-  echo "kernel_forward q8 $act rc $? $(grep -E 'checks,' $OUT/2-kf-$act.log | tail -1)"
-  grep -E "CHECK failed" $OUT/2-kf-$act.log | head -4
-  grep -E "^\| llama8b-q8_0" $OUT/2-kf-$act.log | head -2
-done
+kf_extra q8 q8_0 MEMRA_GEMV_MMA=q8
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 TO=100 mbench_ab mma /tmp/m8q/llama8b-q8_0.gguf tg128,tg128x4,tg128x8 MEMRA_GEMV_MMA on q8
 ts "######## done"

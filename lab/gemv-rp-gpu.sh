@@ -15,24 +15,11 @@
 cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/gemv-rp-gpu.sh NAME}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
-( python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1
-  python3 tools/make_test_models.py gpu/t128 --tiny --tiny-head-dim 128 --formats q4_k_m > /tmp/t128.log 2>&1
-  echo "rc $?" >> /tmp/t128.log ) &
-MT=$!
+gguf_models q4_k_m
 timeout 200 $B/kernels/kernel_gemv --rp > $OUT/1-rp.log 2>&1
 echo "kernel_gemv --rp rc $? $(grep -E 'checks,' $OUT/1-rp.log | tail -1)"
 grep -E "CHECK failed|^check rp|^\|" $OUT/1-rp.log | head -24
-wait $MT; ts "tiny models: $(tail -1 /tmp/t128.log)"
-for act in f32 bf16; do
-  MEMRA_EXTRA_MODELS=gpu/t128/llama8b-q4_k_m.gguf MEMRA_LAB_GEMV_RP=2 MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures \
-    timeout 60 $B/kernels/kernel_forward > $OUT/2-kf-$act.log 2>&1
-  echo "kernel_forward rp $act rc $? $(grep -E 'checks,' $OUT/2-kf-$act.log | tail -1);" \
-    "$(grep -c 'LAB gemv rp' $OUT/2-kf-$act.log) matrices repacked"
-  grep -E "CHECK failed" $OUT/2-kf-$act.log | head -4
-  grep -E "^\| llama8b-q4_k_m" $OUT/2-kf-$act.log | head -2
-done
+kf_extra rp q4_k_m MEMRA_LAB_GEMV_RP=2
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 TO=100 mbench_ab rp2 /tmp/m8q/llama8b-q4_k_m.gguf tg128,tg128x4,tg128x8 MEMRA_LAB_GEMV_RP 0 2
 TO=100 mbench_ab rp3 /tmp/m8q/llama8b-q4_k_m.gguf tg128,tg128x4,tg128x8 MEMRA_LAB_GEMV_RP 0 3

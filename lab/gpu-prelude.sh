@@ -1,8 +1,8 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz
 # into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
-# into /tmp/site, defines ts (elapsed seconds), mbench and mbench_ab (below), and, unless PRELUDE_MODEL=0, starts
-# the random 8B BF16 model's generation in the background (MK: its pid, empty without it; make.log's last line its
-# status).
+# into /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, gguf_models and kf_extra (below), and, unless
+# PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid, empty without it;
+# make.log's last line its status).
 set -u
 T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
 tar -xJf "gpu/$1.tar.xz" -C /tmp
@@ -29,5 +29,31 @@ mbench_ab() {
     for x in "$a" "$b"; do
       mbench "r$r $l $x" "$m" "$t" "$v=$x"
     done
+  done
+}
+# gguf_models FMT: the random 8B GGUF /tmp/m8q/llama8b-FMT.gguf (MQ: its pid; /tmp/makeq.log's last line its status)
+# and the tiny models gpu/tiny (BF16) and gpu/t128 (head_dim 128, FMT: gpu/t128/llama8b-FMT.gguf; MT: their pid;
+# /tmp/t128.log) made in the background.
+gguf_models() {
+  ( python3 tools/make_test_models.py /tmp/m8q --formats "$1" > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
+  MQ=$!
+  ( python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1
+    python3 tools/make_test_models.py gpu/t128 --tiny --tiny-head-dim 128 --formats "$1" > /tmp/t128.log 2>&1
+    echo "rc $?" >> /tmp/t128.log ) &
+  MT=$!
+}
+# kf_extra LABEL FMT [VAR=value...]: once gguf_models' tiny models are made, kernel_forward's fixtures with gpu/t128's
+# FMT GGUF as an extra model, f32 then bf16 activations, those variables set ($OUT/2-kf-ACT.log; a line each, any
+# failed checks, the extra model's row, and how many matrices lab/gemv-rp.patch repacked).
+kf_extra() {
+  local l=$1 f=$2 act; shift 2
+  wait $MT; ts "tiny models: $(tail -1 /tmp/t128.log)"
+  for act in f32 bf16; do
+    env MEMRA_EXTRA_MODELS=gpu/t128/llama8b-$f.gguf MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures "$@" \
+      timeout 60 $B/kernels/kernel_forward > $OUT/2-kf-$act.log 2>&1
+    echo "kernel_forward $l $act rc $? $(grep -E 'checks,' $OUT/2-kf-$act.log | tail -1)" \
+      "($(grep -c 'LAB gemv rp' $OUT/2-kf-$act.log) matrices repacked)"
+    grep -E "CHECK failed" $OUT/2-kf-$act.log | head -4
+    grep -E "^\| llama8b-$f" $OUT/2-kf-$act.log | head -2
   done
 }

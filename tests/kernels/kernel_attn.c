@@ -28,9 +28,11 @@
  *           their f32 copy, in both decode kernels (the tensor cores' rows
  *           form and split form of ≥ 8 rows with q in registers and in
  *           shared memory) and both prefill modes on the mma.sync kernel.
- *   wgmma prefill (attn_prefill_wg.cu, the bf16 mode on a bf16 cache at
- *           head_dim 128; test_prefill_wg and test_kv_bf16's bf16 check),
- *           every form (overlap, pipe, serial): the mma.sync kernel's bits, every
+ *   wgmma prefill (attn_prefill_wg.cu, attn_prefill_ws.cu: the bf16 mode on a
+ *           bf16 cache at head_dim 128; test_prefill_wg and test_kv_bf16's bf16
+ *           check), every form: overlap, pipe, serial the mma.sync kernel's
+ *           bits, overlap128 (128-key tiles) within TOL_PREFILL of f64, ws128
+ *           and ws128pp (its producer-warp forms) overlap128's bits; every
  *           span alone (one warpgroup a CTA for ≤ 64 rows, two in the batch)
  *           the bits of its rows in the batch, split spans beside it on the
  *           mma.sync kernel.
@@ -203,7 +205,7 @@ static void pool_free(struct pool *p)
 static struct cuda_attn_kv pool_kv16(const struct pool *p)
 {
     return (struct cuda_attn_kv){.k = p->dk16, .v = p->dv16, .tables = p->dtables, .table_stride = p->stride,
-                                 .bf16 = 1};
+                                 .bf16 = 1, .rows = p->kv_blocks * 16};
 }
 
 /* test_decode_one: check_decode's launches all on the bf16 copy (the one-part numerics are a bf16 cache's only:
@@ -506,11 +508,22 @@ static void check_decode(struct cuda_attn_dims d, uint32_t window, const uint32_
 
 /* ---- prefill checks ----------------------------------------------------- */
 
+/* What check_prefill_wg compares a form's output with: the mma.sync kernel's bits (bits), or for OVERLAP128 the
+ * f64 reference of the rows (q on the host; row, sequence and position of each) — its output then kept in ovl,
+ * the bits WS128 must give. */
+struct prefill_ref {
+    const float *bits;
+    const float *hq;
+    const uint32_t *row, *seq, *pos;
+    float *ovl;
+};
+
 /* The wgmma prefill kernel (attn_prefill_wg.cu, the context's form) on check_prefill's launch over the bf16
  * cache: the bits of the mma.sync kernel's launch (ref: the same operations in the same order — the tensor cores
- * sum a k16 step alike in both instructions; so its error against f64 is the one check_prefill printed), and each
- * span alone (one warpgroup a CTA where it has ≤ 64 rows, two in the batch) the bits of its rows in the batch. */
-static void check_prefill_wg(const struct pool *p, const float *dq, float *datt, const float *ref,
+ * sum a k16 step alike in both instructions; so its error against f64 is the one check_prefill printed) — for
+ * OVERLAP128 (softmax steps of 128 keys) its own error against f64, within TOL_PREFILL — and each span alone (one
+ * warpgroup a CTA where it has ≤ 64 rows, two in the batch) the bits of its rows in the batch. */
+static void check_prefill_wg(const struct pool *p, const float *dq, float *datt, const struct prefill_ref *ref,
                              const struct cuda_attn_span *spans, const struct cuda_attn_span *dspans,
                              uint32_t n_spans, uint32_t max_n, uint32_t max_splits, uint32_t window, float *scr,
                              uint32_t part)
@@ -520,7 +533,12 @@ static void check_prefill_wg(const struct pool *p, const float *dq, float *datt,
     const float scale = 1.0f / sqrtf((float)d.head_dim);
     uint32_t T = 0, n_wg = 0;
     const enum cuda_attn_prefill_wg form = cuda_attn_prefill_wg_mode(g_ctx);
-    const char *name = form == CUDA_ATTN_PREFILL_WG_PIPE ? "pipe" : form == CUDA_ATTN_PREFILL_WG_OVERLAP ? "overlap" : "serial";
+    const char *name = form == CUDA_ATTN_PREFILL_WG_PIPE         ? "pipe"
+                       : form == CUDA_ATTN_PREFILL_WG_OVERLAP    ? "overlap"
+                       : form == CUDA_ATTN_PREFILL_WG_OVERLAP128 ? "ovl128"
+                       : form == CUDA_ATTN_PREFILL_WG_WS128      ? "ws128"
+                       : form == CUDA_ATTN_PREFILL_WG_WS128PP    ? "ws128pp"
+                                                                 : "serial";
     for (uint32_t i = 0; i < n_spans; i++) {
         T += spans[i].n;
         n_wg += spans[i].splits <= 1;
@@ -534,8 +552,20 @@ static void check_prefill_wg(const struct pool *p, const float *dq, float *datt,
            "digest %016" PRIx64 "\n",
            name, d.n_heads, d.n_kv_heads, d.head_dim, window, n_spans, n_wg, max_splits, T,
            bits_digest(h, (size_t)T * q_dim * sizeof(float)));
-    CHECK_MSG(memcmp(h, ref, (size_t)T * q_dim * sizeof(float)) == 0,
-              "prefill wgmma %s: not the mma.sync kernel's bits", name);
+    if (form == CUDA_ATTN_PREFILL_WG_OVERLAP128) {
+        int nonfinite;
+        const double err = compare_rows(p, ref->hq, h, T, ref->row, ref->seq, ref->pos, scale, window, &nonfinite);
+        printf("prefill wgmma %-7s max|d|/max|ref| %.2e\n", name, err);
+        CHECK_MSG(err <= TOL_PREFILL && nonfinite == 0, "prefill wgmma %s: error %.3g (tolerance %.0e), %d non-finite",
+                  name, err, TOL_PREFILL, nonfinite);
+        memcpy(ref->ovl, h, (size_t)T * q_dim * sizeof(float));
+    } else if (form == CUDA_ATTN_PREFILL_WG_WS128 || form == CUDA_ATTN_PREFILL_WG_WS128PP) {
+        CHECK_MSG(memcmp(h, ref->ovl, (size_t)T * q_dim * sizeof(float)) == 0,
+                  "prefill wgmma %s: not OVERLAP128's bits", name);
+    } else {
+        CHECK_MSG(memcmp(h, ref->bits, (size_t)T * q_dim * sizeof(float)) == 0,
+                  "prefill wgmma %s: not the mma.sync kernel's bits", name);
+    }
     float *hone = xmalloc((size_t)max_n * q_dim * sizeof(float));
     int differ = 0;
     for (uint32_t i = 0; i < n_spans; i++) {
@@ -632,13 +662,19 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
                   "prefill %s hd %u: a bf16 cache differs from the f32 cache of its values", exact ? "exact" : "bf16",
                   hd);
         static const enum cuda_attn_prefill_wg forms[] = {CUDA_ATTN_PREFILL_WG_PIPE, CUDA_ATTN_PREFILL_WG_SERIAL,
-                                                          CUDA_ATTN_PREFILL_WG_OVERLAP};
+                                                          CUDA_ATTN_PREFILL_WG_OVERLAP,
+                                                          CUDA_ATTN_PREFILL_WG_OVERLAP128, /* before WS128*: */
+                                                          CUDA_ATTN_PREFILL_WG_WS128,      /* its bits */
+                                                          CUDA_ATTN_PREFILL_WG_WS128PP};
+        float *ovl = xmalloc((size_t)T * q_dim * sizeof(float));
+        const struct prefill_ref ref = {.bits = h16, .hq = hq, .row = row, .seq = seq, .pos = pos, .ovl = ovl};
         if (!exact && hd == 128) /* the wgmma kernel's shape (MEMRA_ATTN_PREFILL_WG): each of its forms */
-            for (int m = 0; m < 3; m++) {
+            for (int m = 0; m < 6; m++) {
                 cuda_attn_prefill_set_wg(g_ctx, forms[m]);
-                check_prefill_wg(&p, dq, datt, h16, spans, dspans, n_spans, max_n, max_splits, window, scr, part);
+                check_prefill_wg(&p, dq, datt, &ref, spans, dspans, n_spans, max_n, max_splits, window, scr, part);
             }
         cuda_attn_prefill_set_wg(g_ctx, wg);
+        free(ovl);
         free(h16);
     }
     free(hone);

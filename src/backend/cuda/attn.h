@@ -55,6 +55,9 @@ struct cuda_attn_kv {
      * include earlier positions written just before (prefill spans run as rows) */
     uint32_t settled;
     uint32_t bf16;            /* nonzero: K and V elements are bfloat16 */
+    /* positions K (and V) hold, kv_blocks·16: the extent of the TMA maps of the prefill's ws128 form
+     * (attn_prefill_ws.cu); 0 (unknown) sends that form's launches to OVERLAP128 */
+    uint32_t rows;
     /* decode: a position every row of the launch is at or past (0: none
      * known); a launch of < 8 rows whose pos_min reaches the head-split bound
      * (cuda_attn_decode_hsplit_below) takes the kv-head grid — no one-head
@@ -216,15 +219,26 @@ void cuda_attn_prefill_split(struct cuda_ctx *ctx, const float *q, float *att, c
 /* The fast mode on a bf16 cache at head_dim 128 (MEMRA_ATTN_PREFILL_WG): the spans that are not split run
  * attn_prefill_wg.cu's wgmma kernel (FlashAttention-3's shape: a warpgroup's 64 query rows against K and V read
  * once from shared memory, P from registers) instead of the mma.sync kernel: tile i's P·V issued with tile i + 1's
- * Q·Kᵀ and that tile's softmax statistics computed meanwhile (OVERLAP, the default), the next key tile's Q·Kᵀ issued
- * before this tile's softmax (PIPE) or each product awaited in turn (SERIAL). The same operations in
- * the same order as the mma.sync kernel: its bits (kernel_attn checks them), so a bf16 cache still gives the bits
- * of an f32 cache of its values. Set before a model's first launch (graphs keep what was set at capture). */
+ * Q·Kᵀ and that tile's softmax statistics computed meanwhile (OVERLAP), the next key tile's Q·Kᵀ issued
+ * before this tile's softmax (PIPE) or each product awaited in turn (SERIAL): the same operations in the same order
+ * as the mma.sync kernel, its bits (kernel_attn checks them). The 128-key forms below have their own bits; WS128PP
+ * is the default (bench/RESULTS.md forty-fourth run). Set before a model's first launch (graphs keep what was set
+ * at capture). */
 enum cuda_attn_prefill_wg {
     CUDA_ATTN_PREFILL_WG_PIPE,
     CUDA_ATTN_PREFILL_WG_SERIAL,
     CUDA_ATTN_PREFILL_WG_OFF,
-    CUDA_ATTN_PREFILL_WG_OVERLAP /* tile i's P·V beside tile i + 1's Q·Kᵀ and softmax (FlashAttention-3's overlap) */
+    CUDA_ATTN_PREFILL_WG_OVERLAP, /* tile i's P·V beside tile i + 1's Q·Kᵀ and softmax (FlashAttention-3's overlap) */
+    /* OVERLAP on key tiles of 128 (m64n128k16 for Q·Kᵀ, half the tiles and barriers a row): not the mma.sync
+     * kernel's bits (its softmax steps take 128 keys at a time), within the same tolerance of f64; a span alone
+     * still gives its bits in any batch */
+    CUDA_ATTN_PREFILL_WG_OVERLAP128,
+    /* OVERLAP128 with a producer warp copying the tiles by TMA onto mbarriers (attn_prefill_ws.cu: no block
+     * barrier in the loop, no copies in the consumer warps): OVERLAP128's bits */
+    CUDA_ATTN_PREFILL_WG_WS128,
+    /* WS128 with the two consumer warpgroups taking turns to issue their products (FlashAttention-3's ping-pong):
+     * OVERLAP128's bits */
+    CUDA_ATTN_PREFILL_WG_WS128PP
 };
 void cuda_attn_prefill_set_wg(struct cuda_ctx *ctx, enum cuda_attn_prefill_wg mode);
 enum cuda_attn_prefill_wg cuda_attn_prefill_wg_mode(const struct cuda_ctx *ctx); /* the context's */

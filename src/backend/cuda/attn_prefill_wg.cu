@@ -20,66 +20,41 @@
  *   no key);
  *   O (64 × 128 f32) += P · V: 4 wgmma m64n128k16, A = P rounded once to bf16 from registers, B = V from shared
  *   memory, dims contiguous (MN-major: the instruction's transpose-B flag; column blocks 8192 bytes apart).
- * Three forms of the loop (MEMRA_ATTN_PREFILL_WG): OVERLAP (the default) issues tile i's P·V with tile i + 1's
- * Q·Kᵀ and runs tile i + 1's mask and statistics while P·V is in flight (FlashAttention-3's intra-warpgroup
- * overlap; 4096 tokens 0.468 ms a layer on the H200), PIPE issues the next Q·Kᵀ before this tile's softmax
- * (0.505), SERIAL awaits each product (0.518).
- * Numerics: the mma.sync kernel's fast mode (q and P rounded once to bf16, f32 accumulation), in another order
- * of the tensor cores' sums: not its bits, within the same tolerance of f64 (kernel_attn). A row's operations
- * depend only on its span: the tiles a CTA sees past a row's keys or before its window add exact zeros, so NWG 1
- * and 2 give the same bits, and so does a span alone or in any batch. Rows past the span's end are computed on
- * zero q and not written. Split spans (cuda_attn_prefill_splits > 1) are left to the mma.sync kernel's partials.
+ * Forms of the loop (MEMRA_ATTN_PREFILL_WG): OVERLAP issues tile i's P·V with tile i + 1's Q·Kᵀ and runs tile
+ * i + 1's mask and statistics while P·V is in flight (FlashAttention-3's intra-warpgroup overlap; 4096 tokens
+ * 0.468-0.476 ms a layer on the H200), PIPE issues the next Q·Kᵀ before this tile's softmax (0.505), SERIAL awaits
+ * each product (0.518). OVERLAP128 is OVERLAP on key tiles of 128 (FlashAttention-3's tile for head_dim 128):
+ * S = Q·Kᵀ 64 × 128 by m64n128k16, P·V 8 k16 steps: half the tiles, so half the waits, barriers and softmax
+ * reductions a key (0.456); 186 registers (212 at one warpgroup), 230400 bytes of shared memory at two. It is also
+ * the fallback of attn_prefill_ws.cu's producer-warp forms WS128 (0.363) and WS128PP (0.352, the default), which
+ * need the pool's extent for their TMA maps (forty-fourth run).
+ * Numerics: the mma.sync kernel's fast mode (q and P rounded once to bf16, f32 accumulation), the same operations
+ * in the same order (the tensor cores sum a k16 step alike in both instructions): its bits (kernel_attn checks) —
+ * except OVERLAP128, whose softmax steps take 128 keys at a time: its own bits, within the same tolerance of f64.
+ * A row's operations depend only on its span: the tiles a CTA sees past a row's keys or before its window add
+ * exact zeros, so NWG 1 and 2 give the same bits, and so does a span alone or in any batch. Rows past the span's
+ * end are computed on zero q and not written. Split spans (cuda_attn_prefill_splits > 1) are left to the mma.sync
+ * kernel's partials.
  */
-#include <cuda_bf16.h>
-#include <math.h>
-
-#include "backend/cuda/attn.h"
 #include "backend/cuda/attn_prefill.cuh"
-#include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/flash_softmax.cuh"
-#include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/attn_prefill_wg.cuh"
 #include "backend/cuda/tile_copy.cuh"
-#include "backend/cuda/wgmma.cuh"
 
 namespace {
 
-constexpr uint32_t HD = 128, BN = 64;
-constexpr uint32_t TILE = BN * HD * 2; /* bytes of a Q, K or V tile: two column blocks of 64 rows × 128 B */
-constexpr uint32_t CB = 64 * 128;      /* bytes between a tile's column blocks */
-
-/* The kernel's forms (enum cuda_attn_prefill_wg's PIPE, SERIAL, OVERLAP) as a template argument */
+/* The kernel's forms (enum cuda_attn_prefill_wg's PIPE, SERIAL, OVERLAP, OVERLAP128) as template arguments: the
+ * loop's form and the keys a tile, BN (128 for OVERLAP128, else 64) */
 constexpr int FORM_SERIAL = 0, FORM_PIPE = 1, FORM_OVERLAP = 2;
-/* Q tiles, then K and V in 2 (SERIAL) or 3 stages, + the 1024-byte alignment */
-template <int NWG, int FORM> constexpr uint32_t wg_smem() { return (NWG + (FORM == FORM_SERIAL ? 4 : 6)) * TILE + 1024; }
-
-/* Byte offset of 16-byte piece p (0..15) of row r in a tile: column block p / 8, swizzled within it. */
-__device__ __forceinline__ uint32_t tile_off(uint32_t r, uint32_t p) { return (p >> 3) * CB + swz(r, p & 7); }
-
-/* d (64 × 64 f32: 32 a thread) += A (64 × 16) · B (16 × 64), both K-major in shared memory. */
-__device__ __forceinline__ void wg_s(float (&d)[32], uint64_t da, uint64_t db)
+/* Q tiles, then K and V in 2 (SERIAL) or 3 stages, + the 1024-byte alignment (BN 128, two warpgroups: 230400
+ * bytes of the 232448 a block may have) */
+template <int NWG, int FORM, uint32_t BN> constexpr uint32_t wg_smem()
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
-                 "%29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
-                 : "l"(da), "l"(db));
+    return NWG * QTILE + (FORM == FORM_SERIAL ? 2 : 3) * 2 * kv_tile<BN>() + 1024;
 }
 
-/* d (64 × 128 f32: 64 a thread) += A (64 × 16 from registers: the m16n8k16 A fragment of each warp's 16 rows)
- * · B (16 × 128 in shared memory, N contiguous: transpose-B). */
-__device__ __forceinline__ void wg_o(float (&d)[64], const uint32_t (&a)[4], uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, "
-                 "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                 : WG_D64
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-
-/* The K and V tile of keys kt .. kt + 63 (those past pl zero-filled: a masked key's P is 0, and 0 · V must not
- * meet a stale NaN) into a stage, as one cp.async group. */
-template <uint32_t NT>
+/* The K and V tile of keys kt .. kt + BN − 1 (those past pl zero-filled: a masked key's P is 0, and 0 · V must
+ * not meet a stale NaN) into a stage, as one cp.async group. */
+template <uint32_t NT, uint32_t BN>
 __device__ __forceinline__ void wg_issue(uint32_t sK, uint32_t sV, const cuda_attn_kv &kv, const uint32_t *tab,
                                          uint32_t kt, uint32_t pl, uint32_t kv_dim, uint32_t kvh)
 {
@@ -94,79 +69,10 @@ __device__ __forceinline__ void wg_issue(uint32_t sK, uint32_t sV, const cuda_at
             off = row * kv_dim + (uint64_t)kvh * HD + p * 8;
             n = 16;
         }
-        cp_async16_zfill(sK + tile_off(r, p), kb + off, n);
-        cp_async16_zfill(sV + tile_off(r, p), vb + off, n);
+        cp_async16_zfill(sK + tile_off<kv_cb<BN>()>(r, p), kb + off, n);
+        cp_async16_zfill(sV + tile_off<kv_cb<BN>()>(r, p), vb + off, n);
     }
     cp_async_commit();
-}
-
-/* The causal / window mask on the S of key tile kt (this thread's rows at positions p0, p1; full: no key of the
- * tile is past or before the window of any row of the CTA, so nothing to mask). s[4j + e]: row p0 (e < 2) or p1,
- * key kt + 8j + 2c + (e & 1). */
-__device__ __forceinline__ void wg_mask(float (&s)[32], uint32_t kt, bool full, uint32_t p0, uint32_t p1,
-                                        uint32_t window)
-{
-    const uint32_t c = threadIdx.x & 3;
-    if (!full)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const uint32_t key = kt + 8 * j + 2 * c + (e & 1), qp = e < 2 ? p0 : p1;
-                if (key > qp || (window > 0 && key + window <= qp))
-                    s[4 * j + e] = -INFINITY;
-            }
-}
-
-/* P (the softmax's s) rounded to bf16 as the A operand of P·V: a[kk] holds keys 16kk .. 16kk + 15 = S's column
- * blocks 2kk, 2kk + 1 (the accumulator and A-fragment layouts agree). */
-__device__ __forceinline__ void wg_pack(const float (&s)[32], uint32_t (&a)[4][4])
-{
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) {
-        a[kk][0] = pack_bf16(s[8 * kk], s[8 * kk + 1]);
-        a[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
-        a[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-        a[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
-    }
-}
-
-/* One warpgroup's online-softmax step on the S of key tile kt: mask, running max m and sum l, O rescaled, P
- * packed as P·V's A operand. */
-__device__ __forceinline__ void wg_softmax(float (&s)[32], float (&o)[64], uint32_t (&a)[4][4], float &m0, float &m1,
-                                           float &l0, float &l1, uint32_t kt, bool full, uint32_t p0, uint32_t p1,
-                                           uint32_t window)
-{
-    float c0, c1;
-    wg_mask(s, kt, full, p0, p1, window);
-    flash_softmax_stats(*reinterpret_cast<float(*)[8][4]>(&s), m0, m1, l0, l1, c0, c1);
-    flash_softmax_rescale(*reinterpret_cast<float(*)[16][4]>(&o), c0, c1);
-    wg_pack(s, a);
-}
-
-/* S = Q·Kᵀ of one key tile issued (not awaited): 8 k16 steps over the two column blocks. */
-__device__ __forceinline__ void wg_qk(float (&s)[32], uint32_t sQ, uint32_t sK)
-{
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-        s[i] = 0.0f;
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < (int)HD / 16; kk++) {
-        const uint32_t off = (kk >> 2) * CB + (kk & 3) * 32;
-        wg_s(s, smem_desc(sQ + off), smem_desc(sK + off));
-    }
-    wgmma_commit();
-}
-
-/* O += P·V of one key tile issued (not awaited): keys 16kk ..: two 8-row groups of the V tile a step. */
-__device__ __forceinline__ void wg_pv(float (&o)[64], const uint32_t (&a)[4][4], uint32_t sV)
-{
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++)
-        wg_o(o, a[kk], wgmma_desc(sV + kk * 2048, CB, 1024));
-    wgmma_commit();
 }
 
 /* FORM_PIPE: three stages, and the next tile's S = Q·Kᵀ issued before this tile's softmax, so the tensor cores
@@ -174,13 +80,14 @@ __device__ __forceinline__ void wg_pv(float (&o)[64], const uint32_t (&a)[4][4],
  * i + 1's Q·Kᵀ issued together, tile i + 1's softmax run while P·V is in flight (P into other registers), O
  * rescaled once P·V is done. Each the same operations on O, l and m in the same order, so the same bits.
  * FORM_SERIAL: two stages, each product awaited before the next step. */
-template <int NWG, int FORM>
+template <int NWG, int FORM, uint32_t BN>
 __global__ void __launch_bounds__(128 * NWG)
     kernel_attn_prefill_wg(const float *__restrict__ q, float *__restrict__ att,
                            const cuda_attn_span *__restrict__ spans, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                            uint32_t window)
 {
-    constexpr uint32_t NT = 128 * NWG, BM = 64 * NWG, NS = FORM == FORM_SERIAL ? 2 : 3;
+    constexpr uint32_t NT = 128 * NWG, BM = 64 * NWG, NS = FORM == FORM_SERIAL ? 2 : 3, KT = kv_tile<BN>();
+    static_assert(BN == 64 || (BN == 128 && FORM == FORM_OVERLAP), "128-key tiles: the overlap form only");
     extern __shared__ uint8_t smem_raw[];
     const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     uint8_t *const gbase = smem_raw + (base - raw);
@@ -194,20 +101,9 @@ __global__ void __launch_bounds__(128 * NWG)
     const uint32_t pf = sp.pos0 + t0, pl = pf + ntok - 1; /* first and last token positions */
 
     /* Q: the CTA's rows (warpgroup r / 64's tile), scaled and rounded; rows past the span zero */
-    for (uint32_t i = threadIdx.x; i < BM * 16; i += NT) {
-        const uint32_t r = i / 16, p = i % 16;
-        uint4 u = make_uint4(0u, 0u, 0u, 0u);
-        if (r < ntok) {
-            const float4 *src = reinterpret_cast<const float4 *>(q + (uint64_t)(sp.q0 + t0 + r) * q_dim +
-                                                                 (uint64_t)h * HD + p * 8);
-            const float4 a = __ldg(src), b = __ldg(src + 1);
-            u = make_uint4(pack_bf16(a.x * scale2, a.y * scale2), pack_bf16(a.z * scale2, a.w * scale2),
-                           pack_bf16(b.x * scale2, b.y * scale2), pack_bf16(b.z * scale2, b.w * scale2));
-        }
-        *reinterpret_cast<uint4 *>(gbase + (r / 64) * TILE + tile_off(r % 64, p)) = u;
-    }
+    wg_load_q(gbase, q, sp, t0, 0, BM, ntok, h, q_dim, scale2, threadIdx.x, NT);
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2, g = lane >> 2, c = lane & 3;
-    const uint32_t sQ = base + wg * TILE, sKV = base + NWG * TILE; /* stage st: K at sKV + 2·st·TILE, V after it */
+    const uint32_t sQ = base + wg * QTILE, sKV = base + NWG * QTILE; /* stage st: K at sKV + 2·st·KT, V after it */
     const uint32_t row0 = 64 * wg + 16 * (warp & 3) + g, row1 = row0 + 8; /* this thread's two rows in the CTA */
     const uint32_t p0 = pf + row0, p1 = pf + row1;
 
@@ -216,14 +112,14 @@ __global__ void __launch_bounds__(128 * NWG)
     const uint32_t kt_first = k_lo / BN, nkt = pl / BN - kt_first + 1; /* key tiles kt_first .. + nkt − 1 */
     /* tile i (of the CTA's nkt) into its stage, as one cp.async group */
     auto issue = [&](uint32_t i) {
-        const uint32_t st = sKV + 2 * (i % NS) * TILE;
-        wg_issue<NT>(st, st + TILE, kv, tab, (kt_first + i) * BN, pl, kv_dim, kvh);
+        const uint32_t st = sKV + 2 * (i % NS) * KT;
+        wg_issue<NT, BN>(st, st + KT, kv, tab, (kt_first + i) * BN, pl, kv_dim, kvh);
     };
     /* the mask only where some key of the tile is past (or, with a window, before) some row of the CTA */
     auto full = [&](uint32_t kt) { return kt + BN - 1 <= pf && (window == 0 || kt + window > pl); };
 
-    float o[64], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f, s[32], c0, c1;
-    uint32_t a[4][4];
+    float o[64], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f, s[BN / 2], c0, c1;
+    uint32_t a[BN / 16][4];
 #pragma unroll
     for (int i = 0; i < 64; i++)
         o[i] = 0.0f;
@@ -238,13 +134,13 @@ __global__ void __launch_bounds__(128 * NWG)
         }
         fence_proxy_async(); /* this thread's copies (and Q's stores) visible to the tensor cores ... */
         __syncthreads();     /* ... and every thread's */
-        wg_qk(s, sQ, sKV);
+        wg_qk<BN>(s, sQ, sKV);
         wgmma_wait<0>();
         reg_fence(s);
     };
     if constexpr (FORM == FORM_OVERLAP) {
         first_s();
-        wg_softmax(s, o, a, m0, m1, l0, l1, kt_first * BN, full(kt_first * BN), p0, p1, window);
+        wg_softmax<BN>(s, o, a, m0, m1, l0, l1, kt_first * BN, full(kt_first * BN), p0, p1, window);
         /* tile i < nkt − 1: its P·V beside tile i + 1's Q·Kᵀ, whose softmax runs meanwhile into an */
         for (uint32_t i = 0; i + 1 < nkt; i++) {
             cp_async_wait<0>(); /* tile i + 1 */
@@ -252,42 +148,42 @@ __global__ void __launch_bounds__(128 * NWG)
             __syncthreads(); /* its copies visible; every warpgroup done with tile i − 1 (its stage refilled) */
             if (i + 2 < nkt)
                 issue(i + 2);
-            wg_qk(s, sQ, sKV + 2 * ((i + 1) % NS) * TILE); /* (s held tile i's P, now in a) */
-            wg_pv(o, a, sKV + (2 * (i % NS) + 1) * TILE);
+            wg_qk<BN>(s, sQ, sKV + 2 * ((i + 1) % NS) * KT); /* (s held tile i's P, now in a) */
+            wg_pv<BN>(o, a, sKV + (2 * (i % NS) + 1) * KT);
             wgmma_wait<1>(); /* Q·Kᵀ of tile i + 1, committed first, is done; P·V of tile i may run on */
             reg_fence(s);
             const uint32_t kt = (kt_first + i + 1) * BN;
-            wg_mask(s, kt, full(kt), p0, p1, window);
-            flash_softmax_stats(*reinterpret_cast<float(*)[8][4]>(&s), m0, m1, l0, l1, c0, c1);
+            wg_mask<BN>(s, kt, full(kt), p0, p1, window);
+            flash_softmax_stats(*reinterpret_cast<float(*)[BN / 8][4]>(&s), m0, m1, l0, l1, c0, c1);
             wgmma_wait<0>(); /* P·V of tile i done: O rescaled, a (its P) rewritten with tile i + 1's */
             reg_fence(o);
             flash_softmax_rescale(*reinterpret_cast<float(*)[16][4]>(&o), c0, c1);
-            wg_pack(s, a);
+            wg_pack<BN>(s, a);
         }
-        wg_pv(o, a, sKV + (2 * ((nkt - 1) % NS) + 1) * TILE); /* the last tile's */
+        wg_pv<BN>(o, a, sKV + (2 * ((nkt - 1) % NS) + 1) * KT); /* the last tile's */
         wgmma_wait<0>();
         reg_fence(o);
     } else if constexpr (FORM == FORM_PIPE) {
         first_s();
         for (uint32_t i = 0; i < nkt; i++) {
-            float sn[32];
+            float sn[BN / 2];
             if (i + 1 < nkt) {
                 cp_async_wait<0>(); /* tile i + 1 */
                 fence_proxy_async();
                 __syncthreads(); /* its copies visible; every warpgroup done with tile i − 1 (its stage refilled) */
                 if (i + 2 < nkt)
                     issue(i + 2);
-                wg_qk(sn, sQ, sKV + 2 * ((i + 1) % NS) * TILE);
+                wg_qk<BN>(sn, sQ, sKV + 2 * ((i + 1) % NS) * KT);
             }
             const uint32_t kt = (kt_first + i) * BN;
-            wg_softmax(s, o, a, m0, m1, l0, l1, kt, full(kt), p0, p1, window);
-            wg_pv(o, a, sKV + (2 * (i % NS) + 1) * TILE);
+            wg_softmax<BN>(s, o, a, m0, m1, l0, l1, kt, full(kt), p0, p1, window);
+            wg_pv<BN>(o, a, sKV + (2 * (i % NS) + 1) * KT);
             wgmma_wait<0>();
             reg_fence(o);
             if (i + 1 < nkt) {
                 reg_fence(sn);
 #pragma unroll
-                for (int j = 0; j < 32; j++)
+                for (int j = 0; j < (int)BN / 2; j++)
                     s[j] = sn[j];
             }
         }
@@ -301,56 +197,43 @@ __global__ void __launch_bounds__(128 * NWG)
             }
             fence_proxy_async(); /* this thread's copies (and Q's stores) visible to the tensor cores ... */
             __syncthreads();     /* ... and every thread's */
-            const uint32_t sK = sKV + 2 * (i % NS) * TILE, kt = (kt_first + i) * BN;
-            wg_qk(s, sQ, sK);
+            const uint32_t sK = sKV + 2 * (i % NS) * KT, kt = (kt_first + i) * BN;
+            wg_qk<BN>(s, sQ, sK);
             wgmma_wait<0>();
             reg_fence(s);
-            wg_softmax(s, o, a, m0, m1, l0, l1, kt, full(kt), p0, p1, window);
-            wg_pv(o, a, sK + TILE);
+            wg_softmax<BN>(s, o, a, m0, m1, l0, l1, kt, full(kt), p0, p1, window);
+            wg_pv<BN>(o, a, sK + KT);
             wgmma_wait<0>();
             reg_fence(o);
             __syncthreads(); /* this stage is refilled two tiles on */
         }
     }
-#pragma unroll
-    for (int sh = 1; sh <= 2; sh <<= 1) {
-        l0 += __shfl_xor_sync(0xffffffffu, l0, sh);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, sh);
-    }
-    /* o[4j + e]: row row0 (e < 2) or row1, dim 8j + 2c + (e & 1) */
-    const float i0 = 1.0f / l0, i1 = 1.0f / l1;
-    float *r0 = att + (uint64_t)(sp.q0 + t0 + row0) * q_dim + (uint64_t)h * HD;
-    float *r1 = att + (uint64_t)(sp.q0 + t0 + row1) * q_dim + (uint64_t)h * HD;
-#pragma unroll
-    for (int j = 0; j < 16; j++) {
-        if (row0 < ntok)
-            *reinterpret_cast<float2 *>(r0 + 8 * j + 2 * c) = make_float2(o[4 * j] * i0, o[4 * j + 1] * i0);
-        if (row1 < ntok)
-            *reinterpret_cast<float2 *>(r1 + 8 * j + 2 * c) = make_float2(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
-    }
+    wg_store_o(o, l0, l1, att, sp, t0, row0, row1, ntok, h, q_dim, c);
 }
 
-template <int NWG, int FORM>
+template <int NWG, int FORM, uint32_t BN>
 void launch_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
                uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
-    constexpr uint32_t smem = wg_smem<NWG, FORM>();
+    constexpr uint32_t smem = wg_smem<NWG, FORM, BN>();
+    static_assert(smem <= 232448, "a block's shared memory on sm_90");
     static uint32_t opted; /* devices the attribute is set on */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG, FORM>,
+        CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG, FORM, BN>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid((max_n + 64 * NWG - 1) / (64 * NWG), d.n_heads, n_spans);
-    kernel_attn_prefill_wg<NWG, FORM><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2, window);
+    kernel_attn_prefill_wg<NWG, FORM, BN><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2,
+                                                                                 window);
 }
 
-template <int FORM>
+template <int FORM, uint32_t BN = 64>
 void launch_pick(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
                  uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
     if (ctx->attn_prefill_bm == 128 && max_n > 64)
-        launch_wg<2, FORM>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_wg<2, FORM, BN>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
     else
-        launch_wg<1, FORM>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_wg<1, FORM, BN>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
 }
 
 } // namespace
@@ -363,10 +246,19 @@ bool attn_prefill_wg_takes(const cuda_ctx *ctx, cuda_attn_dims d, cuda_attn_kv k
 void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
                      uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
 {
-    if (ctx->attn_prefill_wg == CUDA_ATTN_PREFILL_WG_PIPE)
+    const enum cuda_attn_prefill_wg f = ctx->attn_prefill_wg;
+    if (f == CUDA_ATTN_PREFILL_WG_PIPE) {
         launch_pick<FORM_PIPE>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
-    else if (ctx->attn_prefill_wg == CUDA_ATTN_PREFILL_WG_OVERLAP)
+    } else if (f == CUDA_ATTN_PREFILL_WG_OVERLAP) {
         launch_pick<FORM_OVERLAP>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
-    else
+    } else if (f == CUDA_ATTN_PREFILL_WG_OVERLAP128 || f == CUDA_ATTN_PREFILL_WG_WS128 ||
+               f == CUDA_ATTN_PREFILL_WG_WS128PP) { /* the producer-warp forms where the pool's extent is known */
+        const bool ws = f != CUDA_ATTN_PREFILL_WG_OVERLAP128 &&
+                        attn_prefill_ws(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window,
+                                        f == CUDA_ATTN_PREFILL_WG_WS128PP);
+        if (!ws)
+            launch_pick<FORM_OVERLAP, 128>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+    } else {
         launch_pick<FORM_SERIAL>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+    }
 }

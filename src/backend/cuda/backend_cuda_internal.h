@@ -250,7 +250,8 @@ static inline void cuda_be_kv_layer(const struct cuda_backend *b, uint32_t l, co
     *kv = (struct cuda_kv_view){.k = kl, .v = kl + kind_bytes, .blocks = blocks, .tok_table = tok_table, .bf16 = bf16};
     /* tok_table: offsets into blocks */
     *akv = (struct cuda_attn_kv){.k = kl, .v = kl + kind_bytes, .tables = blocks, .table_stride = 1,
-                                 .settled = settled, .bf16 = bf16};
+                                 .settled = settled, .bf16 = bf16,
+                                 .rows = b->base.cfg.kv_blocks * BACKEND_KV_BLOCK};
 }
 
 /* Rows [t0, t0 + n) of q ((T, q_dim): b->q, or the fused q/k/v output)

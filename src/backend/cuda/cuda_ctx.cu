@@ -126,10 +126,12 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     int bm = 0;
     if (!env_pick("MEMRA_ATTN_PREFILL_BM", bm_modes, 2, &bm, err, errlen))
         return NULL;
-    /* prefill attention's fast mode on a bf16 cache at head_dim 128: the wgmma kernel (attn_prefill_wg.cu) */
-    static const char *const wg_modes[] = {"pipe", "serial", "off", "overlap"}; /* enum cuda_attn_prefill_wg's order */
-    int pwg = CUDA_ATTN_PREFILL_WG_OVERLAP; /* the fastest form (bench/RESULTS.md thirty-third run) */
-    if (!env_pick("MEMRA_ATTN_PREFILL_WG", wg_modes, 4, &pwg, err, errlen))
+    /* prefill attention's fast mode on a bf16 cache at head_dim 128: the wgmma kernels (attn_prefill_wg.cu,
+     * attn_prefill_ws.cu) */
+    static const char *const wg_modes[] = {"pipe",       "serial", "off",    "overlap",
+                                           "overlap128", "ws128",  "ws128pp"}; /* enum cuda_attn_prefill_wg's order */
+    int pwg = CUDA_ATTN_PREFILL_WG_WS128PP; /* the fastest form (bench/RESULTS.md forty-fourth run) */
+    if (!env_pick("MEMRA_ATTN_PREFILL_WG", wg_modes, 7, &pwg, err, errlen))
         return NULL;
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)

@@ -5,10 +5,22 @@
 # each kernel alone (no PDL overlap), per kernel name and grid: launches, µs a launch, µs a forward pass (passes
 # counted by the embedding's launches). The twenty-ninth run's server figure (64 streams, 5.76-5.78 k tok/s) spends
 # ~1 s of its 2.8 s in prefill at ~31 k tok/s (~470 TFLOP/s): this says which kernels hold the rest.
+# With CHECKS=1, while the model is made: kernel_attn --prefill-wg's checks at the defaults (its table cut off after
+# 90 s) and kernel_forward's fixtures (f32, bf16) — a landed build's checks and its prefill breakdown in one call.
 # NAME/bin from lab/final-pack.sh; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/ncu-prefill-gpu.sh NAME [TEST] [UBATCH]}"
 TEST=${2:-pp4096} UB=${3:-4096}
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+if [ "${CHECKS:-0}" = 1 ]; then
+  timeout 90 $B/kernels/kernel_attn --prefill-wg > $OUT/kp.log 2>&1
+  ts "kernel_attn --prefill-wg: $(grep -cE '^ok' $OUT/kp.log) ok, $(grep -cE 'FAIL|CHECK failed' $OUT/kp.log) failed"
+  grep -E '^ok|FAIL|CHECK failed' $OUT/kp.log | head -6
+  for act in f32 bf16; do
+    MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures timeout 120 $B/kernels/kernel_forward > $OUT/kf-$act.log 2>&1
+    ts "kernel_forward $act rc $? $(grep -E 'checks,' $OUT/kf-$act.log | tail -1)"
+  done
+fi
 wait $MK; ts "m8b: $(tail -1 $OUT/make.log)"
 M=/tmp/m8b/hf-bf16
 MEMRA_ACT_TYPE=bf16 $B/bin/memra-bench $M --backend cuda --tests pp512,$TEST --ubatch $UB --reps 3 2>&1 | grep -E "^\| .*pp"

@@ -91,14 +91,12 @@ __global__ void __launch_bounds__(128 * NWG)
     extern __shared__ uint8_t smem_raw[];
     const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     uint8_t *const gbase = smem_raw + (base - raw);
-    const cuda_attn_span sp = spans[blockIdx.z];
-    const uint32_t nt_span = (sp.n + BM - 1) / BM;
-    if (sp.splits > 1 || blockIdx.x >= nt_span)
+    const wg_cta w = wg_cta_of<BM>(spans, d);
+    if (!w.live)
         return;
-    const uint32_t t0 = (nt_span - 1 - blockIdx.x) * BM, ntok = min(BM, sp.n - t0);
-    const uint32_t h = blockIdx.y, kvh = h / (d.n_heads / d.n_kv_heads);
+    const cuda_attn_span sp = w.sp;
+    const uint32_t t0 = w.t0, ntok = w.ntok, h = w.h, kvh = w.kvh, pf = w.pf, pl = w.pl;
     const uint32_t q_dim = d.n_heads * HD, kv_dim = d.n_kv_heads * HD;
-    const uint32_t pf = sp.pos0 + t0, pl = pf + ntok - 1; /* first and last token positions */
 
     /* Q: the CTA's rows (warpgroup r / 64's tile), scaled and rounded; rows past the span zero */
     wg_load_q(gbase, q, sp, t0, 0, BM, ntok, h, q_dim, scale2, threadIdx.x, NT);

@@ -151,6 +151,27 @@ __device__ __forceinline__ void wg_load_q(uint8_t *gbase, const float *__restric
     }
 }
 
+/* A CTA's place (grid: query-row tiles of BM, query heads, spans): its span, its tokens t0 .. t0 + ntok − 1 of it
+ * (the span's last tiles on the first CTAs: they have the most keys), its query and kv heads, the first and last
+ * token positions; live false for a CTA with nothing to do (a split span, or past the span's tiles). */
+struct wg_cta {
+    cuda_attn_span sp;
+    uint32_t t0, ntok, h, kvh, pf, pl;
+    bool live;
+};
+template <uint32_t BM> __device__ __forceinline__ wg_cta wg_cta_of(const cuda_attn_span *__restrict__ spans,
+                                                                   cuda_attn_dims d)
+{
+    wg_cta w;
+    w.sp = spans[blockIdx.z];
+    const uint32_t nt_span = (w.sp.n + BM - 1) / BM;
+    w.live = w.sp.splits <= 1 && blockIdx.x < nt_span;
+    w.t0 = (nt_span - 1 - blockIdx.x) * BM, w.ntok = min(BM, w.sp.n - w.t0);
+    w.h = blockIdx.y, w.kvh = w.h / (d.n_heads / d.n_kv_heads);
+    w.pf = w.sp.pos0 + w.t0, w.pl = w.pf + w.ntok - 1;
+    return w;
+}
+
 /* O / l of this thread's rows row0, row1 of the CTA (those before ntok) into att. o[4j + e]: row row0 (e < 2) or
  * row1, dim 8j + 2c + (e & 1) (c = lane % 4). l holds this thread's share of a row's sum: the quad's added first. */
 __device__ __forceinline__ void wg_store_o(const float (&o)[64], float l0, float l1, float *__restrict__ att,

@@ -100,14 +100,12 @@ __global__ void __launch_bounds__(128 * NWG + 128, 1)
     extern __shared__ uint8_t smem_raw[];
     const uint32_t raw = smem_u32(smem_raw), base = (raw + 1023) & ~1023u;
     uint8_t *const gbase = smem_raw + (base - raw);
-    const cuda_attn_span sp = spans[blockIdx.z];
-    const uint32_t nt_span = (sp.n + BM - 1) / BM;
-    if (sp.splits > 1 || blockIdx.x >= nt_span)
+    const wg_cta w = wg_cta_of<BM>(spans, d);
+    if (!w.live)
         return;
-    const uint32_t t0 = (nt_span - 1 - blockIdx.x) * BM, ntok = min(BM, sp.n - t0);
-    const uint32_t h = blockIdx.y, kvh = h / (d.n_heads / d.n_kv_heads);
+    const cuda_attn_span sp = w.sp;
+    const uint32_t t0 = w.t0, ntok = w.ntok, h = w.h, kvh = w.kvh, pf = w.pf, pl = w.pl;
     const uint32_t q_dim = d.n_heads * HD;
-    const uint32_t pf = sp.pos0 + t0, pl = pf + ntok - 1; /* first and last token positions */
     const uint32_t k_lo = window > 0 && pf + 1 > window ? pf + 1 - window : 0;
     const uint32_t kt_first = k_lo / BN, nkt = pl / BN - kt_first + 1; /* key tiles kt_first .. + nkt − 1 */
     const uint32_t sKV = base + NWG * QTILE;            /* stage st: K at sKV + 2·st·KT, V after it */

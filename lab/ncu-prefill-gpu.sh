@@ -5,7 +5,8 @@
 # each kernel alone (no PDL overlap), per kernel name and grid: launches, µs a launch, µs a forward pass (passes
 # counted by the embedding's launches). The twenty-ninth run's server figure (64 streams, 5.76-5.78 k tok/s) spends
 # ~1 s of its 2.8 s in prefill at ~31 k tok/s (~470 TFLOP/s): this says which kernels hold the rest.
-# With CHECKS=1, while the model is made: kernel_attn --prefill-wg's checks at the defaults (its table cut off after
+# With ATTN_NCU=1, then one prefill attention launch of the same run under ncu's speed-of-light, warp-state,
+# scheduler and occupancy sections ($OUT/ncu-attn.txt). With CHECKS=1, while the model is made: kernel_attn --prefill-wg's checks at the defaults (its table cut off after
 # 90 s) and kernel_forward's fixtures (f32, bf16) — a landed build's checks and its prefill breakdown in one call.
 # NAME/bin from lab/final-pack.sh; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
@@ -30,4 +31,13 @@ MEMRA_ACT_TYPE=bf16 timeout 300 /usr/local/cuda/bin/ncu --clock-control none \
 ts "ncu rc $? $(wc -l < /tmp/ncu.csv) lines"; tail -2 /tmp/ncu.err
 cp /tmp/ncu.csv $OUT/ncu-prefill.csv
 python3 lab/ncu_sum.py /tmp/ncu.csv pass
+if [ "${ATTN_NCU:-0}" = 1 ]; then # one attention launch of the same run under ncu's detail sections
+  MEMRA_ACT_TYPE=bf16 MEMRA_CUDA_GRAPH=0 timeout 120 /usr/local/cuda/bin/ncu --clock-control none \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
+    -k regex:kernel_attn_prefill_w --launch-skip 40 -c 1 \
+    $B/bin/memra-bench $M --backend cuda --tests $TEST --ubatch $UB --reps 1 > $OUT/ncu-attn.txt 2>&1
+  ts "ncu attention rc $?"
+  grep -E "kernel_attn_prefill|Duration|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible|Warp Cycles Per|Achieved Occ|Registers" \
+    $OUT/ncu-attn.txt | head -14
+fi
 ts done

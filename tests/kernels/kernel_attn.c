@@ -669,7 +669,7 @@ static void check_prefill(struct cuda_attn_dims d, uint32_t window, const uint32
         float *ovl = xmalloc((size_t)T * q_dim * sizeof(float));
         const struct prefill_ref ref = {.bits = h16, .hq = hq, .row = row, .seq = seq, .pos = pos, .ovl = ovl};
         if (!exact && hd == 128) /* the wgmma kernel's shape (MEMRA_ATTN_PREFILL_WG): each of its forms */
-            for (int m = 0; m < 6; m++) {
+            for (size_t m = 0; m < sizeof forms / sizeof *forms; m++) {
                 cuda_attn_prefill_set_wg(g_ctx, forms[m]);
                 check_prefill_wg(&p, dq, datt, &ref, spans, dspans, n_spans, max_n, max_splits, window, scr, part);
             }

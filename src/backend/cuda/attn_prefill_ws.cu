@@ -55,21 +55,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
 }
-__device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-/* The registers a thread of this warpgroup may hold from here on: ptxas sizes a kernel with wgmma in warpgroups,
- * so the producer's warp costs a whole warpgroup's registers; it gives them to the consumers (FlashAttention-3's
- * register reallocation). */
-template <uint32_t N> __device__ __forceinline__ void regs_dec()
-{
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
-}
-template <uint32_t N> __device__ __forceinline__ void regs_inc()
-{
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
-}
 /* A named barrier of n threads (ids 1, 2: one warpgroup's; 3, 4: the ping-pong's; 0 is __syncthreads'), waited
  * on (wg_bar) or only arrived at (wg_bar_arrive). */
 __device__ __forceinline__ void wg_bar(uint32_t id, uint32_t n)

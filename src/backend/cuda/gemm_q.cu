@@ -82,11 +82,6 @@ template <int ACC> __device__ __forceinline__ void wg_mn(float (&d)[64], uint64_
                  : "l"(da), "l"(db), "n"(ACC));
 }
 
-__device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
 /* bytes global → shared on bar, no cache hint: an A tile serves every token tile, a B tile every row tile. */
 __device__ __forceinline__ void bulk_g2s_keep(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
 {
@@ -149,7 +144,7 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     __syncthreads();
 
     if (warp >= 4 * WG) { /* the producer: one lane issues every stage's copies, never waiting on the products */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        regs_dec<40>();
         if (warp == 4 * WG && lane == 0) {
             const uint8_t *a = at + (uint64_t)rt * KX * AS, *b = bt + (uint64_t)tt * KX * L::BG;
             constexpr uint32_t SB = WG * 64 * 2 * 4; /* the rows' scales */
@@ -172,9 +167,9 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     }
 
     if constexpr (WG == 2)
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        regs_inc<232>();
     else
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 168;");
+        regs_inc<168>();
     const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4;
     const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the CTA's rows: r0, r0 + 8 */
     float acc[64], p[64], q[WG == 2 ? 64 : 1];

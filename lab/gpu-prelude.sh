@@ -1,8 +1,8 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz
 # into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
-# into /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, gguf_models and kf_extra (below), and, unless
-# PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid, empty without it;
-# make.log's last line its status).
+# into /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, gguf_models, kf_fixtures and kf_extra (below),
+# and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid, empty
+# without it; make.log's last line its status).
 set -u
 T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
 tar -xJf "gpu/$1.tar.xz" -C /tmp
@@ -42,17 +42,28 @@ gguf_models() {
     echo "rc $?" >> /tmp/t128.log ) &
   MT=$!
 }
+# kf_fixtures PREFIX [TIMEOUT]: kernel_forward's fixtures, f32 then bf16 activations ($OUT/PREFIXkf-ACT.log; a line
+# each and any failed checks), after making the tiny deep-check model gpu/tiny/hf-bf16 if it is missing.
+kf_fixtures() {
+  local p=$1 to=${2:-120} act
+  [ -d gpu/tiny/hf-bf16 ] || python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1 ||
+    ts "tiny model failed"
+  for act in f32 bf16; do
+    MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures timeout "$to" $B/kernels/kernel_forward > $OUT/${p}kf-$act.log 2>&1
+    ts "kernel_forward $act rc $? $(grep -E 'checks,' $OUT/${p}kf-$act.log | tail -1)"
+    grep -E 'CHECK failed' $OUT/${p}kf-$act.log | head -4
+  done
+}
 # kf_extra LABEL FMT [VAR=value...]: once gguf_models' tiny models are made, kernel_forward's fixtures with gpu/t128's
 # FMT GGUF as an extra model, f32 then bf16 activations, those variables set ($OUT/2-kf-ACT.log; a line each, any
-# failed checks, the extra model's row, and how many matrices lab/gemv-rp.patch repacked).
+# failed checks and the extra model's row).
 kf_extra() {
   local l=$1 f=$2 act; shift 2
   wait $MT; ts "tiny models: $(tail -1 /tmp/t128.log)"
   for act in f32 bf16; do
     env MEMRA_EXTRA_MODELS=gpu/t128/llama8b-$f.gguf MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures "$@" \
       timeout 60 $B/kernels/kernel_forward > $OUT/2-kf-$act.log 2>&1
-    echo "kernel_forward $l $act rc $? $(grep -E 'checks,' $OUT/2-kf-$act.log | tail -1)" \
-      "($(grep -c 'LAB gemv rp' $OUT/2-kf-$act.log) matrices repacked)"
+    echo "kernel_forward $l $act rc $? $(grep -E 'checks,' $OUT/2-kf-$act.log | tail -1)"
     grep -E "CHECK failed" $OUT/2-kf-$act.log | head -4
     grep -E "^\| llama8b-$f" $OUT/2-kf-$act.log | head -2
   done

@@ -12,13 +12,7 @@ part() { if [ "$(left)" -lt "$2" ]; then echo "######## $1: skipped, $(left) s l
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 ( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
 MQ=$!
-python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1 || ts "tiny model failed"
-if part "1 fixtures" 100; then
-  for act in f32 bf16; do
-    MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures timeout 150 $B/kernels/kernel_forward > $O/1-kf-$act.log 2>&1
-    echo "kernel_forward $act rc $? $(grep -E 'checks,' $O/1-kf-$act.log | tail -1)"; grep -E "CHECK failed" $O/1-kf-$act.log | head -4
-  done
-fi
+if part "1 fixtures" 100; then kf_fixtures 1- 150; fi
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 table() { # label, model path
   TO=150 mbench "$1 bf16-act" "$2" pp512,pp4096 MEMRA_ACT_TYPE=bf16

@@ -7,7 +7,8 @@
 # ~1 s of its 2.8 s in prefill at ~31 k tok/s (~470 TFLOP/s): this says which kernels hold the rest.
 # With ATTN_NCU=1, then one prefill attention launch of the same run under ncu's speed-of-light, warp-state,
 # scheduler and occupancy sections ($OUT/ncu-attn.txt). With CHECKS=1, while the model is made: kernel_attn
-# --prefill-wg's checks at the defaults (its table cut off after 90 s) and kernel_forward's fixtures (f32, bf16) — a
+# --prefill-wg's checks at the defaults (its table cut off after 90 s) and kernel_forward's fixtures (f32, bf16, with
+# the tiny deep-check model) — a
 # landed build's checks and its prefill breakdown in one call.
 # NAME/bin from lab/final-pack.sh; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
@@ -18,10 +19,7 @@ if [ "${CHECKS:-0}" = 1 ]; then
   timeout 90 $B/kernels/kernel_attn --prefill-wg > $OUT/kp.log 2>&1
   ts "kernel_attn --prefill-wg: $(grep -cE '^ok' $OUT/kp.log) ok, $(grep -cE 'FAIL|CHECK failed' $OUT/kp.log) failed"
   grep -E '^ok|FAIL|CHECK failed' $OUT/kp.log | head -6
-  for act in f32 bf16; do
-    MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures timeout 120 $B/kernels/kernel_forward > $OUT/kf-$act.log 2>&1
-    ts "kernel_forward $act rc $? $(grep -E 'checks,' $OUT/kf-$act.log | tail -1)"
-  done
+  kf_fixtures ""
 fi
 wait $MK; ts "m8b: $(tail -1 $OUT/make.log)"
 M=/tmp/m8b/hf-bf16
@@ -38,7 +36,8 @@ if [ "${ATTN_NCU:-0}" = 1 ]; then # one attention launch of the same run under n
     -k regex:kernel_attn_prefill_w --launch-skip 40 -c 1 \
     $B/bin/memra-bench $M --backend cuda --tests $TEST --ubatch $UB --reps 1 > $OUT/ncu-attn.txt 2>&1
   ts "ncu attention rc $?"
-  grep -E "kernel_attn_prefill|Duration|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible|Warp Cycles Per|Achieved Occ|Registers" \
-    $OUT/ncu-attn.txt | head -14
+  grep -E "kernel_attn_prefill|Duration|Compute \(SM\) Throughput|Memory Throughput|Issued Ipc|No Eligible" \
+    $OUT/ncu-attn.txt | head -8
+  grep -E "Warp Cycles Per|Achieved Occ|Registers" $OUT/ncu-attn.txt | head -6
 fi
 ts done

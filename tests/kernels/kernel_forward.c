@@ -33,6 +33,8 @@
  *      same (≤ 1e-3 of the CPU logits' range) and against the GPU doing the
  *      same spans through linear tables with the prefixes kv_copy'd (bit-
  *      identical: placement never changes a bit);
+ *    - the residual added by the o and down GEMMs themselves (MEMRA_GEMM_ACCUM, the default): every prompt's
+ *      logits bit-identical to a second GPU backend's with it off (fixtures with an explicit pool);
  *    - chunked prefill: the longest prompt in two chunks (3/5 + 2/5: other
  *      span lengths, so other GEMM shapes) against one shot: logits at every
  *      position within the same 1e-3 of the range, and the 16 greedy tokens
@@ -518,6 +520,7 @@ struct row {
     uint32_t kv_blocks; /* the GPU backend's resolved pool */
     double chunk_err; /* chunked vs one-shot prefill, max|dlogit| / range */
     bool chunk_greedy_same;
+    int accum_same; /* the prompts' logits with MEMRA_GEMM_ACCUM off: 1 bit-identical, 0 not, -1 not run */
 };
 static struct row g_rows[40];
 static int g_n_rows;
@@ -952,6 +955,37 @@ static void check_chunked(struct backend *g, struct row *R)
     free(one), free(chk);
 }
 
+/* The prompts' prefill logits lg (total rows) against a second GPU backend's with MEMRA_GEMM_ACCUM off (the o and
+ * down GEMMs' output added by the norm after them, not by the GEMM into the residual: cuda_forward.c block_out):
+ * 1 bit-identical, 0 not (or it failed), -1 not run (a pool sized from the free memory leaves none for it). */
+static int accum_check(const struct model *m, uint32_t max_ctx, uint32_t pool, const float *lg, size_t total)
+{
+    char err[512], *was = getenv("MEMRA_GEMM_ACCUM") ? strdup(getenv("MEMRA_GEMM_ACCUM")) : NULL;
+    setenv("MEMRA_GEMM_ACCUM", "off", 1);
+    struct backend *g2 = open_be(&backend_cuda_ops, m, max_ctx, pool, err, sizeof(err));
+    if (was)
+        setenv("MEMRA_GEMM_ACCUM", was, 1);
+    else
+        unsetenv("MEMRA_GEMM_ACCUM");
+    free(was);
+    if (!g2) {
+        fprintf(stderr, "accum_check: cuda backend: %s\n", err);
+        return 0;
+    }
+    const uint32_t V = m->cfg.vocab;
+    float *l2 = malloc(sizeof(float) * total * V);
+    bool same = l2 != NULL;
+    size_t off = 0;
+    for (uint32_t p = 0; p < g_n_prompts && same; p++) {
+        same = fwd(g2, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], l2 + off * V) == 0;
+        off += g_prompt_len[p];
+    }
+    same = same && memcmp(l2, lg, sizeof(float) * total * V) == 0;
+    free(l2);
+    g2->ops->free(g2);
+    return same;
+}
+
 static void check_model(const char *path, const char *name, const char *dtype, const char *ref_file,
                         uint32_t max_ctx, bool gpu_auto_pool)
 {
@@ -1011,6 +1045,8 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     }
     R->err_cpu = ok ? md / (mx - mn) : INFINITY;
     CHECK_MSG(R->err_cpu <= tol_logits(), "%s: GPU vs CPU max|dlogit|/range %.3g", name, R->err_cpu);
+    R->accum_same = !ok || gpu_auto_pool ? -1 : accum_check(&m, max_ctx, pool, lg, total);
+    CHECK_MSG(R->accum_same != 0, "%s: the logits differ with MEMRA_GEMM_ACCUM off", name);
     if (ref_file) {
         float *want = malloc(sizeof(float) * total * V);
         FILE *f = fopen(ref_file, "rb");
@@ -1066,9 +1102,10 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     }
     R->status = "ok";
     fprintf(stderr, "  %-26s GPU vs CPU %.2e  greedy %d/64  batch16 %s  rollback %s  paged %s (%.2e)  pool %u  "
-            "chunked %.2e%s\n", name, R->err_cpu, R->greedy_same, R->batch_same ? "same" : "DIFF",
+            "chunked %.2e%s  accum %s\n", name, R->err_cpu, R->greedy_same, R->batch_same ? "same" : "DIFF",
             R->rollback_same ? "same" : "DIFF", R->paged_same ? "same" : "DIFF", R->err_paged, R->kv_blocks,
-            R->chunk_err, R->chunk_greedy_same ? "" : " GREEDY DIFF");
+            R->chunk_err, R->chunk_greedy_same ? "" : " GREEDY DIFF",
+            R->accum_same < 0 ? "-" : R->accum_same ? "same" : "DIFF");
     free(lc), free(lg), free(first);
     c->ops->free(c);
     g->ops->free(g);

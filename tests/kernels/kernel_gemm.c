@@ -18,6 +18,8 @@
  * A weight kept dequantized (cuda_gemm_keep, every FP8 / GGUF case): the GEMM
  * reading the copy gives the dequantizing call's bits, with another weight
  * passed as w and in the scratch (so the copy is what is read).
+ * Where cuda_gemm_accum_takes, the same GEMM adding into a random y (CUDA_GEMM_ACCUM) gives fl(y + the product)
+ * bit for bit (the RMSNorm's residual add of the plain GEMM's output), in cuBLASLt's and the promoted form.
  * Batch invariance: the same 40 tokens computed alone, as rows 23..62 of a
  * larger buffer (x and y at an offset, as a span inside a batch) and inside
  * one GEMM over the buffer's 80 rows give bit-identical outputs, for BF16,
@@ -87,6 +89,7 @@ static float rand_x(enum cuda_gemm_mode mode)
 /* ---- correctness ----------------------------------------------------------- */
 
 static double g_worst[5][NTYPES]; /* per mode (3, 4: exact, xbf16 promoted) and type, for the table */
+static int g_accum_checked;        /* check_gemm's cases that added into y (cuda_gemm_accum_takes) */
 
 static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n, uint32_t T)
 {
@@ -119,6 +122,28 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
               mode_name(mode), promoted ? " promoted" : "", dtype_name(t), rows, n, T, bad, rel, tol);
     printf("check %-5s%s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u rel err %.2e (tol %.0e)%s\n", mode_name(mode),
            promoted ? " promoted" : "", dtype_name(t), rows, n, T, rel, tol, bad || rel > tol ? "  FAIL" : "");
+    if (cuda_gemm_accum_takes(g, t, false, rows, n, scale)) { /* y += the product: fl(r + y) for every element */
+        float *r = malloc(4 * rows * T), *ya = malloc(4 * rows * T);
+        MEMRA_ASSERT(r && ya);
+        for (uint64_t i = 0; i < rows * T; i++)
+            r[i] = 4.0f * rng_unit();
+        cuda_upload(g_ctx, dy, r, 4 * rows * T);
+        cuda_gemm_run(g, t, dw, rows, n, dx, T, dy, scale, CUDA_GEMM_ACCUM);
+        cuda_ctx_sync(g_ctx);
+        cuda_download(g_ctx, ya, dy, 4 * rows * T);
+        uint64_t diff = 0;
+        for (uint64_t i = 0; i < rows * T; i++) {
+            const float want = r[i] + y[i];
+            diff += memcmp(&want, &ya[i], 4) != 0;
+        }
+        g_accum_checked++;
+        CHECK_MSG(diff == 0, "%s%s %s %" PRIu64 "x%" PRIu64 " T=%u: the GEMM adding into y differs from y + the "
+                  "product at %" PRIu64 " elements", mode_name(mode), promoted ? " promoted" : "", dtype_name(t), rows,
+                  n, T, diff);
+        printf("check %-5s%s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u added into y: %s\n", mode_name(mode),
+               promoted ? " promoted" : "", dtype_name(t), rows, n, T, diff ? "DIFFERENT" : "bit-identical");
+        free(r), free(ya);
+    }
     const uint64_t kb = cuda_gemm_kept_bytes(mode, promoted, t, rows, n);
     if (kb) { /* the weight kept dequantized: the same bits, read from the copy (w's argument another weight) */
         uint8_t *w2 = malloc(rows * rb);
@@ -670,6 +695,9 @@ int main(int argc, char **argv)
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
     run_checks();
+    /* BF16 / F32 in every mode, F16 in fast, the FAST GGUF types and every promoted case add into y */
+    CHECK_MSG(g_accum_checked >= 40, "only %d GEMMs added into y (cuda_gemm_accum_takes)", g_accum_checked);
+    printf("accumulating GEMMs checked: %d\n", g_accum_checked);
     printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of its shapes; xbf16 against the rounded x)\n\n"
            "| type | fast | exact | xbf16 | exact promoted | xbf16 promoted |\n|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < NTYPES; k++)

@@ -137,6 +137,9 @@ struct cuda_backend {
                                 written as down's A rows (cuda_mmv_glu) */
     bool x_producers;        /* MEMRA_GEMM_X_PRODUCERS (default on): a prefill GEMM's bf16 parts of x written by
                                 the kernel that makes x (cuda_forward.c x_claim_ok) */
+    bool gemm_accum;         /* MEMRA_GEMM_ACCUM (default on): a prefill's o and down GEMMs add into the residual
+                                themselves (CUDA_GEMM_ACCUM; cuda_forward.c accum_ok): the same bits, one pass over
+                                it fewer */
     bool attn_prep;          /* dec_fuse and cuda_attn_decode_prep_supported: the attention prepares its output */
     const void *d_embd;      /* token embedding rows as in the file, on the device (NULL: host rows) */
     float embd_scale;        /* its tensor scale × the model's embedding scale */

@@ -70,9 +70,9 @@ static bool span_takes_gemm(const struct cuda_backend *b, const struct cuda_weig
 }
 
 /* Tokens [t0, t0 + T) through the GEMM, one call a weight (the group's x
- * converted once). */
+ * converted once); with accum (CUDA_GEMM_ACCUM, accum_ok) each adds into its y. */
 static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
-                        const float *x, uint32_t t0, uint32_t T)
+                        const float *x, uint32_t t0, uint32_t T, bool accum)
 {
     const uint32_t cols = ws[0]->cols;
     /* x converted by an earlier weight of the group (f32 ones read x as is) or by the kernel that wrote x
@@ -81,7 +81,7 @@ static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const 
     if (converted) /* the producer wrote the parts only: x itself is not there to convert again */
         MEMRA_ASSERT(cuda_gemm_x_ready(b->gemm, ws[0]->dtype, x, cols, T));
     for (int i = 0; i < n; i++) {
-        const unsigned fl = converted ? CUDA_GEMM_X_PREPARED : 0;
+        const unsigned fl = (converted ? CUDA_GEMM_X_PREPARED : 0) | (accum ? CUDA_GEMM_ACCUM : 0);
         float *y = ys[i] + (uint64_t)t0 * ws[i]->rows;
         if (ws[i]->bs) /* FP8 with block scales */
             cuda_gemm_run_bs(b->gemm, ws[i]->d, ws[i]->bs, ws[i]->kept, ws[i]->rows, cols, x + (uint64_t)t0 * cols, T, y,
@@ -110,15 +110,19 @@ static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const
     for (uint32_t s = 0; s < n_spans; s++) {
         const bool gemm = span_takes_gemm(b, ws, n, spans[s]);
         if (gemm != in_gemm) {
-            if (t > run0)
-                (in_gemm ? matmul_gemm : matmul_gemv)(b, ws, ys, n, x, run0, t - run0);
+            if (t > run0 && in_gemm)
+                matmul_gemm(b, ws, ys, n, x, run0, t - run0, false);
+            else if (t > run0)
+                matmul_gemv(b, ws, ys, n, x, run0, t - run0);
             run0 = t;
             in_gemm = gemm;
         }
         t += spans[s];
     }
-    if (t > run0)
-        (in_gemm ? matmul_gemm : matmul_gemv)(b, ws, ys, n, x, run0, t - run0);
+    if (t > run0 && in_gemm)
+        matmul_gemm(b, ws, ys, n, x, run0, t - run0, false);
+    else if (t > run0)
+        matmul_gemv(b, ws, ys, n, x, run0, t - run0);
     b->x_claim = NULL; /* a claim serves the matmul right after its producer only */
 }
 
@@ -157,6 +161,38 @@ static void matmul(struct cuda_backend *b, const struct cuda_weight *w, const fl
                    const uint32_t *spans, uint32_t n_spans)
 {
     matmul_multi(b, &w, &y, 1, x, spans, n_spans);
+}
+
+/* Whether the block output of weight w (o, down) may go straight into the residual: its GEMM adds into it
+ * (matmul_gemm's accum) with the bits of the RMSNorm's add after it — MEMRA_GEMM_ACCUM on, every span of the batch
+ * takes the GEMM (one call over all T rows) and cuda_gemm_accum_takes. The norm then reads the residual alone: a
+ * 4096-token pass reads and writes T·dim·4 bytes less twice a layer (lab/ncu-prefill-gpu.sh: the two norms were
+ * 79 µs each a layer on the H100, at their bytes' floor). */
+static bool accum_ok(const struct cuda_backend *b, const struct cuda_weight *w, const uint32_t *spans,
+                     uint32_t n_spans)
+{
+    if (!b->gemm_accum || !b->gemm || !cuda_gemm_accum_takes(b->gemm, w->dtype, w->bs != NULL, w->rows, w->cols,
+                                                             w->scale))
+        return false;
+    for (uint32_t s = 0; s < n_spans; s++)
+        if (!span_takes_gemm(b, &w, 1, spans[s]))
+            return false;
+    return true;
+}
+
+/* A block's output through w into xb2 — for the next norm to add — or, where may_add (no post-norm: Gemma's
+ * scale the output before the add) and accum_ok, added into the residual x by the GEMM; returns whether it was. */
+static bool block_out(struct cuda_backend *b, const struct cuda_weight *w, const float *in, uint32_t T,
+                      const uint32_t *spans, uint32_t n_spans, bool may_add)
+{
+    if (!may_add || !accum_ok(b, w, spans, n_spans)) {
+        matmul(b, w, in, b->xb2, spans, n_spans);
+        return false;
+    }
+    float *y = b->x;
+    matmul_gemm(b, &w, &y, 1, in, 0, T, true);
+    b->x_claim = NULL;
+    return true;
 }
 
 /* xb2 (T, dim) = the MoE FFN of xb (router logits in moe_logits): spans of
@@ -406,8 +442,9 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
 
     /* Each block's residual add is made by the RMSNorm after it (cuda_rmsnorm_in with a residual: x += xb2
      * in the same float addition as cuda_fwd_add, so the same bits; one pass over x instead of two launches,
-     * measured by lab/ncu-prefill-gpu.sh at 2 × 54 µs a layer of a 4096-token pass); pending: the feed-forward
-     * block's xb2 still to be added, by the next layer's attention norm or after the last layer. */
+     * measured by lab/ncu-prefill-gpu.sh at 2 × 54 µs a layer of a 4096-token pass), or by the block's last GEMM
+     * itself (block_out: the same bits again); pending: the feed-forward block's xb2 still to be added, by the
+     * next layer's attention norm or after the last layer. */
     bool pending = false;
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const struct model_layer *L = &m->layers[l];
@@ -431,17 +468,20 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
             else if (cuda_fwd_round_bf16_gemm(b->ctx, b->gemm, wo->dtype, b->att, T, b->q_dim))
                 b->x_claim = b->att, b->x_claim_T = T; /* (else it only rounded) */
         }
-        matmul(b, &D->wo, b->att, b->xb2, spans, n_spans);
+        const bool added = block_out(b, &D->wo, b->att, T, spans, n_spans, !D->post_attn_norm);
         if (D->post_attn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_attn_norm, b->xb2, T, c->dim, c->norm_eps);
-        /* feed-forward block (the attention block's add made by its norm) */
+        /* feed-forward block (the attention block's add made by its norm, unless its GEMM made it) */
+        const float *fin = added ? b->x : b->xb2;
+        float *fres = added ? NULL : b->x;
         if (c->n_experts > 0) { /* the router's logits, then the experts (moe.cu) */
-            cuda_rmsnorm_in(b->ctx, b->xb2, b->x, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
+            cuda_rmsnorm_in(b->ctx, fin, fres, D->ffn_norm, b->xb, T, c->dim, c->norm_eps);
             matmul(b, &D->router, b->xb, b->moe_logits, spans, n_spans);
             moe_ffn(b, &D->moe, spans, n_spans);
+            pending = true;
         } else {
             const struct cuda_weight *gu[2] = {&D->w_gate, &D->w_up};
-            norm_for(b, b->xb2, b->x, D->ffn_norm, b->xb, T, gu, 2, spans, n_spans);
+            norm_for(b, fin, fres, D->ffn_norm, b->xb, T, gu, 2, spans, n_spans);
             float *gu_out[2] = {b->hb, b->hb2};
             matmul_multi(b, gu, gu_out, 2, b->xb, spans, n_spans);
             const struct cuda_weight *wd = &D->w_down;
@@ -451,11 +491,10 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
                 cuda_fwd_glu(b->ctx, b->hb, b->hb2, (uint64_t)T * c->ffn_dim, gelu);
             else if (cuda_fwd_glu_gemm(b->ctx, b->gemm, wd->dtype, b->hb, b->hb2, T, c->ffn_dim, gelu))
                 b->x_claim = b->hb, b->x_claim_T = T; /* (else it ran as cuda_fwd_glu) */
-            matmul(b, &D->w_down, b->hb, b->xb2, spans, n_spans);
+            pending = !block_out(b, &D->w_down, b->hb, T, spans, n_spans, !D->post_ffn_norm);
         }
         if (D->post_ffn_norm)
             cuda_rmsnorm(b->ctx, b->xb2, NULL, D->post_ffn_norm, b->xb2, T, c->dim, c->norm_eps);
-        pending = true;
     }
     if (pending)
         cuda_fwd_add(b->ctx, b->x, b->xb2, nx);

@@ -423,6 +423,13 @@ void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t ro
                    const float *x /* (T, n) */, uint32_t T, float *y /* (T, rows) */, float scale, unsigned flags);
 #define CUDA_GEMM_X_PREPARED 1u /* flag: reuse the conversion of this x (same pointer, n, T) made by the last
                                    cuda_gemm_prep_x / cuda_gemm_run of a weight type with the same input type */
+#define CUDA_GEMM_ACCUM 2u /* flag: y += the product instead of y = it, each element fl(y + product) — the bits of
+                              the product stored, then added to y by a separate f32 add; where
+                              cuda_gemm_accum_takes */
+/* Whether a weight's GEMM (bs: FP8 with block scales, cuda_gemm_run_bs) can add into y (CUDA_GEMM_ACCUM) with
+ * those bits: the promoted GEMM (its epilogue adds), or one cuBLASLt product (no low part of x or of the weight) at
+ * scale 1, whose D = alpha·acc + beta·y is then acc + y rounded once. */
+bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, bool bs, uint64_t rows, uint64_t n, float scale);
 /* Convert x for the weights of type t now (so that several GEMMs reading the
  * same x — q/k/v, gate/up — convert it once); and the weight dequantization
  * step alone (for the benchmark). */

@@ -11,6 +11,19 @@
 
 #include <math.h>
 
+/* 2^x as the SFU's ex2.approx.ftz: exp2f's MUFU.EX2 without the fix-up exp2f wraps around it for x < −126 (a
+ * compare, a halving of x before and a squaring after: three more instructions an exponent, half again the softmax's
+ * issue slots). The same bits wherever 2^x is a normal float; below 2^−126 (a key 126 binary orders under the row's
+ * maximum) 0 instead of a subnormal — a weight that no f32 sum of the tile's weights (≥ 1) can register, and that
+ * bf16's P·V operand would carry at ~2^−126 of the output. kernel_attn's prefill digests were exp2f's; BF16 pp4096
+ * +1.2 % on the H100 (bench/RESULTS.md, forty-fifth run). */
+static __device__ __forceinline__ float flash_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* The rows' maxima over the tile (the quad's by shuffles), the new running maxima m (the exponent base 0 while a
  * row has seen no key, so a fully masked tile adds exact zeros), s ← 2^(s − base), this thread's share of the
  * sums l ← l·corr + Σ s, and the factors corr = 2^(m_old − base) by which O must be scaled before this tile's
@@ -32,17 +45,17 @@ static __device__ __forceinline__ void flash_softmax_stats(float (&s)[NB][4], fl
     }
     const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
     const float base_a = mn_a == -INFINITY ? 0.0f : mn_a, base_b = mn_b == -INFINITY ? 0.0f : mn_b;
-    corr_a = exp2f(m_a - base_a);
-    corr_b = exp2f(m_b - base_b);
+    corr_a = flash_ex2(m_a - base_a);
+    corr_b = flash_ex2(m_b - base_b);
     m_a = mn_a;
     m_b = mn_b;
     float sum_a = 0.0f, sum_b = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < NB; nt++) {
-        s[nt][0] = exp2f(s[nt][0] - base_a);
-        s[nt][1] = exp2f(s[nt][1] - base_a);
-        s[nt][2] = exp2f(s[nt][2] - base_b);
-        s[nt][3] = exp2f(s[nt][3] - base_b);
+        s[nt][0] = flash_ex2(s[nt][0] - base_a);
+        s[nt][1] = flash_ex2(s[nt][1] - base_a);
+        s[nt][2] = flash_ex2(s[nt][2] - base_b);
+        s[nt][3] = flash_ex2(s[nt][3] - base_b);
         sum_a += s[nt][0] + s[nt][1];
         sum_b += s[nt][2] + s[nt][3];
     }

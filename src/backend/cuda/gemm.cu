@@ -376,6 +376,22 @@ static bool x_has_lo(const struct cuda_gemm *g, enum xkind kind)
 }
 
 /* Whether the scratch holds the parts of x (n, T) for an input of the kind. */
+extern "C" bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, bool bs, uint64_t rows, uint64_t n,
+                                      float scale)
+{
+    if (!cuda_gemm_supported(bs ? DTYPE_F8_E4M3 : t, rows, n))
+        return false;
+    if (!bs && cuda_gemm_promoted(g, t, rows, n)) /* gemm_q's epilogue adds fl(scale · acc) itself */
+        return true;
+    if (scale != 1.0f) /* cuBLASLt's alpha · acc + beta · y need not round alpha · acc first */
+        return false;
+    if (t == DTYPE_F32 && !bs)
+        return true;
+    const enum xkind xk = bs ? XK_BF16 : xkind_of(t);
+    const bool wlo = g->mode != CUDA_GEMM_FAST && (bs || gemv_quant_has(t));
+    return !x_has_lo(g, xk) && !wlo; /* one product: its D = acc + y */
+}
+
 static bool prep_holds(const struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T)
 {
     return g->prep.x == x && g->prep.n == n && g->prep.T == T && g->prep.kind == (int)kind;
@@ -544,10 +560,16 @@ extern "C" void cuda_gemm_keep_bs(struct cuda_gemm *g, const void *w, const floa
 /* The GEMMs of x's prepared parts (kind xk) by a weight's bf16 (f16) values a and, unless wlo is NULL, their low
  * part wlo (GGUF, block-scaled FP8): y = scale · (a·x_hi + a·x_lo + wlo·x_hi), x_lo where the mode splits x. */
 static void run_parts(struct cuda_gemm *g, enum xkind xk, const void *a, const void *wlo, uint64_t rows, uint64_t n,
-                      uint32_t T, float *y, float scale)
+                      uint32_t T, float *y, float scale, bool accum)
 {
     const cudaDataType_t dt = xk == XK_F16 ? CUDA_R_16F : CUDA_R_16BF;
     const bool xlo = x_has_lo(g, xk);
+    if (accum) { /* one product at scale 1 (cuda_gemm_accum_takes): D = acc + y, rounded once */
+        if (xlo || wlo || scale != 1.0f)
+            CUDA_FAIL("cuda_gemm: adding into y takes one product at scale 1");
+        gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
+        return;
+    }
     if (xlo && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
         /* x_hi and x_lo as one B of 2T columns: the weight is read once */
         gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, 2 * T, g->ystack, scale, 0.0f, 256);
@@ -590,7 +612,7 @@ static void run_promoted(struct cuda_gemm *g, enum dtype t, const void *w, const
         gemm_q_pack(g->ctx, t, w, rows, n, g->wq);
         a = g->wq;
     }
-    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, scale);
+    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, scale, (flags & CUDA_GEMM_ACCUM) != 0);
 }
 
 extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept,
@@ -605,13 +627,17 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
     if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
         CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
     const bool exact = g->mode != CUDA_GEMM_FAST; /* the weights' values kept whole */
+    const bool accum = (flags & CUDA_GEMM_ACCUM) != 0;
+    if (accum && !cuda_gemm_accum_takes(g, t, false, rows, n, scale))
+        CUDA_FAIL("cuda_gemm: %s %llu×%llu cannot add into y (cuda_gemm_accum_takes)", dtype_name(t),
+                  (unsigned long long)rows, (unsigned long long)n);
     if (cuda_gemm_promoted(g, t, rows, n)) {
         run_promoted(g, t, w, kept, rows, n, x, T, y, scale, flags);
         return;
     }
     if (t == DTYPE_F32) { /* TF32 (FAST) or f32 (EXACT), x read as is */
         gemm_plans_run(g->pl, CUDA_R_32F, w, CUDA_R_32F, x, exact ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32,
-                       rows, n, T, y, scale, 0.0f, gemm_align_of(n * 4));
+                       rows, n, T, y, scale, accum ? 1.0f : 0.0f, gemm_align_of(n * 4));
         return;
     }
     const enum xkind xk = xkind_of(t);
@@ -625,7 +651,7 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
         cuda_gemm_dequant(g, t, w, rows, n);
         a = g->whi;
     }
-    run_parts(g, xk, a, exact && gemv_quant_has(t) ? wlo : NULL, rows, n, T, y, scale);
+    run_parts(g, xk, a, exact && gemv_quant_has(t) ? wlo : NULL, rows, n, T, y, scale, accum);
 }
 
 extern "C" void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float *bs, const void *kept, uint64_t rows,
@@ -638,7 +664,10 @@ extern "C" void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float
         return;
     if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
         CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
-    const bool exact = g->mode != CUDA_GEMM_FAST;
+    const bool exact = g->mode != CUDA_GEMM_FAST, accum = (flags & CUDA_GEMM_ACCUM) != 0;
+    if (accum && !cuda_gemm_accum_takes(g, DTYPE_F8_E4M3, true, rows, n, scale))
+        CUDA_FAIL("cuda_gemm_run_bs: %llu×%llu cannot add into y (cuda_gemm_accum_takes)", (unsigned long long)rows,
+                  (unsigned long long)n);
     prep_x(g, XK_BF16, x, n, T, (flags & CUDA_GEMM_X_PREPARED) != 0);
     const void *a = kept, *wlo = NULL;
     if (kept) {
@@ -651,7 +680,7 @@ extern "C" void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float
         a = g->whi;
         wlo = exact ? g->wlo : NULL;
     }
-    run_parts(g, XK_BF16, a, wlo, rows, n, T, y, scale);
+    run_parts(g, XK_BF16, a, wlo, rows, n, T, y, scale, accum);
 }
 
 extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,

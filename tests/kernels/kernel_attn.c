@@ -35,7 +35,8 @@
  *           and ws128pp (its producer-warp forms) overlap128's bits; every
  *           span alone (one warpgroup a CTA for ≤ 64 rows, two in the batch)
  *           the bits of its rows in the batch, split spans beside it on the
- *           mma.sync kernel.
+ *           mma.sync kernel; launches of unsplit spans also with the bf16
+ *           output (cuda_attn_prefill_bf16): att's values rounded, bit for bit.
  *   tensor-core decode (attn_decode_tc.cu): every decode check above again
  *           with CUDA_ATTN_DECODE_TC (same tolerance; its error is ≤ 4e-6),
  *           plus shapes of 12 and 16 query heads a kv head (f32 and bf16
@@ -566,6 +567,19 @@ static void check_prefill_wg(const struct pool *p, const float *dq, float *datt,
         CHECK_MSG(memcmp(h, ref->bits, (size_t)T * q_dim * sizeof(float)) == 0,
                   "prefill wgmma %s: not the mma.sync kernel's bits", name);
     }
+    if (max_splits == 1) { /* the bf16 output (cuda_attn_prefill_bf16): att's values rounded, bit for bit */
+        const size_t ne = (size_t)T * q_dim;
+        uint16_t *d16 = cuda_alloc(ne * 2 + 4), *h16 = xmalloc(ne * 2);
+        cuda_fill_nan_f32(g_ctx, (float *)d16, ne / 2 + 1);
+        cuda_attn_prefill_bf16(g_ctx, dq, d16, dspans, n_spans, max_n, d, pool_kv16(p), scale, window);
+        cuda_download(g_ctx, h16, d16, ne * 2);
+        size_t bad = 0;
+        for (size_t i = 0; i < ne; i++)
+            bad += h16[i] != to_bf16(h[i]);
+        CHECK_MSG(bad == 0, "prefill wgmma %s: the bf16 output differs from att rounded at %zu of %zu", name, bad, ne);
+        printf("prefill wgmma %-7s bf16 output: %s\n", name, bad ? "DIFFERENT" : "att rounded, bit-identical");
+        cuda_free(d16), free(h16);
+    }
     float *hone = xmalloc((size_t)max_n * q_dim * sizeof(float));
     int differ = 0;
     for (uint32_t i = 0; i < n_spans; i++) {
@@ -758,6 +772,7 @@ static void test_prefill_wg(void)
     check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, false, 0);
     check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, false, CUDA_ATTN_PREFILL_MAX_SPLITS);
     check_prefill((struct cuda_attn_dims){16, 16, 128}, 64, sp, 10, false, 1);
+    check_prefill((struct cuda_attn_dims){32, 8, 128}, 0, sp, 10, false, 1); /* (the bf16 output's GQA shape) */
     g_bf16 = false;
 }
 

@@ -19,7 +19,7 @@
  * reading the copy gives the dequantizing call's bits, with another weight
  * passed as w and in the scratch (so the copy is what is read).
  * Where cuda_gemm_accum_takes, the same GEMM adding into a random y (CUDA_GEMM_ACCUM) gives fl(y + the product)
- * bit for bit (the RMSNorm's residual add of the plain GEMM's output), in cuBLASLt's and the promoted form.
+ * bit for bit (the RMSNorm's residual add of the plain GEMM's output).
  * Batch invariance: the same 40 tokens computed alone, as rows 23..62 of a
  * larger buffer (x and y at an offset, as a span inside a batch) and inside
  * one GEMM over the buffer's 80 rows give bit-identical outputs, for BF16,
@@ -695,7 +695,7 @@ int main(int argc, char **argv)
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     g_ctx = kernel_ctx_open();
     run_checks();
-    /* BF16 / F32 in every mode, F16 in fast, the FAST GGUF types and every promoted case add into y */
+    /* F32 in every mode, BF16 in fast and xbf16, F16 and the GGUF types in fast add into y */
     CHECK_MSG(g_accum_checked >= 40, "only %d GEMMs added into y (cuda_gemm_accum_takes)", g_accum_checked);
     printf("accumulating GEMMs checked: %d\n", g_accum_checked);
     printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of its shapes; xbf16 against the rounded x)\n\n"

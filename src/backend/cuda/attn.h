@@ -216,6 +216,15 @@ void cuda_attn_prefill_split(struct cuda_ctx *ctx, const float *q, float *att, c
                              uint32_t n_spans, uint32_t max_n, uint32_t max_splits, struct cuda_attn_dims d,
                              struct cuda_attn_kv kv, float scale, uint32_t window, bool exact, float *scratch,
                              uint32_t part_cap);
+/* cuda_attn_prefill writing each output as bf16 (rounded to nearest: the bits cuda_fwd_round_bf16 makes of
+ * cuda_attn_prefill's att) into att16 (T, q_dim) instead of f32 att, where cuda_attn_prefill_bf16_takes: the launch
+ * runs the wgmma kernel alone (the fast mode on a bf16 cache at head_dim 128, no span split). With bf16 activations
+ * the backend has the attention write the o projection's bf16 input itself (cuda_forward.c att_claim). */
+bool cuda_attn_prefill_bf16_takes(const struct cuda_ctx *ctx, struct cuda_attn_dims d, struct cuda_attn_kv kv,
+                                  bool exact, uint32_t max_splits);
+void cuda_attn_prefill_bf16(struct cuda_ctx *ctx, const float *q, uint16_t *att16, const struct cuda_attn_span *spans,
+                            uint32_t n_spans, uint32_t max_n, struct cuda_attn_dims d, struct cuda_attn_kv kv,
+                            float scale, uint32_t window);
 /* The fast mode on a bf16 cache at head_dim 128 (MEMRA_ATTN_PREFILL_WG): the spans that are not split run
  * attn_prefill_wg.cu's wgmma kernel (FlashAttention-3's shape: a warpgroup's 64 query rows against K and V read
  * once from shared memory, P from registers) instead of the mma.sync kernel: tile i's P·V issued with tile i + 1's

@@ -445,10 +445,10 @@ extern "C" size_t cuda_attn_prefill_scratch_floats(uint32_t part_cap, struct cud
 }
 
 /* all_split: the caller's promise that every span has splits > 1 (no wgmma launch) */
-static void attn_prefill(struct cuda_ctx *ctx, const float *q, float *att, const struct cuda_attn_span *spans,
-                         uint32_t n_spans, uint32_t max_n, uint32_t max_splits, struct cuda_attn_dims d,
-                         struct cuda_attn_kv kv, float scale, uint32_t window, bool exact, float *scratch,
-                         uint32_t part_cap, bool all_split)
+static void attn_prefill(struct cuda_ctx *ctx, const float *q, float *att, uint16_t *att16,
+                         const struct cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n, uint32_t max_splits,
+                         struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale, uint32_t window, bool exact,
+                         float *scratch, uint32_t part_cap, bool all_split)
 {
     if (!cuda_attn_prefill_supported(d))
         CUDA_FAIL("cuda_attn_prefill: unsupported shape (heads %u, kv heads %u, head_dim %u)", d.n_heads,
@@ -471,7 +471,7 @@ static void attn_prefill(struct cuda_ctx *ctx, const float *q, float *att, const
     /* the fast mode on a bf16 cache at head_dim 128: the unsplit spans on wgmma, the split ones (if any) below */
     const bool wg = attn_prefill_wg_takes(ctx, d, kv, exact);
     if (wg && !all_split) {
-        attn_prefill_wg(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        attn_prefill_wg(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window);
         CUDA_CHECK_LAUNCH();
         if (max_splits == 1)
             return;
@@ -512,7 +512,24 @@ extern "C" void cuda_attn_prefill(struct cuda_ctx *ctx, const float *q, float *a
                                   uint32_t max_splits, struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale,
                                   uint32_t window, bool exact, float *scratch, uint32_t part_cap)
 {
-    attn_prefill(ctx, q, att, spans, n_spans, max_n, max_splits, d, kv, scale, window, exact, scratch, part_cap, false);
+    attn_prefill(ctx, q, att, NULL, spans, n_spans, max_n, max_splits, d, kv, scale, window, exact, scratch, part_cap,
+                 false);
+}
+
+extern "C" bool cuda_attn_prefill_bf16_takes(const struct cuda_ctx *ctx, struct cuda_attn_dims d,
+                                             struct cuda_attn_kv kv, bool exact, uint32_t max_splits)
+{
+    return max_splits == 1 && cuda_attn_prefill_supported(d) && attn_prefill_wg_takes(ctx, d, kv, exact);
+}
+
+extern "C" void cuda_attn_prefill_bf16(struct cuda_ctx *ctx, const float *q, uint16_t *att16,
+                                       const struct cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n,
+                                       struct cuda_attn_dims d, struct cuda_attn_kv kv, float scale, uint32_t window)
+{
+    if (!cuda_attn_prefill_bf16_takes(ctx, d, kv, false, 1) || !att16)
+        CUDA_FAIL("cuda_attn_prefill_bf16: not the wgmma kernel's launch (heads %u / %u, head_dim %u, bf16 cache %d)",
+                  d.n_heads, d.n_kv_heads, d.head_dim, (int)kv.bf16);
+    attn_prefill(ctx, q, NULL, att16, spans, n_spans, max_n, 1, d, kv, scale, window, false, NULL, 0, false);
 }
 
 extern "C" void cuda_attn_prefill_split(struct cuda_ctx *ctx, const float *q, float *att,
@@ -522,5 +539,6 @@ extern "C" void cuda_attn_prefill_split(struct cuda_ctx *ctx, const float *q, fl
 {
     if (max_splits < 2)
         CUDA_FAIL("cuda_attn_prefill_split: %u key splits (every span of the launch must be split)", max_splits);
-    attn_prefill(ctx, q, att, spans, n_spans, max_n, max_splits, d, kv, scale, window, exact, scratch, part_cap, true);
+    attn_prefill(ctx, q, att, NULL, spans, n_spans, max_n, max_splits, d, kv, scale, window, exact, scratch, part_cap,
+                 true);
 }

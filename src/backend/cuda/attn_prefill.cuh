@@ -13,11 +13,13 @@
 bool attn_prefill_wg_takes(const cuda_ctx *ctx, cuda_attn_dims d, cuda_attn_kv kv, bool exact);
 /* Every span of the launch with splits ≤ 1 (scale2 = scale·log2(e)); two warpgroups a CTA where
  * ctx->attn_prefill_bm is 128 and max_n > 64, else one. */
-void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
-                     uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window);
+void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, uint16_t *att16,
+                     const cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv,
+                     float scale2, uint32_t window);
 /* The same launch on attn_prefill_ws.cu's warp-specialized kernel (TMA maps of kv.rows rows; pp: its two consumer
  * warpgroups' ping-pong); false, launching nothing, when kv.rows is 0. */
-bool attn_prefill_ws(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
-                     uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, bool pp);
+bool attn_prefill_ws(const cuda_ctx *ctx, const float *q, float *att, uint16_t *att16,
+                     const cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv,
+                     float scale2, uint32_t window, bool pp);
 
 #endif

@@ -82,7 +82,7 @@ __device__ __forceinline__ void wg_issue(uint32_t sK, uint32_t sV, const cuda_at
  * FORM_SERIAL: two stages, each product awaited before the next step. */
 template <int NWG, int FORM, uint32_t BN>
 __global__ void __launch_bounds__(128 * NWG)
-    kernel_attn_prefill_wg(const float *__restrict__ q, float *__restrict__ att,
+    kernel_attn_prefill_wg(const float *__restrict__ q, float *__restrict__ att, uint16_t *__restrict__ att16,
                            const cuda_attn_span *__restrict__ spans, cuda_attn_dims d, cuda_attn_kv kv, float scale2,
                            uint32_t window)
 {
@@ -206,12 +206,13 @@ __global__ void __launch_bounds__(128 * NWG)
             __syncthreads(); /* this stage is refilled two tiles on */
         }
     }
-    wg_store_o(o, l0, l1, att, sp, t0, row0, row1, ntok, h, q_dim, c);
+    wg_store_o(o, l0, l1, att, att16, sp, t0, row0, row1, ntok, h, q_dim, c);
 }
 
 template <int NWG, int FORM, uint32_t BN>
-void launch_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
-               uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
+void launch_wg(const cuda_ctx *ctx, const float *q, float *att, uint16_t *att16,
+               const cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv,
+               float scale2, uint32_t window)
 {
     constexpr uint32_t smem = wg_smem<NWG, FORM, BN>();
     static_assert(smem <= 232448, "a block's shared memory on sm_90");
@@ -220,18 +221,19 @@ void launch_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_wg<NWG, FORM, BN>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid((max_n + 64 * NWG - 1) / (64 * NWG), d.n_heads, n_spans);
-    kernel_attn_prefill_wg<NWG, FORM, BN><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, spans, d, kv, scale2,
-                                                                                 window);
+    kernel_attn_prefill_wg<NWG, FORM, BN><<<grid, 128 * NWG, smem, ctx->stream>>>(q, att, att16, spans, d, kv,
+                                                                                 scale2, window);
 }
 
 template <int FORM, uint32_t BN = 64>
-void launch_pick(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
-                 uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
+void launch_pick(const cuda_ctx *ctx, const float *q, float *att, uint16_t *att16,
+                 const cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv,
+                 float scale2, uint32_t window)
 {
     if (ctx->attn_prefill_bm == 128 && max_n > 64)
-        launch_wg<2, FORM, BN>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_wg<2, FORM, BN>(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window);
     else
-        launch_wg<1, FORM, BN>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_wg<1, FORM, BN>(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window);
 }
 
 } // namespace
@@ -241,22 +243,23 @@ bool attn_prefill_wg_takes(const cuda_ctx *ctx, cuda_attn_dims d, cuda_attn_kv k
     return ctx->attn_prefill_wg != CUDA_ATTN_PREFILL_WG_OFF && !exact && kv.bf16 && d.head_dim == HD;
 }
 
-void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
-                     uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window)
+void attn_prefill_wg(const cuda_ctx *ctx, const float *q, float *att, uint16_t *att16,
+                     const cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv,
+                     float scale2, uint32_t window)
 {
     const enum cuda_attn_prefill_wg f = ctx->attn_prefill_wg;
     if (f == CUDA_ATTN_PREFILL_WG_PIPE) {
-        launch_pick<FORM_PIPE>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_pick<FORM_PIPE>(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window);
     } else if (f == CUDA_ATTN_PREFILL_WG_OVERLAP) {
-        launch_pick<FORM_OVERLAP>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_pick<FORM_OVERLAP>(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window);
     } else if (f == CUDA_ATTN_PREFILL_WG_OVERLAP128 || f == CUDA_ATTN_PREFILL_WG_WS128 ||
                f == CUDA_ATTN_PREFILL_WG_WS128PP) { /* the producer-warp forms where the pool's extent is known */
         const bool ws = f != CUDA_ATTN_PREFILL_WG_OVERLAP128 &&
-                        attn_prefill_ws(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window,
+                        attn_prefill_ws(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window,
                                         f == CUDA_ATTN_PREFILL_WG_WS128PP);
         if (!ws)
-            launch_pick<FORM_OVERLAP, 128>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+            launch_pick<FORM_OVERLAP, 128>(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window);
     } else {
-        launch_pick<FORM_SERIAL>(ctx, q, att, spans, n_spans, max_n, d, kv, scale2, window);
+        launch_pick<FORM_SERIAL>(ctx, q, att, att16, spans, n_spans, max_n, d, kv, scale2, window);
     }
 }

@@ -172,11 +172,14 @@ template <uint32_t BM> __device__ __forceinline__ wg_cta wg_cta_of(const cuda_at
     return w;
 }
 
-/* O / l of this thread's rows row0, row1 of the CTA (those before ntok) into att. o[4j + e]: row row0 (e < 2) or
- * row1, dim 8j + 2c + (e & 1) (c = lane % 4). l holds this thread's share of a row's sum: the quad's added first. */
+/* O / l of this thread's rows row0, row1 of the CTA (those before ntok) into att — or, with att16, into att16 as
+ * bf16 rounded to nearest (cuda_attn_prefill_bf16: the bits cuda_fwd_round_bf16 makes of att's values). o[4j + e]:
+ * row row0 (e < 2) or row1, dim 8j + 2c + (e & 1) (c = lane % 4). l holds this thread's share of a row's sum: the
+ * quad's added first. */
 __device__ __forceinline__ void wg_store_o(const float (&o)[64], float l0, float l1, float *__restrict__ att,
-                                           const cuda_attn_span &sp, uint32_t t0, uint32_t row0, uint32_t row1,
-                                           uint32_t ntok, uint32_t h, uint32_t q_dim, uint32_t c)
+                                           uint16_t *__restrict__ att16, const cuda_attn_span &sp, uint32_t t0,
+                                           uint32_t row0, uint32_t row1, uint32_t ntok, uint32_t h, uint32_t q_dim,
+                                           uint32_t c)
 {
 #pragma unroll
     for (int sh = 1; sh <= 2; sh <<= 1) {
@@ -184,14 +187,26 @@ __device__ __forceinline__ void wg_store_o(const float (&o)[64], float l0, float
         l1 += __shfl_xor_sync(0xffffffffu, l1, sh);
     }
     const float i0 = 1.0f / l0, i1 = 1.0f / l1;
-    float *r0 = att + (uint64_t)(sp.q0 + t0 + row0) * q_dim + (uint64_t)h * HD;
-    float *r1 = att + (uint64_t)(sp.q0 + t0 + row1) * q_dim + (uint64_t)h * HD;
+    const uint64_t e0 = (uint64_t)(sp.q0 + t0 + row0) * q_dim + (uint64_t)h * HD + 2 * c;
+    const uint64_t e1 = (uint64_t)(sp.q0 + t0 + row1) * q_dim + (uint64_t)h * HD + 2 * c;
+    if (att16) {
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            if (row0 < ntok)
+                *reinterpret_cast<__nv_bfloat162 *>(att16 + e0 + 8 * j) =
+                    __floats2bfloat162_rn(o[4 * j] * i0, o[4 * j + 1] * i0);
+            if (row1 < ntok)
+                *reinterpret_cast<__nv_bfloat162 *>(att16 + e1 + 8 * j) =
+                    __floats2bfloat162_rn(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
+        }
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         if (row0 < ntok)
-            *reinterpret_cast<float2 *>(r0 + 8 * j + 2 * c) = make_float2(o[4 * j] * i0, o[4 * j + 1] * i0);
+            *reinterpret_cast<float2 *>(att + e0 + 8 * j) = make_float2(o[4 * j] * i0, o[4 * j + 1] * i0);
         if (row1 < ntok)
-            *reinterpret_cast<float2 *>(r1 + 8 * j + 2 * c) = make_float2(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
+            *reinterpret_cast<float2 *>(att + e1 + 8 * j) = make_float2(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
     }
 }
 

@@ -76,7 +76,7 @@ template <int NWG> __host__ __device__ constexpr bool ws_realloc() { return NWG 
  * turns (a CTA's warpgroups walk the same tiles). The turns change no operation: ws128's bits. */
 template <int NWG, bool PP>
 __global__ void __launch_bounds__(128 * NWG + 128, 1)
-    kernel_attn_prefill_ws(const float *__restrict__ q, float *__restrict__ att,
+    kernel_attn_prefill_ws(const float *__restrict__ q, float *__restrict__ att, uint16_t *__restrict__ att16,
                            const cuda_attn_span *__restrict__ spans, cuda_attn_dims d,
                            const __grid_constant__ CUtensorMap tmk, const __grid_constant__ CUtensorMap tmv,
                            const uint32_t *__restrict__ tables, uint32_t table_stride, float scale2, uint32_t window)
@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(128 * NWG + 128, 1)
     wg_pv<BN>(o, a, sV);
     wgmma_wait<0>();
     reg_fence(o);
-    wg_store_o(o, l0, l1, att, sp, t0, row0, row1, ntok, h, q_dim, c);
+    wg_store_o(o, l0, l1, att, att16, sp, t0, row0, row1, ntok, h, q_dim, c);
 }
 
 /* The driver's cuTensorMapEncodeTiled (through the runtime: no libcuda link), looked up once. */
@@ -233,8 +233,8 @@ void make_map(CUtensorMap *m, const void *base, uint32_t kv_dim, uint32_t rows)
 }
 
 template <int NWG, bool PP>
-void launch_ws(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
-               uint32_t max_n, cuda_attn_dims d, const CUtensorMap &tmk, const CUtensorMap &tmv,
+void launch_ws(const cuda_ctx *ctx, const float *q, float *att, uint16_t *att16, const cuda_attn_span *spans,
+               uint32_t n_spans, uint32_t max_n, cuda_attn_dims d, const CUtensorMap &tmk, const CUtensorMap &tmv,
                const cuda_attn_kv &kv, float scale2, uint32_t window)
 {
     constexpr uint32_t smem = ws_smem<NWG>();
@@ -244,15 +244,15 @@ void launch_ws(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_
         CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel_attn_prefill_ws<NWG, PP>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid((max_n + 64 * NWG - 1) / (64 * NWG), d.n_heads, n_spans);
-    kernel_attn_prefill_ws<NWG, PP><<<grid, 128 * NWG + 128, smem, ctx->stream>>>(q, att, spans, d, tmk, tmv,
-                                                                                kv.tables, kv.table_stride, scale2,
-                                                                                window);
+    kernel_attn_prefill_ws<NWG, PP><<<grid, 128 * NWG + 128, smem, ctx->stream>>>(
+        q, att, att16, spans, d, tmk, tmv, kv.tables, kv.table_stride, scale2, window);
 }
 
 } // namespace
 
-bool attn_prefill_ws(const cuda_ctx *ctx, const float *q, float *att, const cuda_attn_span *spans, uint32_t n_spans,
-                     uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv, float scale2, uint32_t window, bool pp)
+bool attn_prefill_ws(const cuda_ctx *ctx, const float *q, float *att, uint16_t *att16,
+                     const cuda_attn_span *spans, uint32_t n_spans, uint32_t max_n, cuda_attn_dims d, cuda_attn_kv kv,
+                     float scale2, uint32_t window, bool pp)
 {
     const uint32_t kv_dim = d.n_kv_heads * HD;
     if (kv.rows == 0 || (uintptr_t)kv.k % 16 || (uintptr_t)kv.v % 16)
@@ -262,11 +262,11 @@ bool attn_prefill_ws(const cuda_ctx *ctx, const float *q, float *att, const cuda
     make_map(&tmv, kv.v, kv_dim, kv.rows);
     if (ctx->attn_prefill_bm == 128 && max_n > 64) {
         if (pp)
-            launch_ws<2, true>(ctx, q, att, spans, n_spans, max_n, d, tmk, tmv, kv, scale2, window);
+            launch_ws<2, true>(ctx, q, att, att16, spans, n_spans, max_n, d, tmk, tmv, kv, scale2, window);
         else
-            launch_ws<2, false>(ctx, q, att, spans, n_spans, max_n, d, tmk, tmv, kv, scale2, window);
+            launch_ws<2, false>(ctx, q, att, att16, spans, n_spans, max_n, d, tmk, tmv, kv, scale2, window);
     } else {
-        launch_ws<1, false>(ctx, q, att, spans, n_spans, max_n, d, tmk, tmv, kv, scale2, window);
+        launch_ws<1, false>(ctx, q, att, att16, spans, n_spans, max_n, d, tmk, tmv, kv, scale2, window);
     }
     return true;
 }

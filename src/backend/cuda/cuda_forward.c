@@ -348,12 +348,18 @@ static void attn_plan(struct cuda_backend *b, const struct backend_batch *batch,
         cuda_upload(b->ctx, b->d_attn_spans, b->h_attn_spans, slot * sizeof(*b->h_attn_spans));
 }
 
-/* att (T, q_dim) = attention of q over one layer's KV as attn_plan decided. */
+/* att (T, q_dim) = attention of q over one layer's KV as attn_plan decided; with att16 (att_claim's) the one
+ * launch writes it there as bf16 instead. */
 static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, const uint32_t *tok_pos,
-                      const uint32_t *tok_table, float scale, uint32_t window)
+                      const uint32_t *tok_table, float scale, uint32_t window, uint16_t *att16)
 {
     const struct model_config *c = &b->base.model->cfg;
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    if (att16) {
+        const uint32_t *l = b->h_attn_launch;
+        cuda_attn_prefill_bf16(b->ctx, b->q, att16, b->d_attn_spans + l[0], l[1], l[2], ad, *kv, scale, window);
+        return;
+    }
     for (uint32_t r = 0; r < b->n_attn_runs; r++)
         cuda_be_attn_rows(b, b->q, kv, tok_pos, tok_table, b->h_attn_runs[2 * r], b->h_attn_runs[2 * r + 1], scale, window,
                           false);
@@ -365,6 +371,23 @@ static void attention(struct cuda_backend *b, const struct cuda_attn_kv *kv, con
                                                                  b->attn_mode == CUDA_BE_ATTN_MODE_EXACT,
                                                                  b->attn_part, b->attn_rows * CUDA_ATTN_SPLITS);
     }
+}
+
+/* With bf16 activations, where every span takes the o GEMM (x_claim_ok) and the layer's attention is one launch
+ * of the wgmma kernel (no decode rows, no split span: cuda_attn_prefill_bf16_takes), the attention writes o's bf16
+ * input itself — the bits of the rounding kernel after it, without that kernel's pass over att (f32 written, read,
+ * bf16 written: a 4096-token H100 pass spent 1.0 ms in it) — : the claimed parts, else NULL. */
+static uint16_t *att_claim(struct cuda_backend *b, const struct cuda_attn_kv *kv, const struct cuda_weight *wo,
+                           uint32_t T, const uint32_t *spans, uint32_t n_spans)
+{
+    const struct model_config *c = &b->base.model->cfg;
+    const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
+    if (b->base.cfg.act_type != BACKEND_ACT_BF16 || b->n_attn_runs || b->n_attn_launches != 1 ||
+        !cuda_attn_prefill_bf16_takes(b->ctx, ad, *kv, b->attn_mode == CUDA_BE_ATTN_MODE_EXACT, b->h_attn_launch[3]) ||
+        !x_claim_ok(b, &wo, 1, spans, n_spans))
+        return NULL;
+    uint16_t *lo = NULL, *hi = cuda_gemm_x_claim(b->gemm, wo->dtype, b->att, b->q_dim, T, &lo);
+    return lo ? NULL : hi; /* (a low part: not bf16 activations' mode; the GEMM then converts att itself) */
 }
 
 /* A decode-shaped batch in groups of dec_g: a sequence's bits are those of
@@ -459,10 +482,13 @@ static void general_forward(struct cuda_backend *b, const struct backend_batch *
         cuda_be_kv_layer(b, l, blocks, tok_table, 0, &kv, &akv);
         cuda_fwd_qk_rope_kv(b->ctx, b->q, b->q, b->q_dim, b->k, b->v, b->kv_dim, T, tok_pos, D->bq, D->bk, D->bv,
                             D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps, sh, kv);
-        attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0);
-        if (b->n_attn_launches) { /* the prefill kernel's rows (decode rows come rounded) */
-            const struct cuda_weight *wo = &D->wo;
-            b->x_claim = NULL;
+        const struct cuda_weight *wo = &D->wo;
+        uint16_t *att16 = att_claim(b, &akv, wo, T, spans, n_spans);
+        attention(b, &akv, tok_pos, tok_table, c->attn_scale, L->sliding ? c->sliding_window : 0, att16);
+        b->x_claim = NULL;
+        if (att16) {
+            b->x_claim = b->att, b->x_claim_T = T; /* o's input written by the attention */
+        } else if (b->n_attn_launches) { /* the prefill kernel's rows (decode rows come rounded) */
             if (b->base.cfg.act_type != BACKEND_ACT_BF16 || !x_claim_ok(b, &wo, 1, spans, n_spans))
                 cuda_be_round_act(b, b->att, (uint64_t)T * b->q_dim);
             else if (cuda_fwd_round_bf16_gemm(b->ctx, b->gemm, wo->dtype, b->att, T, b->q_dim))

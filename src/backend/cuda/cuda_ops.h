@@ -427,8 +427,8 @@ void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t ro
                               the product stored, then added to y by a separate f32 add; where
                               cuda_gemm_accum_takes */
 /* Whether a weight's GEMM (bs: FP8 with block scales, cuda_gemm_run_bs) can add into y (CUDA_GEMM_ACCUM) with
- * those bits: the promoted GEMM (its epilogue adds), or one cuBLASLt product (no low part of x or of the weight) at
- * scale 1, whose D = alpha·acc + beta·y is then acc + y rounded once. */
+ * those bits: one cuBLASLt product (no low part of x or of the weight) at scale 1, whose D = alpha·acc + beta·y is
+ * then acc + y rounded once; not the promoted GEMM (its epilogue reading y measured slower than the add after it). */
 bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, bool bs, uint64_t rows, uint64_t n, float scale);
 /* Convert x for the weights of type t now (so that several GEMMs reading the
  * same x — q/k/v, gate/up — convert it once); and the weight dequantization

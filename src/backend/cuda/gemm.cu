@@ -381,8 +381,9 @@ extern "C" bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, b
 {
     if (!cuda_gemm_supported(bs ? DTYPE_F8_E4M3 : t, rows, n))
         return false;
-    if (!bs && cuda_gemm_promoted(g, t, rows, n)) /* gemm_q's epilogue adds fl(scale · acc) itself */
-        return true;
+    if (!bs && cuda_gemm_promoted(g, t, rows, n)) /* gemm_q.cu's epilogue reading y was slower than the norm's add:
+                                                    * Q8_0 / Q4_K_M pp4096 −3 / −2 % (H100, forty-fifth run) */
+        return false;
     if (scale != 1.0f) /* cuBLASLt's alpha · acc + beta · y need not round alpha · acc first */
         return false;
     if (t == DTYPE_F32 && !bs)
@@ -612,7 +613,7 @@ static void run_promoted(struct cuda_gemm *g, enum dtype t, const void *w, const
         gemm_q_pack(g->ctx, t, w, rows, n, g->wq);
         a = g->wq;
     }
-    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, scale, (flags & CUDA_GEMM_ACCUM) != 0);
+    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, scale);
 }
 
 extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept,

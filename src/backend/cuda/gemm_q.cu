@@ -122,7 +122,7 @@ template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint32_t
 template <int XP, int WG>
 __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, float *__restrict__ y, uint32_t rows,
-                  uint32_t T, uint32_t KX, uint32_t TT, float scale, bool accum)
+                  uint32_t T, uint32_t KX, uint32_t TT, float scale)
 {
     using L = lay<XP, WG>;
     constexpr int NS = L::NS;
@@ -233,10 +233,8 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t t = tt * BN + 8 * j + 2 * c + (e & 1);
-            if (t < T) { /* accum: fl(y + fl(scale · acc)), the bits of the product stored, then added */
-                float *p = &y[(uint64_t)t * rows + row + (e >> 1) * 8];
-                const float v = __fmul_rn(scale, acc[4 * j + e]);
-                *p = accum ? __fadd_rn(*p, v) : v;
+            if (t < T) {
+                y[(uint64_t)t * rows + row + (e >> 1) * 8] = scale * acc[4 * j + e];
             }
         }
     }
@@ -371,7 +369,7 @@ void launch_pack(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, void
 
 template <int XP, int WG>
 void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows, uint32_t KX, uint32_t T,
-                 float *y, float scale, bool accum)
+                 float *y, float scale)
 {
     using L = lay<XP, WG>;
     static uint32_t opted; /* devices the attribute is set on */
@@ -380,7 +378,7 @@ void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::SMEM));
     const uint32_t TT = (T + BN - 1) / BN;
     kernel_gemm_q<XP, WG><<<(unsigned)(rows / BM * (3 - WG) * TT), L::NT, L::SMEM, ctx->stream>>>(
-        (const uint8_t *)packed, (const uint8_t *)xt, y, (uint32_t)rows, T, KX, TT, scale, accum);
+        (const uint8_t *)packed, (const uint8_t *)xt, y, (uint32_t)rows, T, KX, TT, scale);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -461,14 +459,14 @@ void gemm_q_tile_x(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16
 }
 
 void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, const void *xt, int parts,
-                uint64_t rows, uint64_t n, uint32_t T, float *y, float scale, bool accum)
+                uint64_t rows, uint64_t n, uint32_t T, float *y, float scale)
 {
     if (!gemm_q_supported(t, rows, n) || (parts != 1 && parts != 2) || T == 0)
         CUDA_FAIL("gemm_q_run: %s %llu×%llu, %d x parts, T %u not supported", dtype_name(t),
                   (unsigned long long)rows, (unsigned long long)n, parts, T);
     const uint32_t KX = (uint32_t)all_tiles(n, gemm_q_has_mins(t));
     if (T <= NARROW_T)
-        (parts == 1 ? launch_gemm<1, 1> : launch_gemm<2, 1>)(ctx, packed, xt, rows, KX, T, y, scale, accum);
+        (parts == 1 ? launch_gemm<1, 1> : launch_gemm<2, 1>)(ctx, packed, xt, rows, KX, T, y, scale);
     else
-        (parts == 1 ? launch_gemm<1, 2> : launch_gemm<2, 2>)(ctx, packed, xt, rows, KX, T, y, scale, accum);
+        (parts == 1 ? launch_gemm<1, 2> : launch_gemm<2, 2>)(ctx, packed, xt, rows, KX, T, y, scale);
 }

@@ -375,7 +375,6 @@ static bool x_has_lo(const struct cuda_gemm *g, enum xkind kind)
     return g->mode == CUDA_GEMM_EXACT || (g->mode == CUDA_GEMM_XBF16 && kind == XK_F16);
 }
 
-/* Whether the scratch holds the parts of x (n, T) for an input of the kind. */
 extern "C" bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, bool bs, uint64_t rows, uint64_t n,
                                       float scale)
 {
@@ -393,6 +392,7 @@ extern "C" bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, b
     return !x_has_lo(g, xk) && !wlo; /* one product: its D = acc + y */
 }
 
+/* Whether the scratch holds the parts of x (n, T) for an input of the kind. */
 static bool prep_holds(const struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T)
 {
     return g->prep.x == x && g->prep.n == n && g->prep.T == T && g->prep.kind == (int)kind;

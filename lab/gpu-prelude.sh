@@ -42,14 +42,20 @@ gguf_models() {
     echo "rc $?" >> /tmp/t128.log ) &
   MT=$!
 }
-# kf_fixtures PREFIX [TIMEOUT]: kernel_forward's fixtures, f32 then bf16 activations ($OUT/PREFIXkf-ACT.log; a line
-# each and any failed checks), after making the tiny deep-check model gpu/tiny/hf-bf16 if it is missing.
+# kf_fixtures PREFIX [TIMEOUT]: kernel_forward's fixtures, f32 then bf16 activations, then bf16 activations on a bf16
+# KV cache (the server's throughput setting) with the tiny head_dim-128 BF16 model gpu/t128/hf-bf16 as an extra (its
+# attention on the wgmma kernel) ($OUT/PREFIXkf-{f32,bf16,bf16kv}.log; a line each and any failed checks), after
+# making the tiny models (the deep-check gpu/tiny/hf-bf16 and gpu/t128/hf-bf16) where missing.
 kf_fixtures() {
   local p=$1 to=${2:-120} act
   [ -d gpu/tiny/hf-bf16 ] || python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1 ||
     ts "tiny model failed"
-  for act in f32 bf16; do
-    MEMRA_ACT_TYPE=$act MEMRA_FORWARD_PART=fixtures timeout "$to" $B/kernels/kernel_forward > $OUT/${p}kf-$act.log 2>&1
+  [ -d gpu/t128/hf-bf16 ] || python3 tools/make_test_models.py gpu/t128 --tiny --tiny-head-dim 128 --formats bf16 \
+    > /tmp/t128b.log 2>&1 || ts "t128 model failed"
+  for act in f32 bf16 bf16kv; do
+    env MEMRA_ACT_TYPE=${act%kv} MEMRA_FORWARD_PART=fixtures \
+      $([ $act = bf16kv ] && echo MEMRA_KV_TYPE=bf16 MEMRA_EXTRA_MODELS=gpu/t128/hf-bf16) \
+      timeout "$to" $B/kernels/kernel_forward > $OUT/${p}kf-$act.log 2>&1
     ts "kernel_forward $act rc $? $(grep -E 'checks,' $OUT/${p}kf-$act.log | tail -1)"
     grep -E 'CHECK failed' $OUT/${p}kf-$act.log | head -4
   done

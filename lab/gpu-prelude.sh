@@ -2,8 +2,14 @@
 # into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
 # into /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, gguf_models, kf_fixtures and kf_extra (below),
 # and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid, empty
-# without it; make.log's last line its status).
+# without it; make.log's last line its status). With REQUIRE_GPU=TEXT (e.g. H200) it first stops the script (exit
+# 3) unless the GPU's name holds TEXT: a call that wants one kind's figures costs seconds, not minutes, when the
+# other kind is lent (forty-fifth session: every call got an H100).
 set -u
+if [ -n "${REQUIRE_GPU:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE_GPU"; then
+  echo "not a $REQUIRE_GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader); stopped"
+  exit 3
+fi
 T0=$(date +%s); ts() { echo "[t=$(( $(date +%s) - T0 ))s] $*"; }
 tar -xJf "gpu/$1.tar.xz" -C /tmp
 B=/tmp/$1

@@ -13,7 +13,8 @@ timeout 120 $B/kernels/kernel_gemm --quick > $OUT/kg.log 2>&1
 ts "kernel_gemm --quick rc $? $(grep -E '^accumulating' $OUT/kg.log) $(tail -1 $OUT/kg.log)"
 grep -E 'CHECK failed|DIFFERENT' $OUT/kg.log | head -4
 timeout 90 $B/kernels/kernel_attn --prefill-wg > $OUT/kp.log 2>&1
-ts "kernel_attn --prefill-wg: $(grep -E '^ok|^FAIL' $OUT/kp.log | tr '\n' ' ') $(grep -c 'CHECK failed' $OUT/kp.log) failed"
+ts "kernel_attn --prefill-wg: $(grep -E '^ok|^FAIL' $OUT/kp.log | tr '\n' ' ') \
+$(grep -c 'CHECK failed' $OUT/kp.log) failed"
 kf_fixtures ""
 wait $MQ; ts "m8q: $(tail -1 /tmp/makeq.log)"
 XA="--ubatch 4096" TO=80 mbench "q8_0 bf16-act ub4096" /tmp/m8q/llama8b-q8_0.gguf pp4096 MEMRA_ACT_TYPE=bf16

@@ -7,9 +7,8 @@
 # ~1 s of its 2.8 s in prefill at ~31 k tok/s (~470 TFLOP/s): this says which kernels hold the rest.
 # With ATTN_NCU=1, then one prefill attention launch of the same run under ncu's speed-of-light, warp-state,
 # scheduler and occupancy sections ($OUT/ncu-attn.txt). With CHECKS=1, while the model is made: kernel_attn
-# --prefill-wg's checks at the defaults (its table cut off after 90 s) and kernel_forward's fixtures (f32, bf16, with
-# the tiny deep-check model) — a
-# landed build's checks and its prefill breakdown in one call.
+# --prefill-wg's checks at the defaults (its table cut off after 90 s) and kernel_forward's fixtures (gpu-prelude.sh's
+# kf_fixtures) — a landed build's checks and its prefill breakdown in one call.
 # NAME/bin from lab/final-pack.sh; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/ncu-prefill-gpu.sh NAME [TEST] [UBATCH]}"

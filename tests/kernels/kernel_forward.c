@@ -592,6 +592,15 @@ static int greedy(struct backend *b, int32_t *out, float *lg)
  * gpu_pick after the same prompt and tokens [0, i)): how far below the CPU's
  * pick the GPU's is on the CPU's logits at that point, over their range (the
  * CPU's bits do not depend on how its prefill is cut; lg: vocab floats). */
+/* How far below token a's logit token b's lies in lg (vocab V), over lg's range: a near tie where ≤ TOL_ACT_BF16. */
+static double tie_gap(const float *lg, uint32_t V, int32_t a, int32_t b)
+{
+    float mn = lg[0], mx = lg[0];
+    for (uint32_t k = 1; k < V; k++)
+        mn = fminf(mn, lg[k]), mx = fmaxf(mx, lg[k]);
+    return mx > mn ? ((double)lg[a] - lg[b]) / (mx - mn) : 0.0;
+}
+
 static double greedy_tie_gap(struct backend *c, const int32_t *tc, uint32_t i, int32_t gpu_pick, float *lg)
 {
     const uint32_t V = c->model->cfg.vocab;
@@ -601,10 +610,7 @@ static double greedy_tie_gap(struct backend *c, const int32_t *tc, uint32_t i, i
     memcpy(seq + n, tc, i * sizeof(int32_t));
     if (fwd(c, 0, 0, seq, n + i, 1, lg) != 0)
         return INFINITY;
-    float mn = lg[0], mx = lg[0];
-    for (uint32_t k = 1; k < V; k++)
-        mn = fminf(mn, lg[k]), mx = fmaxf(mx, lg[k]);
-    return mx > mn ? ((double)lg[tc[i]] - lg[gpu_pick]) / (mx - mn) : 0.0;
+    return tie_gap(lg, V, tc[i], gpu_pick);
 }
 
 static struct backend *open_be(const struct backend_ops *ops, const struct model *m, uint32_t max_ctx,
@@ -767,7 +773,7 @@ static bool batch_vs_alone(struct backend *g, uint32_t n_seq)
                 /* with bf16 activations two tokens within TOL_ACT_BF16 of the range may swap — a near tie, as
                  * the greedy checks allow between CPU and GPU (the batch's decode GEMV is not a lone token's) */
                 const uint32_t aa = argmax(al, V), ab = argmax(bv, V);
-                const double gap = hi > lo ? ((double)al[aa] - al[ab]) / (hi - lo) : 0.0;
+                const double gap = tie_gap(al, V, (int32_t)aa, (int32_t)ab);
                 const bool tie = aa != ab && g_act_type == BACKEND_ACT_BF16 && gap <= TOL_ACT_BF16;
                 if (tie) {
                     g_batch_ties++;
@@ -976,11 +982,7 @@ static void check_chunked(struct backend *g, struct row *R)
         while (i < CHUNK_GREEDY_N && t1[i] == t2[i])
             i++;
         if (i < CHUNK_GREEDY_N && g_act_type == BACKEND_ACT_BF16) { /* how near a tie the parting is, one shot's */
-            const float *c = steps + (size_t)i * V;
-            float cmn = c[0], cmx = c[0];
-            for (uint32_t k = 1; k < V; k++)
-                cmn = fminf(cmn, c[k]), cmx = fmaxf(cmx, c[k]);
-            R->chunk_tie = cmx > cmn ? ((double)c[t1[i]] - c[t2[i]]) / (cmx - cmn) : 0.0;
+            R->chunk_tie = tie_gap(steps + (size_t)i * V, V, t1[i], t2[i]);
             fprintf(stderr, "  %s: greedy after the chunked prefill parts at token %u, a tie %.2e of the range apart\n",
                     R->name, i, R->chunk_tie);
         }

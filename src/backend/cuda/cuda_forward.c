@@ -93,6 +93,16 @@ static void matmul_gemm(struct cuda_backend *b, const struct cuda_weight *const 
     }
 }
 
+/* Tokens [t0, t0 + T) through the GEMM (in_gemm) or the GEMVs. */
+static void matmul_run(struct cuda_backend *b, const struct cuda_weight *const *ws, float *const *ys, int n,
+                       const float *x, uint32_t t0, uint32_t T, bool in_gemm)
+{
+    if (in_gemm)
+        matmul_gemm(b, ws, ys, n, x, t0, T, false);
+    else
+        matmul_gemv(b, ws, ys, n, x, t0, T);
+}
+
 /* ys[i] (T, ws[i].rows) = x (T, cols) · ws[i]ᵀ for weights sharing the input,
  * T = Σ spans: each span (a sequence's tokens, consecutive in x) of enough
  * tokens takes the GEMM — consecutive such spans one GEMM over all their rows
@@ -110,20 +120,26 @@ static void matmul_multi(struct cuda_backend *b, const struct cuda_weight *const
     for (uint32_t s = 0; s < n_spans; s++) {
         const bool gemm = span_takes_gemm(b, ws, n, spans[s]);
         if (gemm != in_gemm) {
-            if (t > run0 && in_gemm)
-                matmul_gemm(b, ws, ys, n, x, run0, t - run0, false);
-            else if (t > run0)
-                matmul_gemv(b, ws, ys, n, x, run0, t - run0);
+            if (t > run0)
+                matmul_run(b, ws, ys, n, x, run0, t - run0, in_gemm);
             run0 = t;
             in_gemm = gemm;
         }
         t += spans[s];
     }
-    if (t > run0 && in_gemm)
-        matmul_gemm(b, ws, ys, n, x, run0, t - run0, false);
-    else if (t > run0)
-        matmul_gemv(b, ws, ys, n, x, run0, t - run0);
+    if (t > run0)
+        matmul_run(b, ws, ys, n, x, run0, t - run0, in_gemm);
     b->x_claim = NULL; /* a claim serves the matmul right after its producer only */
+}
+
+/* Whether every span of the batch takes the GEMM for weights ws (so one call over all T rows). */
+static bool all_spans_gemm(const struct cuda_backend *b, const struct cuda_weight *const *ws, int n,
+                           const uint32_t *spans, uint32_t n_spans)
+{
+    for (uint32_t s = 0; s < n_spans; s++)
+        if (!span_takes_gemm(b, ws, n, spans[s]))
+            return false;
+    return true;
 }
 
 /* Whether the producer of the input of weights ws may write the GEMM's bf16
@@ -138,10 +154,7 @@ static bool x_claim_ok(const struct cuda_backend *b, const struct cuda_weight *c
     for (int i = 0; i < n; i++)
         if (ws[i]->dtype == DTYPE_F16 || ws[i]->dtype == DTYPE_F32)
             return false;
-    for (uint32_t s = 0; s < n_spans; s++)
-        if (!span_takes_gemm(b, ws, n, spans[s]))
-            return false;
-    return true;
+    return all_spans_gemm(b, ws, n, spans, n_spans);
 }
 
 /* out (T, dim) = RMSNorm of x (+ residual, written back) · w, the input of the
@@ -174,10 +187,7 @@ static bool accum_ok(const struct cuda_backend *b, const struct cuda_weight *w, 
     if (!b->gemm_accum || !b->gemm || !cuda_gemm_accum_takes(b->gemm, w->dtype, w->bs != NULL, w->rows, w->cols,
                                                              w->scale))
         return false;
-    for (uint32_t s = 0; s < n_spans; s++)
-        if (!span_takes_gemm(b, &w, 1, spans[s]))
-            return false;
-    return true;
+    return all_spans_gemm(b, &w, 1, spans, n_spans);
 }
 
 /* A block's output through w into xb2 — for the next norm to add — or, where may_add (no post-norm: Gemma's

@@ -565,12 +565,6 @@ static void run_parts(struct cuda_gemm *g, enum xkind xk, const void *a, const v
 {
     const cudaDataType_t dt = xk == XK_F16 ? CUDA_R_16F : CUDA_R_16BF;
     const bool xlo = x_has_lo(g, xk);
-    if (accum) { /* one product at scale 1 (cuda_gemm_accum_takes): D = acc + y, rounded once */
-        if (xlo || wlo || scale != 1.0f)
-            CUDA_FAIL("cuda_gemm: adding into y takes one product at scale 1");
-        gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
-        return;
-    }
     if (xlo && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
         /* x_hi and x_lo as one B of 2T columns: the weight is read once */
         gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, 2 * T, g->ystack, scale, 0.0f, 256);
@@ -581,7 +575,8 @@ static void run_parts(struct cuda_gemm *g, enum xkind xk, const void *a, const v
             gemm_plans_run(g->pl, dt, wlo, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f, 256);
         return;
     }
-    gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 0.0f, 256);
+    /* accum: one product at scale 1 (the callers asked cuda_gemm_accum_takes): D = acc + y, rounded once */
+    gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, accum ? 1.0f : 0.0f, 256);
     if (xlo)
         gemm_plans_run(g->pl, dt, a, dt, g->xlo, CUBLAS_COMPUTE_32F, rows, n, T, y, scale, 1.0f,
                        gemm_align_of((uint64_t)T * n * 2));

@@ -1,7 +1,8 @@
 /* backend/cuda/wgmma.cuh — Hopper's warpgroup tensor-core instruction (wgmma) for the kernels that use it
  * (mmv_wg.cu, the batched decode GEMV; attn_prefill_wg.cu / attn_prefill_ws.cu, the prefill attention; gemm_q.cu):
  * the fences and waits around an asynchronous wgmma, the warpgroups' register trade (setmaxnreg), shared-memory
- * matrix descriptors in the 128-byte swizzle, and the m64n128k16 product with both operands in shared memory. Each kernel keeps its other shapes beside it.
+ * matrix descriptors in the 128-byte swizzle, and the m64n128k16 product with both operands in shared memory. Each
+ * kernel keeps its other shapes beside it.
  *
  * A swizzled tile row is 128 bytes (64 bf16): 16-byte piece c of row r lies at r·128 + (c ^ r % 8)·16, so eight
  * rows' same piece fall in eight different bank groups (ldmatrix-free reads by the tensor cores and conflict-free
@@ -19,7 +20,6 @@ template <int N> static __device__ __forceinline__ void wgmma_wait()
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-/* keeps the compiler from moving accumulator reads across the asynchronous wgmma */
 /* The registers a thread of this warpgroup may hold from here on (setmaxnreg): ptxas sizes a kernel with wgmma in
  * warpgroups, so a producer warpgroup gives its registers to the computing ones (FlashAttention-3's register
  * reallocation; gemm_q.cu, attn_prefill_ws.cu). */
@@ -31,6 +31,7 @@ template <uint32_t N> static __device__ __forceinline__ void regs_inc()
 {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 }
+/* keeps the compiler from moving accumulator reads across the asynchronous wgmma */
 static __device__ __forceinline__ void reg_fence(float &v) { asm volatile("" : "+f"(v)::"memory"); }
 template <int N> static __device__ __forceinline__ void reg_fence(float (&v)[N])
 {

@@ -149,8 +149,10 @@ const char *backend_kv_type_name(enum backend_kv_type t);
 /* What a matmul's activation input holds. F32: x as computed (the GPU splits
  * it into bf16 high + low parts to keep ~16 bits: two tensor-core products a
  * matmul). BF16: every matmul's x is rounded to bfloat16 (nearest even) at
- * its entry, as a bf16 model in transformers computes — the weights stay
- * exact, products are accumulated in f32, so a GPU GEMM needs one product for
+ * its entry, as a bf16 model in transformers computes, and a dense FFN's
+ * gate and up outputs are rounded to bf16 before the activation (as
+ * transformers' bf16 linear layers store them; MoE experts keep them f32) —
+ * the weights stay exact, products are accumulated in f32, so a GPU GEMM needs one product for
  * BF16/FP8 weights (two for GGUF, whose dequantized values need a high and a
  * low part) and its batched GEMVs one pass. Both backends round at the same
  * places the same way; but where their f32 values differ by an ulp, the two

@@ -35,7 +35,9 @@
  *      identical: placement never changes a bit);
  *    - the residual added by the o and down GEMMs themselves (MEMRA_GEMM_ACCUM, the default; it applies under
  *      bf16 activations to BF16 / F32 weights): every prompt's logits bit-identical to a second GPU backend's with
- *      it off (fixtures with an explicit pool);
+ *      it off (fixtures with an explicit pool); the gate and up GEMMs writing bf16 (MEMRA_GEMM_GU_BF16, the
+ *      default; under bf16 activations): within the GPU-vs-CPU bound of a second backend's logits with it off
+ *      (the same bits where cuBLASLt's bf16-output kernels sum as the f32 ones: reported);
  *    - chunked prefill: the longest prompt in two chunks (3/5 + 2/5: other
  *      span lengths, so other GEMM shapes) against one shot: logits at every
  *      position within the same 1e-3 of the range, and the 16 greedy tokens
@@ -528,6 +530,8 @@ struct row {
     double chunk_tie; /* with bf16 activations: where the greedy tokens part, how close a tie (≥ 0), else −1 */
     int batch_ties;   /* with bf16 activations: steps whose batch and alone picks swapped two near-tied tokens */
     int accum_same; /* the prompts' logits with MEMRA_GEMM_ACCUM off: 1 bit-identical, 0 not, -1 not run */
+    int gu16_same;  /* the same with MEMRA_GEMM_GU_BF16 off */
+    double gu16_err; /* ... its max|dlogit|/range (-1 not run) */
 };
 static struct row g_rows[40];
 static int g_n_rows;
@@ -996,35 +1000,48 @@ static void check_chunked(struct backend *g, struct row *R)
     free(one), free(chk), free(steps);
 }
 
-/* The prompts' prefill logits lg (total rows) against a second GPU backend's with MEMRA_GEMM_ACCUM off (the o and
- * down GEMMs' output added by the norm after them, not by the GEMM into the residual: cuda_forward.c block_out):
- * 1 bit-identical, 0 not (or it failed), -1 not run (a pool sized from the free memory leaves none for it). */
-static int accum_check(const struct model *m, uint32_t max_ctx, uint32_t pool, const float *lg, size_t total)
+/* The prompts' prefill logits lg (total rows) against a second GPU backend's with the setting var off: max|Δ| over
+ * the range of lg (INFINITY where it failed), *same whether bit-identical; -1 where not run (a pool sized from the
+ * free memory leaves none for it: gpu_auto_pool). MEMRA_GEMM_ACCUM (the o and down GEMMs' output added by the norm
+ * after them, not by the GEMM into the residual: cuda_forward.c block_out) must give the same bits;
+ * MEMRA_GEMM_GU_BF16 (gate and up written as f32, rounded by the GLU: gu_bf16_ok) the same values wherever
+ * cuBLASLt's bf16-output kernel sums as its f32 one (kernel_gemm's check_y16), within tol_logits() always. */
+static double off_check(const struct model *m, uint32_t max_ctx, uint32_t pool, const float *lg, size_t total,
+                        const char *var, bool *same)
 {
-    char err[512], *was = getenv("MEMRA_GEMM_ACCUM") ? strdup(getenv("MEMRA_GEMM_ACCUM")) : NULL;
-    setenv("MEMRA_GEMM_ACCUM", "off", 1);
+    char err[512], *was = getenv(var) ? strdup(getenv(var)) : NULL;
+    *same = false;
+    setenv(var, "off", 1);
     struct backend *g2 = open_be(&backend_cuda_ops, m, max_ctx, pool, err, sizeof(err));
     if (was)
-        setenv("MEMRA_GEMM_ACCUM", was, 1);
+        setenv(var, was, 1);
     else
-        unsetenv("MEMRA_GEMM_ACCUM");
+        unsetenv(var);
     free(was);
     if (!g2) {
-        fprintf(stderr, "accum_check: cuda backend: %s\n", err);
-        return 0;
+        fprintf(stderr, "off_check %s: cuda backend: %s\n", var, err);
+        return INFINITY;
     }
     const uint32_t V = m->cfg.vocab;
     float *l2 = malloc(sizeof(float) * total * V);
-    bool same = l2 != NULL;
+    bool ok = l2 != NULL;
     size_t off = 0;
-    for (uint32_t p = 0; p < g_n_prompts && same; p++) {
-        same = fwd(g2, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], l2 + off * V) == 0;
+    for (uint32_t p = 0; p < g_n_prompts && ok; p++) {
+        ok = fwd(g2, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], l2 + off * V) == 0;
         off += g_prompt_len[p];
     }
-    same = same && memcmp(l2, lg, sizeof(float) * total * V) == 0;
+    double md = ok ? 0 : INFINITY;
+    float mn = INFINITY, mx = -INFINITY;
+    for (size_t i = 0; ok && i < total * V; i++) {
+        mn = lg[i] < mn ? lg[i] : mn;
+        mx = lg[i] > mx ? lg[i] : mx;
+        const double d = fabs((double)lg[i] - l2[i]);
+        md = d > md || d != d ? d : md;
+    }
+    *same = ok && memcmp(l2, lg, sizeof(float) * total * V) == 0;
     free(l2);
     g2->ops->free(g2);
-    return same;
+    return ok && mx > mn ? md / (mx - mn) : md;
 }
 
 static void check_model(const char *path, const char *name, const char *dtype, const char *ref_file,
@@ -1086,8 +1103,18 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     }
     R->err_cpu = ok ? md / (mx - mn) : INFINITY;
     CHECK_MSG(R->err_cpu <= tol_logits(), "%s: GPU vs CPU max|dlogit|/range %.3g", name, R->err_cpu);
-    R->accum_same = !ok || gpu_auto_pool ? -1 : accum_check(&m, max_ctx, pool, lg, total);
+    R->accum_same = R->gu16_same = -1;
+    R->gu16_err = -1;
+    if (ok && !gpu_auto_pool) {
+        bool same;
+        off_check(&m, max_ctx, pool, lg, total, "MEMRA_GEMM_ACCUM", &same);
+        R->accum_same = same;
+        R->gu16_err = off_check(&m, max_ctx, pool, lg, total, "MEMRA_GEMM_GU_BF16", &same);
+        R->gu16_same = same;
+    }
     CHECK_MSG(R->accum_same != 0, "%s: the logits differ with MEMRA_GEMM_ACCUM off", name);
+    CHECK_MSG(R->gu16_err <= tol_logits(), "%s: with MEMRA_GEMM_GU_BF16 off max|dlogit|/range %.3g", name,
+              R->gu16_err);
     if (ref_file) {
         float *want = malloc(sizeof(float) * total * V);
         FILE *f = fopen(ref_file, "rb");
@@ -1143,10 +1170,11 @@ static void check_model(const char *path, const char *name, const char *dtype, c
     }
     R->status = "ok";
     fprintf(stderr, "  %-26s GPU vs CPU %.2e  greedy %d/64  batch16 %s  rollback %s  paged %s (%.2e)  pool %u  "
-            "chunked %.2e%s  accum %s\n", name, R->err_cpu, R->greedy_same, R->batch_same ? "same" : "DIFF",
-            R->rollback_same ? "same" : "DIFF", R->paged_same ? "same" : "DIFF", R->err_paged, R->kv_blocks,
-            R->chunk_err, R->chunk_greedy_same ? "" : " GREEDY DIFF",
-            R->accum_same < 0 ? "-" : R->accum_same ? "same" : "DIFF");
+            "chunked %.2e%s  accum %s  gu16 %s (%.2e)\n", name, R->err_cpu, R->greedy_same,
+            R->batch_same ? "same" : "DIFF", R->rollback_same ? "same" : "DIFF", R->paged_same ? "same" : "DIFF",
+            R->err_paged, R->kv_blocks, R->chunk_err, R->chunk_greedy_same ? "" : " GREEDY DIFF",
+            R->accum_same < 0 ? "-" : R->accum_same ? "same" : "DIFF",
+            R->gu16_same < 0 ? "-" : R->gu16_same ? "same" : "moved", R->gu16_err);
     free(lc), free(lg), free(first);
     c->ops->free(c);
     g->ops->free(g);

@@ -19,7 +19,8 @@
  * reading the copy gives the dequantizing call's bits, with another weight
  * passed as w and in the scratch (so the copy is what is read).
  * Where cuda_gemm_accum_takes, the same GEMM adding into a random y (CUDA_GEMM_ACCUM) gives fl(y + the product)
- * bit for bit (the RMSNorm's residual add of the plain GEMM's output).
+ * bit for bit (the RMSNorm's residual add of the plain GEMM's output); where cuda_gemm_y_bf16_takes, the GEMM writing
+ * a bf16 y (CUDA_GEMM_Y_BF16) gives the f32 y rounded, each element within one bf16 step (check_y16).
  * Batch invariance: the same 40 tokens computed alone, as rows 23..62 of a
  * larger buffer (x and y at an offset, as a span inside a batch) and inside
  * one GEMM over the buffer's 80 rows give bit-identical outputs, for BF16,
@@ -90,6 +91,43 @@ static float rand_x(enum cuda_gemm_mode mode)
 
 static double g_worst[5][NTYPES]; /* per mode (3, 4: exact, xbf16 promoted) and type, for the table */
 static int g_accum_checked;        /* check_gemm's cases that added into y (cuda_gemm_accum_takes) */
+static int g_y16_checked;          /* check_gemm's cases that wrote a bf16 y (cuda_gemm_y_bf16_takes) */
+static uint64_t g_y16_moved;       /* their elements one bf16 step from the f32 y's rounding */
+
+/* The GEMM writing y as bf16 (CUDA_GEMM_Y_BF16) into dy (poisoned with bf16 NaNs first) against y, the same
+ * GEMM's f32 output, rounded to nearest even: each element that value, or — where cuBLASLt's plan for a bf16 D
+ * runs another kernel whose f32 sum differs by an ulp at a rounding tie's edge — one bf16 step from it (counted:
+ * g_y16_moved; the backend's GLU reads either as a bf16 activation, within kernel_forward's GPU-vs-CPU bound). */
+static void check_y16(struct cuda_gemm *g, enum dtype t, const void *dw, uint64_t rows, uint64_t n, const float *dx,
+                      uint32_t T, float *dy, const float *y, float scale)
+{
+    const enum cuda_gemm_mode mode = cuda_gemm_mode_of(g);
+    uint16_t *y16 = malloc(2 * rows * T);
+    MEMRA_ASSERT(y16);
+    memset(y16, 0xff, 2 * rows * T);
+    cuda_upload(g_ctx, dy, y16, 2 * rows * T);
+    cuda_gemm_run(g, t, dw, rows, n, dx, T, dy, scale, CUDA_GEMM_Y_BF16);
+    cuda_ctx_sync(g_ctx);
+    cuda_download(g_ctx, y16, dy, 2 * rows * T);
+    uint64_t moved = 0, bad = 0;
+    for (uint64_t i = 0; i < rows * T; i++) {
+        const uint16_t want = quant_f32_to_bf16(y[i]);
+        if (y16[i] == want)
+            continue;
+        const int d = (int)(y16[i] & 0x7fff) - (int)(want & 0x7fff);
+        if ((y16[i] ^ want) & 0x8000 || d > 1 || d < -1 || (y16[i] & 0x7f80) == 0x7f80)
+            bad++;
+        else
+            moved++;
+    }
+    g_y16_checked++;
+    g_y16_moved += moved;
+    CHECK_MSG(bad == 0, "%s %s %" PRIu64 "x%" PRIu64 " T=%u: the bf16 y is more than one step from the f32 y's "
+              "rounding at %" PRIu64 " elements", mode_name(mode), dtype_name(t), rows, n, T, bad);
+    printf("check %-5s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u bf16 y: %" PRIu64 " of %" PRIu64 " one step from the f32 "
+           "y rounded%s\n", mode_name(mode), dtype_name(t), rows, n, T, moved, rows * T, bad ? "  FAIL" : "");
+    free(y16);
+}
 
 static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n, uint32_t T)
 {
@@ -144,6 +182,8 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
                promoted ? " promoted" : "", dtype_name(t), rows, n, T, diff ? "DIFFERENT" : "bit-identical");
         free(r), free(ya);
     }
+    if (cuda_gemm_y_bf16_takes(g, t, rows, n)) /* y written as bf16: the f32 product rounded once */
+        check_y16(g, t, dw, rows, n, dx, T, dy, y, scale);
     const uint64_t kb = cuda_gemm_kept_bytes(mode, promoted, t, rows, n);
     if (kb) { /* the weight kept dequantized: the same bits, read from the copy (w's argument another weight) */
         uint8_t *w2 = malloc(rows * rb);
@@ -698,6 +738,9 @@ int main(int argc, char **argv)
     /* F32 in every mode, BF16 in fast and xbf16, F16 and the GGUF types in fast add into y */
     CHECK_MSG(g_accum_checked >= 40, "only %d GEMMs added into y (cuda_gemm_accum_takes)", g_accum_checked);
     printf("accumulating GEMMs checked: %d\n", g_accum_checked);
+    CHECK_MSG(g_y16_checked >= 20, "only %d GEMMs wrote a bf16 y (cuda_gemm_y_bf16_takes)", g_y16_checked);
+    printf("bf16-y GEMMs checked: %d (%" PRIu64 " elements one step from the f32 y rounded)\n", g_y16_checked,
+           g_y16_moved);
     printf("\n## GEMM error vs the CPU reference (max|d|/max|ref|, worst of its shapes; xbf16 against the rounded x)\n\n"
            "| type | fast | exact | xbf16 | exact promoted | xbf16 promoted |\n|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < NTYPES; k++)

@@ -204,7 +204,7 @@ static int cpu_forward(struct backend *base, const struct backend_batch *batch, 
             const struct model_weight *gu[2] = {&L->w_gate, &L->w_up};
             float *gu_out[2] = {b->hb, b->hb2};
             cpu_matmul_multi(b, gu, gu_out, 2, b->xb, T);
-            cpu_glu(b, b->hb, b->hb2, c->ffn_dim, T);
+            cpu_glu(b, b->hb, b->hb2, c->ffn_dim, T, b->base.cfg.act_type == BACKEND_ACT_BF16);
             cpu_matmul(b, &L->w_down, b->hb, b->xb2, T);
         }
         if (L->post_ffn_norm)

@@ -82,8 +82,9 @@ void cpu_rmsnorm(struct cpu_backend *b, float *out, const float *x, const float 
 /* One layer's attention block input→att (biases, q/k norms, RoPE, KV append,
  * scaled-dot-product with causal / sliding-window masking). */
 void cpu_attention(struct cpu_backend *b, uint32_t layer, uint32_t T);
-/* hb = act(hb) · hb2 over (T, n). */
-void cpu_glu(struct cpu_backend *b, float *hb, const float *hb2, uint32_t n, uint32_t T);
+/* hb = act(hb) · hb2 over T rows of n; round_in: gate and up rounded to bf16 first (a dense FFN under
+ * BACKEND_ACT_BF16 — the CUDA backend's prefill GEMMs write them as bf16 there; MoE experts keep f32). */
+void cpu_glu(struct cpu_backend *b, float *hb, const float *hb2, uint32_t n, uint32_t T, bool round_in);
 /* The MoE FFN of layer: xb (T, dim) → xb2 (T, dim). */
 void cpu_moe(struct cpu_backend *b, uint32_t layer, uint32_t T);
 

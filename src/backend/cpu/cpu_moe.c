@@ -48,7 +48,7 @@ void cpu_moe(struct cpu_backend *b, uint32_t layer, uint32_t T)
         const struct model_weight *gu[2] = {&X->gate, &X->up};
         float *ys[2] = {b->hb, b->hb2};
         cpu_matmul_multi(b, gu, ys, 2, b->ex_in, n);
-        cpu_glu(b, b->hb, b->hb2, F, n);
+        cpu_glu(b, b->hb, b->hb2, F, n, false); /* experts: f32 gate and up */
         cpu_matmul(b, &X->down, b->hb, b->ex_tmp, n);
         for (uint32_t i = 0; i < n; i++)
             memcpy(b->ex_out + (uint64_t)b->exp_pairs[s0 + i] * dim, b->ex_tmp + (uint64_t)i * dim,

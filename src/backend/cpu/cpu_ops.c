@@ -286,30 +286,36 @@ struct glu_job {
     const float *hb2;
     uint32_t n;
     enum model_act act;
+    bool round_in; /* gate and up rounded to bf16 first (cpu_glu) */
 };
+
+static inline float bf16_round(float v) { return quant_bf16_to_f32(quant_f32_to_bf16(v)); }
 
 /* elementwise over the flat (T * n) range, so one decode token still spreads over all threads */
 static void glu_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
 {
     (void)thread;
     const struct glu_job *j = ctx;
-    float *g = j->hb;
-    const float *u = j->hb2;
+    float *gp = j->hb;
+    const float *up = j->hb2;
+    const bool r = j->round_in;
     if (j->act == MODEL_ACT_SILU) {
-        for (uint32_t i = begin; i < end; i++)
-            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        for (uint32_t i = begin; i < end; i++) {
+            const float g = r ? bf16_round(gp[i]) : gp[i], u = r ? bf16_round(up[i]) : up[i];
+            gp[i] = g / (1.0f + expf(-g)) * u;
+        }
     } else {
         const float k0 = 0.7978845608028654f, k1 = 0.044715f; /* sqrt(2/pi) */
         for (uint32_t i = begin; i < end; i++) {
-            const float x = g[i];
-            g[i] = 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x))) * u[i];
+            const float x = r ? bf16_round(gp[i]) : gp[i], u = r ? bf16_round(up[i]) : up[i];
+            gp[i] = 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x))) * u;
         }
     }
 }
 
-void cpu_glu(struct cpu_backend *b, float *hb, const float *hb2, uint32_t n, uint32_t T)
+void cpu_glu(struct cpu_backend *b, float *hb, const float *hb2, uint32_t n, uint32_t T, bool round_in)
 {
-    struct glu_job j = {hb, hb2, n, b->base.model->cfg.act};
+    struct glu_job j = {hb, hb2, n, b->base.model->cfg.act, round_in};
     MEMRA_ASSERT((uint64_t)T * n <= UINT32_MAX);
     threadpool_run(&b->pool, T * n, glu_task, &j);
 }

@@ -343,6 +343,8 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->x_producers = !(env_xp && strcmp(env_xp, "off") == 0);
     const char *env_acc = getenv("MEMRA_GEMM_ACCUM");
     b->gemm_accum = !(env_acc && strcmp(env_acc, "off") == 0);
+    const char *env_gu = getenv("MEMRA_GEMM_GU_BF16");
+    b->gu_bf16 = !(env_gu && strcmp(env_gu, "off") == 0);
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
     b->mixed_seqs = calloc(bc->max_seqs ? bc->max_seqs : 1, sizeof(*b->mixed_seqs));

@@ -137,6 +137,8 @@ struct cuda_backend {
                                 written as down's A rows (cuda_mmv_glu) */
     bool x_producers;        /* MEMRA_GEMM_X_PRODUCERS (default on): a prefill GEMM's bf16 parts of x written by
                                 the kernel that makes x (cuda_forward.c x_claim_ok) */
+    bool gu_bf16;            /* MEMRA_GEMM_GU_BF16 (default on): under bf16 activations a prefill's gate and up
+                                GEMMs write bf16 for the GLU (cuda_forward.c gu_bf16_ok) */
     bool gemm_accum;         /* MEMRA_GEMM_ACCUM (default on): a prefill's o and down GEMMs add into the residual
                                 themselves (CUDA_GEMM_ACCUM; cuda_forward.c accum_ok): the same bits, one pass over
                                 it fewer */

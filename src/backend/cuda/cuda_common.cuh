@@ -37,6 +37,14 @@ static __device__ __forceinline__ float glu_one(float g, float u, bool gelu)
     }
     return g / (1.0f + expf(-g)) * u;
 }
+/* A dense FFN's GLU output, a matmul's input: under bf16 activations (rnd) gate and up rounded to bf16 first —
+ * where the prefill GEMMs write them as bf16 (CUDA_GEMM_Y_BF16) that is what they hold, and every other path
+ * (the GEMVs' f32 outputs, the fused epilogue) rounds to the same values (the CPU's cpu_glu) — and the result;
+ * MoE experts keep f32 gate and up (norm.cu's silu_mul). */
+static __device__ __forceinline__ float glu_in(float g, float u, bool gelu, bool rnd)
+{
+    return act_round(glu_one(act_round(g, rnd), act_round(u, rnd), gelu), rnd);
+}
 static __device__ __forceinline__ float4 act_round4(float4 v, bool rnd)
 {
     return rnd ? make_float4(act_round(v.x, true), act_round(v.y, true), act_round(v.z, true), act_round(v.w, true))

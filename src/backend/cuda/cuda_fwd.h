@@ -109,8 +109,8 @@ void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32
                         uint32_t window);
 
 /* hb[i] = act(hb[i]) · hb2[i] over n elements; act silu (gelu false) or
- * gelu-tanh (gelu true). Both GLUs round their output to bf16 under
- * cuda_ctx_set_act_bf16 (it is down's input). */
+ * gelu-tanh (gelu true). Under cuda_ctx_set_act_bf16 every dense GLU rounds
+ * gate and up to bf16 first and its output (down's input) after (glu_in). */
 void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n, bool gelu);
 /* cuda_fwd_glu of hb (T, width) that writes hb's parts for the prefill GEMM of
  * weights of type t (cuda_gemm_x_claim) instead of hb: true when it did (hb
@@ -118,6 +118,11 @@ void cuda_fwd_glu(struct cuda_ctx *ctx, float *hb, const float *hb2, uint64_t n,
  * a plain cuda_fwd_glu. */
 bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *hb, const float *hb2, uint32_t T,
                        uint32_t width, bool gelu);
+/* cuda_fwd_glu_gemm of gate and up stored as bf16 g16, u16 (T, width) (the GEMMs' CUDA_GEMM_Y_BF16 outputs, under
+ * cuda_ctx_set_act_bf16), writing the parts of x = hb for the down GEMM of weights of type t, which
+ * cuda_gemm_x_claim_takes must allow (else it fails). */
+void cuda_fwd_glu16_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *hb, const uint16_t *g16,
+                         const uint16_t *u16, uint32_t T, uint32_t width, bool gelu);
 /* The same from one matrix's rows: out[t, i] = act(gu[t, i]) · gu[t, width + i]
  * for gu (T, 2·width) (the decode step's joined gate|up output), out (T, width). */
 void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width, bool gelu);

@@ -430,6 +430,14 @@ void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t ro
  * those bits: one cuBLASLt product (no low part of x or of the weight) at scale 1, whose D = alpha·acc + beta·y is
  * then acc + y rounded once; not the promoted GEMM (its epilogue reading y measured slower than the add after it). */
 bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, bool bs, uint64_t rows, uint64_t n, float scale);
+#define CUDA_GEMM_Y_BF16 4u /* flag: y (T, rows) is written as bf16 (uint16_t), each element the f32 product rounded
+                               once to nearest even — its bits as the f32 y's rounded; where cuda_gemm_y_bf16_takes;
+                               not with CUDA_GEMM_ACCUM */
+/* Whether a weight's GEMM (cuda_gemm_run_kept; not the block-scaled FP8's) can write a bf16 y (CUDA_GEMM_Y_BF16): the
+ * promoted GEMM (gemm_q.cu: its epilogue rounds its one accumulator), else one cuBLASLt product on bf16 inputs (no
+ * low part of x or of the weight; not F16 or F32 weights): BF16, and FP8 / GGUF dequantized to bf16 where the mode
+ * keeps no low part. */
+bool cuda_gemm_y_bf16_takes(const struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n);
 /* Convert x for the weights of type t now (so that several GEMMs reading the
  * same x — q/k/v, gate/up — convert it once); and the weight dequantization
  * step alone (for the benchmark). */
@@ -448,6 +456,8 @@ void cuda_gemm_dequant(struct cuda_gemm *g, enum dtype t, const void *w, uint64_
  * it runs (cuda_forward.c asserts it). */
 uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T,
                             uint16_t **lo);
+/* Whether cuda_gemm_x_claim of these arguments would claim (it changes nothing). */
+bool cuda_gemm_x_claim_takes(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);
 /* Whether the scratch holds x's parts (x, n, T and t's input kind as the last
  * conversion or claim): a CUDA_GEMM_X_PREPARED run of x then reads no x. */
 bool cuda_gemm_x_ready(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T);

@@ -270,7 +270,7 @@ __global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n,
 {
     pdl_enter();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        hb[i] = act_round(glu_one(hb[i], hb2[i], gelu), rnd);
+        hb[i] = glu_in(hb[i], hb2[i], gelu, rnd);
 }
 
 /* The prefill GEMM's parts hi, lo (lo NULL: none) of act(hb) · hb2, four
@@ -282,8 +282,26 @@ __global__ void kernel_glu_gemm4(const float4 *__restrict__ hb, const float4 *__
     pdl_enter();
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
         const float4 g = hb[i], u = hb2[i];
-        const float4 v = make_float4(act_round(glu_one(g.x, u.x, gelu), rnd), act_round(glu_one(g.y, u.y, gelu), rnd),
-                                     act_round(glu_one(g.z, u.z, gelu), rnd), act_round(glu_one(g.w, u.w, gelu), rnd));
+        const float4 v = make_float4(glu_in(g.x, u.x, gelu, rnd), glu_in(g.y, u.y, gelu, rnd),
+                                     glu_in(g.z, u.z, gelu, rnd), glu_in(g.w, u.w, gelu, rnd));
+        gemm_x_store4(hi, lo, i, v);
+    }
+}
+
+/* kernel_glu_gemm4 of gate and up stored as bf16 (the gate|up GEMMs' CUDA_GEMM_Y_BF16 outputs; rnd always: bf16
+ * activations) — the values kernel_glu_gemm4 makes of them as f32 — four elements a thread. */
+__global__ void kernel_glu16_gemm4(const uint2 *__restrict__ g16, const uint2 *__restrict__ u16, uint64_t n4, bool gelu,
+                                   uint2 *__restrict__ hi, uint2 *__restrict__ lo)
+{
+    pdl_enter();
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint2 a = g16[i], b = u16[i];
+        const float g[4] = {__uint_as_float(a.x << 16), __uint_as_float(a.x & 0xffff0000u),
+                            __uint_as_float(a.y << 16), __uint_as_float(a.y & 0xffff0000u)};
+        const float u[4] = {__uint_as_float(b.x << 16), __uint_as_float(b.x & 0xffff0000u),
+                            __uint_as_float(b.y << 16), __uint_as_float(b.y & 0xffff0000u)};
+        const float4 v = make_float4(glu_in(g[0], u[0], gelu, true), glu_in(g[1], u[1], gelu, true),
+                                     glu_in(g[2], u[2], gelu, true), glu_in(g[3], u[3], gelu, true));
         gemm_x_store4(hi, lo, i, v);
     }
 }
@@ -297,7 +315,7 @@ __global__ void kernel_glu_rows(float *__restrict__ out, const float *__restrict
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t t = i / width, c = i % width;
         const float *row = gu + t * 2 * width;
-        out[i] = act_round(glu_one(row[c], row[width + c], gelu), rnd);
+        out[i] = glu_in(row[c], row[width + c], gelu, rnd);
     }
 }
 
@@ -314,8 +332,8 @@ __global__ void kernel_glu_rows4_split(float *__restrict__ out, const float *__r
         const uint64_t t = i / w4, c = 4 * (i % w4);
         const float4 g = *reinterpret_cast<const float4 *>(gu + t * 2 * width + c);
         const float4 u = *reinterpret_cast<const float4 *>(gu + t * 2 * width + width + c);
-        const float4 o = make_float4(act_round(glu_one(g.x, u.x, gelu), rnd), act_round(glu_one(g.y, u.y, gelu), rnd),
-                                     act_round(glu_one(g.z, u.z, gelu), rnd), act_round(glu_one(g.w, u.w, gelu), rnd));
+        const float4 o = make_float4(glu_in(g.x, u.x, gelu, rnd), glu_in(g.y, u.y, gelu, rnd),
+                                     glu_in(g.z, u.z, gelu, rnd), glu_in(g.w, u.w, gelu, rnd));
         reinterpret_cast<float4 *>(out)[i] = o;
         mmv_split_store4(xs, o, t, c, width, rnd); /* bf16-valued (rnd): one A row a token */
     }
@@ -451,6 +469,22 @@ extern "C" bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enu
                 reinterpret_cast<const float4 *>(hb2), n / 4, gelu, ctx->act_bf16, reinterpret_cast<uint2 *>(hi),
                 reinterpret_cast<uint2 *>(lo));
     return true;
+}
+
+extern "C" void cuda_fwd_glu16_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enum dtype t, float *hb,
+                                    const uint16_t *g16, const uint16_t *u16, uint32_t T, uint32_t width, bool gelu)
+{
+    const uint64_t n = (uint64_t)T * width;
+    if (n == 0)
+        return;
+    if (!ctx->act_bf16 || ((uintptr_t)g16 | (uintptr_t)u16) % 8)
+        CUDA_FAIL("glu16_gemm: bf16 gate and up need bf16 activations and 8-byte aligned rows");
+    uint16_t *lo = nullptr, *hi = cuda_gemm_x_claim(g, t, hb, width, T, &lo);
+    if (!hi)
+        CUDA_FAIL("glu16_gemm: the down GEMM's x (%u × %u) cannot be claimed (cuda_gemm_x_claim_takes)", T, width);
+    cuda_launch(ctx, kernel_glu16_gemm4, grid_1d(n / 4), 256, 0, reinterpret_cast<const uint2 *>(g16),
+                reinterpret_cast<const uint2 *>(u16), n / 4, gelu, reinterpret_cast<uint2 *>(hi),
+                reinterpret_cast<uint2 *>(lo));
 }
 
 extern "C" void cuda_fwd_glu_rows(struct cuda_ctx *ctx, float *out, const float *gu, uint32_t T, uint32_t width,

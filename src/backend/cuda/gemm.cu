@@ -392,6 +392,17 @@ extern "C" bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, b
     return !x_has_lo(g, xk) && !wlo; /* one product: its D = acc + y */
 }
 
+extern "C" bool cuda_gemm_y_bf16_takes(const struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n)
+{
+    if (!cuda_gemm_supported(t, rows, n) || t == DTYPE_F32)
+        return false;
+    if (cuda_gemm_promoted(g, t, rows, n)) /* its epilogue rounds its one accumulator (x parts and all) */
+        return true;
+    const bool wlo = g->mode != CUDA_GEMM_FAST && gemv_quant_has(t);
+    /* one product: its D rounded once; bf16 inputs (cuBLASLt has no f16 × f16 → bf16) */
+    return xkind_of(t) == XK_BF16 && !x_has_lo(g, XK_BF16) && !wlo;
+}
+
 /* Whether the scratch holds the parts of x (n, T) for an input of the kind. */
 static bool prep_holds(const struct cuda_gemm *g, enum xkind kind, const float *x, uint64_t n, uint32_t T)
 {
@@ -433,13 +444,19 @@ static void prep_x(struct cuda_gemm *g, enum xkind kind, const float *x, uint64_
     CUDA_CHECK_LAUNCH();
 }
 
+extern "C" bool cuda_gemm_x_claim_takes(const struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n,
+                                        uint32_t T)
+{
+    const uint64_t cnt = n * T;
+    return g && xkind_of(t) == XK_BF16 && g->xhi && cnt && cnt <= g->max_x && n % 4 == 0 && (uintptr_t)x % 16 == 0;
+}
+
 extern "C" uint16_t *cuda_gemm_x_claim(struct cuda_gemm *g, enum dtype t, const float *x, uint64_t n, uint32_t T,
                                        uint16_t **lo)
 {
     const enum xkind kind = xkind_of(t);
-    const uint64_t cnt = n * T;
     *lo = NULL;
-    if (!g || kind != XK_BF16 || !g->xhi || cnt == 0 || cnt > g->max_x || n % 4 || (uintptr_t)x % 16)
+    if (!cuda_gemm_x_claim_takes(g, t, x, n, T))
         return NULL;
     prep_mark(g, kind, x, n, T);
     *lo = g->xlo;
@@ -559,12 +576,19 @@ extern "C" void cuda_gemm_keep_bs(struct cuda_gemm *g, const void *w, const floa
 }
 
 /* The GEMMs of x's prepared parts (kind xk) by a weight's bf16 (f16) values a and, unless wlo is NULL, their low
- * part wlo (GGUF, block-scaled FP8): y = scale · (a·x_hi + a·x_lo + wlo·x_hi), x_lo where the mode splits x. */
+ * part wlo (GGUF, block-scaled FP8): y = scale · (a·x_hi + a·x_lo + wlo·x_hi), x_lo where the mode splits x;
+ * y16 (cuda_gemm_y_bf16_takes: one product) y written as bf16. */
 static void run_parts(struct cuda_gemm *g, enum xkind xk, const void *a, const void *wlo, uint64_t rows, uint64_t n,
-                      uint32_t T, float *y, float scale, bool accum)
+                      uint32_t T, float *y, float scale, bool accum, bool y16)
 {
     const cudaDataType_t dt = xk == XK_F16 ? CUDA_R_16F : CUDA_R_16BF;
     const bool xlo = x_has_lo(g, xk);
+    if (y16) {
+        if (xlo || wlo || accum)
+            CUDA_FAIL("cuda_gemm: a bf16 y needs one product (cuda_gemm_y_bf16_takes)");
+        gemm_plans_run_to(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, T, y, CUDA_R_16BF, scale, 0.0f, 256);
+        return;
+    }
     if (xlo && T <= GEMM_STACK_T && 2 * (uint64_t)T * rows <= GEMM_STACK_FLOATS) {
         /* x_hi and x_lo as one B of 2T columns: the weight is read once */
         gemm_plans_run(g->pl, dt, a, dt, g->xhi, CUBLAS_COMPUTE_32F, rows, n, 2 * T, g->ystack, scale, 0.0f, 256);
@@ -608,7 +632,7 @@ static void run_promoted(struct cuda_gemm *g, enum dtype t, const void *w, const
         gemm_q_pack(g->ctx, t, w, rows, n, g->wq);
         a = g->wq;
     }
-    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, scale);
+    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, (flags & CUDA_GEMM_Y_BF16) != 0, scale);
 }
 
 extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept,
@@ -623,10 +647,13 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
     if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
         CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
     const bool exact = g->mode != CUDA_GEMM_FAST; /* the weights' values kept whole */
-    const bool accum = (flags & CUDA_GEMM_ACCUM) != 0;
+    const bool accum = (flags & CUDA_GEMM_ACCUM) != 0, y16 = (flags & CUDA_GEMM_Y_BF16) != 0;
     if (accum && !cuda_gemm_accum_takes(g, t, false, rows, n, scale))
         CUDA_FAIL("cuda_gemm: %s %llu×%llu cannot add into y (cuda_gemm_accum_takes)", dtype_name(t),
                   (unsigned long long)rows, (unsigned long long)n);
+    if (y16 && (accum || !cuda_gemm_y_bf16_takes(g, t, rows, n)))
+        CUDA_FAIL("cuda_gemm: %s %llu×%llu cannot write a bf16 y (cuda_gemm_y_bf16_takes)%s", dtype_name(t),
+                  (unsigned long long)rows, (unsigned long long)n, accum ? " and add into it" : "");
     if (cuda_gemm_promoted(g, t, rows, n)) {
         run_promoted(g, t, w, kept, rows, n, x, T, y, scale, flags);
         return;
@@ -647,7 +674,7 @@ extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void
         cuda_gemm_dequant(g, t, w, rows, n);
         a = g->whi;
     }
-    run_parts(g, xk, a, exact && gemv_quant_has(t) ? wlo : NULL, rows, n, T, y, scale, accum);
+    run_parts(g, xk, a, exact && gemv_quant_has(t) ? wlo : NULL, rows, n, T, y, scale, accum, y16);
 }
 
 extern "C" void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float *bs, const void *kept, uint64_t rows,
@@ -661,6 +688,8 @@ extern "C" void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float
     if ((uintptr_t)w % 256 || (uintptr_t)y % 16)
         CUDA_FAIL("cuda_gemm: w must be 256-byte and y 16-byte aligned");
     const bool exact = g->mode != CUDA_GEMM_FAST, accum = (flags & CUDA_GEMM_ACCUM) != 0;
+    if (flags & CUDA_GEMM_Y_BF16)
+        CUDA_FAIL("cuda_gemm_run_bs: no bf16 y (cuda_gemm_y_bf16_takes is for cuda_gemm_run_kept)");
     if (accum && !cuda_gemm_accum_takes(g, DTYPE_F8_E4M3, true, rows, n, scale))
         CUDA_FAIL("cuda_gemm_run_bs: %llu×%llu cannot add into y (cuda_gemm_accum_takes)", (unsigned long long)rows,
                   (unsigned long long)n);
@@ -676,7 +705,7 @@ extern "C" void cuda_gemm_run_bs(struct cuda_gemm *g, const void *w, const float
         a = g->whi;
         wlo = exact ? g->wlo : NULL;
     }
-    run_parts(g, XK_BF16, a, wlo, rows, n, T, y, scale, accum);
+    run_parts(g, XK_BF16, a, wlo, rows, n, T, y, scale, accum, false);
 }
 
 extern "C" void cuda_gemm_run(struct cuda_gemm *g, enum dtype t, const void *w, uint64_t rows, uint64_t n,

@@ -1,5 +1,6 @@
 /* backend/cuda/gemm_plan.cu — the cuBLASLt plans of the prefill GEMM (gemm_plan.h): a cache of GEMM_PLANS plans
- * keyed by (types, compute type, m, n, k, alignments), each with descriptors and one algorithm without a split K
+ * keyed by (types — D f32 or bf16 —, compute type, m, n, k, alignments), each with descriptors and one algorithm
+ * without a split K
  * (gemm.cu's header: every output then has the same bits whatever the tile and the column count); a plan of up to
  * GEMM_TIMED_N columns times the heuristic's no-split candidates (GEMM_PICK_REPS runs each) and keeps the
  * fastest (plan_time_pick), remembered past the cache's round-robin eviction (GEMM_PICKS slots); f32 weights
@@ -31,7 +32,7 @@
 namespace {
 
 struct plan_key {
-    cudaDataType_t at, bt;
+    cudaDataType_t at, bt, yt; /* yt: D's type, CUDA_R_32F or CUDA_R_16BF (gemm_plans_run_to) */
     cublasComputeType_t ct;
     uint64_t m, n, k;
     uint32_t align_a, align_b, align_d;
@@ -121,7 +122,7 @@ static int plan_candidates(struct gemm_plans *g, const struct plan *p, cublasLtM
     cublasLtMatrixLayout_t bl = p->b, dl = p->d;
     if (n != k->n) {
         CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&bl, k->bt, k->k, n, (int64_t)k->k));
-        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&dl, CUDA_R_32F, k->m, n, (int64_t)k->m));
+        CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&dl, k->yt, k->m, n, (int64_t)k->m));
     }
     cublasLtMatmulHeuristicResult_t res[GEMM_HEUR];
     int found = 0, nc = 0;
@@ -255,7 +256,7 @@ static const struct plan *plan_get(struct gemm_plans *g, const struct plan_key *
     /* A: (k, m) ld k; B: (k, n) ld k; C = D: (m, n) ld m */
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->a, k->at, k->k, k->m, (int64_t)k->k));
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->b, k->bt, k->k, k->n, (int64_t)k->k));
-    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->d, CUDA_R_32F, k->m, k->n, (int64_t)k->m));
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->d, k->yt, k->m, k->n, (int64_t)k->m));
     cublasLtMatmulPreference_t pref;
     CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = GEMM_WS_BYTES;
@@ -331,20 +332,28 @@ static const struct plan *plan_get(struct gemm_plans *g, const struct plan_key *
     return p;
 }
 
-void gemm_plans_run(struct gemm_plans *g, cudaDataType_t at, const void *a, cudaDataType_t bt, const void *b,
-                    cublasComputeType_t ct, uint64_t rows, uint64_t n, uint32_t T, float *y, float alpha, float beta,
-                    uint32_t align_b)
+void gemm_plans_run_to(struct gemm_plans *g, cudaDataType_t at, const void *a, cudaDataType_t bt, const void *b,
+                       cublasComputeType_t ct, uint64_t rows, uint64_t n, uint32_t T, void *y, cudaDataType_t yt,
+                       float alpha, float beta, uint32_t align_b)
 {
+    if (yt != CUDA_R_32F && yt != CUDA_R_16BF)
+        CUDA_FAIL("cuda_gemm: output type %d is neither f32 nor bf16", (int)yt);
     struct plan_key key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
-    key.at = at, key.bt = bt, key.ct = ct;
+    key.at = at, key.bt = bt, key.yt = yt, key.ct = ct;
     key.m = rows, key.n = T, key.k = n;
-    key.align_a = 256, key.align_b = align_b, key.align_d = gemm_align_of(rows * 4);
+    key.align_a = 256, key.align_b = align_b, key.align_d = gemm_align_of(rows * (yt == CUDA_R_32F ? 4 : 2));
     if ((uintptr_t)a % key.align_a || (uintptr_t)b % key.align_b || (uintptr_t)y % key.align_d)
-        CUDA_FAIL("cuda_gemm: operand alignment (A %p, B %p, D %p) below the plan's %u/%u/%u", a, b, (void *)y,
+        CUDA_FAIL("cuda_gemm: operand alignment (A %p, B %p, D %p) below the plan's %u/%u/%u", a, b, y,
                   key.align_a, key.align_b, key.align_d);
     const struct plan *p = plan_get(g, &key, a, b);
     CUBLASLT_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, a, p->a, b, p->b, &beta, y, p->d, y, p->d, &p->algo, g->ws,
                                   GEMM_WS_BYTES, g->ctx->stream));
 }
 
+void gemm_plans_run(struct gemm_plans *g, cudaDataType_t at, const void *a, cudaDataType_t bt, const void *b,
+                    cublasComputeType_t ct, uint64_t rows, uint64_t n, uint32_t T, float *y, float alpha, float beta,
+                    uint32_t align_b)
+{
+    gemm_plans_run_to(g, at, a, bt, b, ct, rows, n, T, y, CUDA_R_32F, alpha, beta, align_b);
+}

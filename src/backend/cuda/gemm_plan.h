@@ -3,7 +3,7 @@
  * header says why), short spans' plans timed among their candidates (MEMRA_GEMM_PICK). Internal to
  * src/backend/cuda (C++ linkage, CUDA types).
  *
- *   D (m = rows, n = T) f32 = alpha · A·B + beta · D,  A (k = n, m) and B (k, T) column-major, "TN"
+ *   D (m = rows, n = T) f32 (or bf16) = alpha · A·B + beta · D,  A (k = n, m) and B (k, T) column-major, "TN"
  *
  * All launches on ctx's stream; the plans, the workspace and the timing scratch belong to the object. */
 #ifndef MEMRA_BACKEND_CUDA_GEMM_PLAN_H
@@ -25,6 +25,11 @@ bool gemm_plans_set_timed(struct gemm_plans *pl, bool timed);
 void gemm_plans_run(struct gemm_plans *pl, cudaDataType_t at, const void *a, cudaDataType_t bt, const void *b,
                     cublasComputeType_t ct, uint64_t rows, uint64_t n, uint32_t T, float *y, float alpha, float beta,
                     uint32_t align_b);
+/* The same with D of type yt: CUDA_R_32F (gemm_plans_run) or CUDA_R_16BF — alpha · A·B rounded once to bf16
+ * (nearest even) from the f32 accumulator; beta 0 there (a bf16 D read back would round twice). */
+void gemm_plans_run_to(struct gemm_plans *pl, cudaDataType_t at, const void *a, cudaDataType_t bt, const void *b,
+                       cublasComputeType_t ct, uint64_t rows, uint64_t n, uint32_t T, void *y, cudaDataType_t yt,
+                       float alpha, float beta, uint32_t align_b);
 
 /* Largest power of two ≤ 256 dividing bytes (the alignment every offset that is a multiple of `bytes` from a
  * 256-aligned base keeps). */

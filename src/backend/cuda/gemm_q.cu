@@ -5,7 +5,8 @@
  *
  *   y (T, rows) f32 = scale · ( Σ_kb s[r][kb] · Σ_{k in kb} q[r][k] · x[t][k]  +  Σ_kb m[r][kb] · S[t][kb] )
  *
- * (the value a 32-block decodes to, gemv_quant_types.cuh: d·q + m, so s = d; Q4_0's d·(q − 8) as q − 8 without a
+ * (or bf16, CUDA_GEMM_Y_BF16: that value rounded once) (the value a 32-block decodes to, gemv_quant_types.cuh:
+ * d·q + m, so s = d; Q4_0's d·(q − 8) as q − 8 without a
  * min; S[t][kb] = Σ_{k in kb} x[t][k]). q is an integer of ≤ 8 bits, exact in bf16, and x is bf16-valued (bf16
  * activations; with f32 activations x = hi + lo, both multiplied into the same partial): each block's partial sum
  * is the tensor cores' f32 sum of exact products — closer to the exact dot than the two-part weight (whose
@@ -121,7 +122,8 @@ template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint32_t
  * takes (gemm_q_run's choice by T; kernel_gemm checks a span's bits across the two). */
 template <int XP, int WG>
 __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
-    kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, float *__restrict__ y, uint32_t rows,
+    kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, void *__restrict__ yv, bool y16,
+                  uint32_t rows,
                   uint32_t T, uint32_t KX, uint32_t TT, float scale)
 {
     using L = lay<XP, WG>;
@@ -234,7 +236,12 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
         for (int e = 0; e < 4; e++) {
             const uint32_t t = tt * BN + 8 * j + 2 * c + (e & 1);
             if (t < T) {
-                y[(uint64_t)t * rows + row + (e >> 1) * 8] = scale * acc[4 * j + e];
+                const uint64_t i = (uint64_t)t * rows + row + (e >> 1) * 8;
+                const float v = scale * acc[4 * j + e];
+                if (y16) /* CUDA_GEMM_Y_BF16: the f32 value rounded once */
+                    reinterpret_cast<__nv_bfloat16 *>(yv)[i] = __float2bfloat16_rn(v);
+                else
+                    reinterpret_cast<float *>(yv)[i] = v;
             }
         }
     }
@@ -369,7 +376,7 @@ void launch_pack(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, void
 
 template <int XP, int WG>
 void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows, uint32_t KX, uint32_t T,
-                 float *y, float scale)
+                 void *y, bool y16, float scale)
 {
     using L = lay<XP, WG>;
     static uint32_t opted; /* devices the attribute is set on */
@@ -378,7 +385,7 @@ void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::SMEM));
     const uint32_t TT = (T + BN - 1) / BN;
     kernel_gemm_q<XP, WG><<<(unsigned)(rows / BM * (3 - WG) * TT), L::NT, L::SMEM, ctx->stream>>>(
-        (const uint8_t *)packed, (const uint8_t *)xt, y, (uint32_t)rows, T, KX, TT, scale);
+        (const uint8_t *)packed, (const uint8_t *)xt, y, y16, (uint32_t)rows, T, KX, TT, scale);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -459,14 +466,14 @@ void gemm_q_tile_x(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16
 }
 
 void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, const void *xt, int parts,
-                uint64_t rows, uint64_t n, uint32_t T, float *y, float scale)
+                uint64_t rows, uint64_t n, uint32_t T, void *y, bool y16, float scale)
 {
     if (!gemm_q_supported(t, rows, n) || (parts != 1 && parts != 2) || T == 0)
         CUDA_FAIL("gemm_q_run: %s %llu×%llu, %d x parts, T %u not supported", dtype_name(t),
                   (unsigned long long)rows, (unsigned long long)n, parts, T);
     const uint32_t KX = (uint32_t)all_tiles(n, gemm_q_has_mins(t));
     if (T <= NARROW_T)
-        (parts == 1 ? launch_gemm<1, 1> : launch_gemm<2, 1>)(ctx, packed, xt, rows, KX, T, y, scale);
+        (parts == 1 ? launch_gemm<1, 1> : launch_gemm<2, 1>)(ctx, packed, xt, rows, KX, T, y, y16, scale);
     else
-        (parts == 1 ? launch_gemm<1, 2> : launch_gemm<2, 2>)(ctx, packed, xt, rows, KX, T, y, scale);
+        (parts == 1 ? launch_gemm<1, 2> : launch_gemm<2, 2>)(ctx, packed, xt, rows, KX, T, y, y16, scale);
 }

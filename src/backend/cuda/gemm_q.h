@@ -33,7 +33,8 @@ void gemm_q_pack(const struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
 /* x's parts (T, n) bf16 → xt (gemm_q_x_bytes(T, n, mins, xlo ? 2 : 1), 16-byte aligned). */
 void gemm_q_tile_x(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16_t *xlo, uint32_t T, uint64_t n,
                    bool mins, void *xt);
+/* y (T, rows): f32, or with y16 bf16 (each f32 value rounded once to nearest even). */
 void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, const void *xt, int parts,
-                uint64_t rows, uint64_t n, uint32_t T, float *y, float scale);
+                uint64_t rows, uint64_t n, uint32_t T, void *y, bool y16, float scale);
 
 #endif

@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(NWG * 128)
                         const float og = __shfl_xor_sync(0xffffffffu, vg, 4);
                         const float ou = __shfl_xor_sync(0xffffffffu, vu, 4);
                         hv[m][j][h][e] =
-                            act_round(glu_one(scale * (ho ? vg : vg + og), scale * (ho ? vu : vu + ou), gelu), ho);
+                            glu_in(scale * (ho ? vg : vg + og), scale * (ho ? vu : vu + ou), gelu, ho);
                     }
 #pragma unroll
         for (int m = 0; m < MA; m++)

@@ -224,8 +224,9 @@ __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__
 
 /* Gate and up in separate (rows, n) buffers (the decode path's two GEMV
  * outputs), the result written over the gate in place: out[k] = act(g[k]) ·
- * u[k], act silu or gelu-tanh by the same float operations as fwd.cu's
- * kernel_glu, then the GEMV preparation of the row. n % 32 == 0. */
+ * u[k], act silu or gelu-tanh by fwd.cu's kernel_glu's glu_in (gate and up
+ * rounded first under bf16 activations), then the GEMV preparation of the
+ * row. n % 32 == 0. */
 template <bool GELU>
 __global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint32_t rows, uint32_t n, uint8_t *xq,
                                 bool rnd)
@@ -245,16 +246,9 @@ __global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint
             const float gv[4] = {g.x, g.y, g.z, g.w}, uv[4] = {u.x, u.y, u.z, u.w};
             float ov[4];
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const float x = gv[j];
-                if (GELU) {
-                    const float k0c = 0.7978845608028654f, k1c = 0.044715f;
-                    ov[j] = 0.5f * x * (1.0f + tanhf(k0c * (x + k1c * x * x * x))) * uv[j];
-                } else {
-                    ov[j] = x / (1.0f + expf(-x)) * uv[j];
-                }
-            }
-            o = act_round4(make_float4(ov[0], ov[1], ov[2], ov[3]), rnd);
+            for (int j = 0; j < 4; j++)
+                ov[j] = glu_in(gv[j], uv[j], GELU, rnd);
+            o = make_float4(ov[0], ov[1], ov[2], ov[3]);
             reinterpret_cast<float4 *>(g_out)[k] = o;
         }
         gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4));

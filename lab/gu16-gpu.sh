@@ -5,13 +5,16 @@
 # bf16 KV (GPU vs CPU, and each fixture against MEMRA_GEMM_GU_BF16=off: the gu16 column), then random 8B BF16
 # pp4096 at --ubatch 4096 and pp512 with bf16 activations: the pack's baseline memra-bench (x0), this build, and this
 # build with MEMRA_GEMM_GU_BF16=off, alternated over two rounds; then Q8_0 and Q4_K_M pp4096 at --ubatch 4096 (the
-# promoted GEMM writing bf16), baseline and this build alternated. Pack: `bash lab/final-pack.sh NAME BASE` (BASE: the
+# promoted GEMM writing bf16), baseline and this build alternated (GGUF=0: not). Pack: `bash lab/final-pack.sh NAME BASE` (BASE: the
 # commit before, packed earlier); carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/gu16-gpu.sh NAME}" # starts the BF16 model (/tmp/m8b)
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+MQ=
+if [ "${GGUF:-1}" = 1 ]; then
+  ( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
+  MQ=$!
+fi
 timeout 120 $B/kernels/kernel_gemm --quick > $OUT/kg.log 2>&1
 ts "kernel_gemm --quick rc $? $(grep -E '^accumulating|^bf16-y' $OUT/kg.log | tr '\n' ' ') $(tail -1 $OUT/kg.log)"
 grep -E 'CHECK failed|DIFFERENT|FAIL' $OUT/kg.log | head -6
@@ -34,8 +37,8 @@ for r in 1 2; do
 done
 TO=100 MB=$B/x0/memra-bench mbench "base" $M pp512,pp4096 MEMRA_ACT_TYPE=bf16
 TO=100 mbench "gu16" $M pp512,pp4096 MEMRA_ACT_TYPE=bf16
-wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
-for m in q8_0 q4_k_m; do
+[ -n "$MQ" ] && wait $MQ && ts "m8q $(tail -1 /tmp/makeq.log)"
+for m in $([ -n "$MQ" ] && echo q8_0 q4_k_m); do
   for r in 1 2; do
     XA="--ubatch 4096" TO=80 MB=$B/x0/memra-bench mbench "r$r $m base ub4096" /tmp/m8q/llama8b-$m.gguf pp4096 \
       MEMRA_ACT_TYPE=bf16

@@ -5,14 +5,19 @@
 # and the details page in $OUT/ncu.txt. Read src.csv here with `python3 lab/ncu-source-sum.py src.csv`. Default: the
 # kernel_gemv_mma launches of a lone Q4_K_M token (memra-bench tg4, eager, bf16 activations; 96 launches skipped,
 # then 4: a layer's q|k, v or o, gate|up). ATTN=1: one prefill attention launch of the random 8B BF16's pp4096 at
-# --ubatch 4096 (kernel_attn_prefill_w*, 40 launches skipped). NAME: a pack of `make build`; carry
-# ["gpu/NAME.tar.xz", ".whl"].
+# --ubatch 4096 (kernel_attn_prefill_w*, 40 launches skipped). GEMMQ=1: one promoted GGUF GEMM launch (gemm_q.cu's
+# kernel_gemm_q) of the random 8B Q8_0's pp4096 at --ubatch 4096 (40 launches skipped: a layer's q / k / v / o /
+# gate / up / down are 7). NAME: a pack of `make build`; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 O=$OUT
 if [ "${ATTN:-0}" = 1 ]; then
   . lab/gpu-prelude.sh "${1:?usage: lab/ncu-source-gpu.sh NAME}"
   wait $MK
   M=/tmp/m8b/hf-bf16 K=kernel_attn_prefill_w SKIP=40 CNT=1 TESTS=pp4096 XA="--ubatch 4096"
+elif [ "${GEMMQ:-0}" = 1 ]; then
+  PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/ncu-source-gpu.sh NAME}"
+  M=/tmp/m8q/llama8b-q8_0.gguf K=kernel_gemm_q SKIP=40 CNT=1 TESTS=pp4096 XA="--ubatch 4096"
+  [ -f $M ] || python3 tools/make_test_models.py /tmp/m8q --formats q8_0 > /tmp/makeq.log 2>&1
 else
   PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/ncu-source-gpu.sh NAME}"
   M=/tmp/m8q/llama8b-q4_k_m.gguf K=kernel_gemv_mma SKIP=96 CNT=4 TESTS=tg4 XA=

@@ -101,12 +101,15 @@ static void mm_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
     }
 }
 
+/* v rounded to bfloat16 (nearest even), as a float: bf16 activations and a bf16 KV cache. */
+static inline float bf16_round(float v) { return quant_bf16_to_f32(quant_f32_to_bf16(v)); }
+
 void cpu_matmul_multi(struct cpu_backend *b, const struct model_weight *const *ws, float *const *ys, int n,
                       float *x, uint32_t T)
 {
     if (b->base.cfg.act_type == BACKEND_ACT_BF16) /* x rounded to bf16 at the entry (backend.h); idempotent */
         for (uint64_t i = 0, nx = (uint64_t)T * ws[0]->cols; i < nx; i++)
-            x[i] = quant_bf16_to_f32(quant_f32_to_bf16(x[i]));
+            x[i] = bf16_round(x[i]);
     uint64_t rows = 0;
     for (int i = 0; i < n; i++) {
         MEMRA_ASSERT(ws[i]->cols == ws[0]->cols && ws[i]->cols <= b->rowbuf_len);
@@ -210,8 +213,8 @@ static void qk_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)
         }
         if (b->base.cfg.kv_type == BACKEND_KV_BF16) /* the cache holds bf16 values (f32 storage) */
             for (uint32_t i = 0; i < b->kv_dim; i++) {
-                k[i] = quant_bf16_to_f32(quant_f32_to_bf16(k[i]));
-                v[i] = quant_bf16_to_f32(quant_f32_to_bf16(v[i]));
+                k[i] = bf16_round(k[i]);
+                v[i] = bf16_round(v[i]);
             }
         memcpy(cpu_kv_row(b, b->tok_blocks[t], j->layer, 0, b->tok_pos[t]), k, b->kv_dim * sizeof(float));
         memcpy(cpu_kv_row(b, b->tok_blocks[t], j->layer, 1, b->tok_pos[t]), v, b->kv_dim * sizeof(float));
@@ -288,8 +291,6 @@ struct glu_job {
     enum model_act act;
     bool round_in; /* gate and up rounded to bf16 first (cpu_glu) */
 };
-
-static inline float bf16_round(float v) { return quant_bf16_to_f32(quant_f32_to_bf16(v)); }
 
 /* elementwise over the flat (T * n) range, so one decode token still spreads over all threads */
 static void glu_task(void *ctx, uint32_t begin, uint32_t end, uint32_t thread)

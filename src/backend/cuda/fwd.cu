@@ -273,35 +273,30 @@ __global__ void kernel_glu(float *hb, const float *__restrict__ hb2, uint64_t n,
         hb[i] = glu_in(hb[i], hb2[i], gelu, rnd);
 }
 
+/* Four elements of a GLU's input: f32, or bf16 (the gate|up GEMMs' CUDA_GEMM_Y_BF16 outputs) widened exactly. */
+__device__ __forceinline__ float4 glu_load4(const float4 *__restrict__ p, uint64_t i) { return p[i]; }
+__device__ __forceinline__ float4 glu_load4(const uint2 *__restrict__ p, uint64_t i)
+{
+    const uint2 w = p[i];
+    return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u), __uint_as_float(w.y << 16),
+                       __uint_as_float(w.y & 0xffff0000u));
+}
+
 /* The prefill GEMM's parts hi, lo (lo NULL: none) of act(hb) · hb2, four
  * elements a thread (n4 = n / 4); hb itself is not written: the GEMM reads
- * the parts only (cuda_fwd_glu_gemm). */
-__global__ void kernel_glu_gemm4(const float4 *__restrict__ hb, const float4 *__restrict__ hb2, uint64_t n4, bool gelu,
+ * the parts only (cuda_fwd_glu_gemm). In: float4 (f32 gate and up) or uint2
+ * (bf16 ones: cuda_fwd_glu16_gemm, only under bf16 activations, so rounding
+ * always — which leaves bf16 values as they are: the f32 form's values). */
+template <class In>
+__global__ void kernel_glu_gemm4(const In *__restrict__ hb, const In *__restrict__ hb2, uint64_t n4, bool gelu,
                                  bool rnd, uint2 *__restrict__ hi, uint2 *__restrict__ lo)
 {
     pdl_enter();
+    const bool r = sizeof(In) == sizeof(uint2) || rnd; /* bf16 inputs: bf16 activations (a constant then) */
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
-        const float4 g = hb[i], u = hb2[i];
-        const float4 v = make_float4(glu_in(g.x, u.x, gelu, rnd), glu_in(g.y, u.y, gelu, rnd),
-                                     glu_in(g.z, u.z, gelu, rnd), glu_in(g.w, u.w, gelu, rnd));
-        gemm_x_store4(hi, lo, i, v);
-    }
-}
-
-/* kernel_glu_gemm4 of gate and up stored as bf16 (the gate|up GEMMs' CUDA_GEMM_Y_BF16 outputs; rnd always: bf16
- * activations) — the values kernel_glu_gemm4 makes of them as f32 — four elements a thread. */
-__global__ void kernel_glu16_gemm4(const uint2 *__restrict__ g16, const uint2 *__restrict__ u16, uint64_t n4, bool gelu,
-                                   uint2 *__restrict__ hi, uint2 *__restrict__ lo)
-{
-    pdl_enter();
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n4; i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint2 a = g16[i], b = u16[i];
-        const float g[4] = {__uint_as_float(a.x << 16), __uint_as_float(a.x & 0xffff0000u),
-                            __uint_as_float(a.y << 16), __uint_as_float(a.y & 0xffff0000u)};
-        const float u[4] = {__uint_as_float(b.x << 16), __uint_as_float(b.x & 0xffff0000u),
-                            __uint_as_float(b.y << 16), __uint_as_float(b.y & 0xffff0000u)};
-        const float4 v = make_float4(glu_in(g[0], u[0], gelu, true), glu_in(g[1], u[1], gelu, true),
-                                     glu_in(g[2], u[2], gelu, true), glu_in(g[3], u[3], gelu, true));
+        const float4 g = glu_load4(hb, i), u = glu_load4(hb2, i);
+        const float4 v = make_float4(glu_in(g.x, u.x, gelu, r), glu_in(g.y, u.y, gelu, r), glu_in(g.z, u.z, gelu, r),
+                                     glu_in(g.w, u.w, gelu, r));
         gemm_x_store4(hi, lo, i, v);
     }
 }
@@ -465,7 +460,7 @@ extern "C" bool cuda_fwd_glu_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, enu
         cuda_fwd_glu(ctx, hb, hb2, n, gelu);
         return false;
     }
-    cuda_launch(ctx, kernel_glu_gemm4, grid_1d(n / 4), 256, 0, reinterpret_cast<const float4 *>(hb),
+    cuda_launch(ctx, kernel_glu_gemm4<float4>, grid_1d(n / 4), 256, 0, reinterpret_cast<const float4 *>(hb),
                 reinterpret_cast<const float4 *>(hb2), n / 4, gelu, ctx->act_bf16, reinterpret_cast<uint2 *>(hi),
                 reinterpret_cast<uint2 *>(lo));
     return true;
@@ -482,8 +477,8 @@ extern "C" void cuda_fwd_glu16_gemm(struct cuda_ctx *ctx, struct cuda_gemm *g, e
     uint16_t *lo = nullptr, *hi = cuda_gemm_x_claim(g, t, hb, width, T, &lo);
     if (!hi)
         CUDA_FAIL("glu16_gemm: the down GEMM's x (%u × %u) cannot be claimed (cuda_gemm_x_claim_takes)", T, width);
-    cuda_launch(ctx, kernel_glu16_gemm4, grid_1d(n / 4), 256, 0, reinterpret_cast<const uint2 *>(g16),
-                reinterpret_cast<const uint2 *>(u16), n / 4, gelu, reinterpret_cast<uint2 *>(hi),
+    cuda_launch(ctx, kernel_glu_gemm4<uint2>, grid_1d(n / 4), 256, 0, reinterpret_cast<const uint2 *>(g16),
+                reinterpret_cast<const uint2 *>(u16), n / 4, gelu, true, reinterpret_cast<uint2 *>(hi),
                 reinterpret_cast<uint2 *>(lo));
 }
 

@@ -1,9 +1,8 @@
 /* backend/cuda/gemm_plan.cu — the cuBLASLt plans of the prefill GEMM (gemm_plan.h): a cache of GEMM_PLANS plans
  * keyed by (types — D f32 or bf16 —, compute type, m, n, k, alignments), each with descriptors and one algorithm
- * without a split K
- * (gemm.cu's header: every output then has the same bits whatever the tile and the column count); a plan of up to
- * GEMM_TIMED_N columns times the heuristic's no-split candidates (GEMM_PICK_REPS runs each) and keeps the
- * fastest (plan_time_pick), remembered past the cache's round-robin eviction (GEMM_PICKS slots); f32 weights
+ * without a split K (gemm.cu's header: every output then has the same bits whatever the tile and the column count);
+ * a plan of up to GEMM_TIMED_N columns times the heuristic's no-split candidates (GEMM_PICK_REPS runs each) and
+ * keeps the fastest (plan_time_pick), remembered past the cache's round-robin eviction (GEMM_PICKS slots); f32 weights
  * ask for their algorithm at one column count (GEMM_F32_PLAN_N) so every span length runs the same kernel.
  * Split from gemm.cu (the conversions, dequantization, kept copies and the promoted GEMM's dispatch), which calls
  * gemm_plans_run for every cuBLASLt product. */

@@ -5,10 +5,10 @@
  *
  *   y (T, rows) f32 = scale · ( Σ_kb s[r][kb] · Σ_{k in kb} q[r][k] · x[t][k]  +  Σ_kb m[r][kb] · S[t][kb] )
  *
- * (or bf16, CUDA_GEMM_Y_BF16: that value rounded once) (the value a 32-block decodes to, gemv_quant_types.cuh:
- * d·q + m, so s = d; Q4_0's d·(q − 8) as q − 8 without a
- * min; S[t][kb] = Σ_{k in kb} x[t][k]). q is an integer of ≤ 8 bits, exact in bf16, and x is bf16-valued (bf16
- * activations; with f32 activations x = hi + lo, both multiplied into the same partial): each block's partial sum
+ * — or bf16 (CUDA_GEMM_Y_BF16): that value rounded once — (the value a 32-block decodes to, gemv_quant_types.cuh:
+ * d·q + m, so s = d; Q4_0's d·(q − 8) as q − 8 without a min; S[t][kb] = Σ_{k in kb} x[t][k]). q is an integer of
+ * ≤ 8 bits, exact in bf16, and x is bf16-valued (bf16 activations; with f32 activations x = hi + lo, both
+ * multiplied into the same partial): each block's partial sum
  * is the tensor cores' f32 sum of exact products — closer to the exact dot than the two-part weight (whose
  * w_lo · x_lo is dropped). The types with a min (Q4_1, Q4_K, Q5_K) add the second sum as a GEMM of K = 3·n/32 on
  * the same kernel: extra k tiles after the weight's own, A holding [m_hi, m_hi, m_lo] and B [S_hi, S_lo, S_hi] a

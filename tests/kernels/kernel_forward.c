@@ -596,6 +596,20 @@ static int greedy(struct backend *b, int32_t *out, float *lg)
  * gpu_pick after the same prompt and tokens [0, i)): how far below the CPU's
  * pick the GPU's is on the CPU's logits at that point, over their range (the
  * CPU's bits do not depend on how its prefill is cut; lg: vocab floats). */
+/* The logit checks' metric: max |got − want| over want's range (n values; a NaN difference counts as infinite). */
+static double logit_err(const float *want, const float *got, size_t n)
+{
+    float mn = INFINITY, mx = -INFINITY;
+    double md = 0;
+    for (size_t i = 0; i < n; i++) {
+        mn = want[i] < mn ? want[i] : mn;
+        mx = want[i] > mx ? want[i] : mx;
+        const double d = fabs((double)got[i] - want[i]);
+        md = d > md || d != d ? d : md;
+    }
+    return md / (mx - mn);
+}
+
 /* How far below token a's logit token b's lies in lg (vocab V), over lg's range: a near tie where ≤ TOL_ACT_BF16. */
 static double tie_gap(const float *lg, uint32_t V, int32_t a, int32_t b)
 {
@@ -689,15 +703,7 @@ static bool paged_check(struct backend *c, struct backend *g, double *err_cpu)
     float *ll = malloc(sizeof(float) * PG_ROWS * V);
     bool ok = paged_run(c, ta, tb, tc, scat_copies, 1, lc) == 0 && paged_run(g, ta, tb, tc, scat_copies, 1, lg) == 0 &&
               paged_run(g, g_tab[0], g_tab[1], g_tab[2], lin_copies, 4, ll) == 0;
-    float mn = INFINITY, mx = -INFINITY;
-    double md = 0;
-    for (size_t i = 0; ok && i < (size_t)PG_ROWS * V; i++) {
-        mn = lc[i] < mn ? lc[i] : mn;
-        mx = lc[i] > mx ? lc[i] : mx;
-        const double d = fabs((double)lg[i] - lc[i]);
-        md = d > md || d != d ? d : md;
-    }
-    *err_cpu = ok ? md / (mx - mn) : INFINITY;
+    *err_cpu = ok ? logit_err(lc, lg, (size_t)PG_ROWS * V) : INFINITY;
     const bool same = ok && memcmp(lg, ll, sizeof(float) * PG_ROWS * V) == 0;
     free(lc), free(lg), free(ll);
     return same;
@@ -972,15 +978,7 @@ static void check_chunked(struct backend *g, struct row *R)
     R->chunk_tie = -1;
     if (L >= 2 && prefill_then_greedy(g, p, 0, one, t1, steps) == 0 &&
         prefill_then_greedy(g, p, split, chk, t2, NULL) == 0) {
-        float mn = INFINITY, mx = -INFINITY;
-        double md = 0;
-        for (size_t i = 0; i < (size_t)L * V; i++) {
-            mn = one[i] < mn ? one[i] : mn;
-            mx = one[i] > mx ? one[i] : mx;
-            const double d = fabs((double)chk[i] - one[i]);
-            md = d > md || d != d ? d : md;
-        }
-        R->chunk_err = md / (mx - mn);
+        R->chunk_err = logit_err(one, chk, (size_t)L * V);
         R->chunk_greedy_same = memcmp(t1, t2, sizeof t1) == 0;
         uint32_t i = 0;
         while (i < CHUNK_GREEDY_N && t1[i] == t2[i])
@@ -1030,18 +1028,11 @@ static double off_check(const struct model *m, uint32_t max_ctx, uint32_t pool, 
         ok = fwd(g2, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], l2 + off * V) == 0;
         off += g_prompt_len[p];
     }
-    double md = ok ? 0 : INFINITY;
-    float mn = INFINITY, mx = -INFINITY;
-    for (size_t i = 0; ok && i < total * V; i++) {
-        mn = lg[i] < mn ? lg[i] : mn;
-        mx = lg[i] > mx ? lg[i] : mx;
-        const double d = fabs((double)lg[i] - l2[i]);
-        md = d > md || d != d ? d : md;
-    }
+    const double rel = ok ? logit_err(lg, l2, total * V) : INFINITY;
     *same = ok && memcmp(l2, lg, sizeof(float) * total * V) == 0;
     free(l2);
     g2->ops->free(g2);
-    return ok && mx > mn ? md / (mx - mn) : md;
+    return rel;
 }
 
 static void check_model(const char *path, const char *name, const char *dtype, const char *ref_file,
@@ -1093,15 +1084,7 @@ static void check_model(const char *path, const char *name, const char *dtype, c
         off += g_prompt_len[p];
     }
     CHECK_MSG(ok, "%s: forward failed", name);
-    float mn = INFINITY, mx = -INFINITY;
-    double md = 0;
-    for (size_t i = 0; ok && i < total * V; i++) {
-        mn = lc[i] < mn ? lc[i] : mn;
-        mx = lc[i] > mx ? lc[i] : mx;
-        const double d = fabs((double)lg[i] - lc[i]);
-        md = d > md || d != d ? d : md;
-    }
-    R->err_cpu = ok ? md / (mx - mn) : INFINITY;
+    R->err_cpu = ok ? logit_err(lc, lg, total * V) : INFINITY;
     CHECK_MSG(R->err_cpu <= tol_logits(), "%s: GPU vs CPU max|dlogit|/range %.3g", name, R->err_cpu);
     R->accum_same = R->gu16_same = -1;
     R->gu16_err = -1;
@@ -1270,19 +1253,6 @@ static int deep_run(struct backend *b, const int32_t *toks, uint32_t split, bool
     return rc;
 }
 
-static double deep_err(const float *want, const float *got, size_t n)
-{
-    float mn = INFINITY, mx = -INFINITY;
-    double md = 0;
-    for (size_t i = 0; i < n; i++) {
-        mn = want[i] < mn ? want[i] : mn;
-        mx = want[i] > mx ? want[i] : mx;
-        const double d = fabs((double)got[i] - want[i]);
-        md = d > md || d != d ? d : md;
-    }
-    return md / (mx - mn);
-}
-
 static void check_deep(const char *path)
 {
     char err[512];
@@ -1314,7 +1284,7 @@ static void check_deep(const char *path)
                     deep_run(g, toks, DEEP_SPLIT, true, lx, NULL) == 0;
     CHECK_MSG(ok, "deep prefill: forward failed");
     if (ok) {
-        const double ea = deep_err(lc, la, (size_t)tail * V), eb = deep_err(lc, lb, (size_t)tail * V);
+        const double ea = logit_err(lc, la, (size_t)tail * V), eb = logit_err(lc, lb, (size_t)tail * V);
         printf("deep prefill (%u tokens; %u + %u, the second span split %u ways): GPU vs CPU one shot %.2e, "
                "chunked %.2e; greedy %s / %s\n",
                DEEP_LEN, DEEP_SPLIT, tail, cuda_attn_prefill_splits(DEEP_SPLIT, tail), ea, eb,

@@ -375,6 +375,13 @@ static bool x_has_lo(const struct cuda_gemm *g, enum xkind kind)
     return g->mode == CUDA_GEMM_EXACT || (g->mode == CUDA_GEMM_XBF16 && kind == XK_F16);
 }
 
+/* Whether run_parts makes a weight's GEMM one cuBLASLt product: no low part of x (kind xk) and none of the weight
+ * (split_w: a type whose dequantized values the exact modes split, GGUF and block-scaled FP8). */
+static bool one_product(const struct cuda_gemm *g, enum xkind xk, bool split_w)
+{
+    return !x_has_lo(g, xk) && !(g->mode != CUDA_GEMM_FAST && split_w);
+}
+
 extern "C" bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, bool bs, uint64_t rows, uint64_t n,
                                       float scale)
 {
@@ -387,9 +394,7 @@ extern "C" bool cuda_gemm_accum_takes(const struct cuda_gemm *g, enum dtype t, b
         return false;
     if (t == DTYPE_F32 && !bs)
         return true;
-    const enum xkind xk = bs ? XK_BF16 : xkind_of(t);
-    const bool wlo = g->mode != CUDA_GEMM_FAST && (bs || gemv_quant_has(t));
-    return !x_has_lo(g, xk) && !wlo; /* one product: its D = acc + y */
+    return one_product(g, bs ? XK_BF16 : xkind_of(t), bs || gemv_quant_has(t)); /* its D = acc + y */
 }
 
 extern "C" bool cuda_gemm_y_bf16_takes(const struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n)
@@ -398,9 +403,8 @@ extern "C" bool cuda_gemm_y_bf16_takes(const struct cuda_gemm *g, enum dtype t, 
         return false;
     if (cuda_gemm_promoted(g, t, rows, n)) /* its epilogue rounds its one accumulator (x parts and all) */
         return true;
-    const bool wlo = g->mode != CUDA_GEMM_FAST && gemv_quant_has(t);
-    /* one product: its D rounded once; bf16 inputs (cuBLASLt has no f16 × f16 → bf16) */
-    return xkind_of(t) == XK_BF16 && !x_has_lo(g, XK_BF16) && !wlo;
+    /* its D rounded once; bf16 inputs (cuBLASLt has no f16 × f16 → bf16) */
+    return xkind_of(t) == XK_BF16 && one_product(g, XK_BF16, gemv_quant_has(t));
 }
 
 /* Whether the scratch holds the parts of x (n, T) for an input of the kind. */

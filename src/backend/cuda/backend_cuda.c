@@ -140,6 +140,13 @@ void *cuda_be_dev_alloc(struct cuda_backend *b, uint64_t bytes)
     return p;
 }
 
+/* An on/off setting read from the environment: on unless it is "off" (docs/FLAGS.md). */
+static bool env_not_off(const char *name)
+{
+    const char *v = getenv(name);
+    return !(v && strcmp(v, "off") == 0);
+}
+
 static float *dev_floats(struct cuda_backend *b, uint64_t a, uint64_t c, bool *ok)
 {
     uint64_t n;
@@ -325,26 +332,20 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     const char *env_dec = getenv("MEMRA_CUDA_DECODE"), *env_graph = getenv("MEMRA_CUDA_GRAPH");
     b->dec_on = !(env_dec && strcmp(env_dec, "0") == 0);
     b->dec_graphs = !(env_graph && strcmp(env_graph, "0") == 0);
-    const char *env_fuse = getenv("MEMRA_DECODE_FUSE");
-    b->fuse_w = !(env_fuse && strcmp(env_fuse, "off") == 0);
+    b->fuse_w = env_not_off("MEMRA_DECODE_FUSE");
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
-    const char *env_side = getenv("MEMRA_DECODE_SIDE"), *env_qkv = getenv("MEMRA_DECODE_QKV");
-    b->dec_side = !(env_side && strcmp(env_side, "off") == 0);
-    b->dec_qkv = !(env_qkv && strcmp(env_qkv, "off") == 0);
+    b->dec_side = env_not_off("MEMRA_DECODE_SIDE");
+    b->dec_qkv = env_not_off("MEMRA_DECODE_QKV");
     const char *env_fp8b = getenv("MEMRA_FP8_BLOCK");
     if (env_fp8b && *env_fp8b && strcmp(env_fp8b, "native") != 0 && strcmp(env_fp8b, "f32") != 0) {
         cuda_be_free(&b->base);
         return err_set(err, errlen, "cuda backend: MEMRA_FP8_BLOCK=%s: expected native or f32", env_fp8b);
     }
     b->fp8_block = !(env_fp8b && strcmp(env_fp8b, "f32") == 0);
-    const char *env_glu = getenv("MEMRA_DECODE_GLU");
-    b->dec_glu = !(env_glu && strcmp(env_glu, "off") == 0);
-    const char *env_xp = getenv("MEMRA_GEMM_X_PRODUCERS");
-    b->x_producers = !(env_xp && strcmp(env_xp, "off") == 0);
-    const char *env_acc = getenv("MEMRA_GEMM_ACCUM");
-    b->gemm_accum = !(env_acc && strcmp(env_acc, "off") == 0);
-    const char *env_gu = getenv("MEMRA_GEMM_GU_BF16");
-    b->gu_bf16 = !(env_gu && strcmp(env_gu, "off") == 0);
+    b->dec_glu = env_not_off("MEMRA_DECODE_GLU");
+    b->x_producers = env_not_off("MEMRA_GEMM_X_PRODUCERS");
+    b->gemm_accum = env_not_off("MEMRA_GEMM_ACCUM");
+    b->gu_bf16 = env_not_off("MEMRA_GEMM_GU_BF16");
     const struct cuda_attn_dims ad = {c->n_heads, c->n_kv_heads, c->head_dim};
     b->attn_prep = b->dec_fuse && cuda_attn_decode_prep_supported(ad);
     b->mixed_seqs = calloc(bc->max_seqs ? bc->max_seqs : 1, sizeof(*b->mixed_seqs));

@@ -16,7 +16,7 @@ if [ "${ATTN:-0}" = 1 ]; then
   M=/tmp/m8b/hf-bf16 K=kernel_attn_prefill_w SKIP=40 CNT=1 TESTS=pp4096 XA="--ubatch 4096"
 elif [ "${GEMMQ:-0}" = 1 ]; then
   PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/ncu-source-gpu.sh NAME}"
-  M=/tmp/m8q/llama8b-q8_0.gguf K=kernel_gemm_q SKIP=40 CNT=1 TESTS=pp4096 XA="--ubatch 4096"
+  M=/tmp/m8q/llama8b-q8_0.gguf K="^kernel_gemm_q\$" SKIP=40 CNT=1 TESTS=pp4096 XA="--ubatch 4096"
   [ -f $M ] || python3 tools/make_test_models.py /tmp/m8q --formats q8_0 > /tmp/makeq.log 2>&1
 else
   PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/ncu-source-gpu.sh NAME}"
@@ -26,7 +26,7 @@ fi
 ts "model ready"
 N=/usr/local/cuda/bin/ncu
 MEMRA_CUDA_GRAPH=0 MEMRA_ACT_TYPE=bf16 timeout 150 $N --clock-control none --section SourceCounters \
-  --section WarpStateStats --section LaunchStats -k regex:$K --launch-skip $SKIP -c $CNT -f -o /tmp/rep \
+  --section WarpStateStats --section LaunchStats -k "regex:$K" --launch-skip $SKIP -c $CNT -f -o /tmp/rep \
   $B/bin/memra-bench $M --backend cuda --tests $TESTS --reps 1 $XA > $O/run.log 2>&1
 ts "ncu rc $?"
 $N -i /tmp/rep.ncu-rep --page details > $O/ncu.txt 2>&1

@@ -38,7 +38,8 @@
  * 790 TFLOP/s; the crossover of the decode GEMV (⌈T/8⌉ launches of 8 tokens)
  * against the GEMM at small T, which sets the backend's span threshold.
  *
- * Usage: kernel_gemm [--quick]   (--quick: checks only)
+ * Usage: kernel_gemm [--quick | --promoted]   (--quick: checks only; --promoted: the checks, then the promoted
+ * GEMM's timing only)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -643,7 +644,7 @@ static const struct shape {
 
 static double tflops(uint64_t rows, uint64_t n, uint32_t T, double ms) { return 2.0 * rows * n * T / (ms * 1e9); }
 
-static void run_timing(void)
+static void run_timing(bool only_promoted)
 {
     const uint64_t max_x = 4096ull * 14336, max_w = 128256ull * 4096;
     struct cuda_gemm *gf = cuda_gemm_init(g_ctx, CUDA_GEMM_FAST, max_x, max_w);
@@ -669,7 +670,7 @@ static void run_timing(void)
     printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     double layer_ms[sizeof cfgs / sizeof cfgs[0]][2] = {{0}}, layer_kept[sizeof cfgs / sizeof cfgs[0]][2] = {{0}};
     for (size_t ci = 0; ci < ncfg; ci++)
-        for (size_t s = 0; s < NSHAPES; s++) {
+        for (size_t s = 0; s < NSHAPES && (cfgs[ci].promote || !only_promoted); s++) {
             struct tcase c; /* one weight upload serves both T */
             tcase_init(&c, by_mode[cfgs[ci].promote][cfgs[ci].mode], cfgs[ci].t, shapes[s].rows, shapes[s].n, Ts[1]);
             for (int ti = 0; ti < 2; ti++) {
@@ -697,7 +698,7 @@ static void run_timing(void)
            "| type | mode | T | layer ms | TFLOP/s | tok/s | kept layer ms | kept TFLOP/s | kept tok/s |\n"
            "|---|---|---|---|---|---|---|---|---|\n");
     for (size_t ci = 0; ci < ncfg; ci++)
-        for (int ti = 0; ti < 2; ti++) {
+        for (int ti = 0; ti < 2 && (cfgs[ci].promote || !only_promoted); ti++) {
             const double p = 2.0 * 4096 * 4096 + 2.0 * 1024 * 4096 + 3.0 * 14336 * 4096;
             printf("| %s | %s%s | %u | %.3f | %.0f | %.0f | %.3f | %.0f | %.0f |\n", dtype_name(cfgs[ci].t),
                    mode_name(cfgs[ci].mode), cfgs[ci].promote ? " promoted" : "", Ts[ti], layer_ms[ci][ti],
@@ -707,6 +708,8 @@ static void run_timing(void)
         }
 
     /* crossover: the decode GEMV path against the GEMM at small T */
+    if (only_promoted)
+        goto done;
     static const enum dtype xt[] = {DTYPE_BF16, DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q6_K};
     static const uint32_t xT[] = {8, 16, 24, 32, 48, 64, 96, 128};
     printf("\n## GEMV (chunks of 8 tokens) vs GEMM at small T, ms; gate/up 14336x4096 and q/o 4096x4096\n\n"
@@ -723,6 +726,7 @@ static void run_timing(void)
                 fflush(stdout);
                 tcase_free(&c);
             }
+done:
     cuda_gemm_free(gf);
     cuda_gemm_free(ge);
     cuda_gemm_free(gx);
@@ -733,6 +737,7 @@ static void run_timing(void)
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const bool promoted = argc > 1 && strcmp(argv[1], "--promoted") == 0;
     g_ctx = kernel_ctx_open();
     run_checks();
     /* F32 in every mode, BF16 in fast and xbf16, F16 and the GGUF types in fast add into y */
@@ -747,7 +752,7 @@ int main(int argc, char **argv)
         printf("| %s | %.2e | %.2e | %.2e | %.2e | %.2e |\n", dtype_name(types[k]), g_worst[0][k], g_worst[1][k],
                g_worst[2][k], g_worst[3][k], g_worst[4][k]);
     if (!quick && !test_failures)
-        run_timing();
+        run_timing(promoted);
     cuda_ctx_free(g_ctx);
     return test_summary();
 }

@@ -74,13 +74,20 @@ template <int XP, int WG> struct lay {
     static constexpr int NT = (WG + 1) * 128;
 };
 
-/* d (64 × 128 f32: 64 a thread) = A · B (ACC 0) or += A · B (ACC 1), both K-major bf16 in shared memory. */
+/* d (64 × 128 f32: 64 a thread) = A · B (ACC 0: d written only) or += A · B (ACC 1), both K-major bf16 in shared
+ * memory. */
 template <int ACC> __device__ __forceinline__ void wg_mn(float (&d)[64], uint64_t da, uint64_t db)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : WG_D64
-                 : "l"(da), "l"(db), "n"(ACC));
+    if constexpr (ACC == 0)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : WG_W64
+                     : "l"(da), "l"(db));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : WG_D64
+                     : "l"(da), "l"(db));
 }
 
 /* bytes global → shared on bar, no cache hint: an A tile serves every token tile, a B tile every row tile. */
@@ -103,17 +110,81 @@ __device__ __forceinline__ void promote(float (&acc)[64], const float (&p)[64], 
     }
 }
 
-/* d = the 32-block h of a k tile: 2 wgmma a x part (the first with scale-d 0), A rows at a, B tiles at b. */
-template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint32_t a, uint32_t b, uint32_t h)
+/* d = a 32-block's products: 2 wgmma a x part (the first with scale-d 0); da / db: the descriptors of the block's
+ * first k16 step of A and of B's first x part (a descriptor's low field is the address / 16: a byte offset o within
+ * shared memory is + o / 16). */
+template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint64_t da, uint64_t db)
 {
 #pragma unroll
     for (int xp = 0; xp < XP; xp++) {
-        const uint32_t bx = b + xp * B_BYTES;
+        const uint64_t bx = db + xp * (B_BYTES / 16);
         if (xp == 0)
-            wg_mn<0>(d, smem_desc(a + h * 64), smem_desc(bx + h * 64));
+            wg_mn<0>(d, da, bx);
         else
-            wg_mn<1>(d, smem_desc(a + h * 64), smem_desc(bx + h * 64));
-        wg_mn<1>(d, smem_desc(a + h * 64 + 32), smem_desc(bx + h * 64 + 32));
+            wg_mn<1>(d, da, bx);
+        wg_mn<1>(d, da + 2, bx + 2);
+    }
+}
+
+/* A computing warpgroup's k loop (wg: its index). The descriptors are made once and a stage's offset added (the loop
+ * issued ~100 address instructions a k tile beside its 128 FFMA, ncu, forty-seventh run; now ~50: the promoted GEMM
+ * +2-3 %, Q8_0 pp4096 +3-5 % on an H100; a copy of the loop a warpgroup, wg a constant so that A's descriptor is a
+ * uniform value, issued fewer still and ran slower).
+ * Wide (WG 2): two partials, one a 32-block of the k tile: both blocks' products issued, the first promoted while
+ * the second's run, the stage released once both are read (nothing in flight across the loop's back edge, which
+ * makes ptxas serialize every wgmma, C7515; a form that promoted a tile's second block beside the next tile's
+ * first was serialized so). Narrow (WG 1): one partial, a block issued, waited for and promoted in turn. The same
+ * operations in the same order either way — only their overlap differs (H100, random 8B, two partials against
+ * one: Q8_0 pp512 +5 %, Q4_K_M +3 %). */
+template <int XP, int WG>
+__device__ __forceinline__ void consume(float (&acc)[64], float (&p)[64], float (&q)[WG == 2 ? 64 : 1], uint32_t base,
+                                        const uint8_t *sp, uint32_t bars, uint32_t KX, uint32_t wg, uint32_t r0,
+                                        uint32_t lane)
+{
+    using L = lay<XP, WG>;
+    constexpr int NS = L::NS;
+    constexpr uint32_t STAGE = L::STAGE;
+    const uint64_t da0 = smem_desc(base + wg * (A_BYTES / 2)), db0 = smem_desc(base + L::AR);
+    const uint8_t *const sc0 = sp + L::AQ + r0 * 8; /* this thread's rows' scales (float2: the two blocks) */
+    uint32_t s = 0, ph = 0;                          /* tile kt's stage and its full barrier's parity */
+    for (uint32_t kt = 0; kt < KX; kt++) {
+        const uint32_t so = s * (STAGE / 16);
+        mbar_wait(bars + 8 * s, ph);
+        if constexpr (WG == 2) {
+            wgmma_fence();
+            issue<XP>(p, da0 + so, db0 + so);
+            wgmma_commit();
+            issue<XP>(q, da0 + so + 4, db0 + so + 4); /* block 1: k 32 .. 63, 64 bytes on */
+            wgmma_commit();
+            const float2 sr0 = *reinterpret_cast<const float2 *>(sc0 + s * STAGE);
+            const float2 sr1 = *reinterpret_cast<const float2 *>(sc0 + s * STAGE + 64);
+            wgmma_wait<1>();
+            reg_fence(p);
+            promote(acc, p, sr0.x, sr1.x);
+            wgmma_wait<0>();
+            reg_fence(q);
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(bars + 8 * (NS + s));
+            promote(acc, q, sr0.y, sr1.y);
+        } else {
+            const float2 sr0 = *reinterpret_cast<const float2 *>(sc0 + s * STAGE);
+            const float2 sr1 = *reinterpret_cast<const float2 *>(sc0 + s * STAGE + 64);
+#pragma unroll
+            for (uint32_t h = 0; h < 2; h++) {
+                wgmma_fence();
+                issue<XP>(p, da0 + so + 4 * h, db0 + so + 4 * h);
+                wgmma_commit();
+                wgmma_wait<0>();
+                reg_fence(p);
+                promote(acc, p, h == 0 ? sr0.x : sr0.y, h == 0 ? sr1.x : sr1.y);
+            }
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(bars + 8 * (NS + s));
+        }
+        s = s + 1 == NS ? 0 : s + 1;
+        ph = s == 0 ? ph ^ 1 : ph;
     }
 }
 
@@ -174,57 +245,11 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
         regs_inc<168>();
     const uint32_t wg = warp / 4, wi = warp % 4, g = lane / 4;
     const uint32_t r0 = wg * 64 + wi * 16 + g; /* this thread's rows in the CTA's rows: r0, r0 + 8 */
-    float acc[64], p[64], q[WG == 2 ? 64 : 1];
+    float acc[64], p[64], q[WG == 2 ? 64 : 1]; /* p, q: written first by a scale-d 0 wgmma (wg_mn<0>) */
 #pragma unroll
     for (int i = 0; i < 64; i++)
-        acc[i] = 0.0f, p[i] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < (WG == 2 ? 64 : 1); i++)
-        q[i] = 0.0f;
-    /* Wide: two partials, one a 32-block of the k tile: both blocks' products issued, the first promoted while the
-     * second's run, the stage released once both are read (nothing in flight across the loop's back edge, which
-     * would make ptxas serialize every wgmma, C7514). Narrow: one partial, a block issued, waited for and promoted
-     * in turn. The same operations in the same order either way — only their overlap differs (H100, random 8B,
-     * two partials against one: Q8_0 pp512 +5 %, Q4_K_M +3 %). */
-    for (uint32_t kt = 0; kt < KX; kt++) {
-        const uint32_t s = kt % NS;
-        mbar_wait(bars + 8 * s, (kt / NS) & 1);
-        const uint32_t a = base + s * STAGE + wg * (A_BYTES / 2), b = base + s * STAGE + L::AR;
-        const float *sc = reinterpret_cast<const float *>(sp + s * STAGE + L::AQ);
-        if constexpr (WG == 2) {
-            wgmma_fence();
-#pragma unroll
-            for (uint32_t h = 0; h < 2; h++) {
-                float(&d)[64] = h == 0 ? p : q;
-                issue<XP>(d, a, b, h);
-                wgmma_commit();
-            }
-            const float s00 = sc[r0 * 2], s10 = sc[(r0 + 8) * 2], s01 = sc[r0 * 2 + 1], s11 = sc[(r0 + 8) * 2 + 1];
-            wgmma_wait<1>();
-            reg_fence(p);
-            promote(acc, p, s00, s10);
-            wgmma_wait<0>();
-            reg_fence(q);
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(bars + 8 * (NS + s));
-            promote(acc, q, s01, s11);
-        } else {
-#pragma unroll
-            for (uint32_t h = 0; h < 2; h++) {
-                wgmma_fence();
-                issue<XP>(p, a, b, h);
-                wgmma_commit();
-                const float s0 = sc[r0 * 2 + h], s1 = sc[(r0 + 8) * 2 + h];
-                wgmma_wait<0>();
-                reg_fence(p);
-                promote(acc, p, s0, s1);
-            }
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(bars + 8 * (NS + s));
-        }
-    }
+        acc[i] = 0.0f;
+    consume<XP, WG>(acc, p, q, base, sp, bars, KX, wg, r0, lane);
 
     /* acc[4j + e]: row r0 (e < 2) or r0 + 8, token 8j + 2c + (e & 1); a warp's store covers four tokens' 8
      * consecutive rows (whole 32-byte sectors) */

@@ -66,6 +66,12 @@ static __device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return 
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
         "+f"(d[i + 7])
 #define WG_D64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
+/* The same registers written only (a wgmma at scale-d 0): no instruction before it need define them, which would
+ * make ptxas serialize wgmma in flight around it (C7515). */
+#define WG_W8(i)                                                                                                  \
+    "=f"(d[i]), "=f"(d[i + 1]), "=f"(d[i + 2]), "=f"(d[i + 3]), "=f"(d[i + 4]), "=f"(d[i + 5]), "=f"(d[i + 6]), \
+        "=f"(d[i + 7])
+#define WG_W64 WG_W8(0), WG_W8(8), WG_W8(16), WG_W8(24), WG_W8(32), WG_W8(40), WG_W8(48), WG_W8(56)
 
 /* D (64×128 f32: this thread's 64) += A (64×16) · B (16×128), bf16 operands in
  * shared memory named by descriptors, both K-major; scale-d = 1 (accumulate). */

@@ -644,6 +644,28 @@ static const struct shape {
 
 static double tflops(uint64_t rows, uint64_t n, uint32_t T, double ms) { return 2.0 * rows * n * T / (ms * 1e9); }
 
+/* The crossover: the decode GEMV path (chunks of 8 tokens) against the GEMM at small T, which sets the backend's
+ * span threshold. */
+static void time_crossover(struct cuda_gemm *gf, struct cuda_gemm *ge)
+{
+    static const enum dtype xt[] = {DTYPE_BF16, DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q6_K};
+    static const uint32_t xT[] = {8, 16, 24, 32, 48, 64, 96, 128};
+    printf("\n## GEMV (chunks of 8 tokens) vs GEMM at small T, ms; gate/up 14336x4096 and q/o 4096x4096\n\n"
+           "| type | shape | T | GEMV | GEMM fast | GEMM exact |\n|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < sizeof xt / sizeof xt[0]; k++)
+        for (int s = 0; s < 3; s += 2)
+            for (size_t i = 0; i < sizeof xT / sizeof xT[0]; i++) {
+                struct tcase c;
+                tcase_init(&c, gf, xt[k], shapes[s].rows, shapes[s].n, xT[i]);
+                const double gv = time_ms(&c, W_GEMV), fast = time_ms(&c, W_CALL);
+                c.g = ge;
+                const double ex = time_ms(&c, W_CALL);
+                printf("| %s | %s | %u | %.4f | %.4f | %.4f |\n", dtype_name(c.t), shapes[s].name, c.T, gv, fast, ex);
+                fflush(stdout);
+                tcase_free(&c);
+            }
+}
+
 static void run_timing(bool only_promoted)
 {
     const uint64_t max_x = 4096ull * 14336, max_w = 128256ull * 4096;
@@ -707,26 +729,8 @@ static void run_timing(bool only_promoted)
                    Ts[ti] / (32.0 * layer_kept[ci][ti] / 1e3));
         }
 
-    /* crossover: the decode GEMV path against the GEMM at small T */
-    if (only_promoted)
-        goto done;
-    static const enum dtype xt[] = {DTYPE_BF16, DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q6_K};
-    static const uint32_t xT[] = {8, 16, 24, 32, 48, 64, 96, 128};
-    printf("\n## GEMV (chunks of 8 tokens) vs GEMM at small T, ms; gate/up 14336x4096 and q/o 4096x4096\n\n"
-           "| type | shape | T | GEMV | GEMM fast | GEMM exact |\n|---|---|---|---|---|---|\n");
-    for (size_t k = 0; k < sizeof xt / sizeof xt[0]; k++)
-        for (int s = 0; s < 3; s += 2)
-            for (size_t i = 0; i < sizeof xT / sizeof xT[0]; i++) {
-                struct tcase c;
-                tcase_init(&c, gf, xt[k], shapes[s].rows, shapes[s].n, xT[i]);
-                const double gv = time_ms(&c, W_GEMV), fast = time_ms(&c, W_CALL);
-                c.g = ge;
-                const double ex = time_ms(&c, W_CALL);
-                printf("| %s | %s | %u | %.4f | %.4f | %.4f |\n", dtype_name(c.t), shapes[s].name, c.T, gv, fast, ex);
-                fflush(stdout);
-                tcase_free(&c);
-            }
-done:
+    if (!only_promoted)
+        time_crossover(gf, ge);
     cuda_gemm_free(gf);
     cuda_gemm_free(ge);
     cuda_gemm_free(gx);

@@ -189,25 +189,20 @@ __device__ __forceinline__ void wg_store_o(const float (&o)[64], float l0, float
     const float i0 = 1.0f / l0, i1 = 1.0f / l1;
     const uint64_t e0 = (uint64_t)(sp.q0 + t0 + row0) * q_dim + (uint64_t)h * HD + 2 * c;
     const uint64_t e1 = (uint64_t)(sp.q0 + t0 + row1) * q_dim + (uint64_t)h * HD + 2 * c;
-    if (att16) {
+    const auto rows = [&](auto *out, auto pack) { /* pack: two consecutive outputs of a row as out's pair type */
+        using pair_t = decltype(pack(0.0f, 0.0f));
 #pragma unroll
         for (int j = 0; j < 16; j++) {
             if (row0 < ntok)
-                *reinterpret_cast<__nv_bfloat162 *>(att16 + e0 + 8 * j) =
-                    __floats2bfloat162_rn(o[4 * j] * i0, o[4 * j + 1] * i0);
+                *reinterpret_cast<pair_t *>(out + e0 + 8 * j) = pack(o[4 * j] * i0, o[4 * j + 1] * i0);
             if (row1 < ntok)
-                *reinterpret_cast<__nv_bfloat162 *>(att16 + e1 + 8 * j) =
-                    __floats2bfloat162_rn(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
+                *reinterpret_cast<pair_t *>(out + e1 + 8 * j) = pack(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
         }
-        return;
-    }
-#pragma unroll
-    for (int j = 0; j < 16; j++) {
-        if (row0 < ntok)
-            *reinterpret_cast<float2 *>(att + e0 + 8 * j) = make_float2(o[4 * j] * i0, o[4 * j + 1] * i0);
-        if (row1 < ntok)
-            *reinterpret_cast<float2 *>(att + e1 + 8 * j) = make_float2(o[4 * j + 2] * i1, o[4 * j + 3] * i1);
-    }
+    };
+    if (att16)
+        rows(att16, [](float a, float b) { return __floats2bfloat162_rn(a, b); });
+    else
+        rows(att, [](float a, float b) { return make_float2(a, b); });
 }
 
 } // namespace

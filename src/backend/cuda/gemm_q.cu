@@ -133,7 +133,8 @@ template <int XP> __device__ __forceinline__ void issue(float (&d)[64], uint64_t
  * Wide (WG 2): two partials, one a 32-block of the k tile: both blocks' products issued, the first promoted while
  * the second's run, the stage released once both are read (nothing in flight across the loop's back edge, which
  * makes ptxas serialize every wgmma, C7515; a form that promoted a tile's second block beside the next tile's
- * first was serialized so). Narrow (WG 1): one partial, a block issued, waited for and promoted in turn. The same
+ * first was serialized so, and two tiles an iteration, three of four promotions beside products, ran 2 % slower:
+ * lab/gemmq-pipe2.patch). Narrow (WG 1): one partial, a block issued, waited for and promoted in turn. The same
  * operations in the same order either way — only their overlap differs (H100, random 8B, two partials against
  * one: Q8_0 pp512 +5 %, Q4_K_M +3 %). */
 template <int XP, int WG>
@@ -147,6 +148,11 @@ __device__ __forceinline__ void consume(float (&acc)[64], float (&p)[64], float 
     const uint64_t da0 = smem_desc(base + wg * (A_BYTES / 2)), db0 = smem_desc(base + L::AR);
     const uint8_t *const sc0 = sp + L::AQ + r0 * 8; /* this thread's rows' scales (float2: the two blocks) */
     uint32_t s = 0, ph = 0;                          /* tile kt's stage and its full barrier's parity */
+    const auto release = [&]() { /* the stage's products all read: its producer may refill it */
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(bars + 8 * (NS + s));
+    };
     for (uint32_t kt = 0; kt < KX; kt++) {
         const uint32_t so = s * (STAGE / 16);
         mbar_wait(bars + 8 * s, ph);
@@ -163,9 +169,7 @@ __device__ __forceinline__ void consume(float (&acc)[64], float (&p)[64], float 
             promote(acc, p, sr0.x, sr1.x);
             wgmma_wait<0>();
             reg_fence(q);
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(bars + 8 * (NS + s));
+            release();
             promote(acc, q, sr0.y, sr1.y);
         } else {
             const float2 sr0 = *reinterpret_cast<const float2 *>(sc0 + s * STAGE);
@@ -179,9 +183,7 @@ __device__ __forceinline__ void consume(float (&acc)[64], float (&p)[64], float 
                 reg_fence(p);
                 promote(acc, p, h == 0 ? sr0.x : sr0.y, h == 0 ? sr1.x : sr1.y);
             }
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(bars + 8 * (NS + s));
+            release();
         }
         s = s + 1 == NS ? 0 : s + 1;
         ph = s == 0 ? ph ^ 1 : ph;
@@ -194,8 +196,7 @@ __device__ __forceinline__ void consume(float (&acc)[64], float (&p)[64], float 
 template <int XP, int WG>
 __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, void *__restrict__ yv, bool y16,
-                  uint32_t rows,
-                  uint32_t T, uint32_t KX, uint32_t TT, float scale)
+                  uint32_t rows, uint32_t T, uint32_t KX, uint32_t TT, float scale)
 {
     using L = lay<XP, WG>;
     constexpr int NS = L::NS;

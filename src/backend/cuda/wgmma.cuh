@@ -66,8 +66,9 @@ static __device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return 
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
         "+f"(d[i + 7])
 #define WG_D64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
-/* The same registers written only (a wgmma at scale-d 0): no instruction before it need define them, which would
- * make ptxas serialize wgmma in flight around it (C7515). */
+/* The same registers written only (a wgmma at scale-d 0, which ignores them): they need no zeroing before it. The
+ * compiler may then give the result other registers than the array's last value held (gemm_q.cu's two-tile form,
+ * lab/gemmq-pipe2.patch, kept a third 64-register partial so and spilled). */
 #define WG_W8(i)                                                                                                  \
     "=f"(d[i]), "=f"(d[i + 1]), "=f"(d[i + 2]), "=f"(d[i + 3]), "=f"(d[i + 4]), "=f"(d[i + 5]), "=f"(d[i + 6]), \
         "=f"(d[i + 7])

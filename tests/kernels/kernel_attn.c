@@ -71,6 +71,7 @@
  *        kernel_attn --prefill-wg   (test_prefill_wg, the wgmma prefill kernel's
  *                                   checks, and the prefill table)
  *        kernel_attn --decode-one   (test_decode_one only: the one-part decode numerics)
+ *        kernel_attn --decode-tc   (test_decode_tc only: the tensor-core decode checks and digests)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -1163,6 +1164,11 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "--prefill-wg") == 0) { /* the wgmma prefill checks and the prefill table */
         RUN(test_prefill_wg);
         bench_prefill_table();
+        cuda_ctx_free(g_ctx);
+        return test_summary();
+    }
+    if (argc == 2 && strcmp(argv[1], "--decode-tc") == 0) { /* test_decode_tc alone (its digests: two builds) */
+        RUN(test_decode_tc);
         cuda_ctx_free(g_ctx);
         return test_summary();
     }

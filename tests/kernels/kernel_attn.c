@@ -63,9 +63,10 @@
  * = same bits.
  *
  * Usage: kernel_attn [--quick]   (--quick: checks only)
- *        kernel_attn --one DEPTH BATCH   (the decode timing rows of that shape,
- *                                        one a kernel, and nothing else: for a
- *                                        profiler)
+ *        kernel_attn --one DEPTH BATCH [KV]   (the decode timing rows of that
+ *                                        shape, one a kernel, and nothing else:
+ *                                        for a profiler; KV f32 or bf16: that
+ *                                        cache's rows only, default all)
  *        kernel_attn --prefill   (the prefill checks, an f32 and a bf16 cache,
  *                                and the prefill table only; > 300 s on the H200)
  *        kernel_attn --prefill-wg   (test_prefill_wg, the wgmma prefill kernel's
@@ -1177,10 +1178,12 @@ int main(int argc, char **argv)
         cuda_ctx_free(g_ctx);
         return test_summary();
     }
-    if (argc == 4 && strcmp(argv[1], "--one") == 0) {
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
-        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64) {
-            fprintf(stderr, "kernel_attn --one DEPTH BATCH: depth 1..%d, batch 1..64\n", 1 << 20);
+        const char *kv = argc == 5 ? argv[4] : "all";
+        const bool kv_ok = !strcmp(kv, "all") || !strcmp(kv, "f32") || !strcmp(kv, "bf16");
+        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64 || !kv_ok) {
+            fprintf(stderr, "kernel_attn --one DEPTH BATCH [all|f32|bf16]: depth 1..%d, batch 1..64\n", 1 << 20);
             return 2;
         }
         printf("| depth | batch | kernel | KV | head a CTA | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
@@ -1188,8 +1191,9 @@ int main(int argc, char **argv)
         for (int m = 0; m < 3; m++)
             for (int bf = 0; bf < 2; bf++)
                 for (int h = 0; h < 2; h++)
-                    bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf,
-                                 h ? 0 : CUDA_ATTN_HSPLIT_AUTO);
+                    if (!strcmp(kv, "all") || !strcmp(kv, bf ? "bf16" : "f32"))
+                        bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf,
+                                     h ? 0 : CUDA_ATTN_HSPLIT_AUTO);
         cuda_ctx_free(g_ctx);
         return 0;
     }

@@ -83,7 +83,7 @@ namespace {
  * defines so that other depths can be measured. The split form on a bf16
  * cache at 4 and 6 (a lone row at depth 4096 has 4 chunks a split: all in
  * flight at once) gave the same bits and did not pay: H100, random 8B Q4_K_M,
- * 4 stages, tg128@d4096 +0.3-0.5 % but tg128@d512 −0.3-0.8 %, the kernel alone
+ * 4 stages, tg128@d4096 +0.2-0.5 % but tg128@d512 −0.3-0.8 %, the kernel alone
  * slower at 512 and 4096 (bench/RESULTS.md, forty-eighth run). */
 #ifndef MEMRA_ATTN_TC_STAGES
 #define MEMRA_ATTN_TC_STAGES 3

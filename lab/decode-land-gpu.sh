@@ -12,8 +12,9 @@ O=$OUT
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/decode-land-gpu.sh NAME}"
 G=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$G"
 ( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log
-  [ -n "${BF16:-}" ] && python3 tools/make_test_models.py /tmp/m8b --formats bf16 > /tmp/make.log 2>&1
-  echo "rc $?" >> /tmp/make.log ) &
+  if [ -n "${BF16:-}" ]; then
+    python3 tools/make_test_models.py /tmp/m8b --formats bf16 > /tmp/make.log 2>&1; echo "rc $?" >> /tmp/make.log
+  fi ) &
 MQ=$!
 for v in base new; do
   KA=$([ $v = base ] && echo $B/x0/kernel_attn || echo $B/kernels/kernel_attn)

@@ -1180,9 +1180,10 @@ int main(int argc, char **argv)
     }
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
+        /* which cache's rows: -1 both, 0 f32, 1 bf16 (2: not a cache type) */
         const char *kv = argc == 5 ? argv[4] : "all";
-        const bool kv_ok = !strcmp(kv, "all") || !strcmp(kv, "f32") || !strcmp(kv, "bf16");
-        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64 || !kv_ok) {
+        const int kv_bf = !strcmp(kv, "all") ? -1 : !strcmp(kv, "f32") ? 0 : !strcmp(kv, "bf16") ? 1 : 2;
+        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64 || kv_bf == 2) {
             fprintf(stderr, "kernel_attn --one DEPTH BATCH [all|f32|bf16]: depth 1..%d, batch 1..64\n", 1 << 20);
             return 2;
         }
@@ -1191,7 +1192,7 @@ int main(int argc, char **argv)
         for (int m = 0; m < 3; m++)
             for (int bf = 0; bf < 2; bf++)
                 for (int h = 0; h < 2; h++)
-                    if (!strcmp(kv, "all") || !strcmp(kv, bf ? "bf16" : "f32"))
+                    if (kv_bf < 0 || kv_bf == bf)
                         bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf,
                                      h ? 0 : CUDA_ATTN_HSPLIT_AUTO);
         cuda_ctx_free(g_ctx);

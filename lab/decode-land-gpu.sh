@@ -4,8 +4,8 @@
 # into NAME/x0). kernel_attn --decode-tc for both (the tensor-core decode checks; the digests must be equal when the
 # change keeps every operation), kernel_attn --one (one row at 512 / 4096, the tensor-core kernels on a bf16 cache),
 # kernel_forward's fixtures; the random 8B Q4_K_M and Q8_0 tg128, tg128@d512, tg128@d4096 base and new alternated
-# twice (BF16=1: the random 8B BF16 too, once); on an H200 issue 5's GGUF pp4096 at --ubatch 4096 (bf16 activations)
-# at the new build.
+# twice (BF16=1: the random 8B BF16 too, once; QUICK=1: every kernel_attn check of the new build too); on an H200
+# issue 5's GGUF pp4096 at --ubatch 4096 (bf16 activations) at the new build.
 # Carry ["gpu/NAME.tar.xz", ".whl", "lab/decode-land-gpu.sh"].
 cd "$(dirname "$0")/.."
 O=$OUT
@@ -27,6 +27,10 @@ for v in base new; do
 done
 echo "digests new vs base: $(wc -l < /tmp/dig-new.txt) lines, $(diff /tmp/dig-base.txt /tmp/dig-new.txt > /dev/null && echo same || echo DIFFERENT)"
 cp /tmp/dtc-new.log $O/
+if [ -n "${QUICK:-}" ]; then # every kernel_attn check (decode, prefill, bf16 KV, split deals, ...) of the new build
+  timeout 200 $B/kernels/kernel_attn --quick > $O/ka-quick.log 2>&1
+  ts "new kernel_attn --quick rc $? $(grep -E '[0-9]+ checks' $O/ka-quick.log | tail -1)"
+fi
 kf_fixtures 1- 150
 while ! grep -q "^rc" /tmp/makeq.log 2>/dev/null; do sleep 2; done; ts "m8q $(tail -1 /tmp/makeq.log)"
 for r in 1 2; do

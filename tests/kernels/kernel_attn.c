@@ -913,10 +913,11 @@ static void test_split_chunks(void)
 
 /* ---- timing ------------------------------------------------------------- */
 
-
 /* mode: 0 the launcher's rule, 1 split CTAs + combine, 2 one CTA a row */
 static const char *const k_modes[] = {"auto", "split", "rows"};
 
+/* bench_decode's launches rotate over copies of the KV that together pass 4× l2 bytes (the L2's size: each
+ * launch reads DRAM, as in a model); l2 = 0 keeps one copy (read from L2 where it fits). */
 static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bool bf16, uint32_t hsplit)
 {
     cuda_attn_decode_set_hsplit(g_ctx, hsplit);
@@ -1178,13 +1179,17 @@ int main(int argc, char **argv)
         cuda_ctx_free(g_ctx);
         return test_summary();
     }
-    if ((argc == 4 || argc == 5) && strcmp(argv[1], "--one") == 0) {
+    if (argc >= 4 && argc <= 6 && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
         /* which cache's rows: -1 both, 0 f32, 1 bf16 (2: not a cache type) */
-        const char *kv = argc == 5 ? argv[4] : "all";
+        const char *kv = argc >= 5 ? argv[4] : "all";
         const int kv_bf = !strcmp(kv, "all") ? -1 : !strcmp(kv, "f32") ? 0 : !strcmp(kv, "bf16") ? 1 : 2;
-        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64 || kv_bf == 2) {
-            fprintf(stderr, "kernel_attn --one DEPTH BATCH [all|f32|bf16]: depth 1..%d, batch 1..64\n", 1 << 20);
+        /* warm: one copy of the KV, read again by every launch (from L2 where it fits): what the kernel
+         * costs when its keys and values need not come from DRAM */
+        const bool warm = argc == 6 && !strcmp(argv[5], "warm");
+        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64 || kv_bf == 2 || (argc == 6 && !warm)) {
+            fprintf(stderr, "kernel_attn --one DEPTH BATCH [all|f32|bf16 [warm]]: depth 1..%d, batch 1..64\n",
+                    1 << 20);
             return 2;
         }
         printf("| depth | batch | kernel | KV | head a CTA | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
@@ -1193,7 +1198,7 @@ int main(int argc, char **argv)
             for (int bf = 0; bf < 2; bf++)
                 for (int h = 0; h < 2; h++)
                     if (kv_bf < 0 || kv_bf == bf)
-                        bench_decode((uint32_t)depth, (uint32_t)batch, cuda_ctx_l2_bytes(g_ctx), m, bf,
+                        bench_decode((uint32_t)depth, (uint32_t)batch, warm ? 0 : cuda_ctx_l2_bytes(g_ctx), m, bf,
                                      h ? 0 : CUDA_ATTN_HSPLIT_AUTO);
         cuda_ctx_free(g_ctx);
         return 0;

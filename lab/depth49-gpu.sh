@@ -1,8 +1,9 @@
 #!/bin/bash
 # lab/depth49-gpu.sh NAME — one GPU call (~5 min; ~9 on an H200): where a lone Q4_K_M token's depth-4096 cost goes
 # (issue 5: tg128@d4096 ≤ 8 % slower than d0; −8.3 / −8.4 % on the H200). 1. the tensor-core decode attention on a
-# bf16 cache alone by depth (kernel_attn --one: KV from DRAM, and `warm` — one copy read again from L2 — at 512 and
-# 4096: what the kernel could gain if its keys and values were in L2); 2. ncu's detail sections (speed of light,
+# bf16 cache alone by depth (kernel_attn --one: KV from DRAM; two rows at 2048 — one row at 4096's bytes over twice
+# the CTAs; and `warm` — one copy read again from L2 — at 512 and 4096: what the kernel could gain if its keys and
+# values were in L2); 2. ncu's detail sections (speed of light,
 # memory, warp stalls, occupancy, scheduler) of the split kernel and the combine at depths 4096 and 512; 3. the
 # random 8B Q4_K_M tg128 and tg128@d4096 with the attention, the combine or both left out (NAME/sk/memra-bench: a
 # build with lab/skip-kernels.patch; numerics meaningless then), the base first and last; 4. on an H200 only, issue
@@ -21,6 +22,9 @@ ts "1. the kernel alone (µs a launch incl. combine; one row, bf16 KV, tensor co
 for dep in 64 512 1024 2048 4096 8192; do
   MEMRA_ATTN_DECODE=tc timeout 60 $KA --one $dep 1 bf16 2>&1 | grep -E "^\| [0-9]" | grep "auto tc | bf16 | auto"
 done
+# the same bytes as one row at 4096 over twice the CTAs, half the chunks each (64 splits' probe; two waves here)
+MEMRA_ATTN_DECODE=tc timeout 60 $KA --one 2048 2 bf16 2>&1 | grep -E "^\| [0-9]" | grep "auto tc | bf16 | auto" |
+  sed 's/^/two rows: /'
 for dep in 512 4096; do
   MEMRA_ATTN_DECODE=tc timeout 60 $KA --one $dep 1 bf16 warm 2>&1 | grep -E "^\| [0-9]" |
     grep "auto tc | bf16 | auto" | sed 's/^/warm: /'

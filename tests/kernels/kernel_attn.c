@@ -63,10 +63,11 @@
  * = same bits.
  *
  * Usage: kernel_attn [--quick]   (--quick: checks only)
- *        kernel_attn --one DEPTH BATCH [KV]   (the decode timing rows of that
- *                                        shape, one a kernel, and nothing else:
- *                                        for a profiler; KV f32 or bf16: that
- *                                        cache's rows only, default all)
+ *        kernel_attn --one DEPTH BATCH [KV [warm]]   (the decode timing rows of
+ *                                        that shape, one a kernel, and nothing
+ *                                        else: for a profiler; KV f32 or bf16:
+ *                                        that cache's rows only, default all;
+ *                                        warm: one copy of the KV, from L2)
  *        kernel_attn --prefill   (the prefill checks, an f32 and a bf16 cache,
  *                                and the prefill table only; > 300 s on the H200)
  *        kernel_attn --prefill-wg   (test_prefill_wg, the wgmma prefill kernel's

@@ -22,9 +22,7 @@ fi
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 if echo "$G" | grep -q H200; then
   for m in q8_0 q4_k_m; do
-    TO=90 mbench "$m bf16-act" /tmp/m8q/llama8b-$m.gguf pp512,pp4096 MEMRA_ACT_TYPE=bf16
-    XA="--ubatch 4096" TO=90 mbench "$m bf16-act ub4096" /tmp/m8q/llama8b-$m.gguf pp4096 MEMRA_ACT_TYPE=bf16
-    [ -n "${ROWS_ONLY:-}" ] && TO=90 mbench "$m" /tmp/m8q/llama8b-$m.gguf tg128,tg128@d4096
+    gguf_rows $m ${ROWS_ONLY:+tg}
   done
 fi
 ts done

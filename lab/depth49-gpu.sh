@@ -3,12 +3,12 @@
 # (issue 5: tg128@d4096 ≤ 8 % slower than d0; −8.3 / −8.4 % on the H200). 1. the tensor-core decode attention on a
 # bf16 cache alone by depth (kernel_attn --one: KV from DRAM; two rows at 2048 — one row at 4096's bytes over twice
 # the CTAs; and `warm` — one copy read again from L2 — at 512 and 4096: what the kernel could gain if its keys and
-# values were in L2); 2. ncu's detail sections (speed of light,
-# memory, warp stalls, occupancy, scheduler) of the split kernel and the combine at depths 4096 and 512; 3. the
-# random 8B Q4_K_M tg128 and tg128@d4096 with the attention, the combine or both left out (NAME/sk/memra-bench: a
-# build with lab/skip-kernels.patch; numerics meaningless then), the base first and last; 4. on an H200 only, issue
-# 5's GGUF rows (lab/check47-gpu.sh ROWS_ONLY=1's: Q8_0 / Q4_K_M pp512 / pp4096 with bf16 activations, pp4096 at
-# --ubatch 4096, tg128 / tg128@d4096) at the pack's build.
+# values were in L2); 2. ncu's detail sections (speed of light, memory, warp stalls, occupancy, scheduler) of the
+# split kernel and the combine at depths 4096 and 512; 3. the random 8B Q4_K_M tg128 and tg128@d4096 with the
+# attention, the combine or both left out (NAME/sk/memra-bench: a build with lab/skip-kernels.patch; numerics
+# meaningless then), the base first and last; 4. on an H200 only, issue
+# 5's GGUF rows (gpu-prelude.sh's gguf_rows, as lab/check47-gpu.sh ROWS_ONLY=1: Q8_0 / Q4_K_M pp512 / pp4096 with bf16
+# activations, pp4096 at --ubatch 4096, tg128 / tg128@d4096) at the pack's build.
 # Carry ["gpu/NAME.tar.xz", ".whl", "lab/depth49-gpu.sh"].
 cd "$(dirname "$0")/.."
 O=$OUT
@@ -18,17 +18,15 @@ H200=$(echo "$G" | grep -q H200 && echo 1)
 FM=$([ -n "$H200" ] && echo q8_0,q4_k_m || echo q4_k_m)
 ( python3 tools/make_test_models.py /tmp/m8q --formats $FM > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
 KA=$B/kernels/kernel_attn
+# one DEPTH BATCH [warm]: kernel_attn --one's row of the launcher's rule on the tensor cores, bf16 KV, head split auto
+one() {
+  MEMRA_ATTN_DECODE=tc timeout 60 $KA --one $1 $2 bf16 ${3:-} 2>&1 | grep -E "^\| [0-9]" | grep "auto tc | bf16 | auto"
+}
 ts "1. the kernel alone (µs a launch incl. combine; one row, bf16 KV, tensor cores, head split auto)"
-for dep in 64 512 1024 2048 4096 8192; do
-  MEMRA_ATTN_DECODE=tc timeout 60 $KA --one $dep 1 bf16 2>&1 | grep -E "^\| [0-9]" | grep "auto tc | bf16 | auto"
-done
+for dep in 64 512 1024 2048 4096 8192; do one $dep 1; done
 # the same bytes as one row at 4096 over twice the CTAs, half the chunks each (64 splits' probe; two waves here)
-MEMRA_ATTN_DECODE=tc timeout 60 $KA --one 2048 2 bf16 2>&1 | grep -E "^\| [0-9]" | grep "auto tc | bf16 | auto" |
-  sed 's/^/two rows: /'
-for dep in 512 4096; do
-  MEMRA_ATTN_DECODE=tc timeout 60 $KA --one $dep 1 bf16 warm 2>&1 | grep -E "^\| [0-9]" |
-    grep "auto tc | bf16 | auto" | sed 's/^/warm: /'
-done
+one 2048 2 | sed 's/^/two rows: /'
+for dep in 512 4096; do one $dep 1 warm | sed 's/^/warm: /'; done
 ts "2. ncu"
 NCU="/usr/local/cuda/bin/ncu --clock-control none --cache-control none --section SpeedOfLight \
 --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
@@ -52,9 +50,7 @@ MB=$B/sk/memra-bench TO=100 mbench "base" $M tg128,tg128@d4096 X=0
 if [ -n "$H200" ]; then
   ts "4. issue 5's GGUF rows"
   for m in q8_0 q4_k_m; do
-    TO=90 mbench "$m bf16-act" /tmp/m8q/llama8b-$m.gguf pp512,pp4096 MEMRA_ACT_TYPE=bf16
-    XA="--ubatch 4096" TO=90 mbench "$m bf16-act ub4096" /tmp/m8q/llama8b-$m.gguf pp4096 MEMRA_ACT_TYPE=bf16
-    TO=90 mbench "$m" /tmp/m8q/llama8b-$m.gguf tg128,tg128@d4096
+    gguf_rows $m tg
   done
 fi
 ts done

@@ -1,9 +1,9 @@
-# lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz
-# into /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions)
-# into /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, gguf_models, kf_fixtures and kf_extra (below),
-# and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid, empty
-# without it; make.log's last line its status). With REQUIRE_GPU=TEXT (e.g. H200) it first stops the script (exit
-# 3) unless the GPU's name holds TEXT: a call that wants one kind's figures costs seconds, not minutes, when the
+# lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz into
+# /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions) into
+# /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, gguf_rows, gguf_models, kf_fixtures and kf_extra
+# (below), and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid,
+# empty without it; make.log's last line its status). With REQUIRE_GPU=TEXT (e.g. H200) it first stops the script
+# (exit 3) unless the GPU's name holds TEXT: a call that wants one kind's figures costs seconds, not minutes, when the
 # other kind is lent (forty-fifth session: every call got an H100).
 set -u
 if [ -n "${REQUIRE_GPU:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE_GPU"; then
@@ -36,6 +36,14 @@ mbench_ab() {
       mbench "r$r $l $x" "$m" "$t" "$v=$x"
     done
   done
+}
+# gguf_rows FMT [tg]: issue 5's GGUF prefill rows of the random 8B /tmp/m8q/llama8b-FMT.gguf — pp512 / pp4096 with
+# bf16 activations, pp4096 at --ubatch 4096 — and with `tg` its tg128 / tg128@d4096 too (labels "FMT bf16-act"...).
+gguf_rows() {
+  local m=/tmp/m8q/llama8b-$1.gguf
+  TO=90 mbench "$1 bf16-act" $m pp512,pp4096 MEMRA_ACT_TYPE=bf16
+  XA="--ubatch 4096" TO=90 mbench "$1 bf16-act ub4096" $m pp4096 MEMRA_ACT_TYPE=bf16
+  if [ "${2:-}" = tg ]; then TO=90 mbench "$1" $m tg128,tg128@d4096; fi
 }
 # gguf_models FMT: the random 8B GGUF /tmp/m8q/llama8b-FMT.gguf (MQ: its pid; /tmp/makeq.log's last line its status)
 # and the tiny models gpu/tiny (BF16) and gpu/t128 (head_dim 128, FMT: gpu/t128/llama8b-FMT.gguf; MT: their pid;

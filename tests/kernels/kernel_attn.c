@@ -63,11 +63,16 @@
  * = same bits.
  *
  * Usage: kernel_attn [--quick]   (--quick: checks only)
- *        kernel_attn --one DEPTH BATCH [KV [warm]]   (the decode timing rows of
- *                                        that shape, one a kernel, and nothing
- *                                        else: for a profiler; KV f32 or bf16:
- *                                        that cache's rows only, default all;
- *                                        warm: one copy of the KV, from L2)
+ *        kernel_attn --one DEPTH BATCH [KV [warm|cold [H:KVH]]]   (the decode
+ *                                        timing rows of that shape, one a
+ *                                        kernel, and nothing else: for a
+ *                                        profiler; KV f32 or bf16: that cache's
+ *                                        rows only, default all; warm: one copy
+ *                                        of the KV, from L2; H:KVH: query and kv
+ *                                        heads instead of the 8B shape's 32:8 —
+ *                                        8 rows of 4:1 read what one row of 32:8
+ *                                        reads, each block's 16 positions of a
+ *                                        kv head one 4 KB piece)
  *        kernel_attn --prefill   (the prefill checks, an f32 and a bf16 cache,
  *                                and the prefill table only; > 300 s on the H200)
  *        kernel_attn --prefill-wg   (test_prefill_wg, the wgmma prefill kernel's
@@ -919,7 +924,8 @@ static const char *const k_modes[] = {"auto", "split", "rows"};
 
 /* bench_decode's launches rotate over copies of the KV that together pass 4× l2 bytes (the L2's size: each
  * launch reads DRAM, as in a model); l2 = 0 keeps one copy (read from L2 where it fits). */
-static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bool bf16, uint32_t hsplit)
+static void bench_decode_dims(uint32_t depth, uint32_t batch, size_t l2, int mode, bool bf16, uint32_t hsplit,
+                              struct cuda_attn_dims d)
 {
     cuda_attn_decode_set_hsplit(g_ctx, hsplit);
     const uint32_t es = bf16 ? 2 : 4; /* bytes an element (timing only: the bf16 copy holds the f32 bits' halves) */
@@ -927,8 +933,7 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
         cuda_attn_decode_set_rows(g_ctx, 0);
     else if (mode == 2)
         cuda_attn_decode_set_rows(g_ctx, 1);
-    const struct cuda_attn_dims d = {32, 8, 128};
-    const uint32_t q_dim = 32 * 128, kv_dim = 8 * 128;
+    const uint32_t q_dim = d.n_heads * d.head_dim, kv_dim = d.n_kv_heads * d.head_dim;
     const double bytes = (double)batch * depth * kv_dim * es * 2.0;
     uint32_t copies = (uint32_t)ceil(4.0 * (double)l2 / bytes);
     if (copies < 1)
@@ -1005,6 +1010,12 @@ static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bo
     cuda_free(dq);
     cuda_free(datt);
     cuda_free(scr);
+}
+
+/* bench_decode_dims on the 8B shape (32 query heads, 8 kv heads, head_dim 128). */
+static void bench_decode(uint32_t depth, uint32_t batch, size_t l2, int mode, bool bf16, uint32_t hsplit)
+{
+    bench_decode_dims(depth, batch, l2, mode, bf16, hsplit, (struct cuda_attn_dims){32, 8, 128});
 }
 
 /* Median ms of `reps` event-timed runs of one prefill launch (after 3 warm-ups). */
@@ -1180,27 +1191,35 @@ int main(int argc, char **argv)
         cuda_ctx_free(g_ctx);
         return test_summary();
     }
-    if (argc >= 4 && argc <= 6 && strcmp(argv[1], "--one") == 0) {
+    if (argc >= 4 && argc <= 7 && strcmp(argv[1], "--one") == 0) {
         const long depth = strtol(argv[2], NULL, 10), batch = strtol(argv[3], NULL, 10);
         /* which cache's rows: -1 both, 0 f32, 1 bf16 (2: not a cache type) */
         const char *kv = argc >= 5 ? argv[4] : "all";
         const int kv_bf = !strcmp(kv, "all") ? -1 : !strcmp(kv, "f32") ? 0 : !strcmp(kv, "bf16") ? 1 : 2;
         /* warm: one copy of the KV, read again by every launch (from L2 where it fits): what the kernel
-         * costs when its keys and values need not come from DRAM */
-        const bool warm = argc == 6 && !strcmp(argv[5], "warm");
-        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64 || kv_bf == 2 || (argc == 6 && !warm)) {
-            fprintf(stderr, "kernel_attn --one DEPTH BATCH [all|f32|bf16 [warm]]: depth 1..%d, batch 1..64\n",
+         * costs when its keys and values need not come from DRAM; cold (the default): copies that pass 4× the L2 */
+        const bool warm = argc >= 6 && !strcmp(argv[5], "warm");
+        const bool temp_ok = argc < 6 || warm || !strcmp(argv[5], "cold");
+        /* H:KVH: the heads (head_dim 128) */
+        unsigned nh = 32, nkv = 8;
+        char tail = 0;
+        const bool heads_ok = argc < 7 || (sscanf(argv[6], "%u:%u%c", &nh, &nkv, &tail) == 2 && nkv >= 1 &&
+                                           nh >= nkv && nh <= 128 && nh % nkv == 0);
+        if (depth < 1 || depth > (1 << 20) || batch < 1 || batch > 64 || kv_bf == 2 || !temp_ok || !heads_ok) {
+            fprintf(stderr, "kernel_attn --one DEPTH BATCH [all|f32|bf16 [warm|cold [H:KVH]]]: depth 1..%d, batch "
+                            "1..64, H a multiple of KVH, at most 128\n",
                     1 << 20);
             return 2;
         }
+        const struct cuda_attn_dims od = {nh, nkv, 128};
         printf("| depth | batch | kernel | KV | head a CTA | KV MB | us | GB/s | %% of 4.3 TB/s | ms for 32 layers |\n"
                "|---|---|---|---|---|---|---|---|---|---|\n");
         for (int m = 0; m < 3; m++)
             for (int bf = 0; bf < 2; bf++)
                 for (int h = 0; h < 2; h++)
                     if (kv_bf < 0 || kv_bf == bf)
-                        bench_decode((uint32_t)depth, (uint32_t)batch, warm ? 0 : cuda_ctx_l2_bytes(g_ctx), m, bf,
-                                     h ? 0 : CUDA_ATTN_HSPLIT_AUTO);
+                        bench_decode_dims((uint32_t)depth, (uint32_t)batch, warm ? 0 : cuda_ctx_l2_bytes(g_ctx), m,
+                                          bf, h ? 0 : CUDA_ATTN_HSPLIT_AUTO, od);
         cuda_ctx_free(g_ctx);
         return 0;
     }

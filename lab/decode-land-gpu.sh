@@ -22,7 +22,7 @@ for v in base new; do
   ts "$v kernel_attn --decode-tc rc $? $(grep -E '[0-9]+ checks' /tmp/dtc-$v.log | tail -1)"
   grep -o "digest [0-9a-f]*" /tmp/dtc-$v.log > /tmp/dig-$v.txt
   for db in "512 1" "4096 1"; do
-    MEMRA_ATTN_DECODE=tc timeout 60 $KA --one $db 2>&1 | grep -E "^\| [0-9]" | grep -E "auto tc \| bf16 \| auto" | sed "s/^/$v: /"
+    ka_one $KA $db | sed "s/^/$v: /"
   done
 done
 echo "digests new vs base: $(wc -l < /tmp/dig-new.txt) lines, $(diff /tmp/dig-base.txt /tmp/dig-new.txt > /dev/null && echo same || echo DIFFERENT)"

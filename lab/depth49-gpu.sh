@@ -18,10 +18,7 @@ H200=$(echo "$G" | grep -q H200 && echo 1)
 FM=$([ -n "$H200" ] && echo q8_0,q4_k_m || echo q4_k_m)
 ( python3 tools/make_test_models.py /tmp/m8q --formats $FM > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
 KA=$B/kernels/kernel_attn
-# one DEPTH BATCH [warm]: kernel_attn --one's row of the launcher's rule on the tensor cores, bf16 KV, head split auto
-one() {
-  MEMRA_ATTN_DECODE=tc timeout 60 $KA --one $1 $2 bf16 ${3:-} 2>&1 | grep -E "^\| [0-9]" | grep "auto tc | bf16 | auto"
-}
+one() { ka_one $KA "$@"; } # DEPTH BATCH [warm]
 ts "1. the kernel alone (µs a launch incl. combine; one row, bf16 KV, tensor cores, head split auto)"
 for dep in 64 512 1024 2048 4096 8192; do one $dep 1; done
 # the same bytes as one row at 4096 over twice the CTAs, half the chunks each (64 splits' probe; two waves here)

@@ -1,7 +1,7 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz into
 # /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions) into
-# /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, gguf_rows, gguf_models, kf_fixtures and kf_extra
-# (below), and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid,
+# /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, ka_one, gguf_rows, gguf_models, kf_fixtures and
+# kf_extra (below), and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid,
 # empty without it; make.log's last line its status). With REQUIRE_GPU=TEXT (e.g. H200) it first stops the script
 # (exit 3) unless the GPU's name holds TEXT: a call that wants one kind's figures costs seconds, not minutes, when the
 # other kind is lent (forty-fifth session: every call got an H100).
@@ -36,6 +36,13 @@ mbench_ab() {
       mbench "r$r $l $x" "$m" "$t" "$v=$x"
     done
   done
+}
+# ka_one KA DEPTH BATCH [warm|cold [H:KVH]]: the kernel_attn binary KA's --one row of the launcher's rule on the
+# tensor cores, bf16 KV, head split auto (the decode attention alone, µs a launch incl. combine).
+ka_one() {
+  local ka=$1; shift
+  MEMRA_ATTN_DECODE=tc timeout 60 "$ka" --one "$1" "$2" bf16 "${@:3}" 2>&1 | grep -E "^\| [0-9]" |
+    grep "auto tc | bf16 | auto"
 }
 # gguf_rows FMT [tg]: issue 5's GGUF prefill rows of the random 8B /tmp/m8q/llama8b-FMT.gguf — pp512 / pp4096 with
 # bf16 activations, pp4096 at --ubatch 4096 — and with `tg` its tg128 / tg128@d4096 too (labels "FMT bf16-act"...).

@@ -3,12 +3,17 @@
 # current build (pp512 / pp4096 with bf16 activations, pp4096 at --ubatch 4096, tg128 / tg128@d4096: gguf_rows), the
 # same tg rows with bf16 activations (the throughput setting, under which the decode attention takes one bf16 product a
 # pair: MEMRA_ATTN_DECODE_ONE's default), then the BF16 model's pp4096 at --ubatch 4096 (bf16 activations) and tg128 /
-# tg128@d4096. NAME: a pack of `make build`; carry ["gpu/NAME.tar.xz", ".whl"].
+# tg128@d4096; first the decode attention alone (kernel_attn --one: one row at depths 64, 512, 4096, its KV cold, and at
+# 4096 in L2). NAME: a pack of `make build`; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 REQUIRE_GPU=H200 . lab/gpu-prelude.sh "${1:?usage: lab/rows51-gpu.sh NAME}"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
+( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1
+  echo "rc $?" >> /tmp/makeq.log ) &
 MQ=$!
+for a in "64 1 cold" "512 1 cold" "4096 1 cold" "4096 1 warm"; do
+  echo "kernel_attn --one $a: $(ka_one $B/kernels/kernel_attn $a | cut -d'|' -f2,3,7,8,9)"
+done
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 for m in q8_0 q4_k_m; do
   gguf_rows $m tg

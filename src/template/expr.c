@@ -298,7 +298,9 @@ ovf:
 
 static int repeat_value(struct render *r, struct value seq, int64_t times, struct value *out)
 {
-    if (times < 0)
+    /* an empty sequence repeated is empty however large the count: no loop over it (a count of 81 ** 5 once spun
+     * for billions of steps) */
+    if (times < 0 || (seq.type == V_STR ? seq.n == 0 : seq.l->n == 0))
         times = 0;
     if (seq.type == V_STR) {
         if (times && (uint64_t)seq.n * (uint64_t)times > r->lim->max_output_bytes)

@@ -51,6 +51,9 @@ static void test_features(void)
     expect_render("{% for m in messages %}{{ loop.index }}:{{ m.role }}{{ ',' if not loop.last }}{% endfor %}",
                   "{\"messages\": [{\"role\": \"system\"}, {\"role\": \"user\"}]}", "1:system,2:user");
     expect_render("{{ 'h\xc3\xa9llo'[1] }}{{ 'h\xc3\xa9llo'[::-1] }}", NULL, "\xc3\xa9oll\xc3\xa9h");
+    /* an empty string or list times a huge count: empty, at once (fuzz_template_parse found the loop, 2026-12-07) */
+    expect_render("{{ ('' * 81 ** 5) | length }}|{{ ([] * 81 ** 5) | length }}|{{ [] * 3 }}|{{ 'ab' * 2 }}", NULL,
+                  "0|0|[]|abab");
 }
 
 static void test_empty_and_null(void)

@@ -280,13 +280,16 @@ static int arith_int(struct render *r, int op, int64_t x, int64_t y, struct valu
             *out = v_float(pow((double)x, (double)y));
             return 0;
         }
-        z = 1;
-        for (int64_t k = 0; k < y; k++) {
-            if (__builtin_mul_overflow(z, x, &z))
-                goto ovf;
-            if (z == 0 || z == 1)
-                break;
-        }
+        /* 0, 1 and -1 to any power without a loop (the count may be huge; -1's sign follows y's parity); any
+         * other base overflows within 63 multiplications */
+        if (x == 0 || x == 1)
+            z = y == 0 ? 1 : x;
+        else if (x == -1)
+            z = y % 2 ? -1 : 1;
+        else
+            for (z = 1; y > 0; y--)
+                if (__builtin_mul_overflow(z, x, &z))
+                    goto ovf;
         break;
     default: return rerr(r, "bad operator");
     }

@@ -54,6 +54,10 @@ static void test_features(void)
     /* an empty string or list times a huge count: empty, at once (fuzz_template_parse found the loop, 2026-12-07) */
     expect_render("{{ ('' * 81 ** 5) | length }}|{{ ([] * 81 ** 5) | length }}|{{ [] * 3 }}|{{ 'ab' * 2 }}", NULL,
                   "0|0|[]|abab");
+    /* integer powers: -1's sign by the exponent's parity (an odd power of -1 once gave 1), huge exponents at once */
+    expect_render("{{ (-1) ** 3 }}|{{ (-1) ** 4 }}|{{ 0 ** 0 }}|{{ 0 ** 5 }}|{{ 1 ** 99 }}|{{ 2 ** 10 }}|"
+                  "{{ (-2) ** 3 }}|{{ (-1) ** (10 ** 18 + 1) }}",
+                  NULL, "-1|1|1|0|1|1024|-8|-1");
 }
 
 static void test_empty_and_null(void)

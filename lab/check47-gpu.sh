@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 O=$OUT
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/check47-gpu.sh NAME}"
 G=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$G"
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+m8q_models q8_0,q4_k_m
 if [ -z "${ROWS_ONLY:-}" ]; then
   timeout 90 $B/kernels/kernel_attn --prefill-wg > $O/kp.log 2>&1
   ts "kernel_attn --prefill-wg rc $?: $(grep -E '^ok|^FAIL' $O/kp.log | tr '\n' ' ') $(grep -c 'CHECK failed' $O/kp.log) failed"

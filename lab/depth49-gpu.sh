@@ -16,7 +16,7 @@ PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/depth49-gpu.sh NAME}"
 G=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$G"
 H200=$(echo "$G" | grep -q H200 && echo 1)
 FM=$([ -n "$H200" ] && echo q8_0,q4_k_m || echo q4_k_m)
-( python3 tools/make_test_models.py /tmp/m8q --formats $FM > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
+m8q_models $FM
 KA=$B/kernels/kernel_attn
 one() { ka_one $KA "$@"; } # DEPTH BATCH [warm]
 ts "1. the kernel alone (µs a launch incl. combine; one row, bf16 KV, tensor cores, head split auto)"

@@ -10,8 +10,7 @@ F=(${FORMS:?FORMS=\"LABEL=PACK[:VAR=value] ...\"})
 first=${F[0]#*=}; first=${first%%:*}
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "$first"
 nvidia-smi --query-gpu=name --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+m8q_models q8_0,q4_k_m
 for f in "${F[@]}"; do
   p=${f#*=}; p=${p%%:*}; [ -d /tmp/$p ] || tar -xJf gpu/$p.tar.xz -C /tmp
 done

@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 O=$OUT
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/gemmq-land-gpu.sh NAME}"
 nvidia-smi --query-gpu=name --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+m8q_models q8_0,q4_k_m
 timeout 150 $B/kernels/kernel_gemm --promoted > $O/kg.log 2>&1
 ts "kernel_gemm --promoted rc $? $(grep -cE 'FAIL|DIFFERENT|STALE' $O/kg.log) bad, $(tail -1 $O/kg.log)"
 grep -E "^\| Q(8_0|4_K) \| (xbf16|exact) promoted \| [0-9]" $O/kg.log

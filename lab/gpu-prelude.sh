@@ -1,10 +1,10 @@
 # lab/gpu-prelude.sh NAME — sourced (from the repository root) by the lab's GPU scripts: unpacks gpu/NAME.tar.xz into
 # /tmp (B=/tmp/NAME), installs the carried wheels (.whl; docs/SERVING.md says which: no typing_extensions) into
-# /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, ka_one, gguf_rows, gguf_models, kf_fixtures and
-# kf_extra (below), and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK: its pid,
-# empty without it; make.log's last line its status). With REQUIRE_GPU=TEXT (e.g. H200) it first stops the script
-# (exit 3) unless the GPU's name holds TEXT: a call that wants one kind's figures costs seconds, not minutes, when the
-# other kind is lent (forty-fifth session: every call got an H100).
+# /tmp/site, defines ts (elapsed seconds), mbench, mbench_ab, ka_one, gguf_rows, m8q_models, gguf_models, kf_fixtures
+# and kf_extra (below), and, unless PRELUDE_MODEL=0, starts the random 8B BF16 model's generation in the background (MK:
+# its pid, empty without it; make.log's last line its status). With REQUIRE_GPU=TEXT (e.g. H200) it first stops the
+# script (exit 3) unless the GPU's name holds TEXT: a call that wants one kind's figures costs seconds, not minutes,
+# when the other kind is lent (forty-fifth session: every call got an H100).
 set -u
 if [ -n "${REQUIRE_GPU:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE_GPU"; then
   echo "not a $REQUIRE_GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader); stopped"
@@ -52,12 +52,17 @@ gguf_rows() {
   XA="--ubatch 4096" TO=90 mbench "$1 bf16-act ub4096" $m pp4096 MEMRA_ACT_TYPE=bf16
   if [ "${2:-}" = tg ]; then TO=90 mbench "$1" $m tg128,tg128@d4096; fi
 }
+# m8q_models FMTS: the random 8B GGUFs /tmp/m8q/llama8b-FMT.gguf of the comma-separated FMTS made in the background
+# (MQ: its pid; /tmp/makeq.log's last line its status: rc N).
+m8q_models() {
+  ( python3 tools/make_test_models.py /tmp/m8q --formats "$1" > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
+  MQ=$!
+}
 # gguf_models FMT: the random 8B GGUF /tmp/m8q/llama8b-FMT.gguf (MQ: its pid; /tmp/makeq.log's last line its status)
 # and the tiny models gpu/tiny (BF16) and gpu/t128 (head_dim 128, FMT: gpu/t128/llama8b-FMT.gguf; MT: their pid;
 # /tmp/t128.log) made in the background.
 gguf_models() {
-  ( python3 tools/make_test_models.py /tmp/m8q --formats "$1" > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-  MQ=$!
+  m8q_models "$1"
   ( python3 tools/make_test_models.py gpu/tiny --tiny --formats bf16 > /tmp/tiny.log 2>&1
     python3 tools/make_test_models.py gpu/t128 --tiny --tiny-head-dim 128 --formats "$1" > /tmp/t128.log 2>&1
     echo "rc $?" >> /tmp/t128.log ) &

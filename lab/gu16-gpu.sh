@@ -12,8 +12,7 @@ cd "$(dirname "$0")/.."
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 MQ=
 if [ "${GGUF:-1}" = 1 ]; then
-  ( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-  MQ=$!
+  m8q_models q8_0,q4_k_m
 fi
 timeout 120 $B/kernels/kernel_gemm --quick > $OUT/kg.log 2>&1
 ts "kernel_gemm --quick rc $? $(grep -E '^accumulating|^bf16-y' $OUT/kg.log | tr '\n' ' ') $(tail -1 $OUT/kg.log)"

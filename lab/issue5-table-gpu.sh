@@ -10,8 +10,7 @@ O=$OUT
 left() { echo $(( ${BUDGET:-420} - ($(date +%s) - T0) )); }
 part() { if [ "$(left)" -lt "$2" ]; then echo "######## $1: skipped, $(left) s left"; return 1; fi; ts "######## $1"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+m8q_models q8_0,q4_k_m
 if part "1 fixtures" 100; then kf_fixtures 1- 150; fi
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 table() { # label, model path

@@ -7,8 +7,7 @@
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/land-check-gpu.sh NAME}" # starts the BF16 model (/tmp/m8b)
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0 > /tmp/makeq.log 2>&1; echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+m8q_models q8_0
 timeout 120 $B/kernels/kernel_gemm --quick > $OUT/kg.log 2>&1
 ts "kernel_gemm --quick rc $? $(grep -E '^accumulating' $OUT/kg.log) $(tail -1 $OUT/kg.log)"
 grep -E 'CHECK failed|DIFFERENT' $OUT/kg.log | head -4

@@ -8,9 +8,7 @@
 cd "$(dirname "$0")/.."
 REQUIRE_GPU=H200 . lab/gpu-prelude.sh "${1:?usage: lab/rows51-gpu.sh NAME}"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
-( python3 tools/make_test_models.py /tmp/m8q --formats q8_0,q4_k_m > /tmp/makeq.log 2>&1
-  echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+m8q_models q8_0,q4_k_m
 for a in "64 1 cold" "512 1 cold" "4096 1 cold" "4096 1 warm"; do
   echo "kernel_attn --one $a: $(ka_one $B/kernels/kernel_attn $a | cut -d'|' -f2,3,7,8,9)"
 done

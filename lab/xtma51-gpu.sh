@@ -11,9 +11,7 @@ cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/xtma51-gpu.sh NAME}"
 nvidia-smi --query-gpu=name --format=csv,noheader
 FMTS=q8_0,q4_k_m; [ -n "${QUICK:-}" ] && FMTS=q8_0
-( python3 tools/make_test_models.py /tmp/m8q --formats $FMTS > /tmp/makeq.log 2>&1
-  echo "rc $?" >> /tmp/makeq.log ) &
-MQ=$!
+m8q_models $FMTS
 KG=--promoted; [ -n "${QUICK:-}" ] && KG=--quick
 timeout 180 $B/kernels/kernel_gemm $KG > $OUT/kg.log 2>&1
 ts "kernel_gemm $KG rc $? $(grep -cE 'FAIL|DIFFERENT|STALE' $OUT/kg.log) bad, $(tail -1 $OUT/kg.log)"

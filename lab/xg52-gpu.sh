@@ -8,7 +8,7 @@
 # fixtures: their logits with it off, bit for bit). Timing: random 8B Q8_0 / Q4_K_M with bf16 activations, pp4096 at
 # --ubatch 4096 in two rounds and pp512 in one, three forms alternated: pass (tiles on, GLU off: the form before), tma
 # (tiles off, GLU off), tma+glu (the defaults). QUICK=1 (~3 min): kernel_gemm --quick, fixtures, Q8_0 pp4096 at
-# --ubatch 4096 in the three forms once. NAME: a pack of `make build` with both patches (lab/final-pack.sh NAME);
+# --ubatch 4096 in the three forms, two rounds. NAME: a pack of `make build` with both patches (lab/final-pack.sh NAME);
 # carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/xg52-gpu.sh NAME}"
@@ -17,7 +17,8 @@ FMTS=q8_0,q4_k_m; [ -n "${QUICK:-}" ] && FMTS=q8_0
 m8q_models $FMTS
 KG=--promoted; [ -n "${QUICK:-}" ] && KG=--quick
 timeout 200 $B/kernels/kernel_gemm $KG > $OUT/kg.log 2>&1
-ts "kernel_gemm $KG rc $? $(grep -cE 'FAIL|DIFFERENT|STALE' $OUT/kg.log) bad, $(grep -E 'checks,' $OUT/kg.log | tail -1)"
+ts "kernel_gemm $KG rc $? $(grep -cE 'FAIL|DIFFERENT|STALE' $OUT/kg.log) bad," \
+  "$(grep -E 'checks,' $OUT/kg.log | tail -1)"
 echo "x tiles by TMA / by the pass: $(grep -c 'x tiles by TMA.*bit-identical' $OUT/kg.log) bit-identical," \
   "$(grep -c 'x tiles by TMA.*DIFFERENT' $OUT/kg.log) different"
 grep -E "GLU form" $OUT/kg.log
@@ -28,7 +29,8 @@ kf_fixtures 1- 150
 env MEMRA_ACT_TYPE=bf16 MEMRA_FORWARD_PART=fixtures MEMRA_GEMM_PROMOTE=on MEMRA_GEMM_MIN_TOKENS=4 MEMRA_GEMM_GLU=on \
   timeout 150 $B/kernels/kernel_forward > $OUT/kf-glu.log 2>&1
 ts "kernel_forward bf16, GLU form on every span: rc $? $(grep -E 'checks,' $OUT/kf-glu.log | tail -1)"
-echo "fixtures' logits with GLU off: $(grep -c 'glu same' $OUT/kf-glu.log) same, $(grep -c 'glu DIFF' $OUT/kf-glu.log) DIFF"
+echo "fixtures' logits with GLU off: $(grep -c 'glu same' $OUT/kf-glu.log) same," \
+  "$(grep -c 'glu DIFF' $OUT/kf-glu.log) DIFF"
 grep -E 'CHECK failed' $OUT/kf-glu.log | head -4
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 form() { # LABEL MODEL TEST FORM [XA]
@@ -41,7 +43,11 @@ form() { # LABEL MODEL TEST FORM [XA]
   XA="${5:-}" TO=90 mbench "$1 $4" "$2" "$3" MEMRA_ACT_TYPE=bf16 $v
 }
 if [ -n "${QUICK:-}" ]; then
-  for f in pass tma tma+glu; do form "q8_0 bf16-act ub4096" /tmp/m8q/llama8b-q8_0.gguf pp4096 $f "--ubatch 4096"; done
+  for r in 1 2; do
+    for f in pass tma tma+glu; do
+      form "r$r q8_0 bf16-act ub4096" /tmp/m8q/llama8b-q8_0.gguf pp4096 $f "--ubatch 4096"
+    done
+  done
   ts done; exit 0
 fi
 for r in 1 2; do

@@ -161,6 +161,27 @@ static void check_gemm(struct cuda_gemm *g, size_t ti, uint64_t rows, uint64_t n
               mode_name(mode), promoted ? " promoted" : "", dtype_name(t), rows, n, T, bad, rel, tol);
     printf("check %-5s%s %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u rel err %.2e (tol %.0e)%s\n", mode_name(mode),
            promoted ? " promoted" : "", dtype_name(t), rows, n, T, rel, tol, bad || rel > tol ? "  FAIL" : "");
+    if (promoted) { /* x's tiles made by a pass before the GEMM and read by TMA from x's rows: the same bits */
+        float *yt = malloc(4 * rows * T);
+        MEMRA_ASSERT(yt);
+        uint64_t diff = 0;
+        const bool was = cuda_gemm_set_x_tiled(g, false);
+        for (int tiled = 0; tiled < 2; tiled++) {
+            cuda_gemm_set_x_tiled(g, tiled != 0);
+            cuda_fill_nan_f32(g_ctx, dy, rows * T);
+            cuda_gemm_run(g, t, dw, rows, n, dx, T, dy, scale, 0);
+            cuda_ctx_sync(g_ctx);
+            cuda_download(g_ctx, yt, dy, 4 * rows * T);
+            for (uint64_t i = 0; i < rows * T; i++)
+                diff += memcmp(&yt[i], &y[i], 4) != 0;
+        }
+        cuda_gemm_set_x_tiled(g, was);
+        CHECK_MSG(diff == 0, "%s promoted %s %" PRIu64 "x%" PRIu64 " T=%u: x's tiles by TMA and by the tiling pass "
+                  "differ at %" PRIu64 " elements", mode_name(mode), dtype_name(t), rows, n, T, diff);
+        printf("check %-5s promoted %-7s %5" PRIu64 "x%-5" PRIu64 " T=%-4u x tiles by TMA / by the pass: %s\n",
+               mode_name(mode), dtype_name(t), rows, n, T, diff ? "DIFFERENT" : "bit-identical");
+        free(yt);
+    }
     if (cuda_gemm_accum_takes(g, t, false, rows, n, scale)) { /* y += the product: fl(r + y) for every element */
         float *r = malloc(4 * rows * T), *ya = malloc(4 * rows * T);
         MEMRA_ASSERT(r && ya);

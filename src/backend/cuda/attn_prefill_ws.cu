@@ -27,11 +27,10 @@
  * the same helpers: attn_prefill_wg.cuh): its bits (kernel_attn checks). A row's operations depend only on its
  * span, as there.
  */
-#include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include "backend/cuda/attn_prefill.cuh"
 #include "backend/cuda/attn_prefill_wg.cuh"
+#include "backend/cuda/tensor_map.cuh"
 #include "backend/cuda/tile_copy.cuh"
 
 namespace {
@@ -45,16 +44,6 @@ template <int NWG> __host__ __device__ constexpr uint32_t ws_smem()
     return NWG * QTILE + NS * 2 * KT + 1024 + 2 * NS * 8;
 }
 
-/* A 16 × 64 box of the map at (c0 elements, c1 rows) into shared memory at dst (1024-aligned within its swizzle
- * pattern), counted on bar. */
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int32_t c0, int32_t c1,
-                                            uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
-                 "[%4];" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
 /* A named barrier of n threads (ids 1, 2: one warpgroup's; 3, 4: the ping-pong's; 0 is __syncthreads'), waited
  * on (wg_bar) or only arrived at (wg_bar_arrive). */
 __device__ __forceinline__ void wg_bar(uint32_t id, uint32_t n)
@@ -205,31 +194,10 @@ __global__ void __launch_bounds__(128 * NWG + 128, 1)
     wg_store_o(o, l0, l1, att, att16, sp, t0, row0, row1, ntok, h, q_dim, c);
 }
 
-/* The driver's cuTensorMapEncodeTiled (through the runtime: no libcuda link), looked up once. */
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn()
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 fn;
-    if (!fn) {
-        void *p = nullptr;
-        cudaDriverEntryPointQueryResult q;
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
-        if (q != cudaDriverEntryPointSuccess || !p)
-            CUDA_FAIL("attention: the driver has no cuTensorMapEncodeTiled");
-        fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-    }
-    return fn;
-}
-
 /* K or V of one layer (rows × kv_dim bf16) as 16-row × 64-dim boxes in the 128-byte swizzle. */
 void make_map(CUtensorMap *m, const void *base, uint32_t kv_dim, uint32_t rows)
 {
-    const cuuint64_t dims[2] = {kv_dim, rows}, strides[1] = {(cuuint64_t)kv_dim * 2};
-    const cuuint32_t box[2] = {64, CUDA_ATTN_BLOCK}, one[2] = {1, 1};
-    const CUresult r = encode_fn()(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims, strides,
-                                   box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        CUDA_FAIL("attention: cuTensorMapEncodeTiled failed (%d) for %u × %u", (int)r, rows, kv_dim);
+    tensor_map_bf16(m, base, kv_dim, rows, CUDA_ATTN_BLOCK, "attention");
 }
 
 template <int NWG, bool PP>

@@ -410,6 +410,11 @@ bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode,
                              uint64_t n);
 void cuda_gemm_promote(struct cuda_gemm *g, uint64_t max_n, enum cuda_gemm_promote p);
 bool cuda_gemm_promoted(const struct cuda_gemm *g, enum dtype t, uint64_t rows, uint64_t n);
+/* MEMRA_GEMM_X_TILES (the promoted GEMM's x): false (the default) = x's own k tiles read by the GEMM from x's bf16
+ * rows by TMA (only the mins' tiles made beforehand); true = every tile made by a pass before the GEMM (the form
+ * before 2026-12-07). The same tiles in shared memory: the same bits (kernel_gemm checks). Returns the setting
+ * before. */
+bool cuda_gemm_set_x_tiled(struct cuda_gemm *g, bool tiled);
 /* Whether type t's blocks carry a min (Q4_1, Q4_K, Q5_K): the promoted GEMM adds their term's k tiles. */
 bool cuda_gemm_promote_has_mins(enum dtype t);
 

@@ -267,12 +267,14 @@ struct cuda_gemm {
     uint32_t prep_gen;       /* +1 at every conversion or claim of x: what xt was tiled from */
     enum cuda_gemm_promote promote; /* which GGUF types with a scale a 32 run gemm_q.cu (cuda_gemm_promote) */
     uint8_t *wq;             /* promote: a weight's packed form when it is not kept (max_w elements) */
-    uint8_t *xt;             /* promote: x's tiles, xt_cap bytes */
+    uint8_t *xt;             /* promote: x's tiles (only the mins' unless x_tiled), xt_cap bytes */
     uint64_t xt_cap;
+    bool x_tiled;            /* promote: every x tile made by gemm_q_tile_x (MEMRA_GEMM_X_TILES=on), else x's own
+                              * tiles read from its rows by TMA and only the mins' made */
     struct {                 /* what xt holds */
         uint32_t gen;
         int parts;           /* 0: nothing */
-        bool mins;
+        bool mins, tiled;
     } xt_of;
 };
 
@@ -287,6 +289,8 @@ extern "C" struct cuda_gemm *cuda_gemm_init(struct cuda_ctx *ctx, enum cuda_gemm
     g->max_x = max_x;
     g->max_w = max_w;
     g->prep.kind = -1;
+    const char *xt = getenv("MEMRA_GEMM_X_TILES"); /* on: cuda_gemm_set_x_tiled */
+    g->x_tiled = xt && strcmp(xt, "on") == 0;
     g->pl = gemm_plans_init(ctx);
     const bool exact = mode != CUDA_GEMM_FAST; /* XBF16 too: F16 weights split their x (x_has_lo) */
     if (max_x) /* x_lo follows x_hi (prep_x) */
@@ -319,6 +323,13 @@ extern "C" enum cuda_gemm_mode cuda_gemm_mode_of(const struct cuda_gemm *g) { re
 extern "C" bool cuda_gemm_set_timed(struct cuda_gemm *g, bool timed)
 {
     return gemm_plans_set_timed(g->pl, timed);
+}
+
+extern "C" bool cuda_gemm_set_x_tiled(struct cuda_gemm *g, bool tiled)
+{
+    const bool was = g->x_tiled;
+    g->x_tiled = tiled;
+    return was;
 }
 
 extern "C" bool cuda_gemm_promote_takes(enum cuda_gemm_promote p, enum cuda_gemm_mode mode, enum dtype t,
@@ -619,14 +630,18 @@ static void run_promoted(struct cuda_gemm *g, enum dtype t, const void *w, const
                          uint64_t n, const float *x, uint32_t T, float *y, float scale, unsigned flags)
 {
     prep_x(g, XK_BF16, x, n, T, (flags & CUDA_GEMM_X_PREPARED) != 0);
-    const bool mins = gemm_q_has_mins(t);
+    const bool mins = gemm_q_has_mins(t), tiled = g->x_tiled;
     const int parts = g->xlo ? 2 : 1;
-    if (g->xt_of.gen != g->prep_gen || g->xt_of.parts != parts || g->xt_of.mins != mins) {
+    if ((tiled || mins) &&
+        (g->xt_of.gen != g->prep_gen || g->xt_of.parts != parts || g->xt_of.mins != mins || g->xt_of.tiled != tiled)) {
         if (gemm_q_x_bytes(T, n, mins, parts) > g->xt_cap)
             CUDA_FAIL("cuda_gemm: x tiles of %u×%llu exceed the scratch (%llu bytes)", T, (unsigned long long)n,
                       (unsigned long long)g->xt_cap);
-        gemm_q_tile_x(g->ctx, g->xhi, g->xlo, T, n, mins, g->xt);
-        g->xt_of.gen = g->prep_gen, g->xt_of.parts = parts, g->xt_of.mins = mins;
+        if (tiled)
+            gemm_q_tile_x(g->ctx, g->xhi, g->xlo, T, n, mins, g->xt);
+        else
+            gemm_q_tile_mins(g->ctx, g->xhi, g->xlo, T, n, g->xt);
+        g->xt_of.gen = g->prep_gen, g->xt_of.parts = parts, g->xt_of.mins = mins, g->xt_of.tiled = tiled;
     }
     const void *a = kept;
     if (!a) {
@@ -636,7 +651,8 @@ static void run_promoted(struct cuda_gemm *g, enum dtype t, const void *w, const
         gemm_q_pack(g->ctx, t, w, rows, n, g->wq);
         a = g->wq;
     }
-    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, (flags & CUDA_GEMM_Y_BF16) != 0, scale);
+    gemm_q_run(g->ctx, t, a, g->xt, parts, rows, n, T, y, (flags & CUDA_GEMM_Y_BF16) != 0, scale,
+               tiled ? NULL : g->xhi, tiled ? NULL : g->xlo);
 }
 
 extern "C" void cuda_gemm_run_kept(struct cuda_gemm *g, enum dtype t, const void *w, const void *kept,

@@ -23,7 +23,10 @@
  *     s[128][2] (the tile's two 32-blocks; 1 in the min tiles). AS = 17408 bytes.
  *   B (gemm_q_tile_x, from the bf16 x rows the GEMM's x conversion or the producers made): tiles of 128 tokens ×
  *     64 k per x part (1 or 2: hi, lo), tile (tt, kt) at (tt·KX + kt)·BG, tokens past T zero; the min tiles hold
- *     the S parts in the first x part and zeros in the second.
+ *     the S parts in the first x part and zeros in the second. By default (MEMRA_GEMM_X_TILES off) the kernel
+ *     reads x's own k tiles straight from x's rows by TMA (the same swizzled tiles) and only the min tiles are
+ *     made beforehand (gemm_q_tile_mins): the pass moved x's bytes twice (H100, random 8B with bf16 activations,
+ *     pp4096 at --ubatch 4096: Q8_0 +2.5-5.3 %, Q4_K_M +2.2-4.4 %; bench/RESULTS.md, fifty-second run).
  * Kernel: a CTA = 128 rows × 128 tokens, 384 threads. Warpgroups 0 and 1 compute (rows 64w .. 64w + 63;
  * setmaxnreg 232); warpgroup 2's first lane bulk-copies each stage's A and B tiles into a ring of NS stages
  * (full / empty mbarriers; setmaxnreg 40). A warpgroup's 32-block: 2 wgmma m64n128k16 per x part into a partial
@@ -38,6 +41,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemm_q.h"
 #include "backend/cuda/gemv_quant_types.cuh"
+#include "backend/cuda/tensor_map.cuh"
 #include "backend/cuda/tile_copy.cuh"
 #include "backend/cuda/wgmma.cuh"
 
@@ -196,7 +200,8 @@ __device__ __forceinline__ void consume(float (&acc)[64], float (&p)[64], float 
 template <int XP, int WG>
 __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     kernel_gemm_q(const uint8_t *__restrict__ at, const uint8_t *__restrict__ bt, void *__restrict__ yv, bool y16,
-                  uint32_t rows, uint32_t T, uint32_t KX, uint32_t TT, float scale)
+                  uint32_t rows, uint32_t T, uint32_t KX, uint32_t TT, float scale, uint32_t KM,
+                  const __grid_constant__ CUtensorMap tmx0, const __grid_constant__ CUtensorMap tmx1)
 {
     using L = lay<XP, WG>;
     constexpr int NS = L::NS;
@@ -220,7 +225,7 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
     if (warp >= 4 * WG) { /* the producer: one lane issues every stage's copies, never waiting on the products */
         regs_dec<40>();
         if (warp == 4 * WG && lane == 0) {
-            const uint8_t *a = at + (uint64_t)rt * KX * AS, *b = bt + (uint64_t)tt * KX * L::BG;
+            const uint8_t *a = at + (uint64_t)rt * KX * AS, *b = bt + (uint64_t)tt * (KX - KM) * L::BG;
             constexpr uint32_t SB = WG * 64 * 2 * 4; /* the rows' scales */
             for (uint32_t kt = 0; kt < KX; kt++) {
                 const uint32_t s = kt % NS;
@@ -234,7 +239,14 @@ __global__ void __launch_bounds__(lay<XP, WG>::NT, 3 - WG)
                     bulk_g2s_keep(base + s * STAGE, ak + half * L::AQ, L::AQ, bars + 8 * s);
                     bulk_g2s_keep(base + s * STAGE + L::AQ, ak + A_BYTES + half * SB, SB, bars + 8 * s);
                 }
-                bulk_g2s_keep(base + s * STAGE + L::AR, b + (uint64_t)kt * L::BG, L::BG, bars + 8 * s);
+                if (kt < KM) { /* x's own k tile: a box of each part's rows */
+                    tma_load_2d(base + s * STAGE + L::AR, &tmx0, (int32_t)(kt * BK), (int32_t)(tt * BN), bars + 8 * s);
+                    if constexpr (XP == 2)
+                        tma_load_2d(base + s * STAGE + L::AR + B_BYTES, &tmx1, (int32_t)(kt * BK), (int32_t)(tt * BN),
+                                    bars + 8 * s);
+                } else {
+                    bulk_g2s_keep(base + s * STAGE + L::AR, b + (uint64_t)(kt - KM) * L::BG, L::BG, bars + 8 * s);
+                }
             }
         }
         return;
@@ -334,10 +346,47 @@ __global__ void kernel_gemm_q_pack(const uint8_t *__restrict__ w, uint64_t row_b
     }
 }
 
+/* The min tiles' columns of 32-block j of token t (row tr of its token tile, whose tiles start at ttile; the min
+ * tiles at tile KT of KX): S = Σx (of hi + lo, f32, in k order) as [S_hi, S_lo, S_hi] in the first x part, zeros
+ * in the second; the row's last block writes their padding. Tokens past T: S = 0. */
+template <int XP>
+__device__ __forceinline__ void tile_mins(const uint16_t *__restrict__ xhi, const uint16_t *__restrict__ xlo,
+                                          uint32_t T, uint64_t n, uint32_t t, uint32_t tr, uint64_t j, uint8_t *ttile,
+                                          uint64_t KT, uint64_t KX)
+{
+    constexpr uint32_t BG = lay<XP, 2>::BG;
+    const uint64_t segs = n / QB;
+    float sum = 0.0f;
+    if (t < T) {
+        uint4 h[4], l[4]; /* the block's 32 elements of each part */
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            h[c] = reinterpret_cast<const uint4 *>(xhi + (uint64_t)t * n + j * QB)[c];
+            if (XP == 2)
+                l[c] = reinterpret_cast<const uint4 *>(xlo + (uint64_t)t * n + j * QB)[c];
+        }
+        const uint16_t *hv = reinterpret_cast<const uint16_t *>(h), *lv = reinterpret_cast<const uint16_t *>(l);
+#pragma unroll
+        for (int e = 0; e < 32; e++) {
+            float v = bf16_value(hv[e]);
+            if (XP == 2)
+                v += bf16_value(lv[e]);
+            sum += v;
+        }
+    }
+    uint16_t hi, lo;
+    gemm_x_split1(sum, hi, lo);
+    const uint16_t part[MC] = {hi, lo, hi};
+    for (uint64_t c = MC * j; c < (j == segs - 1 ? (KX - KT) * BK : MC * j + MC); c++) {
+        uint8_t *et = ttile + (KT + c / BK) * BG + swz_elem(tr, (uint32_t)(c % BK));
+        *reinterpret_cast<uint16_t *>(et) = c < MC * j + MC ? part[c - MC * j] : 0;
+        if (XP == 2)
+            *reinterpret_cast<uint16_t *>(et + B_BYTES) = 0;
+    }
+}
+
 /* x's bf16 parts (XP of them, each (T, n) row-major) → B tiles; one thread a 16-byte piece of the padded rows
- * (tokens past T zero). With MINS the thread at a block's start also writes the min tiles' columns of its block:
- * S = Σx (of hi + lo, f32, in k order) as [S_hi, S_lo, S_hi] in the first part, zeros in the second; the row's last
- * block their padding. */
+ * (tokens past T zero), and with MINS the thread at a 32-block's start also its min tiles' columns (tile_mins). */
 template <bool MINS, int XP>
 __global__ void kernel_gemm_q_tile_x(const uint16_t *__restrict__ xhi, const uint16_t *__restrict__ xlo, uint32_t T,
                                      uint64_t n, uint32_t TT, uint8_t *__restrict__ out)
@@ -359,25 +408,22 @@ __global__ void kernel_gemm_q_tile_x(const uint16_t *__restrict__ xhi, const uin
             v = *reinterpret_cast<const uint4 *>(x + (uint64_t)t * n + k8 * 8);
         *reinterpret_cast<uint4 *>(tile + xp * B_BYTES + swz(tr, pc)) = v;
     }
-    if (MINS && pc % 4 == 0) {
-        const uint64_t j = k8 / 4, segs = n / QB; /* the block */
-        float sum = 0.0f;
-        for (int e = 0; e < 32 && t < T; e++) {
-            float v = bf16_value(xhi[(uint64_t)t * n + k8 * 8 + e]);
-            if (XP == 2)
-                v += bf16_value(xlo[(uint64_t)t * n + k8 * 8 + e]);
-            sum += v;
-        }
-        uint16_t hi, lo;
-        gemm_x_split1(sum, hi, lo);
-        const uint16_t part[MC] = {hi, lo, hi};
-        for (uint64_t c = MC * j; c < (j == segs - 1 ? (KX - KT) * BK : MC * j + MC); c++) {
-            uint8_t *et = ttile + (KT + c / BK) * BG + swz_elem(tr, (uint32_t)(c % BK));
-            *reinterpret_cast<uint16_t *>(et) = c < MC * j + MC ? part[c - MC * j] : 0;
-            if (XP == 2)
-                *reinterpret_cast<uint16_t *>(et + B_BYTES) = 0;
-        }
-    }
+    if (MINS && pc % 4 == 0)
+        tile_mins<XP>(xhi, xlo, T, n, t, tr, k8 / 4, ttile, KT, KX);
+}
+
+/* The min tiles alone (the GEMM reads x's own k tiles from its rows by TMA): a token tile's KE tiles in a row,
+ * one thread a (token, 32-block). */
+template <int XP>
+__global__ void kernel_gemm_q_tile_mins(const uint16_t *__restrict__ xhi, const uint16_t *__restrict__ xlo,
+                                        uint32_t T, uint64_t n, uint32_t TT, uint8_t *__restrict__ out)
+{
+    constexpr uint32_t BG = lay<XP, 2>::BG;
+    const uint64_t segs = n / QB, KE = ext_tiles(n, true), i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint64_t)TT * BN * segs)
+        return;
+    const uint32_t t = (uint32_t)(i / segs);
+    tile_mins<XP>(xhi, xlo, T, n, t, t % BN, i % segs, out + (uint64_t)(t / BN) * KE * BG, 0, KE);
 }
 
 /* Which pack a type takes: 0 none, 1 scales only, 2 scales and mins, 3 Q4_0's shifted q. */
@@ -402,7 +448,7 @@ void launch_pack(cudaStream_t st, const void *w, uint64_t rows, uint64_t n, void
 
 template <int XP, int WG>
 void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt, uint64_t rows, uint32_t KX, uint32_t T,
-                 void *y, bool y16, float scale)
+                 void *y, bool y16, float scale, uint32_t KM, const CUtensorMap &tm0, const CUtensorMap &tm1)
 {
     using L = lay<XP, WG>;
     static uint32_t opted; /* devices the attribute is set on */
@@ -411,7 +457,7 @@ void launch_gemm(const struct cuda_ctx *ctx, const void *packed, const void *xt,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::SMEM));
     const uint32_t TT = (T + BN - 1) / BN;
     kernel_gemm_q<XP, WG><<<(unsigned)(rows / BM * (3 - WG) * TT), L::NT, L::SMEM, ctx->stream>>>(
-        (const uint8_t *)packed, (const uint8_t *)xt, y, y16, (uint32_t)rows, T, KX, TT, scale);
+        (const uint8_t *)packed, (const uint8_t *)xt, y, y16, (uint32_t)rows, T, KX, TT, scale, KM, tm0, tm1);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -491,15 +537,40 @@ void gemm_q_tile_x(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16
     CUDA_CHECK_LAUNCH();
 }
 
+void gemm_q_tile_mins(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16_t *xlo, uint32_t T, uint64_t n,
+                      void *xt)
+{
+    const uint32_t TT = (T + BN - 1) / BN;
+    const uint64_t threads = (uint64_t)TT * BN * (n / QB);
+    const unsigned blocks = (unsigned)((threads + 255) / 256);
+    (xlo ? kernel_gemm_q_tile_mins<2> : kernel_gemm_q_tile_mins<1>)<<<blocks, 256, 0, ctx->stream>>>(
+        xhi, xlo, T, n, TT, (uint8_t *)xt);
+    CUDA_CHECK_LAUNCH();
+}
+
 void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, const void *xt, int parts,
-                uint64_t rows, uint64_t n, uint32_t T, void *y, bool y16, float scale)
+                uint64_t rows, uint64_t n, uint32_t T, void *y, bool y16, float scale, const uint16_t *xhi,
+                const uint16_t *xlo)
 {
     if (!gemm_q_supported(t, rows, n) || (parts != 1 && parts != 2) || T == 0)
         CUDA_FAIL("gemm_q_run: %s %llu×%llu, %d x parts, T %u not supported", dtype_name(t),
                   (unsigned long long)rows, (unsigned long long)n, parts, T);
     const uint32_t KX = (uint32_t)all_tiles(n, gemm_q_has_mins(t));
+    /* x's own k tiles from its rows by TMA (xhi given), else every tile from xt */
+    alignas(64) CUtensorMap tm0 = {}, tm1 = {};
+    uint32_t KM = 0;
+    if (xhi) {
+        if ((parts == 2) != (xlo != NULL) || (uintptr_t)xhi % 16 || (uintptr_t)xlo % 16)
+            CUDA_FAIL("gemm_q_run: x's parts must match parts (%d) and be 16-byte aligned", parts);
+        KM = (uint32_t)(n / BK);
+        tensor_map_bf16(&tm0, xhi, n, T, BN, "gemm_q_run");
+        if (xlo)
+            tensor_map_bf16(&tm1, xlo, n, T, BN, "gemm_q_run");
+        else
+            tm1 = tm0;
+    }
     if (T <= NARROW_T)
-        (parts == 1 ? launch_gemm<1, 1> : launch_gemm<2, 1>)(ctx, packed, xt, rows, KX, T, y, y16, scale);
+        (parts == 1 ? launch_gemm<1, 1> : launch_gemm<2, 1>)(ctx, packed, xt, rows, KX, T, y, y16, scale, KM, tm0, tm1);
     else
-        (parts == 1 ? launch_gemm<1, 2> : launch_gemm<2, 2>)(ctx, packed, xt, rows, KX, T, y, y16, scale);
+        (parts == 1 ? launch_gemm<1, 2> : launch_gemm<2, 2>)(ctx, packed, xt, rows, KX, T, y, y16, scale, KM, tm0, tm1);
 }

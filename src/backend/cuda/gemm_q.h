@@ -30,11 +30,17 @@ uint64_t gemm_q_packed_cap(uint64_t max_w, uint64_t max_n);
 uint64_t gemm_q_x_cap(uint64_t max_x, uint64_t max_n, int parts);
 /* w (rows, n) as stored → packed (gemm_q_packed_bytes, 16-byte aligned). */
 void gemm_q_pack(const struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, void *packed);
-/* x's parts (T, n) bf16 → xt (gemm_q_x_bytes(T, n, mins, xlo ? 2 : 1), 16-byte aligned). */
+/* x's parts (T, n) bf16 → xt (gemm_q_x_bytes(T, n, mins, xlo ? 2 : 1), 16-byte aligned): every tile
+ * (gemm_q_tile_x), or the min tiles alone (gemm_q_tile_mins: for gemm_q_run given x's rows; fewer bytes). */
 void gemm_q_tile_x(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16_t *xlo, uint32_t T, uint64_t n,
                    bool mins, void *xt);
-/* y (T, rows): f32, or with y16 bf16 (each f32 value rounded once to nearest even). */
+void gemm_q_tile_mins(const struct cuda_ctx *ctx, const uint16_t *xhi, const uint16_t *xlo, uint32_t T, uint64_t n,
+                      void *xt);
+/* y (T, rows): f32, or with y16 bf16 (each f32 value rounded once to nearest even). xhi NULL: every x tile from
+ * xt (gemm_q_tile_x's); else x's own k tiles read from its parts' rows xhi (and xlo with two parts; 16-byte
+ * aligned) by TMA, the mins' from xt (gemm_q_tile_mins's, unused without mins): the same tiles, the same bits. */
 void gemm_q_run(const struct cuda_ctx *ctx, enum dtype t, const void *packed, const void *xt, int parts,
-                uint64_t rows, uint64_t n, uint32_t T, void *y, bool y16, float scale);
+                uint64_t rows, uint64_t n, uint32_t T, void *y, bool y16, float scale, const uint16_t *xhi,
+                const uint16_t *xlo);
 
 #endif

@@ -1,10 +1,9 @@
 #!/bin/bash
-# lab/fast54-gpu.sh NAME — one call (~5 min): issue 5's prefill rows at --ubatch 4096 with bf16 activations, each
-# beside `MEMRA_GEMM=fast` (one bf16 GEMM on the weights rounded to bf16 — for GGUF the kept dequantized copy, what
-# llama.cpp's prefill computes) in two alternated rounds, for the random 8B Q8_0, Q4_K_M and BF16 models; then their
-# tg128 / tg128@d4096 at the defaults. On an H100 (fifty-fourth run) fast ran the GGUF models at 39.7-41.5 k against
-# 25.4-28.8 k; this asks the same of the BF16 model and of an H200. NAME: a pack of `make build`; carry
-# ["gpu/NAME.tar.xz", ".whl"].
+# lab/fast54-gpu.sh NAME — one call (~5 min): issue 5's prefill rows at --ubatch 4096 with bf16 activations, each beside
+# `MEMRA_GEMM=fast` (one bf16 GEMM on the weights rounded to bf16 — for GGUF the kept dequantized copy) in two
+# alternated rounds, for the random 8B Q8_0, Q4_K_M and BF16 models; then their tg128 / tg128@d4096 at the defaults. On
+# an H100 (fifty-fourth run) fast ran the GGUF models at 39.7-41.5 k against 25.4-28.8 k; this asks the same of the BF16
+# model and of an H200. NAME: a pack of `make build`; carry ["gpu/NAME.tar.xz", ".whl"].
 cd "$(dirname "$0")/.."
 . lab/gpu-prelude.sh "${1:?usage: lab/fast54-gpu.sh NAME}"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader

@@ -9,20 +9,13 @@ cd "$(dirname "$0")/.."
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 m8q_models q8_0,q4_k_m
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
-for r in 1 2; do
-  for m in q8_0 q4_k_m; do
-    for g in exact fast; do
-      XA="--ubatch 4096" TO=90 mbench "r$r $m $g ub4096" /tmp/m8q/llama8b-$m.gguf pp4096 MEMRA_ACT_TYPE=bf16 MEMRA_GEMM=$g
-    done
-  done
+for m in q8_0 q4_k_m; do
+  M=/tmp/m8q/llama8b-$m.gguf
+  MEMRA_ACT_TYPE=bf16 XA="--ubatch 4096" TO=90 mbench_ab "$m ub4096" $M pp4096 MEMRA_GEMM exact fast
 done
 for m in q8_0 q4_k_m; do TO=90 mbench "$m" /tmp/m8q/llama8b-$m.gguf tg128,tg128@d4096; done
 rm -rf /tmp/m8q
 wait $MK; ts "m8b $(tail -1 $OUT/make.log)"
-for r in 1 2; do
-  for g in exact fast; do
-    XA="--ubatch 4096" mbench "r$r bf16 $g ub4096" /tmp/m8b/hf-bf16 pp4096 MEMRA_ACT_TYPE=bf16 MEMRA_GEMM=$g
-  done
-done
+MEMRA_ACT_TYPE=bf16 XA="--ubatch 4096" mbench_ab "bf16 ub4096" /tmp/m8b/hf-bf16 pp4096 MEMRA_GEMM exact fast
 mbench "bf16" /tmp/m8b/hf-bf16 tg128,tg128@d4096
 ts done

@@ -10,7 +10,8 @@
  * (f32 accumulation of ≤ 14336 products in a different order than the
  * reference; for the quantized types also the 24-bit integer activations, ≤
  * ~2^-24 of each 128- or 32-element block's max |x|), and every output
- * written and finite.
+ * written and finite. The quantized types again with bf16 activations ("x16": the prepared x in 16
+ * bits, the dp4a kernels' X16 form, the tensor-core GEMV with a zero plane), tolerance 1e-3 (TOL_X16).
  * Covered: every launch shape (1, 2, 4 rows a block or warp), rows of 4096 and
  * 14336 and an odd length (not a multiple of 4096 columns; for Q8_0, Q4_0,
  * Q6_K, IQ4_XS not a multiple of 16 bytes either), batches 1..8, and the
@@ -56,8 +57,13 @@
 
 #define BW_REF_GBS 4300.0 /* measured H200 device-to-device copy rate, GB/s */
 #define TOL 1e-4
+/* With bf16 activations (cuda_ctx_set_act_bf16) the quantized types' prepared x is 16-bit (gemv_internal.cuh: ≤ 2^-16
+ * of a block's max |x| off; the x16 pass's 350 checks ≤ 2.5e-4 of max|ref| on an H100, check_alone's ×300 outliers
+ * the largest): the x16 checks' bound. */
+#define TOL_X16 1e-3
 
 static struct cuda_ctx *g_ctx;
+static double g_tol = TOL; /* the quantized checks' bound: TOL, or TOL_X16 in the x16 pass */
 
 /* ---- correctness ----------------------------------------------------------- */
 
@@ -112,11 +118,11 @@ static void check_gemv(enum dtype t, uint64_t rows, uint64_t n, uint32_t batch, 
     char label[128];
     snprintf(label, sizeof label, "%s %" PRIu64 "x%" PRIu64 " batch %u rpb %d ks %d%s", dtype_name(t), rows, n, batch,
              rpb, ks, prepared ? " prepared" : "");
-    CHECK_MSG(bad == 0 && rel <= TOL, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
-              TOL);
+    CHECK_MSG(bad == 0 && rel <= g_tol, "%s: %d outputs not finite, max|d|/max|ref| = %.3g (tol %.0e)", label, bad, rel,
+              g_tol);
     CHECK_MSG(same != 0, "%s: staged and register kernels give different bits", label);
     printf("check %-36s rel err %.2e%s%s\n", label, rel, same == 1 ? "  staged = register bits" : "",
-           bad || rel > TOL || same == 0 ? "  FAIL" : "");
+           bad || rel > g_tol || same == 0 ? "  FAIL" : "");
     cuda_free(dw);
     cuda_free(dx);
     cuda_free(dy);
@@ -242,9 +248,9 @@ static void check_alone(enum dtype t, uint64_t rows, uint64_t n, bool mma, int k
     kernel_ref_compare(t, c.w, NULL, rows, n, c.x, NB, 1.0f, c.y, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
     const char *kind = mma ? "mma" : "dp4a";
-    CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
+    CHECK_MSG(bad == 0 && rel <= g_tol && differ == 0,
               "%s %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d sub-batches differ", kind,
-              dtype_name(t), rows, n, ks, bad, rel, TOL, differ);
+              dtype_name(t), rows, n, ks, bad, rel, g_tol, differ);
     printf("check %s %s %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", kind,
            dtype_name(t), rows, n, ks, rel, differ ? "DIFFER" : "same bits");
     batch_case_free(&c);
@@ -280,9 +286,9 @@ static void check_grid(enum dtype t, uint64_t rows, uint64_t n, int ks)
     int bad = 0;
     kernel_ref_compare(t, c.w, NULL, rows, n, c.x, NB, 1.0f, c.y1, &maxref, &maxdiff, &bad);
     const double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
-    CHECK_MSG(bad == 0 && rel <= TOL && differ == 0,
+    CHECK_MSG(bad == 0 && rel <= g_tol && differ == 0,
               "mma grid %s %" PRIu64 "x%" PRIu64 " ks %d: %d not finite, rel %.3g (tol %.0e), %d batches differ",
-              dtype_name(t), rows, n, ks, bad, rel, TOL, differ);
+              dtype_name(t), rows, n, ks, bad, rel, g_tol, differ);
     printf("check mma grid %s %" PRIu64 "x%" PRIu64 " ks %d   rel err %.2e, resident = tiles %s\n", dtype_name(t),
            rows, n, ks, rel, differ ? "DIFFER" : "same bits");
     batch_case_free(&c);
@@ -848,6 +854,27 @@ int main(int argc, char **argv)
                 check_alone(types[k], 35, 14336, false, ks);
                 check_alone(types[k], 13, 4352, false, ks);
             }
+    /* bf16 activations: every quantized type's prepared x in 16 bits (gemv_prep_x4's x16), the dp4a kernels'
+     * X16 form at both engine K splits, the tensor-core GEMV; a row's bits alone as in a batch there too */
+    test_current = "x16";
+    test_cases++;
+    cuda_ctx_set_act_bf16(g_ctx, true);
+    g_tol = TOL_X16;
+    for (size_t k = 0; k < NTYPES; k++)
+        if (is_quant_block(types[k])) {
+            check_type(types[k]);
+            for (int ks = 1; ks <= 4; ks += 3) {
+                check_alone(types[k], 97, 4096, false, ks);
+                check_alone(types[k], 13, 4352, false, ks);
+            }
+        }
+    for (int ks = 0; ks <= 4; ks += 4) {
+        check_alone(DTYPE_Q4_K, 257, 4096, true, ks);
+        check_alone(DTYPE_Q6_K, 35, 14336, true, ks);
+    }
+    check_grid(DTYPE_Q4_K, 20011, 4096, 2);
+    cuda_ctx_set_act_bf16(g_ctx, false);
+    g_tol = TOL;
     test_current = "rmsnorm/swiglu";
     test_cases++;
     check_rmsnorm(1, 4096, true);

@@ -615,7 +615,7 @@ static __device__ __forceinline__ void attn_prep_head(const dec_out &o, const fl
         const uint32_t i = i0 + 4 * lane;
         const bool valid = i < hd;
         const float4 v = valid ? *reinterpret_cast<const float4 *>(keep + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        gemv_prep_x4(v, valid, lane, o.xq, o.n, t, h * hd + i);
+        gemv_prep_x4(v, valid, lane, o.xq, o.n, t, h * hd + i, o.rnd);
     }
 }
 

@@ -122,8 +122,17 @@ uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb);
  * parts. Signed digits and 128-element blocks serve the int8 tensor-core
  * GEMV (gemv_mma.cu: one operand type for all three planes, one scale a half
  * superblock); the dp4a kernels read any block size. xsum: Σx of each 16
- * elements (f32). Non-finite x give a non-finite scale, hence non-finite y. */
-#define XQ_MAX 8355711.0f /* 0x7F7F7F */
+ * elements (f32). Non-finite x give a non-finite scale, hence non-finite y.
+ * With bf16 activations (x16: cuda_ctx_set_act_bf16, which every producer and
+ * consumer reads) X is rounded to a multiple of 256 — X_i = 256·rint(x_i·
+ * XQ_MAX16/max|x|), X0 = 0 — and the dp4a kernels skip that plane (its loads
+ * and a third of their dp4a; the tensor-core GEMV multiplies it as a zero
+ * column): ≤ 2^-16 of the block's max |x| off, 128× below the bf16 rounding the
+ * value already carries. H100, random 8B, memra-bench tg128x8: Q8_0 794-799 →
+ * 1004-1010 tok/s, Q4_K_M 1289-1291 → 1344-1347; tg128 Q8_0 284 → 289-290
+ * (bench/RESULTS.md, fifty-fifth run). */
+#define XQ_MAX 8355711.0f  /* 0x7F7F7F */
+#define XQ_MAX16 32639.0f  /* 0x7F7F: X / 256 under x16 */
 __host__ __device__ inline uint64_t xq_sum_off(uint64_t n) { return 3 * n + ((n / 8 + 15) & ~(uint64_t)15); }
 __host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (xq_sum_off(n) + n / 4 + 255) & ~(uint64_t)255; }
 
@@ -135,7 +144,7 @@ __host__ __device__ inline uint64_t xq_stride(uint64_t n) { return (xq_sum_off(n
  * the prepared vectors. Every producer of prepared activations goes through
  * this one function, so the bytes do not depend on who made them. */
 static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32_t lane, uint8_t *xq, uint32_t n,
-                                                    uint32_t b, uint32_t e)
+                                                    uint32_t b, uint32_t e, bool x16)
 {
     float mx = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
     const int span = n % 128 == 0 ? 16 : 4; /* the lanes of the block: 32 or 8 */
@@ -149,12 +158,13 @@ static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32
         s16 += __shfl_xor_sync(0xffffffffu, s16, o);
     if (!valid)
         return;
-    const float f = mx > 0.0f ? XQ_MAX / mx : 0.0f;
+    const float top = x16 ? XQ_MAX16 : XQ_MAX, f = mx > 0.0f ? top / mx : 0.0f;
+    const int unit = x16 ? 256 : 1;
     const float vv[4] = {v.x, v.y, v.z, v.w};
     uint32_t p0 = 0, p1 = 0, p2 = 0;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-        const int X = max(-(int)XQ_MAX, min((int)XQ_MAX, __float2int_rn(vv[j] * f)));
+        const int X = unit * max(-(int)top, min((int)top, __float2int_rn(vv[j] * f)));
         const int d0 = (int)(int8_t)(X & 0xFF), r = (X - d0) >> 8; /* signed digits: X = 256·r + d0 */
         const int d1 = (int)(int8_t)(r & 0xFF), d2 = (r - d1) >> 8;
         p0 |= (uint32_t)(d0 & 0xFF) << (8 * j);
@@ -166,7 +176,8 @@ static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32
     *reinterpret_cast<uint32_t *>(base + n + e) = p1;
     *reinterpret_cast<uint32_t *>(base + 2 * (uint64_t)n + e) = p2;
     if ((lane & 7) == 0) /* non-finite x: mx is inf/NaN and the scale carries it into y */
-        reinterpret_cast<float *>(base + 3 * (uint64_t)n)[e / 32] = mx > 0.0f ? mx / XQ_MAX : 0.0f;
+        reinterpret_cast<float *>(base + 3 * (uint64_t)n)[e / 32] = mx > 0.0f ? mx / (x16 ? 256.0f * XQ_MAX16 : XQ_MAX)
+                                                                             : 0.0f;
     if ((lane & 3) == 0)
         reinterpret_cast<float *>(base + xq_sum_off(n))[e / 16] = s16;
 }

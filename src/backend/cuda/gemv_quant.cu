@@ -41,20 +41,22 @@ constexpr int NT = 128; /* threads per block: 4 independent warps */
 /* One thread per 4 activations (gemv_prep_x4); n % 32 == 0 keeps every 8-lane
  * group inside one vector. */
 __global__ void __launch_bounds__(256) kernel_gemv_prep_x(const float *__restrict__ x, uint32_t n, uint32_t nb,
-                                                          uint8_t *__restrict__ xq)
+                                                          uint8_t *__restrict__ xq, bool x16)
 {
     pdl_enter();
     const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; /* float4 index over the batch */
     const bool valid = t < (uint64_t)n / 4 * nb;
     const uint64_t e = valid ? 4 * t : 0;
     const float4 v = valid ? __ldg(reinterpret_cast<const float4 *>(x) + t) : make_float4(0, 0, 0, 0);
-    gemv_prep_x4(v, valid, threadIdx.x & 31, xq, n, (uint32_t)(e / n), (uint32_t)(e % n));
+    gemv_prep_x4(v, valid, threadIdx.x & 31, xq, n, (uint32_t)(e / n), (uint32_t)(e % n), x16);
 }
 
 /* One warp step of a lane: its segment (32 elements from e) of R rows,
  * decoded into q, d, m, times each batch entry's prepared x, added to acc.
- * Both kernels below run exactly this, so their results have the same bits. */
-template <class Q, int R, int NB>
+ * Both kernels below run exactly this, so their results have the same bits.
+ * X16: the prepared x is 16-bit (bf16 activations: gemv_internal.cuh), X0 not
+ * read. */
+template <class Q, int R, int NB, bool X16>
 static __device__ __forceinline__ void q_step(const uint32_t (&q)[R][8], const float (&d)[R][2],
                                               const float (&m)[R][2], const uint8_t *__restrict__ xq,
                                               const uint32_t (&xr)[NB], uint32_t nb, uint32_t n, uint64_t xstride,
@@ -66,7 +68,12 @@ static __device__ __forceinline__ void q_step(const uint32_t (&q)[R][8], const f
             break;
         const uint8_t *xb = xq + (uint64_t)xr[b] * xstride;
         uint32_t x0[8], x1[8], x2[8];
-        ld_a16<8>(xb + e, x0);
+        if constexpr (X16)
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                x0[i] = 0u;
+        else
+            ld_a16<8>(xb + e, x0);
         ld_a16<8>(xb + n + e, x1);
         ld_a16<8>(xb + 2 * (uint64_t)n + e, x2);
         const float *sc = reinterpret_cast<const float *>(xb + 3 * (uint64_t)n);
@@ -78,13 +85,13 @@ static __device__ __forceinline__ void q_step(const uint32_t (&q)[R][8], const f
         for (int r = 0; r < R; r++) {
             float a = acc[r * NB + b];
             if constexpr (Q::TWO_SCALES) {
-                const float lo = dot_qx<Q::QSIGNED, 4>(q[r], x0, x1, x2);
-                const float hi = dot_qx<Q::QSIGNED, 4>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
+                const float lo = dot_qx<Q::QSIGNED, 4, X16>(q[r], x0, x1, x2);
+                const float hi = dot_qx<Q::QSIGNED, 4, X16>(q[r] + 4, x0 + 4, x1 + 4, x2 + 4);
                 a = fmaf(sx, fmaf(d[r][0], lo, d[r][1] * hi), a);
                 if constexpr (Q::HAS_M) /* Q3_K has none */
                     a = fmaf(m[r][0], xs.x, fmaf(m[r][1], xs.y, a));
             } else {
-                a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8>(q[r], x0, x1, x2), a);
+                a = fmaf(d[r][0] * sx, dot_qx<Q::QSIGNED, 8, X16>(q[r], x0, x1, x2), a);
                 if constexpr (Q::HAS_M)
                     a = fmaf(m[r][0], xs.x + xs.y, a);
             }
@@ -134,7 +141,7 @@ static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__r
 /* G: grouped (gemv_group in gemv_internal.cuh), blockIdx.y a work slot: the
  * slot's matrix, its rows of y and of the prepared x; a row's bits are those
  * of the ungrouped kernel of the same KS. */
-template <class Q, int R, int NB, int KS, bool G>
+template <class Q, bool X16, int R, int NB, int KS, bool G>
 __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                        uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
                                                        uint32_t nb, float *__restrict__ y, float scale, gemv_group grp)
@@ -180,20 +187,20 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
             Q::get(wr[r], L, q[r], d[r], m[r]);
             wr[r] += kstep * Q::BS;
         }
-        q_step<Q, R, NB>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
+        q_step<Q, R, NB, X16>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
     }
     pdl_trigger();
     q_finish<R, NB, KS>(acc, y, rows, row0, nb, scale);
 }
 
-template <class Q, int R, int NB, int KS, bool G = false>
+template <class Q, bool X16, int R, int NB, int KS, bool G = false>
 void launch_q(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
               float scale, gemv_group grp = {})
 {
     const uint64_t row_bytes = n / Q::QK * Q::BS;
     const uint64_t groups = (rows + R - 1) / R;
     const dim3 grid((uint32_t)(KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups), G ? grp.max_slots : 1);
-    cuda_launch(ctx, kernel_gemv_q<Q, R, NB, KS, G>, grid, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
+    cuda_launch(ctx, kernel_gemv_q<Q, X16, R, NB, KS, G>, grid, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
                 (uint32_t)n, xq, nb, y, scale, grp);
 }
 
@@ -226,7 +233,7 @@ template <class Q, int R> struct qstage {
     static constexpr uint32_t SMEM = W * NS * BYTES;
 };
 
-template <class Q, int R, int NB, bool G>
+template <class Q, bool X16, int R, int NB, bool G>
 __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                         uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
                                                         uint32_t nb, float *__restrict__ y, float scale, gemv_group grp)
@@ -317,7 +324,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
                     Q::template get<true>(mine + st * St::BYTES + r * St::CH + off + s2 * St::STEP, L, q[r], d[r],
                                           m[r]);
                 }
-                q_step<Q, R, NB>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
+                q_step<Q, R, NB, X16>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
             }
         }
         __syncwarp(); /* every lane is done with stage st before it is refilled */
@@ -328,61 +335,61 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
     q_finish<R, NB, 1>(acc, y, rows, row0, nb, scale);
 }
 
-template <class Q, int R, int NB, bool G = false>
+template <class Q, bool X16, int R, int NB, bool G = false>
 void launch_qs(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
                float scale, gemv_group grp = {})
 {
     constexpr uint32_t smem = qstage<Q, R>::SMEM;
     static uint32_t opted; /* devices this instantiation may use > 48 KB of shared memory on */
     if (smem > 48 * 1024 && cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_qs<Q, R, NB, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_qs<Q, X16, R, NB, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
     const uint64_t row_bytes = n / Q::QK * Q::BS;
     const uint64_t groups = (rows + R - 1) / R;
     const dim3 grid((uint32_t)((groups + NT / 32 - 1) / (NT / 32)), G ? grp.max_slots : 1);
-    cuda_launch(ctx, kernel_gemv_qs<Q, R, NB, G>, grid, NT, smem, (const uint8_t *)w, row_bytes, (uint32_t)rows,
+    cuda_launch(ctx, kernel_gemv_qs<Q, X16, R, NB, G>, grid, NT, smem, (const uint8_t *)w, row_bytes, (uint32_t)rows,
                 (uint32_t)n, xq, nb, y, scale, grp);
 }
 
 /* ksplit 1: the staged kernel or the register one (the same bits). */
-template <class Q, int R, int NB, bool G = false>
+template <class Q, bool X16, int R, int NB, bool G = false>
 void launch_ks1(const cuda_ctx *ctx, bool staged, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
                 uint32_t nb, float *y, float scale, gemv_group grp = {})
 {
     if (staged)
-        launch_qs<Q, R, NB, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
+        launch_qs<Q, X16, R, NB, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
     else
-        launch_q<Q, R, NB, 1, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
+        launch_q<Q, X16, R, NB, 1, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
 }
 
 /* Grouped: ksplit 1 (the order the ungrouped batch kernels use), 4 rows a
  * warp alone (experts' rows are short: more loads in flight a lane), 2 with
  * a batch of 8 (4 spills). */
-template <class Q>
+template <class Q, bool X16>
 void dispatch_q_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, float *y,
                         float scale, const gemv_group &grp)
 {
     if (grp.max_rows == 1)
-        launch_ks1<Q, 4, 1, true>(ctx, ctx->gemv_staged, w, rows, n, xq, 1, y, scale, grp);
+        launch_ks1<Q, X16, 4, 1, true>(ctx, ctx->gemv_staged, w, rows, n, xq, 1, y, scale, grp);
     else
-        launch_ks1<Q, 2, CUDA_GEMV_MAX_BATCH, true>(ctx, ctx->gemv_staged, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y,
+        launch_ks1<Q, X16, 2, CUDA_GEMV_MAX_BATCH, true>(ctx, ctx->gemv_staged, w, rows, n, xq, CUDA_GEMV_MAX_BATCH, y,
                                                     scale, grp);
 }
 
-template <class Q>
+template <class Q, bool X16>
 void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
                 float *y, float scale, int rpw, int ks)
 {
     const bool st = ctx->gemv_staged;
     if (nb > 1) { /* 2 rows a warp; ksplit 4 where asked (a row's bits as alone at ksplit 4), else 1 */
         if (ks == 4 && nb > 4)
-            launch_q<Q, 2, 8, 4>(ctx, w, rows, n, xq, nb, y, scale);
+            launch_q<Q, X16, 2, 8, 4>(ctx, w, rows, n, xq, nb, y, scale);
         else if (ks == 4)
-            launch_q<Q, 2, 4, 4>(ctx, w, rows, n, xq, nb, y, scale);
+            launch_q<Q, X16, 2, 4, 4>(ctx, w, rows, n, xq, nb, y, scale);
         else if (nb > 4)
-            launch_ks1<Q, 2, 8>(ctx, st, w, rows, n, xq, nb, y, scale);
+            launch_ks1<Q, X16, 2, 8>(ctx, st, w, rows, n, xq, nb, y, scale);
         else
-            launch_ks1<Q, 2, 4>(ctx, st, w, rows, n, xq, nb, y, scale);
+            launch_ks1<Q, X16, 2, 4>(ctx, st, w, rows, n, xq, nb, y, scale);
         return;
     }
     if (ks == 0)
@@ -392,12 +399,12 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
     if (ks != 1 && ks != 4)
         CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
     switch (rpw * 8 + ks) {
-    case 9: launch_q<Q, 1, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 17: launch_ks1<Q, 2, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
-    case 33: launch_ks1<Q, 4, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
-    case 12: launch_q<Q, 1, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 20: launch_q<Q, 2, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 36: launch_q<Q, 4, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 9: launch_q<Q, X16, 1, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 17: launch_ks1<Q, X16, 2, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
+    case 33: launch_ks1<Q, X16, 4, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
+    case 12: launch_q<Q, X16, 1, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 20: launch_q<Q, X16, 2, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 36: launch_q<Q, X16, 4, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
     default: CUDA_FAIL("gemv: rows_per_warp %d not in {1,2,4}", rpw);
     }
 }
@@ -443,7 +450,8 @@ void gemv_quant_prep_x(struct cuda_ctx *ctx, const float *x, uint64_t n, uint32_
 {
     uint8_t *xq = gemv_quant_xq_reserve(ctx, n, nb);
     const uint64_t threads = n / 4 * nb;
-    cuda_launch(ctx, kernel_gemv_prep_x, (unsigned)((threads + 255) / 256), 256, 0, x, (uint32_t)n, nb, xq);
+    cuda_launch(ctx, kernel_gemv_prep_x, (unsigned)((threads + 255) / 256), 256, 0, x, (uint32_t)n, nb, xq,
+                (bool)ctx->act_bf16);
 }
 
 void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
@@ -454,7 +462,12 @@ void gemv_quant_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w
     const uint8_t *xq = (const uint8_t *)ctx->xq;
     switch (t) {
 #define X(T, Q)                                                                                                  \
-    case T: dispatch_q_grouped<Q>(ctx, w, rows, n, xq, y, scale, grp); break;
+    case T:                                                                                                    \
+        if (ctx->act_bf16)                                                                                     \
+            dispatch_q_grouped<Q, true>(ctx, w, rows, n, xq, y, scale, grp);                                   \
+        else                                                                                                   \
+            dispatch_q_grouped<Q, false>(ctx, w, rows, n, xq, y, scale, grp);                                  \
+        break;
         QUANT_TYPES(X)
 #undef X
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));
@@ -483,7 +496,12 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
     }
     switch (t) {
 #define X(T, Q)                                                                                                  \
-    case T: dispatch_q<Q>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks); break;
+    case T:                                                                                                    \
+        if (ctx->act_bf16)                                                                                     \
+            dispatch_q<Q, true>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks);                              \
+        else                                                                                                   \
+            dispatch_q<Q, false>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks);                             \
+        break;
         QUANT_TYPES(X)
 #undef X
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));

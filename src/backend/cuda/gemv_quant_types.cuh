@@ -17,7 +17,8 @@
  * instruction) — 0.75 instruction an element instead of 3 for byte→float
  * conversion and FMA — and converted to float once per segment. Relative to
  * an f32 dot product, the only extra error is X's rounding, ≤ 2^-23.99 of the
- * block's largest |x|.
+ * block's largest |x|. With bf16 activations X0 is zero (16-bit X, gemv_prep_x4's
+ * x16) and X16 true skips it.
  *
  * Loads: block starts have alignment gcd(BS, 16) (rows are whole blocks and
  * cudaMalloc'd memory is 256-byte aligned): 16-byte loads for Q4_K/Q5_K, 8 for
@@ -100,14 +101,15 @@ template <bool QS> static __device__ __forceinline__ int dp4a(uint32_t a, uint32
  * (signed digits, |X_k| ≤ 128): the two low planes fit one int (|q| ≤ 240 —
  * Q4_K's in-place high nibbles — so |Σ| ≤ 32·240·128·257 < 2^31), the top
  * plane is scaled in float. */
-template <bool QSIGNED, int N>
+template <bool QSIGNED, int N, bool X16>
 static __device__ __forceinline__ float dot_qx(const uint32_t *q, const uint32_t *x0, const uint32_t *x1,
                                                const uint32_t *x2)
 {
     int s0 = 0, s1 = 0, s2 = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        s0 = dp4a<QSIGNED>(q[i], x0[i], s0);
+        if constexpr (!X16) /* X0 = 0 under X16: s0 stays 0, the same value */
+            s0 = dp4a<QSIGNED>(q[i], x0[i], s0);
         s1 = dp4a<QSIGNED>(q[i], x1[i], s1);
         s2 = dp4a<QSIGNED>(q[i], x2[i], s2);
     }

@@ -18,7 +18,7 @@
  * reads it next then needs no prep kernel of its own. Outputs that are a
  * matmul's input (cuda_rmsnorm_in, the _prep variants, the GLUs) are rounded
  * to bf16 first under cuda_ctx_set_act_bf16 (rnd), prepared from the rounded
- * values. cuda_rmsnorm_in_split writes its output also as the wgmma batched
+ * values in 16 bits (rnd is gemv_prep_x4's x16). cuda_rmsnorm_in_split writes its output also as the wgmma batched
  * GEMV's A rows (mmv_split_store4), so no split kernel runs before it;
  * cuda_rmsnorm_in_gemm writes the prefill GEMM's bf16 parts instead of its
  * output, rows ≤ 4096 on 128 threads a row (kernel_rmsnorm_gemm: the same
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(NT) kernel_rmsnorm4(const float *x, float *res
                 gemm_x_store4(ghi, glo, base4 + i, o);
         }
         if constexpr (PREP) /* whole warps call it: lanes 8m..8m+7 are one 32-block (n % 32 == 0) */
-            gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, blockIdx.x, 4 * i);
+            gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, blockIdx.x, 4 * i, rnd);
     }
 }
 
@@ -218,7 +218,7 @@ __global__ void kernel_swiglu4(const float *__restrict__ gu, float *__restrict__
             reinterpret_cast<float4 *>(out)[k] = o;
         }
         if constexpr (PREP)
-            gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4));
+            gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4), rnd);
     }
 }
 
@@ -251,7 +251,7 @@ __global__ void kernel_glu_prep(float *g_out, const float *__restrict__ up, uint
             o = make_float4(ov[0], ov[1], ov[2], ov[3]);
             reinterpret_cast<float4 *>(g_out)[k] = o;
         }
-        gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4));
+        gemv_prep_x4(o, valid, threadIdx.x & 31, xq, n, (uint32_t)r, (uint32_t)(4 * i4), rnd);
     }
 }
 

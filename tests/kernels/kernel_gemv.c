@@ -11,7 +11,7 @@
  * reference; for the quantized types also the 24-bit integer activations, ≤
  * ~2^-24 of each 128- or 32-element block's max |x|), and every output
  * written and finite. The quantized types again with bf16 activations ("x16": the prepared x in 16
- * bits, the dp4a kernels' X16 form, the tensor-core GEMV with a zero plane), tolerance 1e-3 (TOL_X16).
+ * bits, the dp4a kernels' X16 form, the tensor-core GEMV on its two planes), tolerance 1e-3 (TOL_X16).
  * Covered: every launch shape (1, 2, 4 rows a block or warp), rows of 4096 and
  * 14336 and an odd length (not a multiple of 4096 columns; for Q8_0, Q4_0,
  * Q6_K, IQ4_XS not a multiple of 16 bytes either), batches 1..8, and the
@@ -868,9 +868,11 @@ int main(int argc, char **argv)
                 check_alone(types[k], 13, 4352, false, ks);
             }
         }
-    for (int ks = 0; ks <= 4; ks += 4) {
+    for (int ks = 0; ks <= 4; ks += 4) { /* the tensor-core GEMV on two planes: 4 vectors an n-tile */
         check_alone(DTYPE_Q4_K, 257, 4096, true, ks);
+        check_alone(DTYPE_Q4_K, 16, 4352, true, ks);
         check_alone(DTYPE_Q6_K, 35, 14336, true, ks);
+        check_alone(DTYPE_Q6_K, 16, 2048, true, ks);
     }
     check_grid(DTYPE_Q4_K, 20011, 4096, 2);
     cuda_ctx_set_act_bf16(g_ctx, false);

@@ -35,7 +35,9 @@
  * elements whose bytes lie together (mk_q4k, mk_q6k below) for both A
  * (weights) and B (activations: the same elements of one plane). B's 8
  * columns are (vector, plane) pairs: column c of n-tile nt is vector
- * (8nt + c) / 3, plane (8nt + c) % 3 — NTL n-tiles cover 8·NTL/3 vectors.
+ * (8nt + c) / 3, plane (8nt + c) % 3 — NTL n-tiles cover 8·NTL/3 vectors;
+ * with bf16 activations (XP = 2: X0 is zero) vector (8nt + c) / 2, plane
+ * 1 + (8nt + c) % 2 — 4·NTL vectors (mma_cols).
  * Prepared x (gemv_internal.cuh): X = 65536·X2 + 256·X1 + X0, signed digits,
  * one scale a 128 elements (n % 128 == 0), so a superblock has two halves of
  * one activation scale each.
@@ -69,10 +71,18 @@ template <int KS> struct mma_block {
  * change no operation, only how many pairs a warp has in flight. */
 template <int NTL> constexpr int ns_max() { return NTL == 1 ? 4 : 2; }
 
-/* NTL n-tiles of 8 columns serve this many vectors (3 planes each). */
-template <int NTL> struct mma_cols {
-    static constexpr int NB = 8 * NTL / 3;
+/* NTL n-tiles of 8 columns serve this many vectors of XP planes each: 3 (the
+ * 24-bit prepared x), or 2 with bf16 activations (the 16-bit form, X0 = 0:
+ * gemv_internal.cuh; its planes 1 and 2 only — twice the vectors an n-tile,
+ * so a batch of 3-4 takes one n-tile instead of two, of 5-8 two instead of
+ * three). Column c is vector c / XP, plane plane_of<XP>(c). */
+template <int NTL, int XP> struct mma_cols {
+    static constexpr int NB = 8 * NTL / XP;
 };
+template <int XP> static __host__ __device__ constexpr uint32_t plane_of(uint32_t c)
+{
+    return XP == 3 ? c % 3 : 1 + c % 2;
+}
 
 /* D = A·B, A 16×32 u8 (a[4]), B 32×8 s8 (b0, b1), D s32. */
 static __device__ __forceinline__ void mma_k32(const uint32_t (&a)[4], uint32_t b0, uint32_t b1, int (&c)[4])
@@ -112,19 +122,19 @@ template <bool ODD> static __device__ __forceinline__ uint32_t rd32(const uint8_
  * the activation scale of each half (128 elements) for its two C columns, and
  * the sums Σx of the superblock's 16-element groups 4t..4t+3 (one float4) for
  * every vector. */
-template <int NTL> struct xsb {
+template <int NTL, int XP> struct xsb {
     uint32_t b[16][NTL];
     float sx[2][NTL][2];
-    float4 xs[mma_cols<NTL>::NB];
+    float4 xs[mma_cols<NTL, XP>::NB];
 };
 
 /* Where a thread's activations are: B column g of each n-tile, its C
  * columns' scales, every vector's Σx. Columns past the batch read vector 0
  * (no branch a load): their sums are computed and never stored. */
-template <int NTL> struct xsrc {
+template <int NTL, int XP> struct xsrc {
     const uint8_t *col[NTL];
     const float *sc[NTL][2];
-    const float *sum[mma_cols<NTL>::NB];
+    const float *sum[mma_cols<NTL, XP>::NB];
 };
 
 /* How a format's B fragments hold the activations. XL_K32: element 8t + i of
@@ -137,8 +147,9 @@ template <int NTL> struct xsrc {
  * k32 mma gives each group's sum in its own C column. */
 enum { XL_K32, XL_K16, XL_HALVES };
 
-template <int NTL, int XL>
-static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, uint32_t t, uint32_t nb, xsb<NTL> &X,
+template <int NTL, int XL, int XP>
+static __device__ __forceinline__ void load_x(const xsrc<NTL, XP> &S, uint32_t sb, uint32_t t, uint32_t nb,
+                                              xsb<NTL, XP> &X,
                                               uint32_t u)
 {
 #pragma unroll
@@ -172,7 +183,7 @@ static __device__ __forceinline__ void load_x(const xsrc<NTL> &S, uint32_t sb, u
             for (int j = 0; j < 2; j++)
                 X.sx[h][nt][j] = __ldg(S.sc[nt][j] + sb * 8 + 4 * h);
 #pragma unroll
-    for (int b = 0; b < mma_cols<NTL>::NB; b++)
+    for (int b = 0; b < mma_cols<NTL, XP>::NB; b++)
         if (b < (int)nb)
             X.xs[b] = __ldg(reinterpret_cast<const float4 *>(S.sum[b] + sb * 16 + 4 * t));
 }
@@ -197,10 +208,10 @@ struct mk_q4k {
     static constexpr uint32_t BS = 144, PIECES = 18, RS = 352;
     static constexpr int XL = XL_K32, CPT = 8; /* B layout; (vector, plane) columns an n-tile */
     static constexpr float MFAC = 1.0f;
-    template <bool ODD, int NTL>
-    static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL> &X,
+    template <bool ODD, int NTL, int XP>
+    static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL, XP> &X,
                                                    uint32_t t, uint32_t nb, float (&F)[NTL][4],
-                                                   float (&M)[2][mma_cols<NTL>::NB])
+                                                   float (&M)[2][mma_cols<NTL, XP>::NB])
     {
         static_assert(!ODD, "Q4_K superblocks are 16-byte aligned");
         const uint8_t *p[2] = {p0, p1};
@@ -258,7 +269,7 @@ struct mk_q4k {
         }
         const int msh = 16 * (int)(t & 1);
 #pragma unroll
-        for (int b = 0; b < mma_cols<NTL>::NB; b++) {
+        for (int b = 0; b < mma_cols<NTL, XP>::NB; b++) {
             if (b >= (int)nb)
                 break;
             const float s0 = X.xs[b].x + X.xs[b].y, s1 = X.xs[b].z + X.xs[b].w;
@@ -292,10 +303,10 @@ template <bool HALVES> struct mk_q6k {
     static constexpr uint32_t BS = 210, PIECES = 27, RS = 432;
     static constexpr int XL = HALVES ? XL_HALVES : XL_K16, CPT = HALVES ? 4 : 8;
     static constexpr float MFAC = 32.0f;
-    template <bool ODD, int NTL>
-    static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL> &X,
+    template <bool ODD, int NTL, int XP>
+    static __device__ __forceinline__ void compute(const uint8_t *p0, const uint8_t *p1, const xsb<NTL, XP> &X,
                                                    uint32_t t, uint32_t nb, float (&F)[NTL][4],
-                                                   float (&M)[2][mma_cols<NTL>::NB])
+                                                   float (&M)[2][mma_cols<NTL, XP>::NB])
     {
         const uint8_t *p[2] = {p0, p1};
         float d[2];
@@ -379,7 +390,7 @@ template <bool HALVES> struct mk_q6k {
             const float c0 = (float)sbyte_of(s4, 0), c1 = (float)sbyte_of(s4, 1), c2 = (float)sbyte_of(s4, 2),
                         c3 = (float)sbyte_of(s4, 3);
 #pragma unroll
-            for (int b = 0; b < mma_cols<NTL>::NB; b++) {
+            for (int b = 0; b < mma_cols<NTL, XP>::NB; b++) {
                 if (b >= (int)nb)
                     break;
                 const float4 v = X.xs[b];
@@ -422,12 +433,12 @@ static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, 
  * sums — instead of each block paying a DRAM latency before its first
  * product. Which block runs a tile changes no operation: a row's value is
  * its KS warps' sums in their order either way (the same bits). */
-template <class Q, int NTL, int KS, int NS>
+template <class Q, int NTL, int KS, int NS, int XP>
 __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 || NS > 2 ? 2 : 4)
     kernel_gemv_mma(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows, uint32_t n,
                     const uint8_t *__restrict__ xq, uint32_t nb, float *__restrict__ y, float scale)
 {
-    constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL>::NB, NC = Q::CPT * NTL;
+    constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL, XP>::NB, NC = Q::CPT * NTL;
     constexpr uint32_t RS = Q::RS, STG = 16 * RS;
     static_assert(NW % KS == 0, "KS divides the block's warps");
     /* the warps' rings, then each warp's sums of a tile (F, M: 16·(NC + NB) floats) */
@@ -468,15 +479,15 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
      * with 8 an n-tile, j = 4nt + column / 2 with 4 (XL_HALVES: g's parity
      * is its group half) */
     constexpr bool HV = Q::XL == XL_HALVES;
-    xsrc<NTL> S;
+    xsrc<NTL, XP> S;
 #pragma unroll
     for (int nt = 0; nt < NTL; nt++) {
         const uint32_t cb = HV ? 4 * nt + g / 2 : 8 * nt + g; /* B column of this thread */
-        S.col[nt] = xq + (cb / 3 < nb ? (cb / 3) * xstride : 0) + (cb % 3) * (uint64_t)n;
+        S.col[nt] = xq + (cb / XP < nb ? (cb / XP) * xstride : 0) + plane_of<XP>(cb) * (uint64_t)n;
 #pragma unroll
         for (int j = 0; j < 2; j++) {
             const uint32_t cc = HV ? 4 * nt + t : 8 * nt + 2 * t + j; /* C column */
-            S.sc[nt][j] = reinterpret_cast<const float *>(xq + (cc / 3 < nb ? (cc / 3) * xstride : 0) + 3 * (uint64_t)n);
+            S.sc[nt][j] = reinterpret_cast<const float *>(xq + (cc / XP < nb ? (cc / XP) * xstride : 0) + 3 * (uint64_t)n);
         }
     }
 #pragma unroll
@@ -511,14 +522,14 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
                     const uint32_t sb = 2 * p + h;
                     if (sb >= nsb)
                         break;
-                    xsb<NTL> xa;
-                    load_x<NTL, Q::XL>(S, sb, t, nb, xa, g & 1);
+                    xsb<NTL, XP> xa;
+                    load_x<NTL, Q::XL, XP>(S, sb, t, nb, xa, g & 1);
                     /* the superblock in the stage: the pair's offset in its aligned range, then h superblocks */
                     const uint8_t *p0 = &ring[wi][j % NS][0] + g * RS + ((2 * Q::BS * p) & 15) + h * Q::BS;
                     if (h == 1)
-                        Q::template compute<ODD, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
+                        Q::template compute<ODD, NTL, XP>(p0, p0 + 8 * RS, xa, t, nb, F, M);
                     else
-                        Q::template compute<false, NTL>(p0, p0 + 8 * RS, xa, t, nb, F, M);
+                        Q::template compute<false, NTL, XP>(p0, p0 + 8 * RS, xa, t, nb, F, M);
                 }
             }
             __syncwarp(); /* every lane is done with stage j % NS: refill it */
@@ -560,8 +571,10 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
 #pragma unroll
             for (int k = 0; k < KS; k++) {
                 const float *f = sums(ot * KS + k) + rr * NC, *m = sums(ot * KS + k) + 16 * NC + rr * NB;
+                /* (XP 2: plane 0 is zero — fmaf(256, f1, 0) is 256·f1 exactly, so the 3-plane formula's value) */
                 const float part =
-                    fmaf(-Q::MFAC, m[b], fmaf(65536.0f, f[3 * b + 2], fmaf(256.0f, f[3 * b + 1], f[3 * b])));
+                    XP == 3 ? fmaf(-Q::MFAC, m[b], fmaf(65536.0f, f[3 * b + 2], fmaf(256.0f, f[3 * b + 1], f[3 * b])))
+                            : fmaf(-Q::MFAC, m[b], fmaf(65536.0f, f[2 * b + 1], 256.0f * f[2 * b]));
                 v = k == 0 ? part : v + part;
             }
             y[(uint64_t)b * rows + row] = scale * v;
@@ -571,67 +584,69 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
     cp_async_wait<0>(); /* (only empty groups are left: past the last item) */
 }
 
-template <class Q, int NTL, int KS, int NS>
+template <class Q, int NTL, int KS, int NS, int XP>
 void launch_ns(const cuda_ctx *ctx, uint32_t groups, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
                uint32_t nb, float *y, float scale)
 {
     constexpr int NW = mma_block<KS>::NW;
-    constexpr uint32_t smem = NW * NS * 16 * Q::RS + NW * 16 * (Q::CPT * NTL + mma_cols<NTL>::NB) * sizeof(float);
+    constexpr uint32_t smem =
+        NW * NS * 16 * Q::RS + NW * 16 * (Q::CPT * NTL + mma_cols<NTL, XP>::NB) * sizeof(float);
     static uint32_t opted;                  /* devices this instantiation may use > 48 KB of shared memory on */
     static int resident[CUDA_MAX_DEVICES]; /* its blocks an SM there (0: not asked yet) */
     if (cuda_first_on_device(opted, ctx->device))
-        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_mma<Q, NTL, KS, NS>,
+        CUDA_CHECK(cudaFuncSetAttribute(kernel_gemv_mma<Q, NTL, KS, NS, XP>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     uint32_t grid = groups;
     if (ctx->gemv_mma_grid != CUDA_GEMV_MMA_GRID_TILES) {
         int &per_sm = resident[ctx->device];
         if (per_sm == 0)
-            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_gemv_mma<Q, NTL, KS, NS>,
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_gemv_mma<Q, NTL, KS, NS, XP>,
                                                                      NW * 32, smem));
         const uint64_t most = (uint64_t)(per_sm > 0 ? per_sm : 1) * (uint64_t)ctx->prop.multiProcessorCount;
         if (groups > most && (ctx->gemv_mma_grid == CUDA_GEMV_MMA_GRID_RESIDENT ||
                               groups <= CUDA_GEMV_MMA_RESIDENT_WAVES * most))
             grid = (uint32_t)most;
     }
-    cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS, NS>, dim3(grid), dim3(NW * 32), smem, (const uint8_t *)w,
+    cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS, NS, XP>, dim3(grid), dim3(NW * 32), smem, (const uint8_t *)w,
                 n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
 }
 
-template <class Q, int NTL, int KS>
+template <class Q, int NTL, int KS, int XP>
 void launch(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
             float scale)
 {
     constexpr int NW = mma_block<KS>::NW, TPB = NW / KS;
     const uint64_t tiles = (rows + 15) / 16, groups = (tiles + TPB - 1) / TPB;
     if (ns_max<NTL>() > 2 && groups <= 2 * (uint64_t)ctx->prop.multiProcessorCount)
-        launch_ns<Q, NTL, KS, ns_max<NTL>()>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
+        launch_ns<Q, NTL, KS, ns_max<NTL>(), XP>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
     else
-        launch_ns<Q, NTL, KS, 2>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
+        launch_ns<Q, NTL, KS, 2, XP>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
 }
 
-template <class Q, int NTL>
+template <class Q, int NTL, int XP>
 void launch_ks(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
                float *y, float scale)
 {
     switch (ks) {
-    case 1: launch<Q, NTL, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 2: launch<Q, NTL, 2>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 4: launch<Q, NTL, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 8: launch<Q, NTL, 8>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 1: launch<Q, NTL, 1, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 2: launch<Q, NTL, 2, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 4: launch<Q, NTL, 4, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 8: launch<Q, NTL, 8, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
     default: CUDA_FAIL("gemv mma: ksplit %d not in {1,2,4,8}", ks);
     }
 }
 
-template <class Q>
+template <class Q, int XP>
 void launch_q(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
               float *y, float scale)
 {
-    if (nb <= mma_cols<1>::NB)
-        launch_ks<Q, 1>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    else if (nb <= mma_cols<2>::NB)
-        launch_ks<Q, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    else
-        launch_ks<Q, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    static_assert(mma_cols<2, 2>::NB >= 8, "two n-tiles hold a batch of 16-bit vectors");
+    if (nb <= mma_cols<1, XP>::NB)
+        launch_ks<Q, 1, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    else if (XP == 2 || nb <= mma_cols<2, XP>::NB)
+        launch_ks<Q, 2, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    else if constexpr (XP == 3)
+        launch_ks<Q, 3, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
 }
 
 } // namespace
@@ -662,10 +677,19 @@ void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t
         CUDA_FAIL("gemv mma: %s, n = %llu, batch %u not supported", dtype_name(t), (unsigned long long)n, nb);
     if (ks == 0)
         ks = pick_ks(n);
-    if (t == DTYPE_Q4_K)
-        launch_q<mk_q4k>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    else if (nb == 1) /* k32 tiles, half the mma of k16 at one vector; the same bits */
-        launch_ks<mk_q6k<true>, 1>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    else
-        launch_q<mk_q6k<false>>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    /* the prepared x's planes: 2 with bf16 activations (16-bit, gemv_internal.cuh), else 3 */
+    if (ctx->act_bf16) {
+        if (t == DTYPE_Q4_K)
+            launch_q<mk_q4k, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
+        else if (nb == 1) /* k32 tiles, half the mma of k16 at one vector; the same bits */
+            launch_ks<mk_q6k<true>, 1, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
+        else
+            launch_q<mk_q6k<false>, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    } else if (t == DTYPE_Q4_K) {
+        launch_q<mk_q4k, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    } else if (nb == 1) {
+        launch_ks<mk_q6k<true>, 1, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    } else {
+        launch_q<mk_q6k<false>, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    }
 }

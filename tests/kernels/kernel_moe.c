@@ -16,7 +16,10 @@
  *   kernels) is bit-identical to its row in the batch; and with x prepared
  *   by the caller (CUDA_GEMV_X_PREPARED, quantized gate_up) the same bits;
  * - the GEMM form of a long span (cuda_moe_ffn_gemm, exact mode) against the
- *   same reference, same tolerance, for 8 tokens or more.
+ *   same reference, same tolerance, for 8 tokens or more;
+ * - with bf16 activations (the x16 pass) the quantized experts again: their
+ *   16-bit prepared x, the GLU's output rounded to bf16 in the reference too,
+ *   tolerance 2e-3 (TOL_X16).
  * Types: every plain and quantized GEMV type and F32 (the expanded form), as
  * gate/up and down (mixed, as Q4_K_M files mix Q4_K and Q6_K); 4..128
  * experts, 1..8 a token, 1..200 tokens (several slots an expert); FP8 with
@@ -52,6 +55,11 @@
 
 #define BW_REF_GBS 4300.0
 #define TOL 1e-4
+/* The x16 pass (bf16 activations): the quantized experts' prepared x in 16 bits (gemv_internal.cuh, ≤ 2^-16 of a
+ * block's max |x|), and the GLU's output rounded to bf16 on both sides — where the GPU's f32 and the reference's double
+ * round an element to neighbouring bf16 values, a 2^-8 step of it. */
+#define TOL_X16 2e-3
+static bool g_x16; /* the x16 pass: cuda_ctx_set_act_bf16 on, the reference's GLU rounded, TOL_X16 */
 
 static struct cuda_ctx *g_ctx;
 
@@ -193,6 +201,8 @@ static void ffn_ref(const struct experts *X, const float *x, const uint32_t *idx
                 u += (double)gu[(uint64_t)(F + f) * dim + i] * x[i];
             }
             a[f] = g / (1.0 + exp(-g)) * u;
+            if (g_x16) /* the GLU's output is the down GEMV's input: rounded under bf16 activations */
+                a[f] = quant_bf16_to_f32(quant_f32_to_bf16((float)a[f]));
         }
         for (uint32_t i = 0; i < dim; i++) {
             double s = 0.0;
@@ -209,6 +219,8 @@ static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint
 {
     struct experts X;
     experts_init(&X, gt, dt, E, K, dim, F, norm, true, blocks);
+    cuda_ctx_set_act_bf16(g_ctx, g_x16);
+    const double tol = g_x16 ? TOL_X16 : TOL;
     struct cuda_moe_scratch *s = cuda_moe_scratch_init(g_ctx, &X.w, T);
     float *x = xmalloc(sizeof(float) * T * dim), *lg = xmalloc(sizeof(float) * T * E);
     for (uint64_t i = 0; i < (uint64_t)T * dim; i++)
@@ -273,7 +285,7 @@ static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint
     }
     /* the GEMM form (a long prefill span's): the same reference, exact mode */
     double rel_g = 0.0;
-    if (T >= 8 && cuda_moe_gemm_supported(&X.w)) {
+    if (T >= 8 && !g_x16 && cuda_moe_gemm_supported(&X.w)) {
         const uint64_t wide = dim > F ? dim : F;
         const uint64_t mw1 = cuda_gemm_scratch_w_elems(gt, 2 * (uint64_t)F, dim),
                        mw2 = cuda_gemm_scratch_w_elems(dt, dim, F);
@@ -298,19 +310,22 @@ static void check_moe(enum dtype gt, enum dtype dt, uint32_t E, uint32_t K, uint
         free(y3);
         cuda_gemm_free(gm);
     }
-    CHECK_MSG(rel_g <= TOL, "moe GEMM %s/%s E=%u K=%u T=%u: max|d|/max|ref| %.2e", dtype_name(gt), dtype_name(dt), E,
+    CHECK_MSG(rel_g <= tol, "moe GEMM %s/%s E=%u K=%u T=%u: max|d|/max|ref| %.2e", dtype_name(gt), dtype_name(dt), E,
               K, T, rel_g);
-    CHECK_MSG(bad_ids == 0 && max_wd <= 1e-6 && finite && rel <= TOL && bad_rows == 0,
-              "moe %s/%s E=%u K=%u dim=%u F=%u T=%u norm=%d: %u expert ids differ, weights %.2e, finite %d, "
+    CHECK_MSG(bad_ids == 0 && max_wd <= 1e-6 && finite && rel <= tol && bad_rows == 0,
+              "moe %s/%s%s E=%u K=%u dim=%u F=%u T=%u norm=%d: %u expert ids differ, weights %.2e, finite %d, "
               "max|d|/max|ref| %.2e, %u rows alone / prepared differ",
-              dtype_name(gt), dtype_name(dt), E, K, dim, F, T, norm, bad_ids, max_wd, finite, rel, bad_rows);
-    printf("moe %-7s / %-7s%s E=%3u K=%u dim=%u F=%u T=%3u: rel %.2e (GEMM form %.2e), routing %s, alone %s\n",
-           dtype_name(gt), dtype_name(dt), blocks ? " block scales" : "", E, K, dim, F, T, rel, rel_g,
+              dtype_name(gt), dtype_name(dt), g_x16 ? " x16" : "", E, K, dim, F, T, norm, bad_ids, max_wd, finite, rel,
+              bad_rows);
+    printf("moe %-7s / %-7s%s%s E=%3u K=%u dim=%u F=%u T=%3u: rel %.2e (GEMM form %.2e), routing %s, alone %s\n",
+           dtype_name(gt), dtype_name(dt), blocks ? " block scales" : "", g_x16 ? " x16" : "", E, K, dim, F, T, rel,
+           rel_g,
            bad_ids ? "DIFFERS" : "same", bad_rows ? "DIFFERS" : "same bits");
     free(x), free(lg), free(y), free(gw), free(gi), free(ref);
     cuda_free(dx), cuda_free(dy), cuda_free(dl);
     cuda_moe_scratch_free(s);
     experts_free(&X);
+    cuda_ctx_set_act_bf16(g_ctx, false);
 }
 
 static void test_moe(void)
@@ -334,6 +349,17 @@ static void test_moe(void)
     check_moe(DTYPE_F8_E4M3, DTYPE_F8_E4M3, 16, 4, 512, 256, 1, true, true);
     /* partial blocks: down's rows and gate / up's columns (544 = 4·128 + 32: the MoE scratch asks multiples of 32) */
     check_moe(DTYPE_F8_E4M3, DTYPE_F8_E4M3, 16, 4, 544, 384, 37, true, true);
+    /* bf16 activations: the quantized experts' grouped GEMVs on the 16-bit prepared x (their X16 form), alone,
+     * in a batch and on x the caller prepared */
+    const enum dtype q16[][2] = {{DTYPE_Q8_0, DTYPE_Q8_0}, {DTYPE_Q4_K, DTYPE_Q6_K}, {DTYPE_Q5_K, DTYPE_Q4_0},
+                                 {DTYPE_IQ4_XS, DTYPE_Q4_1}};
+    g_x16 = true;
+    for (size_t i = 0; i < sizeof(q16) / sizeof(q16[0]); i++) {
+        check_moe(q16[i][0], q16[i][1], 16, 4, 512, 256, 1, true, false);
+        check_moe(q16[i][0], q16[i][1], 16, 4, 512, 256, 37, i % 2 == 0, false);
+    }
+    check_moe(DTYPE_Q4_K, DTYPE_Q6_K, 128, 8, 256, 256, 64, true, false);
+    g_x16 = false;
 }
 
 /* ---- timing ------------------------------------------------------------------ */

@@ -126,11 +126,11 @@ uint8_t *gemv_quant_xq_reserve(struct cuda_ctx *ctx, uint64_t n, uint32_t nb);
  * With bf16 activations (x16: cuda_ctx_set_act_bf16, which every producer and
  * consumer reads) X is rounded to a multiple of 256 — X_i = 256·rint(x_i·
  * XQ_MAX16/max|x|), X0 = 0 — and the dp4a kernels skip that plane (its loads
- * and a third of their dp4a; the tensor-core GEMV multiplies it as a zero
- * column): ≤ 2^-16 of the block's max |x| off, 128× below the bf16 rounding the
- * value already carries. H100, random 8B, memra-bench tg128x8: Q8_0 794-799 →
- * 1004-1010 tok/s, Q4_K_M 1289-1291 → 1344-1347; tg128 Q8_0 284 → 289-290
- * (bench/RESULTS.md, fifty-fifth run). */
+ * and a third of their dp4a; the tensor-core GEMV takes planes 1 and 2 only,
+ * 4 vectors an n-tile): ≤ 2^-16 of the block's max |x| off, 128× below the
+ * bf16 rounding the value already carries. H100, random 8B, memra-bench:
+ * Q8_0 tg128x8 801 → 1010 tok/s, Q4_K_M tg128x4 / x8 876 → 1067 / 1296 →
+ * 1538, a lone token +0.5-1.5 % (bench/RESULTS.md, fifty-fifth run). */
 #define XQ_MAX 8355711.0f  /* 0x7F7F7F */
 #define XQ_MAX16 32639.0f  /* 0x7F7F: X / 256 under x16 */
 __host__ __device__ inline uint64_t xq_sum_off(uint64_t n) { return 3 * n + ((n / 8 + 15) & ~(uint64_t)15); }

@@ -18,6 +18,9 @@ safetensors package, the small tokenizer.json seeds of fuzz_tokenizer_json, a
 tokenizer_config.json and a chat template — each folder under 40 KiB (the
 fuzzers' -max_len is 64 KiB) — plus FP8 Llamas (per-tensor and 128x128-block
 scales), a sharded folder, a folder holding a GGUF, and broken variants.
+Committed by hand, not made here: fuzz_engine_hfdir/misaligned-f32.hf (the
+fuzzer's find of 2026-12-07: a header one byte longer, so F32 weights at odd
+addresses — model/weights.c copies them to aligned memory since).
 """
 import json
 import pathlib

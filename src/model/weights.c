@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "quant/quant.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ struct binder {
     char name[256];
     char *err;
     size_t errlen;
+    uint64_t copied; /* bytes of misaligned plain weights copied into the arena (weight_align) */
 };
 
 static const char *bind_name(struct binder *b, enum name_role r, uint32_t layer, uint32_t expert)
@@ -145,6 +147,34 @@ static int bind_fp8_scales(struct binder *b, const struct mf_tensor *t, struct m
     return 0;
 }
 
+/* A plain float weight (F32, F16, BF16) is read as an array of its element
+ * type, but a safetensors file may place tensor data at any byte
+ * (model_file.h): a view whose first byte is not on its element size is
+ * copied into the arena (16-byte aligned). Files as written by transformers or
+ * safetensors pad their header so that this never happens; a file that does
+ * not pays the copy and a warning, instead of misaligned loads. */
+static int weight_align(struct binder *b, const struct mf_tensor *t, struct model_weight *w)
+{
+    const struct dtype_info *di = dtype_info(w->dtype);
+    if (di->block_size != 1 || di->type_size <= 1 || (uintptr_t)w->data % di->type_size == 0)
+        return 0;
+    uint64_t bytes;
+    if (checked_mul_u64(w->rows, w->row_bytes, &bytes) || bytes > SIZE_MAX / 2)
+        return err_set(b->err, b->errlen, "%s: tensor '%s' is too large", b->m->file.path, t->name);
+    uint8_t *p = arena_alloc(&b->m->arena, (size_t)bytes);
+    if (!p)
+        return err_set(b->err, b->errlen, "%s: out of memory copying tensor '%s' (%llu bytes) to an aligned buffer",
+                       b->m->file.path, t->name, (unsigned long long)bytes);
+    memcpy(p, w->data, (size_t)bytes);
+    if (b->copied == 0) /* once a model: a file misaligned at all is misaligned throughout */
+        log_warn("%s: tensor '%s' (%s) is not %u-byte aligned in the file: it and any others like it are copied "
+                 "into memory (re-save the file with safetensors to map it instead)",
+                 b->m->file.path, t->name, dtype_name(w->dtype), (unsigned)di->type_size);
+    b->copied += bytes;
+    w->data = p;
+    return 0;
+}
+
 /* Check a tensor's dtype and byte count and fill w for rows×cols starting at
  * row `row0` of the tensor's (flattened) rows. */
 static int weight_view(struct binder *b, const struct mf_tensor *t, uint64_t row0, uint64_t rows, uint64_t cols,
@@ -170,6 +200,8 @@ static int weight_view(struct binder *b, const struct mf_tensor *t, uint64_t row
     w->data = t->data + off;
     w->scale = 1.0f;
     w->block_scale = NULL;
+    if (weight_align(b, t, w) != 0)
+        return -1;
     if (t->dtype == DTYPE_F8_E4M3 || t->dtype == DTYPE_F8_E5M2) {
         if (row0 != 0 || rows * cols != t->n_elements)
             return err_set(b->err, b->errlen, "%s: tensor '%s': FP8 expert stacks are not supported",

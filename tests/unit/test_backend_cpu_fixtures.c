@@ -37,6 +37,8 @@
 #include "model/model.h"
 
 #include <jansson.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define FX "tests/fixtures/engine/"
 #define MAX_PROMPTS 8
@@ -323,6 +325,108 @@ static void test_bad_models(void)
     }
 }
 
+/* A whole file into memory (NULL when it cannot be read); *n its size. */
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        const long len = ftell(f);
+        if (len > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len)) != NULL &&
+            fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            free(buf);
+            buf = NULL;
+        }
+        *n = len > 0 ? (size_t)len : 0;
+    }
+    fclose(f);
+    return buf;
+}
+
+static bool spill(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    const bool ok = f && fwrite(p, 1, n, f) == n;
+    return f && fclose(f) == 0 && ok;
+}
+
+/* The prompts' logits of a model folder on a fresh f32 backend (n floats into out). */
+static bool folder_logits(const char *dir, float *out, size_t n)
+{
+    char err[512];
+    struct model m;
+    if (model_open(&m, dir, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s: %s\n", dir, err);
+        return false;
+    }
+    /* the plain weights the kernels read as float arrays sit on their element size */
+    CHECK((uintptr_t)m.tok_embd.data % sizeof(float) == 0 && (uintptr_t)m.layers[0].wq.data % sizeof(float) == 0 &&
+          (uintptr_t)m.layers[0].w_down.data % sizeof(float) == 0);
+    struct backend *b = open_backend(&m, BACKEND_KV_F32, BACKEND_ACT_F32);
+    bool ok = b != NULL;
+    size_t off = 0;
+    for (uint32_t p = 0; ok && p < g_n_prompts; p++) {
+        ok = (size_t)(off + g_prompt_len[p]) * m.cfg.vocab <= n &&
+             forward1(b, 0, 0, g_prompts[p], g_prompt_len[p], g_prompt_len[p], out + off * m.cfg.vocab) == 0;
+        off += g_prompt_len[p];
+    }
+    if (b)
+        b->ops->free(b);
+    model_close(&m);
+    return ok;
+}
+
+/* A safetensors file may put tensor data at any byte (its header's length is
+ * free; a fuzzer found F32 weights read from an odd address, 2026-12-07): the
+ * F32 fixture rewritten with one more byte of header whitespace — every
+ * tensor 1 byte off its alignment — loads (its plain weights copied to
+ * aligned memory, model/weights.c) and gives the same bits as the original. */
+static void test_misaligned_safetensors(void)
+{
+    const char *src = FX "llama/hf-f32";
+    char dir[] = "/tmp/memra-misaligned-XXXXXX", path[600];
+    CHECK(mkdtemp(dir) != NULL);
+    size_t n = 0, nc = 0;
+    snprintf(path, sizeof(path), "%s/model.safetensors", src);
+    uint8_t *st = slurp(path, &n);
+    snprintf(path, sizeof(path), "%s/config.json", src);
+    uint8_t *cfg = slurp(path, &nc);
+    CHECK(st != NULL && cfg != NULL && n > 8);
+    uint64_t hlen = 0;
+    if (st && n > 8)
+        memcpy(&hlen, st, 8);
+    CHECK(hlen > 0 && hlen <= n - 8);
+    uint8_t *out = st && hlen <= n - 8 ? malloc(n + 1) : NULL;
+    if (out && cfg) { /* u64 hlen + 1, the JSON, one space, the data */
+        const uint64_t h1 = hlen + 1;
+        memcpy(out, &h1, 8);
+        memcpy(out + 8, st + 8, hlen);
+        out[8 + hlen] = ' ';
+        memcpy(out + 9 + hlen, st + 8 + hlen, n - 8 - hlen);
+        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+        CHECK(spill(path, out, n + 1));
+        snprintf(path, sizeof(path), "%s/config.json", dir);
+        CHECK(spill(path, cfg, nc));
+        size_t total = 0;
+        for (uint32_t p = 0; p < g_n_prompts; p++)
+            total += g_prompt_len[p];
+        const size_t nl = total * 4096; /* ≥ the fixtures' vocabularies */
+        float *a = calloc(nl, sizeof(float)), *c = calloc(nl, sizeof(float));
+        CHECK(a && c && folder_logits(src, a, nl) && folder_logits(dir, c, nl));
+        CHECK_MSG(a && c && memcmp(a, c, nl * sizeof(float)) == 0,
+                  "the misaligned copy's logits differ from the original's");
+        free(a), free(c);
+        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/config.json", dir);
+        unlink(path);
+    }
+    rmdir(dir);
+    free(out), free(st), free(cfg);
+}
+
 static void test_bad_batches(void)
 {
     char err[512];
@@ -459,6 +563,7 @@ int main(void)
     RUN(test_fixture_models_act_bf16);
     RUN(test_bad_models);
     RUN(test_bad_batches);
+    RUN(test_misaligned_safetensors);
     RUN(test_real_model_batch_of_8);
     json_decref(g_manifest);
     return test_summary();

@@ -149,8 +149,7 @@ enum { XL_K32, XL_K16, XL_HALVES };
 
 template <int NTL, int XL, int XP>
 static __device__ __forceinline__ void load_x(const xsrc<NTL, XP> &S, uint32_t sb, uint32_t t, uint32_t nb,
-                                              xsb<NTL, XP> &X,
-                                              uint32_t u)
+                                              xsb<NTL, XP> &X, uint32_t u)
 {
 #pragma unroll
     for (int nt = 0; nt < NTL; nt++) {

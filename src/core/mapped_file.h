@@ -1,5 +1,6 @@
 /* core/mapped_file.h — a read-only memory map of a whole file.
- * Model weights are used in place from the map; nothing is copied at load. */
+ * Model weights are used in place from the map; at load only plain float
+ * weights a file put off their element size are copied (model/weights.c). */
 #ifndef MEMRA_CORE_MAPPED_FILE_H
 #define MEMRA_CORE_MAPPED_FILE_H
 

@@ -78,7 +78,7 @@ struct binder {
     char name[256];
     char *err;
     size_t errlen;
-    uint64_t copied; /* bytes of misaligned plain weights copied into the arena (weight_align) */
+    bool warned_align; /* weight_align has said that this model's plain weights are copied */
 };
 
 static const char *bind_name(struct binder *b, enum name_role r, uint32_t layer, uint32_t expert)
@@ -166,11 +166,11 @@ static int weight_align(struct binder *b, const struct mf_tensor *t, struct mode
         return err_set(b->err, b->errlen, "%s: out of memory copying tensor '%s' (%llu bytes) to an aligned buffer",
                        b->m->file.path, t->name, (unsigned long long)bytes);
     memcpy(p, w->data, (size_t)bytes);
-    if (b->copied == 0) /* once a model: a file misaligned at all is misaligned throughout */
+    if (!b->warned_align) /* once a model: a file misaligned at all is misaligned throughout */
         log_warn("%s: tensor '%s' (%s) is not %u-byte aligned in the file: it and any others like it are copied "
                  "into memory (re-save the file with safetensors to map it instead)",
                  b->m->file.path, t->name, dtype_name(w->dtype), (unsigned)di->type_size);
-    b->copied += bytes;
+    b->warned_align = true;
     w->data = p;
     return 0;
 }

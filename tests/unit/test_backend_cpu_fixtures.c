@@ -34,6 +34,7 @@
 #include "test.h"
 
 #include "backend/cpu/backend_cpu.h"
+#include "core/mapped_file.h"
 #include "model/model.h"
 
 #include <jansson.h>
@@ -325,26 +326,6 @@ static void test_bad_models(void)
     }
 }
 
-/* A whole file into memory (NULL when it cannot be read); *n its size. */
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        const long len = ftell(f);
-        if (len > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len)) != NULL &&
-            fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        }
-        *n = len > 0 ? (size_t)len : 0;
-    }
-    fclose(f);
-    return buf;
-}
-
 static bool spill(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -386,29 +367,30 @@ static bool folder_logits(const char *dir, float *out, size_t n)
 static void test_misaligned_safetensors(void)
 {
     const char *src = FX "llama/hf-f32";
-    char dir[] = "/tmp/memra-misaligned-XXXXXX", path[600];
+    char dir[] = "/tmp/memra-misaligned-XXXXXX", path[600], err[512] = "";
     CHECK(mkdtemp(dir) != NULL);
-    size_t n = 0, nc = 0;
+    struct mapped_file st = {0}, cfg = {0};
     snprintf(path, sizeof(path), "%s/model.safetensors", src);
-    uint8_t *st = slurp(path, &n);
+    bool ok = mapped_file_open(&st, path, err, sizeof(err)) == 0;
     snprintf(path, sizeof(path), "%s/config.json", src);
-    uint8_t *cfg = slurp(path, &nc);
-    CHECK(st != NULL && cfg != NULL && n > 8);
+    ok = ok && mapped_file_open(&cfg, path, err, sizeof(err)) == 0;
+    CHECK_MSG(ok && st.size > 8, "%s", err);
+    const uint64_t n = ok ? st.size : 0;
     uint64_t hlen = 0;
-    if (st && n > 8)
-        memcpy(&hlen, st, 8);
+    if (n > 8)
+        memcpy(&hlen, st.data, 8);
     CHECK(hlen > 0 && hlen <= n - 8);
-    uint8_t *out = st && hlen <= n - 8 ? malloc(n + 1) : NULL;
-    if (out && cfg) { /* u64 hlen + 1, the JSON, one space, the data */
+    uint8_t *out = n > 8 && hlen <= n - 8 ? malloc(n + 1) : NULL;
+    if (out) { /* u64 hlen + 1, the JSON, one space, the data */
         const uint64_t h1 = hlen + 1;
         memcpy(out, &h1, 8);
-        memcpy(out + 8, st + 8, hlen);
+        memcpy(out + 8, st.data + 8, hlen);
         out[8 + hlen] = ' ';
-        memcpy(out + 9 + hlen, st + 8 + hlen, n - 8 - hlen);
+        memcpy(out + 9 + hlen, st.data + 8 + hlen, n - 8 - hlen);
         snprintf(path, sizeof(path), "%s/model.safetensors", dir);
         CHECK(spill(path, out, n + 1));
         snprintf(path, sizeof(path), "%s/config.json", dir);
-        CHECK(spill(path, cfg, nc));
+        CHECK(spill(path, cfg.data, cfg.size));
         size_t total = 0;
         for (uint32_t p = 0; p < g_n_prompts; p++)
             total += g_prompt_len[p];
@@ -424,7 +406,9 @@ static void test_misaligned_safetensors(void)
         unlink(path);
     }
     rmdir(dir);
-    free(out), free(st), free(cfg);
+    free(out);
+    mapped_file_close(&st);
+    mapped_file_close(&cfg);
 }
 
 static void test_bad_batches(void)

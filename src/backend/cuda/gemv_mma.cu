@@ -648,6 +648,20 @@ void launch_q(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_
         launch_ks<Q, 3, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
 }
 
+/* Q4_K, or Q6_K on k32 tiles alone (half the mma of k16 at one vector; the same bits) and k16 in a batch, on a
+ * prepared x of XP planes. */
+template <int XP>
+void launch_type(const cuda_ctx *ctx, enum dtype t, int ks, const void *w, uint64_t rows, uint64_t n,
+                 const uint8_t *xq, uint32_t nb, float *y, float scale)
+{
+    if (t == DTYPE_Q4_K)
+        launch_q<mk_q4k, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    else if (nb == 1)
+        launch_ks<mk_q6k<true>, 1, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    else
+        launch_q<mk_q6k<false>, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+}
+
 } // namespace
 
 /* The K split, from the row length only: it must not depend on the number of
@@ -677,18 +691,8 @@ void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t
     if (ks == 0)
         ks = pick_ks(n);
     /* the prepared x's planes: 2 with bf16 activations (16-bit, gemv_internal.cuh), else 3 */
-    if (ctx->act_bf16) {
-        if (t == DTYPE_Q4_K)
-            launch_q<mk_q4k, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
-        else if (nb == 1) /* k32 tiles, half the mma of k16 at one vector; the same bits */
-            launch_ks<mk_q6k<true>, 1, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
-        else
-            launch_q<mk_q6k<false>, 2>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    } else if (t == DTYPE_Q4_K) {
-        launch_q<mk_q4k, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    } else if (nb == 1) {
-        launch_ks<mk_q6k<true>, 1, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    } else {
-        launch_q<mk_q6k<false>, 3>(ctx, ks, w, rows, n, xq, nb, y, scale);
-    }
+    if (ctx->act_bf16)
+        launch_type<2>(ctx, t, ks, w, rows, n, xq, nb, y, scale);
+    else
+        launch_type<3>(ctx, t, ks, w, rows, n, xq, nb, y, scale);
 }

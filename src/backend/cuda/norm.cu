@@ -18,8 +18,9 @@
  * reads it next then needs no prep kernel of its own. Outputs that are a
  * matmul's input (cuda_rmsnorm_in, the _prep variants, the GLUs) are rounded
  * to bf16 first under cuda_ctx_set_act_bf16 (rnd), prepared from the rounded
- * values in 16 bits (rnd is gemv_prep_x4's x16). cuda_rmsnorm_in_split writes its output also as the wgmma batched
- * GEMV's A rows (mmv_split_store4), so no split kernel runs before it;
+ * values in 16 bits (rnd is gemv_prep_x4's x16). cuda_rmsnorm_in_split
+ * writes its output also as the wgmma batched GEMV's A rows
+ * (mmv_split_store4), so no split kernel runs before it;
  * cuda_rmsnorm_in_gemm writes the prefill GEMM's bf16 parts instead of its
  * output, rows ≤ 4096 on 128 threads a row (kernel_rmsnorm_gemm: the same
  * bits as kernel_rmsnorm4, more rows an SM). */

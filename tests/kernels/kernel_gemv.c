@@ -33,8 +33,9 @@
  * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
  *        kernel_gemv --profile      one lm_head-shaped GEMV (x prepared) per
  *                                   type, nothing else: for ncu
- *        kernel_gemv --mma          checks, then Q4_K / Q6_K: the tensor-core GEMV
+ *        kernel_gemv --mma [x16]    checks, then Q4_K / Q6_K: the tensor-core GEMV
  *                                   (each K split) vs the staged dp4a kernel
+ *                                   (x16: with bf16 activations' 16-bit x)
  *        kernel_gemv --ks           checks, then the dp4a types at the engine's
  *                                   K splits 1 and 4, batches 1, 2, 4, 8
  */
@@ -668,9 +669,11 @@ static void bench_copy(void)
 }
 
 /* Q4_K and Q6_K, x prepared: the tensor-core GEMV at each K split (0 = the
- * rule) vs the staged dp4a kernel at the engine's launch shape; then batches. */
-static void bench_mma(void)
+ * rule) vs the staged dp4a kernel at the engine's launch shape; then batches.
+ * x16: with bf16 activations (x prepared in 16 bits: the two-plane forms). */
+static void bench_mma(bool x16)
 {
+    cuda_ctx_set_act_bf16(g_ctx, x16);
     const enum dtype mt[] = {DTYPE_Q4_K, DTYPE_Q6_K};
     cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_TILES); /* the mma columns one block a group; then resident */
     printf("\n## Quantized GEMV: int8 tensor cores (gemv_mma.cu) vs the staged dp4a kernel, x prepared, us (same run)\n\n"
@@ -716,6 +719,7 @@ static void bench_mma(void)
         }
     cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the defaults */
     cuda_ctx_set_gemv_mma_grid(g_ctx, CUDA_GEMV_MMA_GRID_AUTO);
+    cuda_ctx_set_act_bf16(g_ctx, false);
 }
 
 /* The dp4a types at the engine's K splits (MEMRA_GEMV_KSPLIT 1 / 4: the same
@@ -918,7 +922,7 @@ int main(int argc, char **argv)
         return test_summary();
     }
     if (argc > 1 && strcmp(argv[1], "--mma") == 0) {
-        bench_mma();
+        bench_mma(argc > 2 && strcmp(argv[2], "x16") == 0);
         cuda_ctx_free(g_ctx);
         return test_summary();
     }

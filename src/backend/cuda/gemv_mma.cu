@@ -401,11 +401,17 @@ template <bool HALVES> struct mk_q6k {
 
 /* Superblock pair p of the tile's 16 rows into a ring stage: the 16-byte-
  * aligned range around it (PIECES pieces at most a row: cuda_alloc's 16 bytes
- * of slack cover the last one), consecutive lanes on consecutive pieces of a
- * row (a warp's copy instruction reads whole sectors of 2-3 rows; one lane a
- * row, measured 5-15 % slower on Q4_K); a second superblock past the row's end
- * is not read. Then one commit (also when there is nothing to copy: every
- * lane's group count stays the loop's). Rows past the end re-read the last. */
+ * of slack cover the last one); a second superblock past the row's end is
+ * not read. 8 lanes a row, 4 rows an instruction (lane: row lane / 8 + 4j,
+ * pieces lane % 8 + 8i): each copy instruction reads 128 contiguous bytes of
+ * 4 rows, and a lane's addresses are one row pointer a j plus constant
+ * offsets: 12 copies a Q4_K pair from ~45 instructions, where 9 copies of
+ * consecutive pieces (a lane's row changing with each) took ~170 — a Q4_K
+ * pair's loop at one 16-bit vector 798 → 664 instructions, 24-bit 648 → 572,
+ * two n-tiles 1249 → 1113 (lab/sass.py). One lane a row was 5-15 % slower
+ * on Q4_K (half-sector reads). Then one commit (also when there is nothing
+ * to copy: every lane's group count stays the loop's). Rows past the end
+ * re-read the last. */
 template <class Q>
 static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, uint64_t row_bytes, uint32_t row0,
                                                uint32_t rows, uint32_t p, uint32_t nsb, bool any, uint32_t lane)
@@ -413,12 +419,16 @@ static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, 
     if (any) {
         const uint32_t start = 2 * Q::BS * p, len = (2 * p + 1 < nsb ? 2 : 1) * Q::BS;
         const uint32_t lo = start & ~15u, pieces = ((start & 15) + len + 15) / 16;
+        const uint32_t r = lane >> 3, q = lane & 7;
+        const uint8_t *src = w + lo + 16 * q;
+        const uint32_t dst = st_s + r * Q::RS + 16 * q;
 #pragma unroll
-        for (uint32_t i = 0; i < (16 * Q::PIECES + 31) / 32; i++) {
-            const uint32_t c = lane + 32 * i, r = c / Q::PIECES, pc = c % Q::PIECES;
-            if (c < 16 * Q::PIECES && pc < pieces)
-                cp_async16(st_s + r * Q::RS + 16 * pc,
-                           w + (uint64_t)min(row0 + r, rows - 1) * row_bytes + lo + 16 * pc);
+        for (uint32_t j = 0; j < 4; j++) {
+            const uint8_t *s = src + (uint64_t)min(row0 + r + 4 * j, rows - 1) * row_bytes;
+#pragma unroll
+            for (uint32_t i = 0; i < (Q::PIECES + 7) / 8; i++)
+                if (q + 8 * i < pieces)
+                    cp_async16(dst + 4 * j * Q::RS + 128 * i, s + 128 * i);
         }
     }
     cp_async_commit();

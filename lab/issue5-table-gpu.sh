@@ -12,7 +12,7 @@ left() { echo $(( ${BUDGET:-420} - ($(date +%s) - T0) )); }
 part() { if [ "$(left)" -lt "$2" ]; then echo "######## $1: skipped, $(left) s left"; return 1; fi; ts "######## $1"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 m8q_models q8_0,q4_k_m
-if part "1 fixtures" 100; then kf_fixtures 1- 150; fi
+if [ -z "${NOFIX:-}" ] && part "1 fixtures" 100; then kf_fixtures 1- 150; fi # NOFIX=1: not the fixtures
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 table() { # label, model path
   TO=150 mbench "$1 bf16-act" "$2" pp512,pp4096 MEMRA_ACT_TYPE=bf16

@@ -37,14 +37,7 @@
 
 #include "../../src/backend/cuda/tile_copy.cuh"
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                         \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#include "../lab_check.h"
 
 enum { D = 4096, NQKV = 6144, FF = 14336, NGU = 2 * FF };
 enum { UR = 16, KS = 1024, ROWB = KS / 2 + (KS / 32) * 2 /* 576 */, STB = UR * ROWB /* 9216 */ };

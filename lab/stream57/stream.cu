@@ -23,24 +23,10 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                                         \
-    do {                                                                                                              \
-        cudaError_t e_ = (x);                                                                                         \
-        if (e_ != cudaSuccess) {                                                                                      \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                       \
-            exit(1);                                                                                                  \
-        }                                                                                                             \
-    } while (0)
+#include "../../src/backend/cuda/tile_copy.cuh"
+#include "../lab_check.h"
 
 constexpr uint32_t PAIR = 288, RS = 352, STG = 16 * RS, ITEM = 16 * PAIR; /* a pair's bytes a row; stage; item */
-
-__device__ __forceinline__ void cp16(uint32_t s, const void *g)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void wait_g() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
-__device__ __forceinline__ uint32_t s32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 /* MODE 0 tile, 1 flat (cp.async ring), 2 tile + WORK dependent-free integer instructions an item (4 chains of
  * IMAD on the item's word: about the real kernel's 664 instructions a pair at WORK 160); w: rows × row_bytes, a row
@@ -54,7 +40,7 @@ __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uin
     const uint32_t ngroups = (rows + 15) / 16;
     const uint32_t mygroups = blockIdx.x < ngroups ? (ngroups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     const uint32_t npw = kp < npair ? (npair - kp + 3) / 4 : 0;
-    const uint32_t ring = s32(sm + wi * NS * STG);
+    const uint32_t ring = smem_u32(sm + wi * NS * STG);
     uint32_t ig = 0, ii = 0, acc = 0;
     auto issue = [&](uint32_t slot) {
         if (ig < mygroups && npw > 0) {
@@ -70,18 +56,18 @@ __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uin
 #pragma unroll
                     for (uint32_t i = 0; i < 3; i++)
                         if (q + 8 * i < pieces)
-                            cp16(dst + (r + 4 * j) * RS + 16 * q + 128 * i, s + 128 * i);
+                            cp_async16(dst + (r + 4 * j) * RS + 16 * q + 128 * i, s + 128 * i);
                 }
             } else {
                 const uint8_t *src = w + (uint64_t)g * 16 * row_bytes + (uint64_t)p * ITEM;
 #pragma unroll
                 for (uint32_t i = 0; i < 9; i++)
-                    cp16(dst + 16 * (lane + 32 * i), src + 16 * (lane + 32 * i));
+                    cp_async16(dst + 16 * (lane + 32 * i), src + 16 * (lane + 32 * i));
             }
             if (++ii == npw)
                 ii = 0, ig++;
         }
-        commit();
+        cp_async_commit();
     };
 #pragma unroll
     for (int j = 0; j < NS; j++)
@@ -89,7 +75,7 @@ __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uin
     uint32_t j = 0;
     for (uint32_t gi = 0; gi < mygroups; gi++)
         for (uint32_t i = 0; i < npw; i++, j++) {
-            wait_g<NS - 1>();
+            cp_async_wait<NS - 1>();
             __syncwarp();
             const uint32_t v = *reinterpret_cast<const uint32_t *>(sm + (wi * NS + j % NS) * STG + 4 * lane);
             if (MODE == 2) {
@@ -105,7 +91,7 @@ __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uin
             __syncwarp();
             issue(j % NS);
         }
-    wait_g<0>();
+    cp_async_wait<0>();
     if (acc == 0x9E3779B9u)
         sink[threadIdx.x] = acc;
 }

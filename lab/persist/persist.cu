@@ -681,23 +681,7 @@ int main(int argc, char **argv)
     }
 
     auto timeit = [&](const char *name, cudaGraphExec_t ge) {
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        for (int i = 0; i < 3; i++)
-            CK(cudaGraphLaunch(ge, st));
-        std::vector<float> t;
-        for (int i = 0; i < reps; i++) {
-            CK(cudaEventRecord(a, st));
-            CK(cudaGraphLaunch(ge, st));
-            CK(cudaEventRecord(b, st));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
-            t.push_back(ms);
-        }
-        std::sort(t.begin(), t.end());
-        double ms = t[t.size() / 2];
+        const double ms = lab_graph_ms(ge, st, 3, reps);
         printf("| %-28s | %8.1f | %7.0f | %5.1f %% |\n", name, ms * 1e3, total / (ms * 1e-3) / 1e9,
                100.0 * total / (ms * 1e-3) / 4.3e12);
     };

@@ -129,12 +129,6 @@ __global__ void __launch_bounds__(128) k_ldg(const uint8_t *__restrict__ w, uint
 
 typedef void (*kfn)(const uint8_t *, uint64_t, uint32_t, uint32_t, uint32_t *);
 
-static float median(std::vector<float> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 /* µs a launch: L launches over the copies in one graph, median of 15 replays */
 static float time_kernel(kfn f, uint32_t grid, uint32_t smem, const std::vector<uint8_t *> &copies,
                          uint64_t row_bytes, uint32_t rows, uint32_t npair, uint32_t *sink, cudaStream_t st)
@@ -151,25 +145,10 @@ static float time_kernel(kfn f, uint32_t grid, uint32_t smem, const std::vector<
         f<<<grid, 128, smem, st>>>(copies[i % copies.size()], row_bytes, rows, npair, sink);
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaGraphLaunch(ge, st));
-    std::vector<float> us;
-    for (int r = 0; r < 15; r++) {
-        CK(cudaEventRecord(a, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        us.push_back(1000.0f * ms / L);
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
+    const float us = 1000.0f * lab_graph_ms(ge, st, 1, 15) / L;
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
-    return median(us);
+    return us;
 }
 
 struct variant {

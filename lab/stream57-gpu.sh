@@ -1,5 +1,6 @@
 #!/bin/bash
-# lab/stream57-gpu.sh NAME — one call (~3 min): lab/stream57/stream (build it here first: bash lab/stream57/build.sh)
+# lab/stream57-gpu.sh NAME — one call (~3 min): lab/stream57/stream (build it here first: bash lab/stream57/build.sh;
+# alone it needs no pack: `lab/stream57/stream 3.35` as the whole command, the argument the GPU's TB/s for the % column)
 # — the lone Q4_K GEMV's access pattern with no arithmetic, tile against flat against registers — then the real
 # kernel's kernel_gemv --mma x16 from the pack gpu/NAME (`make build`, `bash lab/final-pack.sh NAME`) in the same call;
 # then the random 8B Q4_K_M tg128 / tg128@d512 / tg128@d4096 with MEMRA_ATTN_ROWS auto against 1 (a lone token's

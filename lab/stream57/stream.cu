@@ -29,8 +29,9 @@
 constexpr uint32_t PAIR = 288, RS = 352, STG = 16 * RS, ITEM = 16 * PAIR; /* a pair's bytes a row; stage; item */
 
 /* MODE 0 tile, 1 flat (cp.async ring), 2 tile + WORK dependent-free integer instructions an item (4 chains of
- * IMAD on the item's word: about the real kernel's 664 instructions a pair at WORK 160); w: rows × row_bytes, a row
- * npair pairs */
+ * IMAD on the item's word: about the real kernel's 664 instructions a pair at WORK 160), 3 as 2 with the stage
+ * refilled before the work (its word read first), 4 as 2 with a block barrier after each tile's items (the real
+ * kernel's per-tile sums); w: rows × row_bytes, a row npair pairs */
 template <int NS, int MODE, int WORK = 0>
 __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows,
                                               uint32_t npair, uint32_t *sink)
@@ -46,7 +47,7 @@ __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uin
         if (ig < mygroups && npw > 0) {
             const uint32_t g = blockIdx.x + ig * gridDim.x, p = kp + 4 * ii;
             const uint32_t dst = ring + slot * STG;
-            if (MODE != 1) {
+            if (MODE != 1) { /* the tile pattern */
                 const uint32_t start = PAIR * p, lo = start & ~15u, pieces = ((start & 15) + PAIR + 15) / 16;
                 const uint32_t r = lane >> 3, q = lane & 7;
                 const uint8_t *src = w + lo + 16 * q;
@@ -73,12 +74,16 @@ __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uin
     for (int j = 0; j < NS; j++)
         issue(j);
     uint32_t j = 0;
-    for (uint32_t gi = 0; gi < mygroups; gi++)
+    for (uint32_t gi = 0; gi < mygroups; gi++) {
         for (uint32_t i = 0; i < npw; i++, j++) {
             cp_async_wait<NS - 1>();
             __syncwarp();
             const uint32_t v = *reinterpret_cast<const uint32_t *>(sm + (wi * NS + j % NS) * STG + 4 * lane);
-            if (MODE == 2) {
+            if (MODE == 3) {
+                __syncwarp();
+                issue(j % NS);
+            }
+            if (MODE >= 2) {
                 uint32_t c0 = v, c1 = v + 1, c2 = v + 2, c3 = v + 3;
 #pragma unroll 16
                 for (int k = 0; k < WORK; k++)
@@ -88,9 +93,14 @@ __global__ void __launch_bounds__(128) k_ring(const uint8_t *__restrict__ w, uin
             } else {
                 acc ^= v;
             }
-            __syncwarp();
-            issue(j % NS);
+            if (MODE != 3) {
+                __syncwarp();
+                issue(j % NS);
+            }
         }
+        if (MODE == 4)
+            __syncthreads();
+    }
     cp_async_wait<0>();
     if (acc == 0x9E3779B9u)
         sink[threadIdx.x] = acc;
@@ -171,6 +181,10 @@ int main(int argc, char **argv)
         {"flat ns2", k_ring<2, 1>, REAL, 2},
         {"tile ns2 + 640 IMAD", k_ring<2, 2, 160>, REAL, 2},
         {"tile ns2 + 1280 IMAD", k_ring<2, 2, 320>, REAL, 2},
+        {"tile ns2 + 640 IMAD, early refill", k_ring<2, 3, 160>, REAL, 2},
+        {"tile ns2 + 640 IMAD, tile barrier", k_ring<2, 4, 160>, REAL, 2},
+        {"tile ns2, tile barrier", k_ring<2, 4, 0>, REAL, 2},
+        {"tile ns4 + 640 IMAD, early refill", k_ring<4, 3, 160>, 4 * 4 * STG, 4},
         {"tile ns2 own smem", k_ring<2, 0>, 4 * 2 * STG, 2},
         {"tile ns4 own smem", k_ring<4, 0>, 4 * 4 * STG, 4},
         {"flat ns4 own smem", k_ring<4, 1>, 4 * 4 * STG, 4},

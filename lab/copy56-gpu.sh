@@ -9,9 +9,7 @@ cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/copy56-gpu.sh NAME}"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 m8q_models q4_k_m
-timeout 200 $B/kernels/kernel_gemv --quick > $OUT/kernel_gemv.log 2>&1
-ts "kernel_gemv --quick rc $? $(grep -E 'checks,' $OUT/kernel_gemv.log | tail -1)"
-grep -E "CHECK failed" $OUT/kernel_gemv.log | head -5
+kg_quick 200
 wait $MQ; ts "m8q $(tail -1 /tmp/makeq.log)"
 M=/tmp/m8q/llama8b-q4_k_m.gguf
 for r in 1 2; do

@@ -86,6 +86,15 @@ kf_fixtures() {
     grep -E 'CHECK failed' $OUT/${p}kf-$act.log | head -4
   done
 }
+# kg_quick [TO] [VAR=value...]: kernel_gemv --quick (timeout TO, default 120 s) with those variables set; a line with
+# its rc and checks, then any failed check ($OUT/kernel_gemv.log).
+kg_quick() {
+  local to=${1:-120}
+  [ $# -gt 0 ] && shift
+  env "$@" timeout "$to" $B/kernels/kernel_gemv --quick > $OUT/kernel_gemv.log 2>&1
+  ts "kernel_gemv --quick rc $? $(grep -E 'checks,' $OUT/kernel_gemv.log | tail -1)"
+  grep -E "CHECK failed" $OUT/kernel_gemv.log | head -5
+}
 # kf_extra LABEL FMT [VAR=value...]: once gguf_models' tiny models are made, kernel_forward's fixtures with gpu/t128's
 # FMT GGUF as an extra model, f32 then bf16 activations, those variables set ($OUT/2-kf-ACT.log; a line each, any
 # failed checks and the extra model's row).

@@ -9,9 +9,7 @@ cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/mx-gpu.sh NAME}"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 gguf_models q4_k_m
-timeout 120 $B/kernels/kernel_gemv --quick > $OUT/kernel_gemv.log 2>&1
-ts "kernel_gemv --quick rc $? $(grep -E 'checks,' $OUT/kernel_gemv.log | tail -1)"
-grep -E "CHECK failed" $OUT/kernel_gemv.log | head -5
+kg_quick 120
 kf_fixtures "" 150
 wait $MT; ts "tiny models: $(tail -1 /tmp/t128.log)"
 MEMRA_EXTRA_MODELS=gpu/t128/llama8b-q4_k_m.gguf MEMRA_ACT_TYPE=bf16 MEMRA_FORWARD_PART=fixtures timeout 120 \

@@ -5,7 +5,7 @@
 # kernel's kernel_gemv --mma x16 from the pack gpu/NAME (`make build`, `bash lab/final-pack.sh NAME`) in the same call;
 # then the random 8B Q4_K_M tg128 / tg128@d512 / tg128@d4096 with MEMRA_ATTN_ROWS auto against 1 (a lone token's
 # attention in the rows form: no combine launch; the same bits), two rounds.
-# Carry ["gpu/NAME.tar.xz", ".whl"] (lab/stream57/stream travels as an untracked file).
+# Carry ["gpu/NAME.tar.xz", ".whl", "lab/stream57/stream"] (the binary is git-ignored: it travels only when carried).
 cd "$(dirname "$0")/.."
 PRELUDE_MODEL=0 . lab/gpu-prelude.sh "${1:?usage: lab/stream57-gpu.sh NAME}"
 G=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$G"

@@ -165,7 +165,6 @@ struct variant {
     const char *name;
     kfn f;
     uint32_t smem; /* dynamic shared memory a block (what sets the blocks an SM) */
-    int ns;
 };
 
 int main(int argc, char **argv)
@@ -177,20 +176,20 @@ int main(int argc, char **argv)
            prop.l2CacheSize >> 20, peak);
     const uint32_t REAL = 4 * 2 * STG + 4 * 16 * 10 * 4; /* the real kernel's shared memory at NS 2 (~47 KB) */
     const variant vs[] = {
-        {"tile ns2", k_ring<2, 0>, REAL, 2},
-        {"flat ns2", k_ring<2, 1>, REAL, 2},
-        {"tile ns2 + 640 IMAD", k_ring<2, 2, 160>, REAL, 2},
-        {"tile ns2 + 1280 IMAD", k_ring<2, 2, 320>, REAL, 2},
-        {"tile ns2 + 640 IMAD, early refill", k_ring<2, 3, 160>, REAL, 2},
-        {"tile ns2 + 640 IMAD, tile barrier", k_ring<2, 4, 160>, REAL, 2},
-        {"tile ns2, tile barrier", k_ring<2, 4, 0>, REAL, 2},
-        {"tile ns4 + 640 IMAD, early refill", k_ring<4, 3, 160>, 4 * 4 * STG, 4},
-        {"tile ns2 own smem", k_ring<2, 0>, 4 * 2 * STG, 2},
-        {"tile ns4 own smem", k_ring<4, 0>, 4 * 4 * STG, 4},
-        {"flat ns4 own smem", k_ring<4, 1>, 4 * 4 * STG, 4},
-        {"ldg ns2 (4 blocks)", k_ldg<2>, REAL, 2},
-        {"ldg ns4 (4 blocks)", k_ldg<4>, REAL, 4},
-        {"ldg ns4 (no smem)", k_ldg<4>, 0, 4},
+        {"tile ns2", k_ring<2, 0>, REAL},
+        {"flat ns2", k_ring<2, 1>, REAL},
+        {"tile ns2 + 640 IMAD", k_ring<2, 2, 160>, REAL},
+        {"tile ns2 + 1280 IMAD", k_ring<2, 2, 320>, REAL},
+        {"tile ns2 + 640 IMAD, early refill", k_ring<2, 3, 160>, REAL},
+        {"tile ns2 + 640 IMAD, tile barrier", k_ring<2, 4, 160>, REAL},
+        {"tile ns2, tile barrier", k_ring<2, 4, 0>, REAL},
+        {"tile ns4 + 640 IMAD, early refill", k_ring<4, 3, 160>, 4 * 4 * STG},
+        {"tile ns2 own smem", k_ring<2, 0>, 4 * 2 * STG},
+        {"tile ns4 own smem", k_ring<4, 0>, 4 * 4 * STG},
+        {"flat ns4 own smem", k_ring<4, 1>, 4 * 4 * STG},
+        {"ldg ns2 (4 blocks)", k_ldg<2>, REAL},
+        {"ldg ns4 (4 blocks)", k_ldg<4>, REAL},
+        {"ldg ns4 (no smem)", k_ldg<4>, 0},
     };
     struct shape {
         const char *name;

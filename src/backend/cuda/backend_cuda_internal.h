@@ -129,7 +129,8 @@ struct cuda_backend {
                   * batch's k|v as one tensor-core GEMV */
     uint32_t dec_g;          /* sequences a decode step takes: 64 when every matmul has the mmv, else 8 */
     bool dec_fuse;           /* dim, ffn_dim % 32 == 0, dim ≤ 16384: the _prep kernels apply */
-    bool dec_side;           /* MEMRA_DECODE_SIDE (default on): a batch's k|v GEMV beside q's (cuda_decode_step.c) */
+    bool dec_side;           /* MEMRA_DECODE_SIDE (default on): a batch's k|v GEMV beside q's, a lone token's v
+                              * beside q|k's where their types differ (cuda_decode_step.c) */
     bool fp8_block;          /* MEMRA_FP8_BLOCK (default native): FP8 layer weights with 128 × 128 block scales kept
                               * as stored (cuda_gemv_bs, cuda_gemm_run_bs); f32: expanded as before */
     bool dec_qkv;            /* MEMRA_DECODE_QKV (default on): a batch's q|k|v as one GEMV (cuda_layer.qkv_join) */

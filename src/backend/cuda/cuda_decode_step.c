@@ -40,7 +40,7 @@
  * .gu), writing into qkv1 / gu1 instead of q, k, v / hb, hb2 — same bits,
  * two and one launches fewer a layer (MEMRA_DECODE_FUSE=off: one a matrix);
  * when v's type differs from q's and k's (Q4_K_M's Q6_K v), q|k is the fused
- * one and v runs after it. A batch on the tensor-core GEMV runs q|k|v as
+ * one and v runs beside it on the side stream (side_v), or after it. A batch on the tensor-core GEMV runs q|k|v as
  * one launch (cuda_layer.qkv_join, MEMRA_DECODE_QKV) into qkv_dec's rows —
  * q, k and v take that launch's K slices wherever they run alone, so the
  * bits are theirs (cuda_mmv_join_slices); RoPE reads q from those rows and
@@ -94,6 +94,20 @@ static bool split_for(const struct cuda_backend *b, const struct cuda_weight *w,
 static bool side_kv(const struct cuda_backend *b, uint32_t T)
 {
     return b->dec_side && (T <= 32 || b->base.cfg.act_type == BACKEND_ACT_BF16);
+}
+
+/* Whether a lone token runs v's GEMV on the side stream beside q|k's, where
+ * v's type is not q|k's (Q4_K_M's Q6_K v in half the layers: one GEMV each,
+ * MEMRA_DECODE_SIDE as side_kv): when the norm has prepared x for both
+ * (prepared), so neither writes what the other reads. v's small grid then
+ * runs in q|k's tail instead of paying its own fill and drain after it; the
+ * same kernels, so the same bits. H200, random 8B Q4_K_M, tg128 with f32
+ * activations 420.7-421.2 → 423.7-423.9 tok/s; beside a lab form of the GEMV
+ * +0.5-1.4 % at tg128 and +0.7-1.7 % at tg128@d4096, f32 and bf16
+ * activations (bench/RESULTS.md, fifty-eighth run). */
+static bool side_v(const struct cuda_backend *b, bool prepared)
+{
+    return b->dec_side && prepared;
 }
 
 /* ys[i] (T, rows) = x (T, cols) · ws[i]ᵀ, T ≤ dec_g: one GEMV per weight;
@@ -198,9 +212,17 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v, or into q | k and one into v */
             qkv_out[0] = b->qkv1, qkv_out[1] = b->qkv1 + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
             const struct cuda_weight *f = &D->qkv, *wv = &D->wv;
-            decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
-            if (f->rows == D->wq.rows + D->wk.rows) /* x is prepared now if q|k is quantized */
-                decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
+            if (f->rows == D->wq.rows + D->wk.rows && side_v(b, prep)) { /* v beside q|k */
+                cuda_ctx_side_begin(b->ctx);
+                decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, true, false);
+                cuda_ctx_side_end(b->ctx);
+                decode_matmul(b, &f, qkv_out, 1, b->xb, T, true, false);
+                cuda_ctx_side_join(b->ctx);
+            } else {
+                decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
+                if (f->rows == D->wq.rows + D->wk.rows) /* x is prepared now if q|k is quantized */
+                    decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
+            }
         } else if (joined(b, &D->qkv_join, T)) { /* one GEMV into qkv_dec's rows (q, k, v: q_dim + 2 kv_dim a row) */
             const struct cuda_weight *j = &D->qkv_join;
             decode_matmul(b, &j, &b->qkv_dec, 1, b->xb, T, prep, split);

@@ -40,8 +40,9 @@
  * .gu), writing into qkv1 / gu1 instead of q, k, v / hb, hb2 — same bits,
  * two and one launches fewer a layer (MEMRA_DECODE_FUSE=off: one a matrix);
  * when v's type differs from q's and k's (Q4_K_M's Q6_K v), q|k is the fused
- * one and v runs beside it on the side stream (side_v), or after it. A batch on the tensor-core GEMV runs q|k|v as
- * one launch (cuda_layer.qkv_join, MEMRA_DECODE_QKV) into qkv_dec's rows —
+ * one and v runs beside it on the side stream (side_v), or after it. A batch
+ * on the tensor-core GEMV runs q|k|v as one launch (cuda_layer.qkv_join,
+ * MEMRA_DECODE_QKV) into qkv_dec's rows —
  * q, k and v take that launch's K slices wherever they run alone, so the
  * bits are theirs (cuda_mmv_join_slices); RoPE reads q from those rows and
  * writes it rotated into q, k and v with the row stride — else k|v as one

@@ -213,7 +213,8 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v, or into q | k and one into v */
             qkv_out[0] = b->qkv1, qkv_out[1] = b->qkv1 + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
             const struct cuda_weight *f = &D->qkv, *wv = &D->wv;
-            if (f->rows == D->wq.rows + D->wk.rows && side_v(b, prep)) { /* v beside q|k */
+            const bool v_apart = f->rows == D->wq.rows + D->wk.rows; /* f is q|k: v is a GEMV of its own */
+            if (v_apart && side_v(b, prep)) { /* v beside q|k */
                 cuda_ctx_side_begin(b->ctx);
                 decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, true, false);
                 cuda_ctx_side_end(b->ctx);
@@ -221,7 +222,7 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
                 cuda_ctx_side_join(b->ctx);
             } else {
                 decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
-                if (f->rows == D->wq.rows + D->wk.rows) /* x is prepared now if q|k is quantized */
+                if (v_apart) /* x is prepared now if q|k is quantized */
                     decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
             }
         } else if (joined(b, &D->qkv_join, T)) { /* one GEMV into qkv_dec's rows (q, k, v: q_dim + 2 kv_dim a row) */

@@ -29,6 +29,8 @@
  * vector of a batch must have the bits it has alone; check_grid, its two
  * grids (a block a tile group, the resident blocks looping) the same bits. The same for the dp4a
  * kernels at the engine's K splits (1, 4: MEMRA_GEMV_KSPLIT), every type.
+ * check_rope_epis: a lone token's q|k[|v] GEMV with RoPE and the KV write in its epilogue (cuda_fwd_gemv_rope_kv)
+ * bit-identical to the GEMV then the RoPE kernel, f32 and bf16 activations and caches.
  *
  * Usage: kernel_gemv [--quick]   (--quick: checks only, no timing)
  *        kernel_gemv --profile      one lm_head-shaped GEMV (x prepared) per
@@ -46,6 +48,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_decode.h"
+#include "backend/cuda/cuda_fwd.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/log.h"
 #include "quant/quant.h"
@@ -255,6 +258,108 @@ static void check_alone(enum dtype t, uint64_t rows, uint64_t n, bool mma, int k
     printf("check %s %s %" PRIu64 "x%" PRIu64 " ks %d batch 8   rel err %.2e, alone / 3 / 5 %s\n", kind,
            dtype_name(t), rows, n, ks, rel, differ ? "DIFFER" : "same bits");
     batch_case_free(&c);
+}
+
+/* cuda_fwd_gemv_rope_kv — a lone token's q|k (v apart: cuda_fwd_v_cache) or q|k|v GEMV with RoPE and the KV write
+ * in its epilogue — against that GEMV (cuda_gemv_variant at the same K split) then the RoPE kernel
+ * (cuda_fwd_qk_rope_kv): q and both cache pools bit-identical, the pools NaN-poisoned first (the token's rows must
+ * be written, every other row left alone). Heads nh / nkv of head_dim hd, n = 4096, position 37 through the table
+ * {2, 0, 1} (its third block: pool block 1); x with outliers. mma: the tensor-core GEMV (mode ALL: Q4_K, Q6_K) or
+ * the dp4a kernels at K split ks; staged: the staged dp4a kernel at ks 1, which declines (must return false and
+ * leave q and the pools untouched). */
+static void check_rope_epi(enum dtype t, uint32_t nh, uint32_t nkv, uint32_t hd, bool with_v, bool kv_bf16, bool mma,
+                           int ks, bool staged)
+{
+    const uint64_t n = 4096, qd = (uint64_t)nh * hd, kvd = (uint64_t)nkv * hd, rows = qd + kvd * (with_v ? 2 : 1);
+    const uint64_t rb = row_bytes_of(t, n), pool = 3 * CUDA_KV_BLOCK * kvd; /* elements of a pool */
+    const uint32_t meta[5] = {37, 0, 2, 0, 1};                              /* pos, table offset, table */
+    uint8_t *w = malloc(rows * rb);
+    float *x = malloc(4 * n), *vv = malloc(4 * kvd), *inv = malloc(4 * hd / 2);
+    MEMRA_ASSERT(w && x && vv && inv);
+    fill_random(t, w, rows * rb);
+    for (uint64_t i = 0; i < n; i++)
+        x[i] = rng_unit() * (i % 61 == 7 ? 300.0f : 1.0f);
+    for (uint64_t i = 0; i < kvd; i++)
+        vv[i] = rng_unit();
+    for (uint32_t i = 0; i < hd / 2; i++)
+        inv[i] = powf(500000.0f, -2.0f * (float)i / (float)hd);
+    void *dw = cuda_alloc(rows * rb);
+    float *dx = cuda_alloc(4 * n), *dy = cuda_alloc(4 * rows), *dq = cuda_alloc(4 * qd), *dv = cuda_alloc(4 * kvd);
+    float *dinv = cuda_alloc(4 * hd / 2), *dk = cuda_alloc(4 * pool), *dvp = cuda_alloc(4 * pool);
+    uint32_t *dmeta = cuda_alloc(sizeof meta);
+    cuda_upload(g_ctx, dw, w, rows * rb), cuda_upload(g_ctx, dx, x, 4 * n), cuda_upload(g_ctx, dv, vv, 4 * kvd);
+    cuda_upload(g_ctx, dinv, inv, 4 * hd / 2), cuda_upload(g_ctx, dmeta, meta, sizeof meta);
+    const struct cuda_kv_view kv = {.k = dk, .v = dvp, .blocks = dmeta + 2, .tok_table = dmeta + 1, .bf16 = kv_bf16};
+    const struct cuda_attn_shape sh = {nh, nkv, hd};
+    cuda_ctx_set_gemv_mma(g_ctx, mma ? CUDA_GEMV_MMA_ALL : CUDA_GEMV_MMA_OFF, 0);
+    cuda_ctx_set_gemv_staged(g_ctx, staged);
+    float *got[2][3];
+    bool taken = false;
+    for (int epi = 0; epi < 2; epi++) {
+        cuda_fill_nan_f32(g_ctx, dq, qd), cuda_fill_nan_f32(g_ctx, dk, pool), cuda_fill_nan_f32(g_ctx, dvp, pool);
+        if (epi) {
+            const struct cuda_rope_epi rp = {dq, (uint32_t)qd, (uint32_t)kvd, hd, dmeta, dinv, kv};
+            cuda_gemv_prep_x(g_ctx, dx, n, 1);
+            taken = cuda_fwd_gemv_rope_kv(g_ctx, t, dw, rows, n, 1.0f, ks, &rp);
+            if (taken && !with_v)
+                cuda_fwd_v_cache(g_ctx, dv, dmeta, kv, (uint32_t)kvd);
+        } else {
+            cuda_gemv_variant(g_ctx, t, dw, rows, n, dx, 1, dy, 1.0f, 0, ks, 0);
+            cuda_fwd_qk_rope_kv(g_ctx, dq, dy, (uint32_t)rows, dy + qd, with_v ? dy + qd + kvd : dv, (uint32_t)rows,
+                                1, dmeta, NULL, NULL, NULL, NULL, NULL, dinv, false, 1e-6f, sh, kv);
+        }
+        cuda_ctx_sync(g_ctx);
+        got[epi][0] = malloc(4 * qd), got[epi][1] = malloc(4 * pool), got[epi][2] = malloc(4 * pool);
+        MEMRA_ASSERT(got[epi][0] && got[epi][1] && got[epi][2]);
+        cuda_download(g_ctx, got[epi][0], dq, 4 * qd);
+        cuda_download(g_ctx, got[epi][1], dk, 4 * pool);
+        cuda_download(g_ctx, got[epi][2], dvp, 4 * pool);
+    }
+    cuda_ctx_set_gemv_staged(g_ctx, true);
+    cuda_ctx_set_gemv_mma(g_ctx, CUDA_GEMV_MMA_Q4K, 0); /* the defaults */
+    bool ok;
+    if (staged) { /* declined: nothing written (the poison's bits everywhere) */
+        bool untouched = true;
+        for (int k = 0; k < 3; k++) {
+            const uint64_t cnt = k ? pool : qd;
+            for (uint64_t i = 0; i < cnt; i++)
+                untouched = untouched && isnan(got[1][k][i]);
+        }
+        ok = !taken && untouched;
+    } else {
+        ok = taken && memcmp(got[0][0], got[1][0], 4 * qd) == 0 && memcmp(got[0][1], got[1][1], 4 * pool) == 0 &&
+             memcmp(got[0][2], got[1][2], 4 * pool) == 0;
+    }
+    const char *how = mma ? "mma" : staged ? "staged" : "dp4a";
+    CHECK_MSG(ok, "rope epilogue %s %s q|k%s %u/%u hd %u ks %d%s: %s", how, dtype_name(t), with_v ? "|v" : "", nh,
+              nkv, hd, ks, kv_bf16 ? " bf16 cache" : "",
+              staged ? (taken ? "taken by the staged kernel" : "wrote while declining")
+                     : (taken ? "differs from the GEMV + RoPE kernel" : "declined"));
+    printf("check rope epilogue %-6s %-5s q|k%s %2u/%u hd %3u ks %d %s cache: %s\n", how, dtype_name(t),
+           with_v ? "|v" : "  ", nh, nkv, hd, ks, kv_bf16 ? "bf16" : "f32 ",
+           staged ? (ok ? "declined, nothing written" : "WRONG") : ok ? "same bits as GEMV + RoPE" : "DIFFER");
+    for (int e = 0; e < 2; e++)
+        for (int k = 0; k < 3; k++)
+            free(got[e][k]);
+    void *dev[] = {dw, dx, dy, dq, dv, dinv, dk, dvp, dmeta};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        cuda_free(dev[i]);
+    free(w), free(x), free(vv), free(inv);
+}
+
+/* The RoPE epilogue's cases: the 8B shape's q|k (Q4_K_M's, v a Q6_K apart) and q|k|v on the tensor cores and on
+ * the dp4a kernels (Q8_0's; 4 rows a warp), a small shape (2 rows a warp), both caches; the staged kernel declines. */
+static void check_rope_epis(void)
+{
+    for (int bf = 0; bf < 2; bf++) {
+        check_rope_epi(DTYPE_Q4_K, 32, 8, 128, false, bf, true, 0, false);
+        check_rope_epi(DTYPE_Q4_K, 32, 8, 128, true, bf, true, 0, false);
+        check_rope_epi(DTYPE_Q6_K, 4, 2, 64, false, bf, true, 4, false);
+        check_rope_epi(DTYPE_Q8_0, 32, 8, 128, true, bf, false, 4, false);
+        check_rope_epi(DTYPE_Q8_0, 4, 2, 64, false, bf, false, 4, false);
+        check_rope_epi(DTYPE_Q5_K, 32, 8, 128, true, bf, false, 1, false);
+    }
+    check_rope_epi(DTYPE_Q8_0, 32, 8, 128, true, true, false, 1, true);
 }
 
 /* The tensor-core GEMV's two grids (cuda_ctx_set_gemv_mma_grid): one block a
@@ -879,8 +984,14 @@ int main(int argc, char **argv)
         check_alone(DTYPE_Q6_K, 16, 2048, true, ks);
     }
     check_grid(DTYPE_Q4_K, 20011, 4096, 2);
+    test_current = "rope epilogue x16";
+    test_cases++;
+    check_rope_epis();
     cuda_ctx_set_act_bf16(g_ctx, false);
     g_tol = TOL;
+    test_current = "rope epilogue";
+    test_cases++;
+    check_rope_epis();
     test_current = "rmsnorm/swiglu";
     test_cases++;
     check_rmsnorm(1, 4096, true);

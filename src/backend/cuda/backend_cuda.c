@@ -335,6 +335,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->fuse_w = env_not_off("MEMRA_DECODE_FUSE");
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     b->dec_side = env_not_off("MEMRA_DECODE_SIDE");
+    b->dec_rope = env_not_off("MEMRA_DECODE_ROPE");
     b->dec_qkv = env_not_off("MEMRA_DECODE_QKV");
     const char *env_fp8b = getenv("MEMRA_FP8_BLOCK");
     if (env_fp8b && *env_fp8b && strcmp(env_fp8b, "native") != 0 && strcmp(env_fp8b, "f32") != 0) {

@@ -21,6 +21,28 @@
 #include "backend/cuda/attn.h"
 #include "backend/cuda/cuda_ops.h"
 
+/* RoPE's angle for position pos and frequency f (inv_freq[i]) and one rotated pair, the operations pinned (explicit
+ * FMAs: nvcc may contract x0·c − x1·s either way) so that the RoPE kernel (fwd.cu) and the GEMVs that rotate a lone
+ * token's q and k in their epilogue (cuda_fwd_gemv_rope_kv) give the same bits. */
+static __device__ __forceinline__ void rope_cos_sin(uint32_t pos, float f, float &c, float &s)
+{
+    const float a = (float)pos * f;
+    c = cosf(a), s = sinf(a);
+}
+static __device__ __forceinline__ void rope_rotate(float x0, float x1, float c, float s, float &y0, float &y1)
+{
+    y0 = fmaf(x0, c, -(x1 * s));
+    y1 = fmaf(x1, c, x0 * s);
+}
+/* Element i of a KV row (cuda_kv_view: f32, or bf16 rounded to nearest even). */
+static __device__ __forceinline__ void kv_put(void *row, bool bf16, uint64_t i, float x)
+{
+    if (bf16)
+        reinterpret_cast<__nv_bfloat16 *>(row)[i] = __float2bfloat16_rn(x);
+    else
+        reinterpret_cast<float *>(row)[i] = x;
+}
+
 /* v rounded to bf16 (nearest even) when rnd: a matmul input under
  * cuda_ctx_set_act_bf16 (the CPU's quant_f32_to_bf16 bits). */
 static __device__ __forceinline__ float act_round(float v, bool rnd)

@@ -111,6 +111,20 @@ static bool side_v(const struct cuda_backend *b, bool prepared)
     return b->dec_side && prepared;
 }
 
+/* Whether a lone token's fused q|k[|v] GEMV f is asked to rotate q and k and
+ * write k and v into the cache in its epilogue (MEMRA_DECODE_ROPE, default
+ * on; cuda_fwd_gemv_rope_kv): a quantized GEMV, adjacent pairs, no biases, no
+ * q/k norms. Its kernel then says whether it took it (the int8 tensor-core
+ * GEMV, the dp4a ones at ≥ 2 rows a warp); where it did, no RoPE kernel runs
+ * between it and the attention — the same bits. H100, random 8B Q4_K_M,
+ * tg128 375-377 → 385-387 tok/s with f32 activations, 385-387 → 392-394
+ * with bf16; tg128@d4096 +2.7-3.3 % (bench/RESULTS.md, fifty-ninth run). */
+static bool rope_in_gemv(const struct cuda_backend *b, const struct cuda_layer *D, const struct cuda_weight *f)
+{
+    return b->dec_rope && is_quantized(f->dtype) && !use_mmv(b, f, 1) && !D->bq && !D->bk && !D->bv &&
+           !D->q_norm && !D->k_norm && b->base.model->cfg.rope_style != MODEL_ROPE_NEOX;
+}
+
 /* ys[i] (T, rows) = x (T, cols) · ws[i]ᵀ, T ≤ dec_g: one GEMV per weight;
  * prepared: x's quantized form is already in the context's scratch; split:
  * its wgmma GEMV A rows are (the producer wrote them: split_for), so the
@@ -210,20 +224,40 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         uint32_t kv_ld = b->kv_dim, q_ld = b->q_dim; /* the row strides of k and v, and of q before RoPE */
         bool split; /* the norm (or the GLU) wrote the next group's wgmma A rows */
         bool prep = decode_norm(b, pending, D->attn_norm, T, group_quantized(qkv, 3), &D->wq, &split);
+        struct cuda_kv_view kv;
+        struct cuda_attn_kv akv; /* one token a sequence: settled */
+        cuda_be_kv_layer(b, l, blocks, tok_table, 1, &kv, &akv);
+        akv.pos_min = pos_min;
+        bool roped = false; /* the q|k[|v] GEMV wrote q RoPE'd and the cache rows itself (rope_in_gemv) */
         if (lone_fused(b, &D->qkv, &D->wq, T)) { /* one GEMV into q | k | v, or into q | k and one into v */
             qkv_out[0] = b->qkv1, qkv_out[1] = b->qkv1 + b->q_dim, qkv_out[2] = qkv_out[1] + b->kv_dim;
             const struct cuda_weight *f = &D->qkv, *wv = &D->wv;
             const bool v_apart = f->rows == D->wq.rows + D->wk.rows; /* f is q|k: v is a GEMV of its own */
+            const bool try_rope = rope_in_gemv(b, D, f);
+            const struct cuda_rope_epi rp = {b->q, D->wq.rows, D->wk.rows, c->head_dim, tok_pos, D->inv_freq, kv};
             if (v_apart && side_v(b, prep)) { /* v beside q|k */
                 cuda_ctx_side_begin(b->ctx);
                 decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, true, false);
+                if (try_rope) /* (where q|k then declines, the RoPE kernel writes the same v again) */
+                    cuda_fwd_v_cache(b->ctx, qkv_out[2], tok_pos, kv, b->kv_dim);
                 cuda_ctx_side_end(b->ctx);
-                decode_matmul(b, &f, qkv_out, 1, b->xb, T, true, false);
+                roped = try_rope && cuda_fwd_gemv_rope_kv(b->ctx, f->dtype, f->d, f->rows, f->cols, f->scale,
+                                                          cuda_gemv_engine_ksplit(b->ctx, false), &rp);
+                if (!roped)
+                    decode_matmul(b, &f, qkv_out, 1, b->xb, T, true, false);
                 cuda_ctx_side_join(b->ctx);
             } else {
-                decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
-                if (v_apart) /* x is prepared now if q|k is quantized */
+                if (try_rope && !prep)
+                    cuda_gemv_prep_x(b->ctx, b->xb, f->cols, T), prep = true;
+                roped = try_rope && cuda_fwd_gemv_rope_kv(b->ctx, f->dtype, f->d, f->rows, f->cols, f->scale,
+                                                          cuda_gemv_engine_ksplit(b->ctx, false), &rp);
+                if (!roped)
+                    decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
+                if (v_apart) { /* x is prepared now if q|k is quantized */
                     decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
+                    if (roped)
+                        cuda_fwd_v_cache(b->ctx, qkv_out[2], tok_pos, kv, b->kv_dim);
+                }
             }
         } else if (joined(b, &D->qkv_join, T)) { /* one GEMV into qkv_dec's rows (q, k, v: q_dim + 2 kv_dim a row) */
             const struct cuda_weight *j = &D->qkv_join;
@@ -248,14 +282,11 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
         } else {
             decode_matmul(b, qkv, qkv_out, 3, b->xb, T, prep, split);
         }
-        struct cuda_kv_view kv;
-        struct cuda_attn_kv akv; /* one token a sequence: settled */
-        cuda_be_kv_layer(b, l, blocks, tok_table, 1, &kv, &akv);
-        akv.pos_min = pos_min;
         /* q rotated into b->q (in place unless it came in q|k|v's rows) */
-        cuda_fwd_qk_rope_kv(b->ctx, b->q, qkv_out[0], q_ld, qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq, D->bk,
-                            D->bv, D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX, c->norm_eps,
-                            sh, kv);
+        if (!roped)
+            cuda_fwd_qk_rope_kv(b->ctx, b->q, qkv_out[0], q_ld, qkv_out[1], qkv_out[2], kv_ld, T, tok_pos, D->bq,
+                                D->bk, D->bv, D->q_norm, D->k_norm, D->inv_freq, c->rope_style == MODEL_ROPE_NEOX,
+                                c->norm_eps, sh, kv);
         const struct cuda_weight *wo = &D->wo;
         const bool wo_prep = b->attn_prep && is_quantized(wo->dtype) && T <= b->attn_rows;
         cuda_be_attn_rows(b, b->q, &akv, tok_pos, tok_table, 0, T, c->attn_scale,

@@ -3,7 +3,8 @@
  * GEMV kernel reads, the per-token attention prologue (bias, q/k RMSNorm, RoPE,
  * KV write), attention over a sequence's paged KV, the gated activation and the
  * residual add. Plain C declarations (no CUDA types); the definitions are in
- * fwd.cu. The C driver (cuda_forward.c, cuda_decode_step.c) calls these.
+ * fwd.cu (cuda_fwd_gemv_rope_kv, a GEMV with the RoPE in its epilogue: in
+ * gemv.cu). The C driver (cuda_forward.c, cuda_decode_step.c) calls these.
  *
  * Every kernel computes each output element by the same float operations
  * whatever T (the number of batch tokens) is and wherever the token sits in the
@@ -92,6 +93,32 @@ struct cuda_attn_shape {
  * (≥ n_kv_heads·hd: the decode step's k | v rows of one launch); tok_pos (T).
  * From CUDA_FWD_ROPE_MANY_TOKENS tokens (head dims ≤ 128) a block takes four,
  * the same bits. */
+/* A lone token's RoPE and KV write done by the GEMV that computes its q|k (or q|k|v) rows, in the GEMV's epilogue
+ * (the decode step, MEMRA_DECODE_ROPE): no RoPE launch between that GEMV and the attention. The rows are q (q_rows),
+ * k (k_rows) and, when the matrix has them, v (k_rows more); q is written RoPE'd to q, k RoPE'd and v as is into kv's
+ * rows at tok_pos[0] of token 0's table. Adjacent pairs only, no biases, no q/k norms: cuda_fwd_qk_rope_kv's
+ * operations for that case (rope_rotate, cuda_common.cuh), so the same bits as the GEMV then the RoPE kernel. */
+struct cuda_rope_epi {
+    float *q;                  /* (q_rows) RoPE'd q; NULL: no epilogue (the GEMV writes y) */
+    uint32_t q_rows, k_rows;   /* k_rows = kv_dim */
+    uint32_t head_dim;         /* even; q_rows, k_rows multiples of it */
+    const uint32_t *tok_pos;   /* (1) the token's position */
+    const float *inv_freq;     /* (head_dim / 2) */
+    struct cuda_kv_view kv;
+};
+/* y = W x for a lone token's x prepared by cuda_gemv_prep_x (n, batch 1), through r's epilogue instead of into a y:
+ * W (rows, n) of quantized type t is q|k (rows q_rows + k_rows) or q|k|v (+ k_rows); ks the dp4a GEMVs' K split
+ * (cuda_gemv_engine_ksplit). The GEMV is the one cuda_gemv_variant(.., 0, ks, CUDA_GEMV_X_PREPARED) runs, and
+ * takes the epilogue where that kernel keeps a rotation pair in one thread or in adjacent lanes (the int8
+ * tensor-core GEMV; the dp4a ones at ≥ 2 rows a warp, not the staged one): returns false, having launched
+ * nothing, where it does not — the caller then runs the GEMV and cuda_fwd_qk_rope_kv. */
+bool cuda_fwd_gemv_rope_kv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, float scale,
+                           int ks, const struct cuda_rope_epi *r);
+/* A lone token's v row (kv_dim floats, no bias) into kv's values at tok_pos[0]: what cuda_fwd_qk_rope_kv does
+ * with v, for a v GEMV that runs apart from a q|k that took cuda_fwd_gemv_rope_kv. */
+void cuda_fwd_v_cache(struct cuda_ctx *ctx, const float *v, const uint32_t *tok_pos, struct cuda_kv_view kv,
+                      uint32_t kv_dim);
+
 #define CUDA_FWD_ROPE_MANY_TOKENS 2048u /* (at 512 tokens four a block filled too few SMs: pp512 −0.7-1.1 %) */
 void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float *q_in, uint32_t q_ld, const float *k,
                          const float *v, uint32_t kv_ld, uint32_t T,

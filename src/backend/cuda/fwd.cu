@@ -19,14 +19,6 @@
 
 namespace {
 
-/* Element i of a KV row (cuda_kv_view: f32, or bf16 rounded to nearest even). */
-static __device__ __forceinline__ void kv_put(void *row, bool bf16, uint64_t i, float x)
-{
-    if (bf16)
-        reinterpret_cast<__nv_bfloat16 *>(row)[i] = __float2bfloat16_rn(x);
-    else
-        reinterpret_cast<float *>(row)[i] = x;
-}
 static __device__ __forceinline__ float kv_get(const void *row, bool bf16, uint64_t i)
 {
     return bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(row)[i])
@@ -98,8 +90,7 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32, TPB > 1 ? 4 : 1)
     const uint32_t q_dim = sh.n_heads * hd, kv_dim = sh.n_kv_heads * hd;
     for (uint32_t e = threadIdx.x; e < nt * half; e += blockDim.x) {
         const uint32_t j = e / half, i = e - j * half;
-        const float a = (float)tok_pos[t0 + j] * inv_freq[i];
-        s_cos[j][i] = cosf(a), s_sin[j][i] = sinf(a);
+        rope_cos_sin(tok_pos[t0 + j], inv_freq[i], s_cos[j][i], s_sin[j][i]);
     }
     __syncthreads();
     const uint32_t h = blockIdx.y * ROPE_WARPS + warp;
@@ -176,7 +167,8 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32, TPB > 1 ? 4 : 1)
             const float c = s_cos[j][i], sn = s_sin[j][i];
             const uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
             const float x0 = row[i0], x1 = row[i1];
-            const float y0 = x0 * c - x1 * sn, y1 = x1 * c + x0 * sn;
+            float y0, y1;
+            rope_rotate(x0, x1, c, sn, y0, y1);
             if (isq) {
                 pq[i0] = y0;
                 pq[i1] = y1;
@@ -187,6 +179,15 @@ __global__ void __launch_bounds__(ROPE_WARPS * 32, TPB > 1 ? 4 : 1)
         }
         __syncwarp(); /* the row is the next token's */
     }
+}
+
+/* A lone token's v row (no bias) into the KV cache at its position: cuda_fwd_qk_rope_kv's v store. */
+__global__ void kernel_v_cache(const float *v, const uint32_t *tok_pos, cuda_kv_view kv, uint32_t kv_dim)
+{
+    pdl_enter();
+    void *row = CUDA_KV_ROW(kv.v, kv, 0, tok_pos[0], kv_dim);
+    for (uint32_t i = threadIdx.x; i < kv_dim; i += blockDim.x)
+        kv_put(row, kv.bf16 != 0, i, v[i]);
 }
 
 __global__ void __launch_bounds__(ATT_WARPS * 32) kernel_attention(const float *__restrict__ q, float *__restrict__ att,
@@ -428,6 +429,12 @@ extern "C" void cuda_fwd_qk_rope_kv(struct cuda_ctx *ctx, float *q, const float 
     else /* (head dims above 128 too: four tokens' values would spill) */
         cuda_launch(ctx, kernel_qk_rope_kv<1, JM>, dim3(T, hy), ROPE_WARPS * 32, 0, q, q_in, q_ld, k, v, kv_ld, T,
                     tok_pos, bq, bk, bv, q_norm, k_norm, inv_freq, neox, eps, sh, kv);
+}
+
+extern "C" void cuda_fwd_v_cache(struct cuda_ctx *ctx, const float *v, const uint32_t *tok_pos,
+                                 struct cuda_kv_view kv, uint32_t kv_dim)
+{
+    cuda_launch(ctx, kernel_v_cache, dim3(1), 256, 0, v, tok_pos, kv, kv_dim);
 }
 
 extern "C" void cuda_fwd_attention(struct cuda_ctx *ctx, const float *q, float *att, uint32_t T,

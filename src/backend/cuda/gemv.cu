@@ -1,5 +1,5 @@
-/* backend/cuda/gemv.cu — the C entry points of the GEMV family (cuda_ops.h):
- * shape checks and dispatch to the plain-float kernels (gemv_plain.cu) or the
+/* backend/cuda/gemv.cu — the C entry points of the GEMV family (cuda_ops.h, and cuda_fwd.h's
+ * cuda_fwd_gemv_rope_kv): shape checks and dispatch to the plain-float kernels (gemv_plain.cu) or the
  * block-quantized ones (gemv_quant.cu). */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
@@ -44,6 +44,18 @@ extern "C" void cuda_gemv_variant(struct cuda_ctx *ctx, enum dtype t, const void
     if (!(flags & CUDA_GEMV_X_PREPARED))
         gemv_quant_prep_x(ctx, x, n, batch);
     gemv_quant_launch(ctx, t, w, rows, n, batch, y, scale, rpb, ksplit);
+}
+
+extern "C" bool cuda_fwd_gemv_rope_kv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
+                                      float scale, int ks, const struct cuda_rope_epi *r)
+{
+    if (!r || !r->q || r->head_dim == 0 || r->head_dim % 2 || r->k_rows == 0 || r->q_rows % r->head_dim ||
+        r->k_rows % r->head_dim || (rows != (uint64_t)r->q_rows + r->k_rows && rows != (uint64_t)r->q_rows + 2 * r->k_rows))
+        CUDA_FAIL("cuda_fwd_gemv_rope_kv: %llu rows are not q|k[|v] of head_dim %u", (unsigned long long)rows,
+                  r ? r->head_dim : 0);
+    if (is_plain(t) || !cuda_gemv_supported(t, rows, n) || (uintptr_t)w % 16 != 0)
+        return false;
+    return gemv_quant_launch(ctx, t, w, rows, n, 1, nullptr, scale, 0, ks, *r);
 }
 
 extern "C" void cuda_gemv_bs(struct cuda_ctx *ctx, const void *w, const float *bs, uint64_t rows, uint64_t n,

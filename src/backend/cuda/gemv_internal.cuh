@@ -6,6 +6,7 @@
 #define MEMRA_BACKEND_CUDA_GEMV_INTERNAL_CUH
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_fwd.h"
 
 /* Rows per thread block (plain kernels) for a batch-1 GEMV. */
 static inline int gemv_pick_rows_per_block(uint64_t rows, int sms)
@@ -182,14 +183,37 @@ static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32
         reinterpret_cast<float *>(base + xq_sum_off(n))[e / 16] = s16;
 }
 
-void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
-                       float *y, float scale, int rpb, int ks);
+/* cuda_rope_epi's store of row `row` of a lone token's q|k[|v] (value val; other: its rotation partner's, row ^ 1,
+ * unused for v's rows): the RoPE kernel's operations (rope_cos_sin, rope_rotate) for an adjacent pair. */
+static __device__ __forceinline__ void rope_epi_store(const cuda_rope_epi &rp, uint32_t row, float val, float other)
+{
+    const uint32_t pos = rp.tok_pos[0];
+    if (row < rp.q_rows + rp.k_rows) {
+        const bool isq = row < rp.q_rows, odd = row & 1; /* (q_rows and head_dim are even) */
+        const uint32_t r = isq ? row : row - rp.q_rows;
+        float c, s, y0, y1;
+        rope_cos_sin(pos, rp.inv_freq[r % rp.head_dim / 2], c, s);
+        rope_rotate(odd ? other : val, odd ? val : other, c, s, y0, y1);
+        if (isq)
+            rp.q[r] = odd ? y1 : y0;
+        else
+            kv_put(CUDA_KV_ROW(rp.kv.k, rp.kv, 0, pos, rp.k_rows), rp.kv.bf16 != 0, r, odd ? y1 : y0);
+    } else {
+        kv_put(CUDA_KV_ROW(rp.kv.v, rp.kv, 0, pos, rp.k_rows), rp.kv.bf16 != 0, row - rp.q_rows - rp.k_rows, val);
+    }
+}
+
+/* The quantized GEMVs (gemv_quant.cu, gemv_mma.cu) on x prepared by gemv_quant_prep_x. With rp.q set (one vector,
+ * cuda_fwd_gemv_rope_kv) the kernel stores through rp's epilogue instead of y, or returns false having launched
+ * nothing where the shape's kernel cannot (a rotation pair must be in one thread or adjacent lanes). */
+bool gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
+                       float *y, float scale, int rpb, int ks, const cuda_rope_epi &rp = {});
 /* The int8 tensor-core GEMV (gemv_mma.cu): Q4_K, Q6_K (mode
  * CUDA_GEMV_MMA_ALL, n % 2048 == 0), batch ≤ 8, x prepared; ks: warps
  * splitting a row tile's K (1, 2, 4, 8; 0 = the rule). */
 bool gemv_mma_has(int mode, enum dtype t, uint64_t n);
 void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
-                     const uint8_t *xq, uint32_t nb, float *y, float scale, int ks);
+                     const uint8_t *xq, uint32_t nb, float *y, float scale, int ks, const cuda_rope_epi &rp = {});
 /* The grouped forms (gemv_group above); the quantized one reads x prepared for
  * at least the largest first + rows of its slots (gemv_quant_prep_x). */
 void gemv_plain_launch_grouped(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,

@@ -445,7 +445,8 @@ static __device__ __forceinline__ void issue_w(uint32_t st_s, const uint8_t *w, 
 template <class Q, int NTL, int KS, int NS, int XP>
 __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 || NS > 2 ? 2 : 4)
     kernel_gemv_mma(const uint8_t *__restrict__ w, uint64_t row_bytes, uint32_t rows, uint32_t n,
-                    const uint8_t *__restrict__ xq, uint32_t nb, float *__restrict__ y, float scale)
+                    const uint8_t *__restrict__ xq, uint32_t nb, float *__restrict__ y, float scale,
+                    cuda_rope_epi rp)
 {
     constexpr int NW = mma_block<KS>::NW, TPB = NW / KS, NB = mma_cols<NTL, XP>::NB, NC = Q::CPT * NTL;
     constexpr uint32_t RS = Q::RS, STG = 16 * RS;
@@ -586,7 +587,13 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
                             : fmaf(-Q::MFAC, m[b], fmaf(65536.0f, f[2 * b + 1], 256.0f * f[2 * b]));
                 v = k == 0 ? part : v + part;
             }
-            y[(uint64_t)b * rows + row] = scale * v;
+            if (rp.q) { /* one vector, rows % 16 == 0: rows 2i, 2i + 1 are lanes 2i, 2i + 1 of a half warp that
+                         * comes here whole (a 16-row tile's outputs) */
+                const float other = __shfl_xor_sync(0xFFFFu << (lane & 16), scale * v, 1);
+                rope_epi_store(rp, row, scale * v, other);
+            } else {
+                y[(uint64_t)b * rows + row] = scale * v;
+            }
         }
         __syncthreads(); /* the sums are read before the next tile's overwrite them */
     }
@@ -595,7 +602,7 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
 
 template <class Q, int NTL, int KS, int NS, int XP>
 void launch_ns(const cuda_ctx *ctx, uint32_t groups, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
-               uint32_t nb, float *y, float scale)
+               uint32_t nb, float *y, float scale, const cuda_rope_epi &rp)
 {
     constexpr int NW = mma_block<KS>::NW;
     constexpr uint32_t smem =
@@ -617,41 +624,41 @@ void launch_ns(const cuda_ctx *ctx, uint32_t groups, const void *w, uint64_t row
             grid = (uint32_t)most;
     }
     cuda_launch(ctx, kernel_gemv_mma<Q, NTL, KS, NS, XP>, dim3(grid), dim3(NW * 32), smem, (const uint8_t *)w,
-                n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale);
+                n / QK * Q::BS, (uint32_t)rows, (uint32_t)n, xq, nb, y, scale, rp);
 }
 
 template <class Q, int NTL, int KS, int XP>
 void launch(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
-            float scale)
+            float scale, const cuda_rope_epi &rp)
 {
     constexpr int NW = mma_block<KS>::NW, TPB = NW / KS;
     const uint64_t tiles = (rows + 15) / 16, groups = (tiles + TPB - 1) / TPB;
     if (ns_max<NTL>() > 2 && groups <= 2 * (uint64_t)ctx->prop.multiProcessorCount)
-        launch_ns<Q, NTL, KS, ns_max<NTL>(), XP>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
+        launch_ns<Q, NTL, KS, ns_max<NTL>(), XP>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale, rp);
     else
-        launch_ns<Q, NTL, KS, 2, XP>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale);
+        launch_ns<Q, NTL, KS, 2, XP>(ctx, (uint32_t)groups, w, rows, n, xq, nb, y, scale, rp);
 }
 
 template <class Q, int NTL, int XP>
 void launch_ks(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
-               float *y, float scale)
+               float *y, float scale, const cuda_rope_epi &rp = {})
 {
     switch (ks) {
-    case 1: launch<Q, NTL, 1, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 2: launch<Q, NTL, 2, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 4: launch<Q, NTL, 4, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 8: launch<Q, NTL, 8, XP>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 1: launch<Q, NTL, 1, XP>(ctx, w, rows, n, xq, nb, y, scale, rp); break;
+    case 2: launch<Q, NTL, 2, XP>(ctx, w, rows, n, xq, nb, y, scale, rp); break;
+    case 4: launch<Q, NTL, 4, XP>(ctx, w, rows, n, xq, nb, y, scale, rp); break;
+    case 8: launch<Q, NTL, 8, XP>(ctx, w, rows, n, xq, nb, y, scale, rp); break;
     default: CUDA_FAIL("gemv mma: ksplit %d not in {1,2,4,8}", ks);
     }
 }
 
 template <class Q, int XP>
 void launch_q(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
-              float *y, float scale)
+              float *y, float scale, const cuda_rope_epi &rp)
 {
     static_assert(mma_cols<2, 2>::NB >= 8, "two n-tiles hold a batch of 16-bit vectors");
-    if (nb <= mma_cols<1, XP>::NB)
-        launch_ks<Q, 1, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+    if (nb <= mma_cols<1, XP>::NB) /* (the epilogue's one vector) */
+        launch_ks<Q, 1, XP>(ctx, ks, w, rows, n, xq, nb, y, scale, rp);
     else if (XP == 2 || nb <= mma_cols<2, XP>::NB)
         launch_ks<Q, 2, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
     else if constexpr (XP == 3)
@@ -662,14 +669,14 @@ void launch_q(const cuda_ctx *ctx, int ks, const void *w, uint64_t rows, uint64_
  * prepared x of XP planes. */
 template <int XP>
 void launch_type(const cuda_ctx *ctx, enum dtype t, int ks, const void *w, uint64_t rows, uint64_t n,
-                 const uint8_t *xq, uint32_t nb, float *y, float scale)
+                 const uint8_t *xq, uint32_t nb, float *y, float scale, const cuda_rope_epi &rp)
 {
     if (t == DTYPE_Q4_K)
-        launch_q<mk_q4k, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+        launch_q<mk_q4k, XP>(ctx, ks, w, rows, n, xq, nb, y, scale, rp);
     else if (nb == 1)
-        launch_ks<mk_q6k<true>, 1, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+        launch_ks<mk_q6k<true>, 1, XP>(ctx, ks, w, rows, n, xq, nb, y, scale, rp);
     else
-        launch_q<mk_q6k<false>, XP>(ctx, ks, w, rows, n, xq, nb, y, scale);
+        launch_q<mk_q6k<false>, XP>(ctx, ks, w, rows, n, xq, nb, y, scale, rp);
 }
 
 } // namespace
@@ -694,15 +701,18 @@ bool gemv_mma_has(int mode, enum dtype t, uint64_t n)
 }
 
 void gemv_mma_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n,
-                     const uint8_t *xq, uint32_t nb, float *y, float scale, int ks)
+                     const uint8_t *xq, uint32_t nb, float *y, float scale, int ks, const cuda_rope_epi &rp)
 {
     if (!gemv_mma_has(CUDA_GEMV_MMA_ALL, t, n) || nb < 1 || nb > 8)
         CUDA_FAIL("gemv mma: %s, n = %llu, batch %u not supported", dtype_name(t), (unsigned long long)n, nb);
+    if (rp.q && (nb != 1 || rows % 16 || rp.head_dim % 2))
+        CUDA_FAIL("gemv mma: the RoPE epilogue takes one vector and rows %% 16 == 0 (rows %llu, batch %u)",
+                  (unsigned long long)rows, nb);
     if (ks == 0)
         ks = pick_ks(n);
     /* the prepared x's planes: 2 with bf16 activations (16-bit, gemv_internal.cuh), else 3 */
     if (ctx->act_bf16)
-        launch_type<2>(ctx, t, ks, w, rows, n, xq, nb, y, scale);
+        launch_type<2>(ctx, t, ks, w, rows, n, xq, nb, y, scale, rp);
     else
-        launch_type<3>(ctx, t, ks, w, rows, n, xq, nb, y, scale);
+        launch_type<3>(ctx, t, ks, w, rows, n, xq, nb, y, scale, rp);
 }

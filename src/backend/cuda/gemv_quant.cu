@@ -104,7 +104,7 @@ static __device__ __forceinline__ void q_step(const uint32_t (&q)[R][8], const f
  * block's warps), written by lane 0 of the (first) warp. */
 template <int R, int NB, int KS>
 static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__restrict__ y, uint32_t rows,
-                                                uint32_t row0, uint32_t nb, float scale)
+                                                uint32_t row0, uint32_t nb, float scale, const cuda_rope_epi &rp)
 {
     constexpr int W = NT / 32;
     const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
@@ -130,8 +130,21 @@ static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__r
             acc[k] = t;
         }
     }
-    if (lane == 0)
-        gemv_store_rows<R, NB>(y, acc, rows, row0, nb, scale);
+    if (lane != 0)
+        return;
+    if constexpr (R % 2 == 0 && NB == 1) {
+        if (rp.q) { /* a lone token's q|k[|v] (rows and row0 even): the lane holds rotation pairs */
+#pragma unroll
+            for (int r = 0; r < R; r += 2)
+                if (row0 + r < rows) {
+                    const float a = scale * acc[r], b = scale * acc[r + 1];
+                    rope_epi_store(rp, row0 + r, a, b);
+                    rope_epi_store(rp, row0 + r + 1, b, a);
+                }
+            return;
+        }
+    }
+    gemv_store_rows<R, NB>(y, acc, rows, row0, nb, scale);
 }
 
 /* KS = 1: each of the block's 4 warps owns its own R rows and walks them whole.
@@ -144,7 +157,8 @@ static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__r
 template <class Q, bool X16, int R, int NB, int KS, bool G>
 __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict__ w, uint64_t row_bytes,
                                                        uint32_t rows, uint32_t n, const uint8_t *__restrict__ xq,
-                                                       uint32_t nb, float *__restrict__ y, float scale, gemv_group grp)
+                                                       uint32_t nb, float *__restrict__ y, float scale, gemv_group grp,
+                                                       cuda_rope_epi rp)
 {
     constexpr int S = Q::QK / 32;   /* 32-element segments per block */
     constexpr int BPS = 32 / S;     /* blocks per warp step */
@@ -190,18 +204,18 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
         q_step<Q, R, NB, X16>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
     }
     pdl_trigger();
-    q_finish<R, NB, KS>(acc, y, rows, row0, nb, scale);
+    q_finish<R, NB, KS>(acc, y, rows, row0, nb, scale, rp);
 }
 
 template <class Q, bool X16, int R, int NB, int KS, bool G = false>
 void launch_q(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb, float *y,
-              float scale, gemv_group grp = {})
+              float scale, gemv_group grp = {}, const cuda_rope_epi &rp = {})
 {
     const uint64_t row_bytes = n / Q::QK * Q::BS;
     const uint64_t groups = (rows + R - 1) / R;
     const dim3 grid((uint32_t)(KS == 1 ? (groups + NT / 32 - 1) / (NT / 32) : groups), G ? grp.max_slots : 1);
     cuda_launch(ctx, kernel_gemv_q<Q, X16, R, NB, KS, G>, grid, NT, 0, (const uint8_t *)w, row_bytes, (uint32_t)rows,
-                (uint32_t)n, xq, nb, y, scale, grp);
+                (uint32_t)n, xq, nb, y, scale, grp, rp);
 }
 
 /* ---- the staged kernel -----------------------------------------------------
@@ -332,7 +346,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
             issue(j + NS);
     }
     pdl_trigger();
-    q_finish<R, NB, 1>(acc, y, rows, row0, nb, scale);
+    q_finish<R, NB, 1>(acc, y, rows, row0, nb, scale, cuda_rope_epi{});
 }
 
 template <class Q, bool X16, int R, int NB, bool G = false>
@@ -351,15 +365,15 @@ void launch_qs(const cuda_ctx *ctx, const void *w, uint64_t rows, uint64_t n, co
                 (uint32_t)n, xq, nb, y, scale, grp);
 }
 
-/* ksplit 1: the staged kernel or the register one (the same bits). */
+/* ksplit 1: the staged kernel or the register one (the same bits; the RoPE epilogue: the register one only). */
 template <class Q, bool X16, int R, int NB, bool G = false>
 void launch_ks1(const cuda_ctx *ctx, bool staged, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq,
-                uint32_t nb, float *y, float scale, gemv_group grp = {})
+                uint32_t nb, float *y, float scale, gemv_group grp = {}, const cuda_rope_epi &rp = {})
 {
     if (staged)
         launch_qs<Q, X16, R, NB, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
     else
-        launch_q<Q, X16, R, NB, 1, G>(ctx, w, rows, n, xq, nb, y, scale, grp);
+        launch_q<Q, X16, R, NB, 1, G>(ctx, w, rows, n, xq, nb, y, scale, grp, rp);
 }
 
 /* Grouped: ksplit 1 (the order the ungrouped batch kernels use), 4 rows a
@@ -376,11 +390,15 @@ void dispatch_q_grouped(const cuda_ctx *ctx, const void *w, uint64_t rows, uint6
                                                     scale, grp);
 }
 
+/* Returns false, launching nothing, where rp asks for the RoPE epilogue and the shape's kernel cannot take it (a
+ * batch, one row a warp, the staged kernel). */
 template <class Q, bool X16>
-void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
-                float *y, float scale, int rpw, int ks)
+bool dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint64_t n, const uint8_t *xq, uint32_t nb,
+                float *y, float scale, int rpw, int ks, const cuda_rope_epi &rp)
 {
     const bool st = ctx->gemv_staged;
+    if (rp.q && nb > 1)
+        return false;
     if (nb > 1) { /* 2 rows a warp; ksplit 4 where asked (a row's bits as alone at ksplit 4), else 1 */
         if (ks == 4 && nb > 4)
             launch_q<Q, X16, 2, 8, 4>(ctx, w, rows, n, xq, nb, y, scale);
@@ -390,7 +408,7 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
             launch_ks1<Q, X16, 2, 8>(ctx, st, w, rows, n, xq, nb, y, scale);
         else
             launch_ks1<Q, X16, 2, 4>(ctx, st, w, rows, n, xq, nb, y, scale);
-        return;
+        return true;
     }
     if (ks == 0)
         ks = gemv_pick_ksplit(rows, n, sms);
@@ -398,15 +416,18 @@ void dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
         rpw = st && ks == 1 ? gemv_pick_rows_staged(rows, n, sms) : gemv_pick_rows_per_warp(rows, sms);
     if (ks != 1 && ks != 4)
         CUDA_FAIL("gemv: ksplit %d not in {1,4}", ks);
+    if (rp.q && (rpw < 2 || (st && ks == 1)))
+        return false;
     switch (rpw * 8 + ks) {
     case 9: launch_q<Q, X16, 1, 1, 1>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 17: launch_ks1<Q, X16, 2, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
-    case 33: launch_ks1<Q, X16, 4, 1>(ctx, st, w, rows, n, xq, nb, y, scale); break;
+    case 17: launch_ks1<Q, X16, 2, 1>(ctx, st, w, rows, n, xq, nb, y, scale, {}, rp); break;
+    case 33: launch_ks1<Q, X16, 4, 1>(ctx, st, w, rows, n, xq, nb, y, scale, {}, rp); break;
     case 12: launch_q<Q, X16, 1, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 20: launch_q<Q, X16, 2, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
-    case 36: launch_q<Q, X16, 4, 1, 4>(ctx, w, rows, n, xq, nb, y, scale); break;
+    case 20: launch_q<Q, X16, 2, 1, 4>(ctx, w, rows, n, xq, nb, y, scale, {}, rp); break;
+    case 36: launch_q<Q, X16, 4, 1, 4>(ctx, w, rows, n, xq, nb, y, scale, {}, rp); break;
     default: CUDA_FAIL("gemv: rows_per_warp %d not in {1,2,4}", rpw);
     }
+    return true;
 }
 
 } // namespace
@@ -479,8 +500,8 @@ extern "C" int cuda_gemv_engine_ksplit(const struct cuda_ctx *ctx, bool head)
     return ctx->gemv_ks == CUDA_GEMV_KS_AUTO ? (head ? 1 : 4) : ctx->gemv_ks;
 }
 
-void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
-                       float *y, float scale, int rpb, int ks)
+bool gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, uint32_t nb,
+                       float *y, float scale, int rpb, int ks, const cuda_rope_epi &rp)
 {
     if (!ctx->xq || ctx->xq_n != n || ctx->xq_batch < nb)
         CUDA_FAIL("gemv %s: activations not prepared for n = %llu, batch %u (cuda_gemv_prep_x)", dtype_name(t),
@@ -491,17 +512,16 @@ void gemv_quant_launch(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64
      * given rows-per-warp asks for the dp4a kernels: tests); its K split does
      * not change with the batch, so neither do a row's bits */
     if (rpb == 0 && gemv_mma_has(ctx->gemv_mma, t, n)) {
-        gemv_mma_launch(ctx, t, w, rows, n, xq, nb, y, scale, ctx->gemv_mma_ks);
-        return;
+        if (rp.q && (nb != 1 || rows % 16))
+            return false;
+        gemv_mma_launch(ctx, t, w, rows, n, xq, nb, y, scale, ctx->gemv_mma_ks, rp);
+        return true;
     }
     switch (t) {
 #define X(T, Q)                                                                                                  \
     case T:                                                                                                    \
-        if (ctx->act_bf16)                                                                                     \
-            dispatch_q<Q, true>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks);                              \
-        else                                                                                                   \
-            dispatch_q<Q, false>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks);                             \
-        break;
+        return ctx->act_bf16 ? dispatch_q<Q, true>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks, rp)        \
+                             : dispatch_q<Q, false>(ctx, sms, w, rows, n, xq, nb, y, scale, rpb, ks, rp);
         QUANT_TYPES(X)
 #undef X
     default: CUDA_FAIL("gemv_quant: type %s has no quantized kernel", dtype_name(t));

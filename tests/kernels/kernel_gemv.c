@@ -298,7 +298,7 @@ static void check_rope_epi(enum dtype t, uint32_t nh, uint32_t nkv, uint32_t hd,
     for (int epi = 0; epi < 2; epi++) {
         cuda_fill_nan_f32(g_ctx, dq, qd), cuda_fill_nan_f32(g_ctx, dk, pool), cuda_fill_nan_f32(g_ctx, dvp, pool);
         if (epi) {
-            const struct cuda_rope_epi rp = {dq, (uint32_t)qd, (uint32_t)kvd, hd, dmeta, dinv, kv};
+            const struct cuda_rope_epi rp = {dq, (uint32_t)qd, (uint32_t)kvd, hd, dmeta, dinv, kv, true};
             cuda_gemv_prep_x(g_ctx, dx, n, 1);
             taken = cuda_fwd_gemv_rope_kv(g_ctx, t, dw, rows, n, 1.0f, ks, &rp);
             if (taken && !with_v)

@@ -112,16 +112,17 @@ static bool side_v(const struct cuda_backend *b, bool prepared)
 }
 
 /* Whether a lone token's fused q|k[|v] GEMV f is asked to rotate q and k and
- * write k and v into the cache in its epilogue (MEMRA_DECODE_ROPE, default
- * on; cuda_fwd_gemv_rope_kv): a quantized GEMV, adjacent pairs, no biases, no
+ * write k and v into the cache in its epilogue (MEMRA_DECODE_ROPE;
+ * cuda_fwd_gemv_rope_kv): a quantized GEMV, adjacent pairs, no biases, no
  * q/k norms. Its kernel then says whether it took it (the int8 tensor-core
- * GEMV, the dp4a ones at ≥ 2 rows a warp); where it did, no RoPE kernel runs
- * between it and the attention — the same bits. H100, random 8B Q4_K_M,
- * tg128 375-377 → 385-387 tok/s with f32 activations, 385-387 → 392-394
- * with bf16; tg128@d4096 +2.7-3.3 % (bench/RESULTS.md, fifty-ninth run). */
+ * GEMV; with =all the dp4a ones at ≥ 2 rows a warp too); where it did, no
+ * RoPE kernel runs between it and the attention — the same bits. H100,
+ * random 8B Q4_K_M, tg128 375-377 → 385-387 tok/s with f32 activations,
+ * 385-387 → 392-394 with bf16; tg128@d4096 +2.7-3.5 % (bench/RESULTS.md,
+ * fifty-ninth run: the tensor-core form, in a lab build). */
 static bool rope_in_gemv(const struct cuda_backend *b, const struct cuda_layer *D, const struct cuda_weight *f)
 {
-    return b->dec_rope && is_quantized(f->dtype) && !use_mmv(b, f, 1) && !D->bq && !D->bk && !D->bv &&
+    return b->dec_rope > 0 && is_quantized(f->dtype) && !use_mmv(b, f, 1) && !D->bq && !D->bk && !D->bv &&
            !D->q_norm && !D->k_norm && b->base.model->cfg.rope_style != MODEL_ROPE_NEOX;
 }
 
@@ -234,7 +235,9 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
             const struct cuda_weight *f = &D->qkv, *wv = &D->wv;
             const bool v_apart = f->rows == D->wq.rows + D->wk.rows; /* f is q|k: v is a GEMV of its own */
             const bool try_rope = rope_in_gemv(b, D, f);
-            const struct cuda_rope_epi rp = {b->q, D->wq.rows, D->wk.rows, c->head_dim, tok_pos, D->inv_freq, kv};
+            const struct cuda_rope_epi rp = {.q = b->q, .q_rows = D->wq.rows, .k_rows = D->wk.rows,
+                                             .head_dim = c->head_dim, .tok_pos = tok_pos, .inv_freq = D->inv_freq,
+                                             .kv = kv, .dp4a = b->dec_rope == 2};
             if (v_apart && side_v(b, prep)) { /* v beside q|k */
                 cuda_ctx_side_begin(b->ctx);
                 decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, true, false);

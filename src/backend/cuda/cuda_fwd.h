@@ -105,13 +105,14 @@ struct cuda_rope_epi {
     const uint32_t *tok_pos;   /* (1) the token's position */
     const float *inv_freq;     /* (head_dim / 2) */
     struct cuda_kv_view kv;
+    bool dp4a;                 /* the dp4a GEMVs may take it too (else only the tensor-core one) */
 };
 /* y = W x for a lone token's x prepared by cuda_gemv_prep_x (n, batch 1), through r's epilogue instead of into a y:
  * W (rows, n) of quantized type t is q|k (rows q_rows + k_rows) or q|k|v (+ k_rows); ks the dp4a GEMVs' K split
  * (cuda_gemv_engine_ksplit). The GEMV is the one cuda_gemv_variant(.., 0, ks, CUDA_GEMV_X_PREPARED) runs, and
  * takes the epilogue where that kernel keeps a rotation pair in one thread or in adjacent lanes (the int8
- * tensor-core GEMV; the dp4a ones at ≥ 2 rows a warp, not the staged one): returns false, having launched
- * nothing, where it does not — the caller then runs the GEMV and cuda_fwd_qk_rope_kv. */
+ * tensor-core GEMV; with r->dp4a the dp4a ones at ≥ 2 rows a warp, not the staged one): returns false, having
+ * launched nothing, where it does not — the caller then runs the GEMV and cuda_fwd_qk_rope_kv. */
 bool cuda_fwd_gemv_rope_kv(struct cuda_ctx *ctx, enum dtype t, const void *w, uint64_t rows, uint64_t n, float scale,
                            int ks, const struct cuda_rope_epi *r);
 /* A lone token's v row (kv_dim floats, no bias) into kv's values at tok_pos[0]: what cuda_fwd_qk_rope_kv does

@@ -183,23 +183,39 @@ static __device__ __forceinline__ void gemv_prep_x4(float4 v, bool valid, uint32
         reinterpret_cast<float *>(base + xq_sum_off(n))[e / 16] = s16;
 }
 
+/* Where cuda_rope_epi's stores go: the token's position and its k and v cache rows. Uploaded before the step, so a
+ * GEMV reads them before its PDL wait (as the RoPE kernel does): its epilogue then has no dependent loads. */
+struct rope_epi_at {
+    uint32_t pos;
+    void *k, *v;
+};
+static __device__ __forceinline__ rope_epi_at rope_epi_where(const cuda_rope_epi &rp)
+{
+    rope_epi_at a = {0, nullptr, nullptr};
+    if (rp.q) {
+        a.pos = rp.tok_pos[0];
+        a.k = CUDA_KV_ROW(rp.kv.k, rp.kv, 0, a.pos, rp.k_rows);
+        a.v = CUDA_KV_ROW(rp.kv.v, rp.kv, 0, a.pos, rp.k_rows);
+    }
+    return a;
+}
 /* cuda_rope_epi's store of row `row` of a lone token's q|k[|v] (value val; other: its rotation partner's, row ^ 1,
  * unused for v's rows): the RoPE kernel's operations (rope_cos_sin, rope_rotate) for an adjacent pair. */
-static __device__ __forceinline__ void rope_epi_store(const cuda_rope_epi &rp, uint32_t row, float val, float other)
+static __device__ __forceinline__ void rope_epi_store(const cuda_rope_epi &rp, const rope_epi_at &at, uint32_t row,
+                                                      float val, float other)
 {
-    const uint32_t pos = rp.tok_pos[0];
     if (row < rp.q_rows + rp.k_rows) {
         const bool isq = row < rp.q_rows, odd = row & 1; /* (q_rows and head_dim are even) */
         const uint32_t r = isq ? row : row - rp.q_rows;
         float c, s, y0, y1;
-        rope_cos_sin(pos, rp.inv_freq[r % rp.head_dim / 2], c, s);
+        rope_cos_sin(at.pos, __ldg(rp.inv_freq + r % rp.head_dim / 2), c, s);
         rope_rotate(odd ? other : val, odd ? val : other, c, s, y0, y1);
         if (isq)
             rp.q[r] = odd ? y1 : y0;
         else
-            kv_put(CUDA_KV_ROW(rp.kv.k, rp.kv, 0, pos, rp.k_rows), rp.kv.bf16 != 0, r, odd ? y1 : y0);
+            kv_put(at.k, rp.kv.bf16 != 0, r, odd ? y1 : y0);
     } else {
-        kv_put(CUDA_KV_ROW(rp.kv.v, rp.kv, 0, pos, rp.k_rows), rp.kv.bf16 != 0, row - rp.q_rows - rp.k_rows, val);
+        kv_put(at.v, rp.kv.bf16 != 0, row - rp.q_rows - rp.k_rows, val);
     }
 }
 

@@ -482,6 +482,7 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
 #pragma unroll
     for (int j = 0; j < NS; j++)
         issue_next(j);
+    const rope_epi_at at = rope_epi_where(rp);
     pdl_wait();
 
     const uint64_t xstride = xq_stride(n);
@@ -590,7 +591,7 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
             if (rp.q) { /* one vector, rows % 16 == 0: rows 2i, 2i + 1 are lanes 2i, 2i + 1 of a half warp that
                          * comes here whole (a 16-row tile's outputs) */
                 const float other = __shfl_xor_sync(0xFFFFu << (lane & 16), scale * v, 1);
-                rope_epi_store(rp, row, scale * v, other);
+                rope_epi_store(rp, at, row, scale * v, other);
             } else {
                 y[(uint64_t)b * rows + row] = scale * v;
             }

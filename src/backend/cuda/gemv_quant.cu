@@ -104,7 +104,8 @@ static __device__ __forceinline__ void q_step(const uint32_t (&q)[R][8], const f
  * block's warps), written by lane 0 of the (first) warp. */
 template <int R, int NB, int KS>
 static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__restrict__ y, uint32_t rows,
-                                                uint32_t row0, uint32_t nb, float scale, const cuda_rope_epi &rp)
+                                                uint32_t row0, uint32_t nb, float scale, const cuda_rope_epi &rp,
+                                                const rope_epi_at &at)
 {
     constexpr int W = NT / 32;
     const uint32_t lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
@@ -138,8 +139,8 @@ static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__r
             for (int r = 0; r < R; r += 2)
                 if (row0 + r < rows) {
                     const float a = scale * acc[r], b = scale * acc[r + 1];
-                    rope_epi_store(rp, row0 + r, a, b);
-                    rope_epi_store(rp, row0 + r + 1, b, a);
+                    rope_epi_store(rp, at, row0 + r, a, b);
+                    rope_epi_store(rp, at, row0 + r + 1, b, a);
                 }
             return;
         }
@@ -164,7 +165,8 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     constexpr int BPS = 32 / S;     /* blocks per warp step */
     constexpr int W = NT / 32;
     static_assert(KS == 1 || KS == W, "KS: 1 or all warps of the block");
-    pdl_wait(); /* (PDL: nothing to do before x is ready; the next kernel is let in after the loop) */
+    const rope_epi_at at = rope_epi_where(rp);
+    pdl_wait(); /* (PDL: nothing else to do before x is ready; the next kernel is let in after the loop) */
     uint32_t xr[NB]; /* the prepared x's row of each batch entry */
 #pragma unroll
     for (int b = 0; b < NB; b++)
@@ -204,7 +206,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
         q_step<Q, R, NB, X16>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
     }
     pdl_trigger();
-    q_finish<R, NB, KS>(acc, y, rows, row0, nb, scale, rp);
+    q_finish<R, NB, KS>(acc, y, rows, row0, nb, scale, rp, at);
 }
 
 template <class Q, bool X16, int R, int NB, int KS, bool G = false>
@@ -346,7 +348,7 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_qs(const uint8_t *__restric
             issue(j + NS);
     }
     pdl_trigger();
-    q_finish<R, NB, 1>(acc, y, rows, row0, nb, scale, cuda_rope_epi{});
+    q_finish<R, NB, 1>(acc, y, rows, row0, nb, scale, cuda_rope_epi{}, rope_epi_at{});
 }
 
 template <class Q, bool X16, int R, int NB, bool G = false>
@@ -397,7 +399,7 @@ bool dispatch_q(const cuda_ctx *ctx, int sms, const void *w, uint64_t rows, uint
                 float *y, float scale, int rpw, int ks, const cuda_rope_epi &rp)
 {
     const bool st = ctx->gemv_staged;
-    if (rp.q && nb > 1)
+    if (rp.q && (nb > 1 || !rp.dp4a))
         return false;
     if (nb > 1) { /* 2 rows a warp; ksplit 4 where asked (a row's bits as alone at ksplit 4), else 1 */
         if (ks == 4 && nb > 4)

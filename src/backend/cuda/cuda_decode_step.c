@@ -117,8 +117,8 @@ static bool side_v(const struct cuda_backend *b, bool prepared)
  * q/k norms. Its kernel then says whether it took it (the int8 tensor-core
  * GEMV; with =all the dp4a ones at ≥ 2 rows a warp too); where it did, no
  * RoPE kernel runs between it and the attention — the same bits. H100,
- * random 8B Q4_K_M, tg128 375-377 → 385-387 tok/s with f32 activations,
- * 385-387 → 392-394 with bf16; tg128@d4096 +2.7-3.5 % (bench/RESULTS.md,
+ * random 8B Q4_K_M, tg128 375.1-377.2 → 385.5-387.0 tok/s with f32,
+ * 384.7-387.2 → 392.2-394.0 with bf16; tg128@d4096 +2.3-3.5 % (RESULTS,
  * fifty-ninth run: the tensor-core form, in a lab build). */
 static bool rope_in_gemv(const struct cuda_backend *b, const struct cuda_layer *D, const struct cuda_weight *f)
 {

@@ -218,6 +218,28 @@ static __device__ __forceinline__ void rope_epi_store(const cuda_rope_epi &rp, c
         kv_put(at.v, rp.kv.bf16 != 0, row - rp.q_rows - rp.k_rows, val);
     }
 }
+/* rope_epi_store of the pair of rows row0 (even) and row0 + 1 held by one thread, values a and b: the angle's cos and
+ * sin once for both. */
+static __device__ __forceinline__ void rope_epi_store2(const cuda_rope_epi &rp, const rope_epi_at &at, uint32_t row0,
+                                                       float a, float b)
+{
+    if (row0 < rp.q_rows + rp.k_rows) {
+        const bool isq = row0 < rp.q_rows;
+        const uint32_t r = isq ? row0 : row0 - rp.q_rows;
+        float c, s, y0, y1;
+        rope_cos_sin(at.pos, __ldg(rp.inv_freq + r % rp.head_dim / 2), c, s);
+        rope_rotate(a, b, c, s, y0, y1);
+        if (isq) {
+            rp.q[r] = y0, rp.q[r + 1] = y1;
+        } else {
+            kv_put(at.k, rp.kv.bf16 != 0, r, y0);
+            kv_put(at.k, rp.kv.bf16 != 0, r + 1, y1);
+        }
+    } else {
+        kv_put(at.v, rp.kv.bf16 != 0, row0 - rp.q_rows - rp.k_rows, a);
+        kv_put(at.v, rp.kv.bf16 != 0, row0 + 1 - rp.q_rows - rp.k_rows, b);
+    }
+}
 
 /* The quantized GEMVs (gemv_quant.cu, gemv_mma.cu) on x prepared by gemv_quant_prep_x. With rp.q set (one vector,
  * cuda_fwd_gemv_rope_kv) the kernel stores through rp's epilogue instead of y, or returns false having launched

@@ -51,6 +51,11 @@
  * a batch have the same bits (kernel_gemv checks). Relative to the dp4a
  * kernels the sums are grouped differently: not the same bits as they (the
  * engine uses one or the other for a matrix, never both).
+ *
+ * RoPE epilogue (cuda_fwd_gemv_rope_kv, a lone token's q|k[|v]): with rp.q set
+ * the outputs go through rope_epi_store (gemv_internal.cuh) instead of y —
+ * rows 2i and 2i + 1 are lanes 2i and 2i + 1 of the half warp that holds a
+ * 16-row tile's outputs, so one shuffle gives each its rotation partner.
  */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"

@@ -28,6 +28,9 @@
  *    Its staged form, kernel_gemv_qs (below; the default for ksplit 1,
  *    ctx->gemv_staged), runs the same lanes and arithmetic on weights
  *    bulk-copied into shared memory several steps ahead.
+ * kernel_gemv_q's RoPE epilogue (cuda_fwd_gemv_rope_kv with rp.dp4a, one
+ * vector, R ≥ 2): lane 0, which holds the R sums, stores them through
+ * rope_epi_store in pairs (R and row0 even). Not the staged kernel.
  */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemv_internal.cuh"
@@ -137,11 +140,8 @@ static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__r
         if (rp.q) { /* a lone token's q|k[|v] (rows and row0 even): the lane holds rotation pairs */
 #pragma unroll
             for (int r = 0; r < R; r += 2)
-                if (row0 + r < rows) {
-                    const float a = scale * acc[r], b = scale * acc[r + 1];
-                    rope_epi_store(rp, at, row0 + r, a, b);
-                    rope_epi_store(rp, at, row0 + r + 1, b, a);
-                }
+                if (row0 + r < rows)
+                    rope_epi_store2(rp, at, row0 + r, scale * acc[r], scale * acc[r + 1]);
             return;
         }
     }

@@ -335,13 +335,12 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->fuse_w = env_not_off("MEMRA_DECODE_FUSE");
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     b->dec_side = env_not_off("MEMRA_DECODE_SIDE");
-    const char *env_rope = getenv("MEMRA_DECODE_ROPE");
-    if (env_rope && *env_rope && strcmp(env_rope, "on") != 0 && strcmp(env_rope, "all") != 0 &&
-        strcmp(env_rope, "off") != 0) {
+    static const char *const rope_modes[] = {"off", "on", "all"}; /* b->dec_rope's values */
+    b->dec_rope = 1;
+    if (!cuda_env_pick("MEMRA_DECODE_ROPE", rope_modes, 3, &b->dec_rope, err, errlen)) {
         cuda_be_free(&b->base);
-        return err_set(err, errlen, "cuda backend: MEMRA_DECODE_ROPE=%s: expected on, all or off", env_rope);
+        return -1;
     }
-    b->dec_rope = !env_rope || !*env_rope || strcmp(env_rope, "on") == 0 ? 1 : strcmp(env_rope, "all") == 0 ? 2 : 0;
     b->dec_qkv = env_not_off("MEMRA_DECODE_QKV");
     const char *env_fp8b = getenv("MEMRA_FP8_BLOCK");
     if (env_fp8b && *env_fp8b && strcmp(env_fp8b, "native") != 0 && strcmp(env_fp8b, "f32") != 0) {

@@ -24,10 +24,7 @@ extern "C" bool cuda_env_on_off(const char *name, bool *on, char *err, size_t er
     return true;
 }
 
-/* An environment variable naming one of n choices: *out = its index, left as
- * it is when the variable is unset or empty; false with "NAME=v: expected a,
- * b or c" in err for anything else. */
-static bool env_pick(const char *name, const char *const *choices, int n, int *out, char *err, size_t errlen)
+extern "C" bool cuda_env_pick(const char *name, const char *const *choices, int n, int *out, char *err, size_t errlen)
 {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -66,18 +63,18 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
     /* MEMRA_GEMV_MMA: off / on (unset, empty) / all — CUDA_GEMV_MMA_OFF, _Q4K, _ALL */
     static const char *const mma_modes[] = {"off", "on", "all"};
     int mma = CUDA_GEMV_MMA_Q4K;
-    if (!env_pick("MEMRA_GEMV_MMA", mma_modes, 3, &mma, err, errlen))
+    if (!cuda_env_pick("MEMRA_GEMV_MMA", mma_modes, 3, &mma, err, errlen))
         return NULL;
     /* MEMRA_GEMV_MMA_GRID: auto (unset, empty) / tiles / resident, CUDA_GEMV_MMA_GRID_*'s order */
     static const char *const grid_modes[] = {"auto", "tiles", "resident"};
     int mma_grid = 0;
-    if (!env_pick("MEMRA_GEMV_MMA_GRID", grid_modes, 3, &mma_grid, err, errlen))
+    if (!cuda_env_pick("MEMRA_GEMV_MMA_GRID", grid_modes, 3, &mma_grid, err, errlen))
         return NULL;
     /* MEMRA_GEMV_KSPLIT: the dp4a GEMVs' K split for every batch size — auto (unset, empty: 4, the output head 1),
      * 1 or 4 (every matrix) */
     static const char *const ks_modes[] = {"auto", "1", "4"};
     int ksm = 0;
-    if (!env_pick("MEMRA_GEMV_KSPLIT", ks_modes, 3, &ksm, err, errlen))
+    if (!cuda_env_pick("MEMRA_GEMV_KSPLIT", ks_modes, 3, &ksm, err, errlen))
         return NULL;
     /* decode attention: one CTA a row from this many rows a launch on (attn_decode.cu) */
     const char *rows = getenv("MEMRA_ATTN_ROWS");
@@ -108,30 +105,30 @@ extern "C" struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen)
      * enum cuda_attn_decode_kernels' order */
     static const char *const attn_modes[] = {"auto", "f32", "tc"};
     int attn_kernels = CUDA_ATTN_DECODE_AUTO;
-    if (!env_pick("MEMRA_ATTN_DECODE", attn_modes, 3, &attn_kernels, err, errlen))
+    if (!cuda_env_pick("MEMRA_ATTN_DECODE", attn_modes, 3, &attn_kernels, err, errlen))
         return NULL;
     /* the tensor-core decode attention's q home, rows form and split launches of >= 8 rows (attn_decode_tc.cu),
      * enum cuda_attn_tc_q's order */
     static const char *const tc_q_modes[] = {"auto", "regs", "smem"};
     int tc_q = CUDA_ATTN_TC_Q_AUTO;
-    if (!env_pick("MEMRA_ATTN_TC_Q", tc_q_modes, 3, &tc_q, err, errlen))
+    if (!cuda_env_pick("MEMRA_ATTN_TC_Q", tc_q_modes, 3, &tc_q, err, errlen))
         return NULL;
     /* the tensor-core decode attention's numerics: q and P split (off) or in one bf16 part (on) */
     static const char *const one_modes[] = {"off", "on"};
     int dec_one = 0;
-    if (!env_pick("MEMRA_ATTN_DECODE_ONE", one_modes, 2, &dec_one, err, errlen))
+    if (!cuda_env_pick("MEMRA_ATTN_DECODE_ONE", one_modes, 2, &dec_one, err, errlen))
         return NULL;
     /* prefill attention: query rows a CTA for spans that are not split (attn_prefill.cu) */
     static const char *const bm_modes[] = {"128", "64"};
     int bm = 0;
-    if (!env_pick("MEMRA_ATTN_PREFILL_BM", bm_modes, 2, &bm, err, errlen))
+    if (!cuda_env_pick("MEMRA_ATTN_PREFILL_BM", bm_modes, 2, &bm, err, errlen))
         return NULL;
     /* prefill attention's fast mode on a bf16 cache at head_dim 128: the wgmma kernels (attn_prefill_wg.cu,
      * attn_prefill_ws.cu) */
     static const char *const wg_modes[] = {"pipe",       "serial", "off",    "overlap",
                                            "overlap128", "ws128",  "ws128pp"}; /* enum cuda_attn_prefill_wg's order */
     int pwg = CUDA_ATTN_PREFILL_WG_WS128PP; /* the fastest form (bench/RESULTS.md forty-fourth run) */
-    if (!env_pick("MEMRA_ATTN_PREFILL_WG", wg_modes, 7, &pwg, err, errlen))
+    if (!cuda_env_pick("MEMRA_ATTN_PREFILL_WG", wg_modes, 7, &pwg, err, errlen))
         return NULL;
     struct cuda_ctx *ctx = (struct cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)

@@ -238,29 +238,26 @@ static void decode_body(struct cuda_backend *b, uint32_t T, uint32_t pos_min)
             const struct cuda_rope_epi rp = {.q = b->q, .q_rows = D->wq.rows, .k_rows = D->wk.rows,
                                              .head_dim = c->head_dim, .tok_pos = tok_pos, .inv_freq = D->inv_freq,
                                              .kv = kv, .dp4a = b->dec_rope == 2};
-            if (v_apart && side_v(b, prep)) { /* v beside q|k */
+            const bool side = v_apart && side_v(b, prep); /* v beside q|k (x prepared for both) */
+            if (side) {
                 cuda_ctx_side_begin(b->ctx);
                 decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, true, false);
                 if (try_rope) /* (where q|k then declines, the RoPE kernel writes the same v again) */
                     cuda_fwd_v_cache(b->ctx, qkv_out[2], tok_pos, kv, b->kv_dim);
                 cuda_ctx_side_end(b->ctx);
-                roped = try_rope && cuda_fwd_gemv_rope_kv(b->ctx, f->dtype, f->d, f->rows, f->cols, f->scale,
-                                                          cuda_gemv_engine_ksplit(b->ctx, false), &rp);
-                if (!roped)
-                    decode_matmul(b, &f, qkv_out, 1, b->xb, T, true, false);
+            } else if (try_rope && !prep) {
+                cuda_gemv_prep_x(b->ctx, b->xb, f->cols, T), prep = true;
+            }
+            roped = try_rope && cuda_fwd_gemv_rope_kv(b->ctx, f->dtype, f->d, f->rows, f->cols, f->scale,
+                                                      cuda_gemv_engine_ksplit(b->ctx, false), &rp);
+            if (!roped)
+                decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
+            if (side) {
                 cuda_ctx_side_join(b->ctx);
-            } else {
-                if (try_rope && !prep)
-                    cuda_gemv_prep_x(b->ctx, b->xb, f->cols, T), prep = true;
-                roped = try_rope && cuda_fwd_gemv_rope_kv(b->ctx, f->dtype, f->d, f->rows, f->cols, f->scale,
-                                                          cuda_gemv_engine_ksplit(b->ctx, false), &rp);
-                if (!roped)
-                    decode_matmul(b, &f, qkv_out, 1, b->xb, T, prep, false);
-                if (v_apart) { /* x is prepared now if q|k is quantized */
-                    decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
-                    if (roped)
-                        cuda_fwd_v_cache(b->ctx, qkv_out[2], tok_pos, kv, b->kv_dim);
-                }
+            } else if (v_apart) { /* x is prepared now if q|k is quantized */
+                decode_matmul(b, &wv, &qkv_out[2], 1, b->xb, T, prep || is_quantized(f->dtype), false);
+                if (roped)
+                    cuda_fwd_v_cache(b->ctx, qkv_out[2], tok_pos, kv, b->kv_dim);
             }
         } else if (joined(b, &D->qkv_join, T)) { /* one GEMV into qkv_dec's rows (q, k, v: q_dim + 2 kv_dim a row) */
             const struct cuda_weight *j = &D->qkv_join;

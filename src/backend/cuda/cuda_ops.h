@@ -47,6 +47,10 @@ struct cuda_ctx *cuda_ctx_init(int device, char *err, size_t errlen);
 /* An on/off switch from the environment (docs/FLAGS.md): on when unset or
  * empty, off for "off"; false, with the reason in err, for any other value. */
 bool cuda_env_on_off(const char *name, bool *on, char *err, size_t errlen);
+/* An environment variable naming one of n choices: *out = its index, left as
+ * it is when the variable is unset or empty; false with "NAME=v: expected a,
+ * b or c" in err for anything else. */
+bool cuda_env_pick(const char *name, const char *const *choices, int n, int *out, char *err, size_t errlen);
 void cuda_ctx_free(struct cuda_ctx *ctx);
 /* Quantized GEMVs of ksplit 1 (every one the engine runs): the staged kernel
  * (weights bulk-copied into shared memory several steps ahead, the first ones

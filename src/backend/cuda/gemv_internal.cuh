@@ -199,46 +199,34 @@ static __device__ __forceinline__ rope_epi_at rope_epi_where(const cuda_rope_epi
     }
     return a;
 }
-/* cuda_rope_epi's store of row `row` of a lone token's q|k[|v] (value val; other: its rotation partner's, row ^ 1,
- * unused for v's rows): the RoPE kernel's operations (rope_cos_sin, rope_rotate) for an adjacent pair. */
-static __device__ __forceinline__ void rope_epi_store(const cuda_rope_epi &rp, const rope_epi_at &at, uint32_t row,
-                                                      float val, float other)
+/* cuda_rope_epi's stores of the rotation pair row0 (even), row0 + 1 of a lone token's q|k[|v], values a and b (v's
+ * rows: as they are): the RoPE kernel's operations (rope_cos_sin, rope_rotate). put0 / put1: which of the two this
+ * thread writes (a dp4a lane holds both, a tensor-core lane one and its partner's value by a shuffle). */
+static __device__ __forceinline__ void rope_epi_store(const cuda_rope_epi &rp, const rope_epi_at &at, uint32_t row0,
+                                                      float a, float b, bool put0, bool put1)
 {
-    if (row < rp.q_rows + rp.k_rows) {
-        const bool isq = row < rp.q_rows, odd = row & 1; /* (q_rows and head_dim are even) */
-        const uint32_t r = isq ? row : row - rp.q_rows;
-        float c, s, y0, y1;
-        rope_cos_sin(at.pos, __ldg(rp.inv_freq + r % rp.head_dim / 2), c, s);
-        rope_rotate(odd ? other : val, odd ? val : other, c, s, y0, y1);
-        if (isq)
-            rp.q[r] = odd ? y1 : y0;
-        else
-            kv_put(at.k, rp.kv.bf16 != 0, r, odd ? y1 : y0);
-    } else {
-        kv_put(at.v, rp.kv.bf16 != 0, row - rp.q_rows - rp.k_rows, val);
-    }
-}
-/* rope_epi_store of the pair of rows row0 (even) and row0 + 1 held by one thread, values a and b: the angle's cos and
- * sin once for both. */
-static __device__ __forceinline__ void rope_epi_store2(const cuda_rope_epi &rp, const rope_epi_at &at, uint32_t row0,
-                                                       float a, float b)
-{
+    float y0 = a, y1 = b;
+    void *dst = at.v;
+    uint32_t e = row0 - rp.q_rows - rp.k_rows; /* the pair's first element in its q, k or v row */
     if (row0 < rp.q_rows + rp.k_rows) {
         const bool isq = row0 < rp.q_rows;
-        const uint32_t r = isq ? row0 : row0 - rp.q_rows;
-        float c, s, y0, y1;
-        rope_cos_sin(at.pos, __ldg(rp.inv_freq + r % rp.head_dim / 2), c, s);
+        e = isq ? row0 : row0 - rp.q_rows;
+        float c, s;
+        rope_cos_sin(at.pos, __ldg(rp.inv_freq + e % rp.head_dim / 2), c, s);
         rope_rotate(a, b, c, s, y0, y1);
         if (isq) {
-            rp.q[r] = y0, rp.q[r + 1] = y1;
-        } else {
-            kv_put(at.k, rp.kv.bf16 != 0, r, y0);
-            kv_put(at.k, rp.kv.bf16 != 0, r + 1, y1);
+            if (put0)
+                rp.q[e] = y0;
+            if (put1)
+                rp.q[e + 1] = y1;
+            return;
         }
-    } else {
-        kv_put(at.v, rp.kv.bf16 != 0, row0 - rp.q_rows - rp.k_rows, a);
-        kv_put(at.v, rp.kv.bf16 != 0, row0 + 1 - rp.q_rows - rp.k_rows, b);
+        dst = at.k;
     }
+    if (put0)
+        kv_put(dst, rp.kv.bf16 != 0, e, y0);
+    if (put1)
+        kv_put(dst, rp.kv.bf16 != 0, e + 1, y1);
 }
 
 /* The quantized GEMVs (gemv_quant.cu, gemv_mma.cu) on x prepared by gemv_quant_prep_x. With rp.q set (one vector,

@@ -595,8 +595,9 @@ __global__ void __launch_bounds__(mma_block<KS>::NW * 32, NTL > 1 ? 1 : KS > 4 |
             }
             if (rp.q) { /* one vector, rows % 16 == 0: rows 2i, 2i + 1 are lanes 2i, 2i + 1 of a half warp that
                          * comes here whole (a 16-row tile's outputs) */
-                const float other = __shfl_xor_sync(0xFFFFu << (lane & 16), scale * v, 1);
-                rope_epi_store(rp, at, row, scale * v, other);
+                const float val = scale * v, other = __shfl_xor_sync(0xFFFFu << (lane & 16), val, 1);
+                const bool odd = row & 1;
+                rope_epi_store(rp, at, row & ~1u, odd ? other : val, odd ? val : other, !odd, odd);
             } else {
                 y[(uint64_t)b * rows + row] = scale * v;
             }

@@ -141,7 +141,7 @@ static __device__ __forceinline__ void q_finish(float (&acc)[R * NB], float *__r
 #pragma unroll
             for (int r = 0; r < R; r += 2)
                 if (row0 + r < rows)
-                    rope_epi_store2(rp, at, row0 + r, scale * acc[r], scale * acc[r + 1]);
+                    rope_epi_store(rp, at, row0 + r, scale * acc[r], scale * acc[r + 1], true, true);
             return;
         }
     }

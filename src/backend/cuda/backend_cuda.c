@@ -336,7 +336,7 @@ static int cuda_be_init(struct backend **out, const struct model *m, const struc
     b->dec_fuse = c->dim % 32 == 0 && c->dim <= 16384 && c->ffn_dim % 32 == 0;
     b->dec_side = env_not_off("MEMRA_DECODE_SIDE");
     static const char *const rope_modes[] = {"off", "on", "all"}; /* b->dec_rope's values */
-    b->dec_rope = 1;
+    b->dec_rope = 2;
     if (!cuda_env_pick("MEMRA_DECODE_ROPE", rope_modes, 3, &b->dec_rope, err, errlen)) {
         cuda_be_free(&b->base);
         return -1;

@@ -133,7 +133,7 @@ struct cuda_backend {
                               * beside q|k's where their types differ (cuda_decode_step.c) */
     int dec_rope;            /* MEMRA_DECODE_ROPE: a lone token's RoPE and KV write in its quantized q|k[|v] GEMV's
                               * epilogue (cuda_fwd_gemv_rope_kv) where the model and the kernel allow: 0 off, 1 on
-                              * (default: the tensor-core GEMV), 2 all (the dp4a GEMVs too) */
+                              * (the tensor-core GEMV only), 2 all (default: the dp4a GEMVs too) */
     bool fp8_block;          /* MEMRA_FP8_BLOCK (default native): FP8 layer weights with 128 × 128 block scales kept
                               * as stored (cuda_gemv_bs, cuda_gemm_run_bs); f32: expanded as before */
     bool dec_qkv;            /* MEMRA_DECODE_QKV (default on): a batch's q|k|v as one GEMV (cuda_layer.qkv_join) */

@@ -115,11 +115,11 @@ static bool side_v(const struct cuda_backend *b, bool prepared)
  * write k and v into the cache in its epilogue (MEMRA_DECODE_ROPE;
  * cuda_fwd_gemv_rope_kv): a quantized GEMV, adjacent pairs, no biases, no
  * q/k norms. Its kernel then says whether it took it (the int8 tensor-core
- * GEMV; with =all the dp4a ones at ≥ 2 rows a warp too); where it did, no
+ * GEMV, and by default the dp4a ones at ≥ 2 rows a warp); where it did, no
  * RoPE kernel runs between it and the attention — the same bits. H100,
- * random 8B Q4_K_M, tg128 375.1-377.2 → 385.5-387.0 tok/s with f32,
- * 384.7-387.2 → 392.2-394.0 with bf16; tg128@d4096 +2.3-3.5 % (RESULTS,
- * fifty-ninth run: the tensor-core form, in a lab build). */
+ * random 8B, off → default, two rounds: Q4_K_M tg128 374.5-375.6 → 383.3-383.7
+ * tok/s, tg128@d4096 343.5-343.8 → 353.3-353.5; Q8_0 280.8-281.6 → 288.5-288.7,
+ * 265.0-265.2 → 268.7 (f32 activations; bf16 +2.2-3.1 %; RESULTS sixtieth run). */
 static bool rope_in_gemv(const struct cuda_backend *b, const struct cuda_layer *D, const struct cuda_weight *f)
 {
     return b->dec_rope > 0 && is_quantized(f->dtype) && !use_mmv(b, f, 1) && !D->bq && !D->bk && !D->bv &&

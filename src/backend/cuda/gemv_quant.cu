@@ -25,6 +25,12 @@
  *    vector of a batch). Loads go straight to registers through the read-only
  *    path; the R rows' loads of a step are independent, so several loads are
  *    in flight per lane, 32·R·QK/32·BS/… ≈ 1 KB of weights per warp step.
+ *    A lone vector's first step of weights is asked for before the PDL wait
+ *    (the whole row at n = 4096 and K split 4): its DRAM latency overlaps the
+ *    kernel before's end — Q8_0 tg128 +4.9 %, at depth 4096 +4.9 % (f32
+ *    activations; bf16 +3.4 / +3.7 %), Q4_K_M level (its Q6_K v and downs);
+ *    H100, random 8B, bench/RESULTS.md sixtieth run. (Tried in an early
+ *    session together with the trigger at the kernel's top, it had lost.)
  *    Its staged form, kernel_gemv_qs (below; the default for ksplit 1,
  *    ctx->gemv_staged), runs the same lanes and arithmetic on weights
  *    bulk-copied into shared memory several steps ahead.
@@ -165,8 +171,12 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     constexpr int BPS = 32 / S;     /* blocks per warp step */
     constexpr int W = NT / 32;
     static_assert(KS == 1 || KS == W, "KS: 1 or all warps of the block");
+    /* a lone vector's first step of weights is asked for before the PDL wait (PW; the weights are constant), a
+     * batch's or a group's kernel waits here (a group's work list is the routing kernel's output) */
+    constexpr bool PW = NB == 1 && !G;
     const rope_epi_at at = rope_epi_where(rp);
-    pdl_wait(); /* (PDL: nothing else to do before x is ready; the next kernel is let in after the loop) */
+    if constexpr (!PW)
+        pdl_wait();
     uint32_t xr[NB]; /* the prepared x's row of each batch entry */
 #pragma unroll
     for (int b = 0; b < NB; b++)
@@ -194,8 +204,24 @@ __global__ void __launch_bounds__(NT, 4) kernel_gemv_q(const uint8_t *__restrict
     for (int k = 0; k < R * NB; k++)
         acc[k] = 0.0f;
 
+    uint32_t blk = kstart;
+    if constexpr (PW) { /* the first step: its weights in flight while the kernel before ends; the same operations */
+        uint32_t q[R][8];
+        float d[R][2], m[R][2];
+        const bool has = blk < nblk;
+        if (has)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                Q::get(wr[r], L, q[r], d[r], m[r]);
+                wr[r] += kstep * Q::BS;
+            }
+        pdl_wait(); /* (the next kernel is let in after the loop) */
+        if (has)
+            q_step<Q, R, NB, X16>(q, d, m, xq, xr, nb, n, xstride, blk * Q::QK + 32 * seg, acc);
+        blk += kstep;
+    }
 #pragma unroll 2
-    for (uint32_t blk = kstart; blk < nblk; blk += kstep) {
+    for (; blk < nblk; blk += kstep) {
         uint32_t q[R][8];
         float d[R][2], m[R][2];
 #pragma unroll
